@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs the requirements into .venv and runs the test suite (fast tests; add `-m slow` for the long ones).
+set -euo pipefail
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$repo_root/scripts/setup_venv.sh"
+cd "$repo_root"
+exec .venv/bin/python -m pytest -q "$@"
