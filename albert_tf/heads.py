@@ -1,0 +1,108 @@
+"""Task heads on top of AlbertModel, and the pretraining model (spec sections 4.3 and 5).
+
+- ``MaskedLMHead``: gather at the masked positions -> dense(E, hidden_act) -> LayerNorm -> logits
+  against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
+- ``SentenceOrderHead``: pooled output -> 2 logits (``cls/seq_relationship``).
+- ``AlbertPretrainingModel``: the encoder plus both heads.
+
+Every task model keeps its encoder in the attribute ``albert``, so an object-based checkpoint of
+one task model restores the encoder of another.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import keras
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.layers import Dense, LayerNorm, truncated_normal
+from albert_tf.modeling import AlbertModel
+
+
+def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+    """[B, S, H] gathered at int positions [B, M] -> [B, M, H]."""
+    return tf.gather(sequence, tf.cast(positions, tf.int32), batch_dims=1)
+
+
+class MaskedLMHead(keras.layers.Layer):
+    """The MLM head. Weights: ``transform`` dense [H, E] + bias [E], ``LayerNorm`` [E], ``output_bias`` [V].
+
+    ``call(sequence_output [B, S, H], positions [B, M], embedding_table [V, E])`` -> float32 logits
+    [B, M, V]. The output matrix is the encoder's word-embedding table (tied, not a copy).
+    """
+
+    def __init__(self, config: AlbertConfig, name: str = "predictions", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.transform = Dense(config.hidden_size, config.embedding_size, config.initializer_range,
+                               activation=config.hidden_act, name="transform")
+        self.layer_norm = LayerNorm(config.embedding_size, name="LayerNorm")
+        self.output_bias = self.add_weight(shape=(config.vocab_size,), name="output_bias",
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output: tf.Tensor, positions: tf.Tensor,
+             embedding_table: tf.Tensor) -> tf.Tensor:
+        hidden = self.layer_norm(self.transform(gather_positions(sequence_output, positions)))
+        table = tf.cast(embedding_table, tf.float32)
+        logits = tf.matmul(tf.cast(hidden, tf.float32), table, transpose_b=True)
+        return logits + tf.cast(self.output_bias, tf.float32)
+
+
+class SentenceOrderHead(keras.layers.Layer):
+    """The SOP head: pooled [B, H] @ ``output_weights``ᵀ [2, H] + ``output_bias`` [2] -> float32 [B, 2]."""
+
+    def __init__(self, config: AlbertConfig, name: str = "seq_relationship", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.output_weights = self.add_weight(
+            shape=(2, config.hidden_size), name="output_weights",
+            initializer=truncated_normal(config.initializer_range))
+        self.output_bias = self.add_weight(shape=(2,), name="output_bias", initializer="zeros")
+        self.built = True
+
+    def call(self, pooled_output: tf.Tensor) -> tf.Tensor:
+        logits = tf.matmul(tf.cast(pooled_output, tf.float32), tf.cast(self.output_weights, tf.float32),
+                           transpose_b=True)
+        return logits + tf.cast(self.output_bias, tf.float32)
+
+
+class AlbertPretrainingModel(keras.Model):
+    """Encoder + MLM + SOP heads.
+
+    Inputs: AlbertModel's dict plus ``masked_lm_positions`` int [B, M]. Outputs: AlbertModel's dict
+    plus ``mlm_logits`` float32 [B, M, V] and ``sop_logits`` float32 [B, 2].
+    """
+
+    def __init__(self, config: AlbertConfig, name: str = "albert_pretraining", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.albert = AlbertModel(config)
+        self.mlm_head = MaskedLMHead(config)
+        self.sop_head = SentenceOrderHead(config)
+        self.built = True
+
+    def tf1_head_variables(self) -> dict[str, keras.Variable]:
+        """The heads' reference names (``cls/predictions/*``, ``cls/seq_relationship/*``)."""
+        mlm, sop = self.mlm_head, self.sop_head
+        return {
+            "cls/predictions/transform/dense/kernel": mlm.transform.kernel,
+            "cls/predictions/transform/dense/bias": mlm.transform.bias,
+            "cls/predictions/transform/LayerNorm/beta": mlm.layer_norm.beta,
+            "cls/predictions/transform/LayerNorm/gamma": mlm.layer_norm.gamma,
+            "cls/predictions/output_bias": mlm.output_bias,
+            "cls/seq_relationship/output_weights": sop.output_weights,
+            "cls/seq_relationship/output_bias": sop.output_bias,
+        }
+
+    def call(self, inputs: Mapping[str, tf.Tensor],
+             training: bool | None = None) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        if "masked_lm_positions" not in inputs:
+            raise KeyError("AlbertPretrainingModel inputs need 'masked_lm_positions' [batch, M]; "
+                           f"got keys {sorted(inputs)}.")
+        outputs = dict(self.albert(inputs, training=training))
+        outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"],
+                                              inputs["masked_lm_positions"],
+                                              embedding_table=self.albert.get_embedding_table())
+        outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
+        return outputs

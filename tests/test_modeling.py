@@ -1,0 +1,169 @@
+"""AlbertModel / AlbertPretrainingModel against the independent NumPy forward pass."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints import tf1_variable_map
+from albert_tf.config import AlbertConfig
+from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.modeling import AlbertModel
+from tests import numpy_albert
+
+TOLERANCE = 1e-5
+
+CONFIGS = {
+    "E==H": dict(embedding_size=16, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=24),
+    "E!=H": dict(embedding_size=8, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                 intermediate_size=20),
+    "G=2,L=4": dict(embedding_size=8, hidden_size=12, num_hidden_layers=4, num_hidden_groups=2,
+                    num_attention_heads=3, intermediate_size=16),
+    "inner_group_num=2": dict(embedding_size=8, hidden_size=12, num_hidden_layers=3,
+                              inner_group_num=2, num_attention_heads=3, intermediate_size=16),
+    "G=3,L=5,K=2,relu": dict(embedding_size=6, hidden_size=12, num_hidden_layers=5,
+                             num_hidden_groups=3, inner_group_num=2, num_attention_heads=4,
+                             intermediate_size=10, hidden_act="relu"),
+}
+
+
+def make_config(**overrides):
+    values = dict(vocab_size=40, max_position_embeddings=16, type_vocab_size=2,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    values.update(overrides)
+    return AlbertConfig.from_dict(values)
+
+
+def randomize(model, seed=0):
+    """Gives every variable (LayerNorm and biases included) distinct non-trivial values."""
+    rng = np.random.default_rng(seed)
+    for variable in model.trainable_variables:
+        variable.assign(rng.normal(0.0, 0.3, variable.shape).astype(np.float32))
+
+
+def padded_batch(cfg, seed=1, batch=3, seq=9):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, cfg.vocab_size, (batch, seq)).astype(np.int32)
+    mask = np.ones((batch, seq), np.int32)
+    mask[1, 6:] = 0
+    mask[2, 3:] = 0
+    segments = np.zeros((batch, seq), np.int32)
+    segments[:, 4:] = 1
+    positions = np.array([[1, 2, 5], [0, 3, 4], [1, 2, 2]], np.int32)
+    return ids, mask, segments, positions
+
+
+def weights_of(model):
+    return {name: v.numpy() for name, v in tf1_variable_map(model).items()}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_pretraining_model_matches_numpy(name):
+    cfg = make_config(**CONFIGS[name])
+    model = AlbertPretrainingModel(cfg)
+    randomize(model)
+    ids, mask, segments, positions = padded_batch(cfg)
+    out = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+                 "masked_lm_positions": positions})
+    expected = numpy_albert.forward(weights_of(model), cfg, ids, mask, segments, positions)
+    for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
+        diff = np.max(np.abs(out[key].numpy() - expected[key]))
+        assert diff <= TOLERANCE, f"{name}: {key} max-abs-diff {diff}"
+    assert len(out["encoder_outputs"]) == cfg.num_hidden_layers * cfg.inner_group_num
+    for got, want in zip(out["encoder_outputs"], expected["encoder_outputs"]):
+        assert np.max(np.abs(got.numpy() - want)) <= TOLERANCE
+    assert out["mlm_logits"].shape == (3, 3, cfg.vocab_size)
+    assert out["sop_logits"].shape == (3, 2)
+
+
+def test_encoder_alone_matches_numpy_and_defaults_mask_and_segments():
+    cfg = make_config(**CONFIGS["E!=H"])
+    model = AlbertModel(cfg)
+    randomize(model, seed=3)
+    ids, _, _, _ = padded_batch(cfg)
+    out = model({"input_ids": ids})
+    expected = numpy_albert.forward(weights_of(model), cfg, ids, np.ones_like(ids),
+                                    np.zeros_like(ids))
+    assert np.max(np.abs(out["sequence_output"].numpy() - expected["sequence_output"])) <= TOLERANCE
+    assert out["sequence_output"].shape == (3, 9, cfg.hidden_size)
+    assert out["pooled_output"].shape == (3, cfg.hidden_size)
+
+
+def test_padding_does_not_change_real_positions():
+    """Masked keys get -10000: appending pad tokens leaves the real positions' outputs unchanged."""
+    cfg = make_config(**CONFIGS["G=2,L=4"])
+    model = AlbertModel(cfg)
+    randomize(model)
+    ids = np.array([[5, 6, 7, 8]], np.int32)
+    short = model({"input_ids": ids, "input_mask": np.ones_like(ids)})["sequence_output"].numpy()
+    padded_ids = np.concatenate([ids, [[9, 9, 9]]], axis=1)
+    padded_mask = np.array([[1, 1, 1, 1, 0, 0, 0]], np.int32)
+    long = model({"input_ids": padded_ids, "input_mask": padded_mask})["sequence_output"].numpy()
+    assert np.max(np.abs(short - long[:, :4])) < 1e-4
+
+
+def test_weight_sharing_variable_counts():
+    cfg = make_config(**CONFIGS["G=3,L=5,K=2,relu"])
+    model = AlbertModel(cfg)
+    names = tf1_variable_map(model)
+    assert len(names) == len(numpy_albert.reference_variable_shapes(cfg, with_heads=False))
+    transformer_vars = [n for n in names if "/transformer/" in n]
+    assert len(transformer_vars) == 3 * 2 * 16  # G * K * (6 dense * 2 + 2 LayerNorm * 2)
+    assert model.transformer.group_index(4) == 2 and model.transformer.group_index(1) == 0
+
+
+def test_dropout_only_when_training():
+    cfg = make_config(**CONFIGS["E!=H"], hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+    model = AlbertModel(cfg)
+    ids, mask, segments, _ = padded_batch(cfg)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    eval_a = model(inputs, training=False)["sequence_output"].numpy()
+    eval_b = model(inputs)["sequence_output"].numpy()
+    np.testing.assert_array_equal(eval_a, eval_b)
+    expected = numpy_albert.forward(weights_of(model), cfg, ids, mask, segments)
+    assert np.max(np.abs(eval_a - expected["sequence_output"])) <= TOLERANCE
+    train = model(inputs, training=True)["sequence_output"].numpy()
+    assert np.max(np.abs(train - eval_a)) > 1e-2
+
+
+def test_sequence_longer_than_positions_is_a_clear_error():
+    cfg = make_config(**CONFIGS["E==H"])
+    model = AlbertModel(cfg)
+    ids = np.zeros((1, cfg.max_position_embeddings + 1), np.int32)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        model({"input_ids": ids})
+
+
+def test_mixed_bfloat16_policy():
+    """bfloat16 compute, float32 variables, outputs close to the float32 model's."""
+    cfg = make_config(**CONFIGS["E!=H"])
+    reference = AlbertPretrainingModel(cfg)
+    randomize(reference)
+    ids, mask, segments, positions = padded_batch(cfg)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+              "masked_lm_positions": positions}
+    want = reference(inputs)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        model = AlbertPretrainingModel(cfg)
+        for src, dst in zip(reference.trainable_variables, model.trainable_variables):
+            dst.assign(src)
+        got = model(inputs)
+        block = model.albert.transformer.groups[0][0]
+        assert block.compute_dtype == "bfloat16"
+        assert block.attention_layer_norm.compute_dtype == "float32"
+        assert all(v.dtype == "float32" for v in model.trainable_variables)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert got["mlm_logits"].dtype == tf.float32
+    scale = np.max(np.abs(want["mlm_logits"].numpy()))
+    assert np.max(np.abs(got["mlm_logits"].numpy() - want["mlm_logits"].numpy())) < 0.05 * scale
+    assert np.max(np.abs(got["pooled_output"].numpy().astype(np.float32)
+                         - want["pooled_output"].numpy())) < 0.05
+
+
+def test_missing_masked_lm_positions_is_a_clear_error():
+    model = AlbertPretrainingModel(make_config(**CONFIGS["E==H"]))
+    with pytest.raises(KeyError, match="masked_lm_positions"):
+        model({"input_ids": np.zeros((1, 4), np.int32)})
