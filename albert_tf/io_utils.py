@@ -8,6 +8,12 @@ import tempfile
 from typing import Iterator, IO
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Opens a temporary file beside ``path``; renames it to ``path`` only if the block succeeds.
@@ -19,6 +25,7 @@ def atomic_open(path: str, mode: str = "w", encoding: str | None = "utf-8") -> I
     fd, tmp_path = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                     dir=directory)
     os.close(fd)
+    os.chmod(tmp_path, 0o666 & ~_current_umask())  # mkstemp makes 0600; use the usual mode
     try:
         kwargs = {} if "b" in mode else {"encoding": encoding}
         with open(tmp_path, mode, **kwargs) as handle:
