@@ -1,0 +1,383 @@
+"""GLUE TSV files -> ``InputExample`` lists, one processor per task (spec 7.1).
+
+Every processor reads ``<data_dir>/<task dir>/<split file>`` exactly as the reference's
+classifier_utils does: tab-separated, **no quote handling** (a field that starts with ``"`` keeps it),
+the reference's header rule, columns, label lists and guids, and every text field (plus guids and
+label names) through ``process_text`` (SentencePiece mode: ``preprocess_text(lower=do_lower_case)``;
+WordPiece mode: unchanged, the tokenizer normalizes).
+
+Where the reference would crash later or silently read garbage, we fail at once with the file and line:
+a row whose column count differs from the file's header (or from the fixed count of a headerless file),
+an unknown label name, an unparsable STS-B score. The one exception is QQP's labelled files, where the
+reference skips rows that have too few columns; we skip them too and log how many.
+
+Test files. GLUE's own test files carry no labels (and a different column layout for CoLA, SST-2, QQP,
+QNLI); their examples get ``label=None``. A test file in the *labelled* layout (its header names the
+label column, e.g. the re-split SST-2/RTE/WNLI files people evaluate on) is read like a dev file, labels
+included. The choice is made per file from its header, and logged.
+
+Task keys (lower-cased): cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte, wnli, ax. ``ax`` is
+GLUE's diagnostic set (``diagnostic/diagnostic.tsv``: ``index sentence1 sentence2``), predicted with an
+MNLI model, so it has MNLI's labels and only a test split (the reference defines it but never registers it).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import logging
+import os
+from typing import Iterator
+
+from albert_tf.tokenization import preprocess_text
+
+SPLITS = ("train", "dev", "test")
+
+
+class GlueDataError(ValueError):
+    """A GLUE file is missing or malformed; the message names the file (and line) and what was expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InputExample:
+    """One GLUE example.
+
+    guid: the GLUE index (column 0) where the file has one, else "<split>-<i>" with i the 0-based line
+      index in the file (the reference's rule; GLUE submissions are keyed by the test guids).
+    text_a / text_b: processed text; text_b is None for single-sentence tasks.
+    label: a label name from ``get_labels()``, a float for STS-B, or None when the file has no labels
+      (GLUE test files); features then use label id 0, the reference's placeholder.
+    """
+
+    guid: str
+    text_a: str
+    text_b: str | None
+    label: str | float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class RowLayout:
+    """Where the fields of one file layout live (column indices; negative counts from the end).
+
+    has_header: the first line is a header (skipped; it fixes the column count of every row).
+    num_columns: the column count of a headerless file.
+    guid: column of the guid, or None for "<split>-<line index>".
+    label: column of the label, or None for an unlabelled layout.
+    label_header: the header cell naming the label column (used to recognise labelled test files).
+    """
+
+    text_a: int
+    text_b: int | None = None
+    label: int | None = None
+    guid: int | None = None
+    has_header: bool = True
+    num_columns: int | None = None
+    label_header: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuningRecipe:
+    """The paper's fine-tuning hyper-parameters for one task (reference run_glue.sh, spec 1.3).
+
+    Values are run_classifier flags; all tasks also use --max_seq_length=512 (WNLI: 128),
+    --optimizer=adamw and --do_lower_case. ``encoder_dropout`` is the paper's hidden dropout, which can
+    only be set in the config JSON (``hidden_dropout_prob``; the released v2 configs use 0).
+    """
+
+    warmup_step: int
+    learning_rate: float
+    train_step: int
+    save_checkpoints_steps: int
+    train_batch_size: int
+    max_seq_length: int = 512
+    encoder_dropout: float = 0.0
+    source: str = "reference run_glue.sh"
+
+    def flags(self) -> list[str]:
+        """The run_classifier command-line flags of this recipe."""
+        return [f"--warmup_step={self.warmup_step}", f"--learning_rate={self.learning_rate:g}",
+                f"--train_step={self.train_step}",
+                f"--save_checkpoints_steps={self.save_checkpoints_steps}",
+                f"--train_batch_size={self.train_batch_size}", f"--max_seq_length={self.max_seq_length}",
+                "--optimizer=adamw", "--do_lower_case"]
+
+
+class GlueProcessor:
+    """Base class: reads one task's TSV files into ``InputExample`` lists.
+
+    Subclasses set ``task_dir``, ``labels`` (None for regression), ``split_files``, ``labelled_layout``
+    (train/dev) and ``test_layout`` (GLUE's unlabelled test file), and optionally ``recipe``.
+    """
+
+    task_dir: str = ""
+    labels: tuple[str, ...] | None = ("0", "1")
+    split_files: dict[str, str] = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+    labelled_layout: RowLayout
+    test_layout: RowLayout
+    skip_short_rows: bool = False
+    recipe: FineTuningRecipe | None = None
+
+    def __init__(self, use_spm: bool = True, do_lower_case: bool = True):
+        self.use_spm = use_spm
+        self.do_lower_case = do_lower_case
+
+    # -- public API --------------------------------------------------------------------------------
+
+    @property
+    def is_regression(self) -> bool:
+        """True for STS-B: one real-valued output, float label ids."""
+        return self.labels is None
+
+    def get_labels(self) -> list[str] | None:
+        """Label names in id order (label id = index), or None for regression."""
+        return None if self.labels is None else list(self.labels)
+
+    def num_labels(self) -> int:
+        """Size of the classifier output: the number of labels, 1 for regression."""
+        return 1 if self.labels is None else len(self.labels)
+
+    def split_path(self, data_dir: str, split: str) -> str:
+        """Path of the existing file read for ``split`` ("train", "dev" or "test").
+
+        Raises GlueDataError if the task has no such split or the file does not exist.
+        """
+        if split not in self.split_files:
+            raise GlueDataError(f"task directory {self.task_dir!r} has no {split!r} split; "
+                                f"available: {sorted(self.split_files)}")
+        path = os.path.join(data_dir, self.task_dir, self.split_files[split])
+        if not os.path.isfile(path):
+            raise GlueDataError(f"{split} file of task directory {self.task_dir!r} not found: {path} "
+                                f"(expected <data_dir>/{self.task_dir}/{self.split_files[split]})")
+        return path
+
+    def get_examples(self, data_dir: str, split: str) -> list[InputExample]:
+        """All examples of ``split`` read from ``split_path(data_dir, split)``."""
+        path = self.split_path(data_dir, split)
+        rows = list(read_tsv(path))
+        layout = self.labelled_layout if split != "test" else self._test_file_layout(path, rows)
+        return self._create_examples(path, rows, split, layout)
+
+    def get_train_examples(self, data_dir: str) -> list[InputExample]:
+        return self.get_examples(data_dir, "train")
+
+    def get_dev_examples(self, data_dir: str) -> list[InputExample]:
+        return self.get_examples(data_dir, "dev")
+
+    def get_test_examples(self, data_dir: str) -> list[InputExample]:
+        return self.get_examples(data_dir, "test")
+
+    def process_text(self, text: str) -> str:
+        """The reference's normalization of every read field (SP mode: ``preprocess_text``)."""
+        if self.use_spm:
+            return preprocess_text(text, lower=self.do_lower_case)
+        return text
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _test_file_layout(self, path: str, rows: list[tuple[int, list[str]]]) -> RowLayout:
+        """The labelled layout if the test file's header names the label column, else GLUE's test layout."""
+        labelled = self.labelled_layout
+        if rows and labelled.has_header and labelled.label_header is not None:
+            header = rows[0][1]
+            in_range = -len(header) <= labelled.label < len(header)
+            if in_range and header[labelled.label] == labelled.label_header:
+                logging.info("%s: header names the label column %r; reading gold labels",
+                             path, labelled.label_header)
+                return labelled
+        return self.test_layout
+
+    def _create_examples(self, path: str, rows: list[tuple[int, list[str]]], split: str,
+                         layout: RowLayout) -> list[InputExample]:
+        if layout.has_header:
+            if not rows:
+                raise GlueDataError(f"{path}: empty file; expected a header line")
+            expected_columns = len(rows[0][1])
+            rows = rows[1:]
+        else:
+            expected_columns = layout.num_columns
+        examples = []
+        num_skipped = 0
+        for line_number, row in rows:
+            if len(row) != expected_columns:
+                if self.skip_short_rows and layout.label is not None and len(row) < expected_columns:
+                    num_skipped += 1
+                    continue
+                raise GlueDataError(f"{path}:{line_number}: expected {expected_columns} tab-separated "
+                                    f"columns, found {len(row)}")
+            examples.append(self._example(path, line_number, row, split, layout))
+        if num_skipped:
+            logging.warning("%s: skipped %d rows with fewer than %d columns (as the reference does)",
+                            path, num_skipped, expected_columns)
+        return examples
+
+    def _example(self, path: str, line_number: int, row: list[str], split: str,
+                 layout: RowLayout) -> InputExample:
+        if layout.guid is None:
+            guid = f"{split}-{line_number - 1}"
+        else:
+            guid = self.process_text(row[layout.guid])
+        text_a = self.process_text(row[layout.text_a])
+        text_b = None if layout.text_b is None else self.process_text(row[layout.text_b])
+        label = None if layout.label is None else self._label(path, line_number, row[layout.label])
+        return InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label)
+
+    def _label(self, path: str, line_number: int, cell: str) -> str | float:
+        if self.labels is None:
+            try:
+                return float(cell)
+            except ValueError:
+                raise GlueDataError(f"{path}:{line_number}: expected a real-valued score, "
+                                    f"found {cell!r}") from None
+        label = self.process_text(cell)
+        if label not in self.labels:
+            raise GlueDataError(f"{path}:{line_number}: unknown label {cell!r}; expected one of "
+                                f"{list(self.labels)}")
+        return label
+
+
+def read_tsv(path: str) -> Iterator[tuple[int, list[str]]]:
+    """Yields (1-based line number, cells) for every line of a UTF-8 TSV file, quotes kept literally.
+
+    Reads like the reference's ``csv.reader(delimiter="\\t", quotechar=None)``; CRLF and LF endings both
+    work. A csv or UTF-8 decoding error raises ``GlueDataError`` naming the file and line.
+    """
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        try:
+            for row in reader:
+                yield reader.line_num, row
+        except (csv.Error, UnicodeDecodeError) as error:
+            raise GlueDataError(f"{path}:{reader.line_num + 1}: unreadable TSV line: {error}") from error
+
+
+# -- the tasks -------------------------------------------------------------------------------------
+
+_NLI_LABELS = ("contradiction", "entailment", "neutral")
+
+
+class ColaProcessor(GlueProcessor):
+    """CoLA: train/dev have no header (source, label, original label, sentence); test has one."""
+
+    task_dir = "CoLA"
+    labelled_layout = RowLayout(text_a=3, label=1, has_header=False, num_columns=4)
+    test_layout = RowLayout(text_a=1, guid=0)
+    recipe = FineTuningRecipe(320, 1e-5, 5336, 100, 16)
+
+
+class Sst2Processor(GlueProcessor):
+    """SST-2: ``sentence label``; GLUE test: ``index sentence``."""
+
+    task_dir = "SST-2"
+    labelled_layout = RowLayout(text_a=0, label=1, label_header="label")
+    test_layout = RowLayout(text_a=1, guid=0)
+    recipe = FineTuningRecipe(1256, 1e-5, 20935, 100, 32)
+
+
+class MrpcProcessor(GlueProcessor):
+    """MRPC: ``Quality #1_ID #2_ID #1_String #2_String``; GLUE test starts with ``index`` instead."""
+
+    task_dir = "MRPC"
+    labelled_layout = RowLayout(text_a=3, text_b=4, label=0, label_header="Quality")
+    test_layout = RowLayout(text_a=3, text_b=4, guid=0)
+    recipe = FineTuningRecipe(200, 2e-5, 800, 100, 32)
+
+
+class StsbProcessor(GlueProcessor):
+    """STS-B: sentences in columns 7 and 8, the float score last (absent from GLUE test)."""
+
+    task_dir = "STS-B"
+    labels = None
+    labelled_layout = RowLayout(text_a=7, text_b=8, label=-1, guid=0, label_header="score")
+    test_layout = RowLayout(text_a=7, text_b=8, guid=0)
+    recipe = FineTuningRecipe(214, 2e-5, 3598, 100, 16, encoder_dropout=0.1)
+
+
+class QqpProcessor(GlueProcessor):
+    """QQP: ``id qid1 qid2 question1 question2 is_duplicate``; GLUE test: ``id question1 question2``.
+
+    Labelled rows with missing columns are skipped (and counted), as in the reference.
+    """
+
+    task_dir = "QQP"
+    labelled_layout = RowLayout(text_a=3, text_b=4, label=5, guid=0, label_header="is_duplicate")
+    test_layout = RowLayout(text_a=1, text_b=2, guid=0)
+    skip_short_rows = True
+    recipe = FineTuningRecipe(1000, 5e-5, 14000, 100, 128, encoder_dropout=0.1)
+
+
+class MnliProcessor(GlueProcessor):
+    """MNLI matched: sentences in columns 8 and 9, ``gold_label`` last."""
+
+    task_dir = "MNLI"
+    labels = _NLI_LABELS
+    split_files = {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv"}
+    labelled_layout = RowLayout(text_a=8, text_b=9, label=-1, guid=0, label_header="gold_label")
+    test_layout = RowLayout(text_a=8, text_b=9, guid=0)
+    recipe = FineTuningRecipe(1000, 3e-5, 10000, 100, 128)
+
+
+class MisMnliProcessor(MnliProcessor):
+    """MNLI mismatched: MNLI's train file, the mismatched dev/test files."""
+
+    split_files = {"train": "train.tsv", "dev": "dev_mismatched.tsv", "test": "test_mismatched.tsv"}
+
+
+class QnliProcessor(GlueProcessor):
+    """QNLI: ``index question sentence label``."""
+
+    task_dir = "QNLI"
+    labels = ("entailment", "not_entailment")
+    labelled_layout = RowLayout(text_a=1, text_b=2, label=-1, guid=0, label_header="label")
+    test_layout = RowLayout(text_a=1, text_b=2, guid=0)
+    recipe = FineTuningRecipe(1986, 1e-5, 33112, 200, 32)
+
+
+class RteProcessor(QnliProcessor):
+    """RTE: ``index sentence1 sentence2 label`` (labels as QNLI)."""
+
+    task_dir = "RTE"
+    recipe = FineTuningRecipe(200, 3e-5, 800, 100, 32, encoder_dropout=0.1)
+
+
+class WnliProcessor(GlueProcessor):
+    """WNLI: ``index sentence1 sentence2 label`` with labels "0"/"1"."""
+
+    task_dir = "WNLI"
+    labelled_layout = RowLayout(text_a=1, text_b=2, label=-1, guid=0, label_header="label")
+    test_layout = RowLayout(text_a=1, text_b=2, guid=0)
+    # Not in run_glue.sh: the paper's table (S=128); the checkpoint cadence is our choice.
+    recipe = FineTuningRecipe(250, 2e-5, 2000, 100, 16, max_seq_length=128, encoder_dropout=0.1,
+                              source="ALBERT paper (not in run_glue.sh)")
+
+
+class AxProcessor(GlueProcessor):
+    """GLUE diagnostic (AX): ``index sentence1 sentence2``, predict-only, with MNLI's labels."""
+
+    task_dir = "diagnostic"
+    labels = _NLI_LABELS
+    split_files = {"test": "diagnostic.tsv"}
+    test_layout = RowLayout(text_a=1, text_b=2, guid=0)
+    labelled_layout = test_layout  # never used: AX has only the unlabelled test split
+
+
+PROCESSORS: dict[str, type[GlueProcessor]] = {
+    "cola": ColaProcessor,
+    "sst-2": Sst2Processor,
+    "mrpc": MrpcProcessor,
+    "sts-b": StsbProcessor,
+    "qqp": QqpProcessor,
+    "mnli": MnliProcessor,
+    "mismnli": MisMnliProcessor,
+    "qnli": QnliProcessor,
+    "rte": RteProcessor,
+    "wnli": WnliProcessor,
+    "ax": AxProcessor,
+}
+
+
+def get_processor(task_name: str, use_spm: bool = True, do_lower_case: bool = True) -> GlueProcessor:
+    """The processor of ``task_name`` (case-insensitive); an unknown name lists the valid ones."""
+    key = (task_name or "").lower()
+    if key not in PROCESSORS:
+        raise GlueDataError(f"unknown GLUE task_name {task_name!r}; expected one of {sorted(PROCESSORS)}")
+    return PROCESSORS[key](use_spm=use_spm, do_lower_case=do_lower_case)

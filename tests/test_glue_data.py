@@ -1,0 +1,464 @@
+"""GLUE processors, features, TFRecords and the feature cache (data_prep/glue_*.py; spec 7.1, 7.2).
+
+Real files: ../shared/data/glue (SST-2, RTE, WNLI re-splits with labels; MRPC and STS-B samples).
+Other tasks: small files in GLUE's exact layouts, written here. Expected values come from the data
+documentation (SOURCES.md counts), a naive independent split of the raw lines, or hand-built lists.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from albert_tf.tokenization import FullTokenizer, preprocess_text
+from data_prep import glue_features
+from data_prep.glue import (PROCESSORS, GlueDataError, InputExample, build_features, cache_paths,
+                            cached_glue_features, convert_example, convert_examples_to_features,
+                            features_to_tf_example, get_processor, parse_glue_example,
+                            truncate_seq_pair, write_features_tfrecord)
+from tests import spm_fixtures
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
+EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
+
+
+def raw_rows(path: str) -> list[list[str]]:
+    """Independent reading of a TSV: split each physical line on tabs (no csv module)."""
+    with open(path, "rb") as handle:
+        return [line.decode("utf-8").rstrip("\r\n").split("\t") for line in handle]
+
+
+def write_tsv(path, rows: list[list[str]], line_ending: str = "\n") -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write("".join("\t".join(row) + line_ending for row in rows))
+    return str(path)
+
+
+def label_counts(examples) -> dict:
+    return dict(collections.Counter(example.label for example in examples))
+
+
+# -- processors on the real files ------------------------------------------------------------------
+
+def test_sst2_real_splits_counts_labels_and_text():
+    processor = get_processor("SST-2")
+    train = processor.get_train_examples(GLUE_DIR)
+    dev = processor.get_dev_examples(GLUE_DIR)
+    test = processor.get_test_examples(GLUE_DIR)
+    # Counts from SOURCES.md.
+    assert len(train) == 60614 and label_counts(train) == {"0": 26786, "1": 33828}
+    assert len(dev) == 6735 and label_counts(dev) == {"0": 2994, "1": 3741}
+    # test.tsv here is labelled ("sentence\tlabel"), so it is read with gold labels.
+    assert len(test) == 872 and label_counts(test) == {"0": 428, "1": 444}
+    assert test[0] == InputExample("test-1", "it 's a charming and often affecting journey .", None, "1")
+    raw = raw_rows(os.path.join(GLUE_DIR, "SST-2", "train.tsv"))
+    assert raw[1] == ["when are bears bears and ", "1"]
+    # SP mode strips the trailing space and lowercases; guid = "<split>-<line index>".
+    assert train[0] == InputExample("train-1", "when are bears bears and", None, "1")
+    assert [e.text_a for e in train[:50]] == [" ".join(r[0].split()).lower() for r in raw[1:51]]
+
+
+def test_wordpiece_mode_keeps_text_untouched():
+    processor = get_processor("sst-2", use_spm=False)
+    dev = processor.get_dev_examples(GLUE_DIR)
+    raw = raw_rows(os.path.join(GLUE_DIR, "SST-2", "dev.tsv"))
+    assert [e.text_a for e in dev] == [row[0] for row in raw[1:]]
+
+
+@pytest.mark.parametrize("task, counts", [
+    ("rte", {"train": {"entailment": 627, "not_entailment": 617},
+             "dev": {"entailment": 70, "not_entailment": 69},
+             "test": {"entailment": 698, "not_entailment": 686}}),
+    ("wnli", {"train": {"0": 288, "1": 277}, "dev": {"0": 35, "1": 35}, "test": {"0": 40, "1": 31}}),
+])
+def test_rte_wnli_real_splits(task, counts):
+    processor = get_processor(task)
+    directory = {"rte": "RTE", "wnli": "WNLI"}[task]
+    for split, expected in counts.items():
+        examples = processor.get_examples(GLUE_DIR, split)
+        assert label_counts(examples) == expected, split
+        raw = raw_rows(os.path.join(GLUE_DIR, directory, f"{split}.tsv"))[1:]
+        assert [e.guid for e in examples] == [row[0] for row in raw]
+        assert [e.text_a for e in examples] == [preprocess_text(row[1], lower=True) for row in raw]
+        assert [e.text_b for e in examples] == [preprocess_text(row[2], lower=True) for row in raw]
+
+
+def test_mrpc_literal_quotes_and_crlf():
+    processor = get_processor("mrpc", do_lower_case=False)
+    train = processor.get_train_examples(GLUE_DIR)
+    dev = processor.get_dev_examples(GLUE_DIR)
+    raw = raw_rows(os.path.join(GLUE_DIR, "MRPC", "dev.tsv"))
+    # Line 2: the second sentence starts with a literal quote; with csv quoting it would swallow the
+    # following lines. Line 3 has a quoted span in the middle.
+    assert raw[1][4].startswith('" The foodservice')
+    assert train[0].text_b == '" The foodservice pie business does not fit our long-term growth strategy .'
+    assert '" 100 percent behind George Bush "' in train[1].text_b
+    assert len(train) == len(dev) == 6
+    assert [e.label for e in dev] == [row[0] for row in raw[1:]]
+    assert [(e.text_a, e.text_b) for e in dev] == [(row[3], row[4]) for row in raw[1:]]
+    # train.tsv is the same content with CRLF endings: no "\r" may leak into the last column.
+    assert [(e.text_a, e.text_b, e.label) for e in train] == [(e.text_a, e.text_b, e.label) for e in dev]
+    assert [e.guid for e in train] == [f"train-{i}" for i in range(1, 7)]
+
+
+def test_stsb_float_labels():
+    processor = get_processor("sts-b")
+    assert processor.is_regression and processor.get_labels() is None and processor.num_labels() == 1
+    for split in ("train", "dev"):
+        examples = processor.get_examples(GLUE_DIR, split)
+        raw = raw_rows(os.path.join(GLUE_DIR, "STS-B", f"{split}.tsv"))[1:]
+        assert [e.label for e in examples] == [float(row[9]) for row in raw]
+        assert all(isinstance(e.label, float) for e in examples)
+        assert [e.guid for e in examples] == [row[0] for row in raw]
+        assert [e.text_b for e in examples] == [row[8].lower() for row in raw]
+    assert processor.get_dev_examples(GLUE_DIR)[1].label == 4.75
+
+
+# -- processors on small files in GLUE's layouts ---------------------------------------------------
+
+def test_cola_header_only_in_test(tmp_path):
+    train_rows = [["gj04", "1", "", "Our friends won't buy this analysis."],
+                  ["gj04", "0", "*", "They drank the pub."]]
+    write_tsv(tmp_path / "CoLA" / "train.tsv", train_rows)
+    write_tsv(tmp_path / "CoLA" / "dev.tsv", train_rows[::-1])
+    write_tsv(tmp_path / "CoLA" / "test.tsv", [["index", "sentence"], ["0", "Bill whistled past the house."],
+                                                ["1", "The car honked its way."]])
+    processor = get_processor("cola", do_lower_case=False)
+    train = processor.get_train_examples(str(tmp_path))
+    assert train == [InputExample("train-0", "Our friends won't buy this analysis.", None, "1"),
+                     InputExample("train-1", "They drank the pub.", None, "0")]
+    assert [e.guid for e in processor.get_dev_examples(str(tmp_path))] == ["dev-0", "dev-1"]
+    assert processor.get_test_examples(str(tmp_path)) == [
+        InputExample("0", "Bill whistled past the house.", None, None),
+        InputExample("1", "The car honked its way.", None, None)]
+
+
+def test_sst2_glue_test_layout_is_unlabelled(tmp_path):
+    write_tsv(tmp_path / "SST-2" / "test.tsv", [["index", "sentence"], ["0", "uneasy mishmash ."],
+                                                 ["1", "a gorgeous film "]])
+    examples = get_processor("sst-2").get_test_examples(str(tmp_path))
+    assert examples == [InputExample("0", "uneasy mishmash .", None, None),
+                        InputExample("1", "a gorgeous film", None, None)]
+
+
+def test_qqp_short_rows_skipped_and_counted(tmp_path, caplog):
+    header = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
+    write_tsv(tmp_path / "QQP" / "train.tsv", [
+        header,
+        ["201359", "303345", "303346", "Why are African-Americans so beautiful?",
+         "Why are hispanics so beautiful?", "0"],
+        ["263843", "69383", "380476", "I want to pursue PhD in Computer Science about social network"],
+        ["5", "11", "12", "Astrology: I am a Capricorn Sun Cap moon and cap rising...what does that say?",
+         "I'm a triple Capricorn (Sun, Moon and ascendant in Capricorn) What does this say about me?", "1"],
+    ])
+    write_tsv(tmp_path / "QQP" / "test.tsv", [["id", "question1", "question2"],
+                                               ["0", "Why do rockets look white?", "Why are rockets white?"]])
+    processor = get_processor("qqp")
+    with caplog.at_level(logging.WARNING):
+        train = processor.get_train_examples(str(tmp_path))
+    assert [(e.guid, e.label) for e in train] == [("201359", "0"), ("5", "1")]
+    assert "skipped 1 rows" in caplog.text and "train.tsv" in caplog.text
+    assert train[1].text_a.startswith("astrology: i am a capricorn")
+    assert processor.get_test_examples(str(tmp_path)) == [
+        InputExample("0", "why do rockets look white?", "why are rockets white?", None)]
+
+
+MNLI_TRAIN_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
+                     "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
+                     "sentence2", "label1", "gold_label"]
+MNLI_DEV_HEADER = MNLI_TRAIN_HEADER[:11] + ["label2", "label3", "label4", "label5", "gold_label"]
+
+
+def mnli_row(index, sentence1, sentence2, labels):
+    return [str(index), "31193", f"{index}n", "government", "( ... )", "( ... )", "(ROOT ...)",
+            "(ROOT ...)", sentence1, sentence2] + labels
+
+
+def test_mnli_matched_and_mismatched(tmp_path):
+    write_tsv(tmp_path / "MNLI" / "train.tsv", [
+        MNLI_TRAIN_HEADER,
+        mnli_row(0, "Conceptually cream skimming has two basic dimensions.",
+                 "Product and geography are what make cream skimming work. ", ["neutral", "neutral"])])
+    write_tsv(tmp_path / "MNLI" / "dev_matched.tsv", [
+        MNLI_DEV_HEADER,
+        mnli_row(7, "The new rights are nice enough", "Everyone really likes the newest benefits ",
+                 ["neutral", "entailment", "neutral", "neutral", "neutral", "neutral"])])
+    write_tsv(tmp_path / "MNLI" / "dev_mismatched.tsv", [
+        MNLI_DEV_HEADER,
+        mnli_row(9, "Your contribution helped make it possible", "Your contributions were of no help.",
+                 ["contradiction"] * 6)])
+    write_tsv(tmp_path / "MNLI" / "test_matched.tsv", [MNLI_TRAIN_HEADER[:10], mnli_row(3, "A b", "C d", [])])
+    write_tsv(tmp_path / "MNLI" / "test_mismatched.tsv", [MNLI_TRAIN_HEADER[:10], mnli_row(4, "E", "F", [])])
+    data_dir = str(tmp_path)
+    matched, mismatched = get_processor("MNLI"), get_processor("mismnli")
+    assert matched.get_labels() == mismatched.get_labels() == ["contradiction", "entailment", "neutral"]
+    assert matched.get_train_examples(data_dir) == mismatched.get_train_examples(data_dir) == [
+        InputExample("0", "conceptually cream skimming has two basic dimensions.",
+                     "product and geography are what make cream skimming work.", "neutral")]
+    assert matched.get_dev_examples(data_dir)[0].label == "neutral"  # gold_label, not label1
+    assert mismatched.get_dev_examples(data_dir) == [
+        InputExample("9", "your contribution helped make it possible", "your contributions were of no help.",
+                     "contradiction")]
+    assert matched.get_test_examples(data_dir) == [InputExample("3", "a b", "c d", None)]
+    assert mismatched.get_test_examples(data_dir) == [InputExample("4", "e", "f", None)]
+
+
+def test_qnli_and_ax(tmp_path):
+    write_tsv(tmp_path / "QNLI" / "dev.tsv", [
+        ["index", "question", "sentence", "label"],
+        ["0", "What came into force after the new constitution was herald?",
+         "As of that day, the new constitution heralding the Second Republic came into force.",
+         "entailment"]])
+    write_tsv(tmp_path / "QNLI" / "test.tsv", [["index", "question", "sentence"], ["0", "Q?", "S."]])
+    write_tsv(tmp_path / "diagnostic" / "diagnostic.tsv", [
+        ["index", "sentence1", "sentence2"],
+        ["0", "The cat sat on the mat.", "The cat did not sit on the mat."]])
+    qnli = get_processor("qnli")
+    assert qnli.get_labels() == ["entailment", "not_entailment"]
+    assert qnli.get_dev_examples(str(tmp_path))[0].label == "entailment"
+    assert qnli.get_test_examples(str(tmp_path)) == [InputExample("0", "q?", "s.", None)]
+    ax = get_processor("ax")
+    assert ax.get_labels() == ["contradiction", "entailment", "neutral"]
+    assert ax.get_test_examples(str(tmp_path)) == [
+        InputExample("0", "the cat sat on the mat.", "the cat did not sit on the mat.", None)]
+    with pytest.raises(GlueDataError, match="no 'train' split"):
+        ax.get_train_examples(str(tmp_path))
+
+
+def test_registry():
+    assert set(PROCESSORS) == {"cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte",
+                               "wnli", "ax"}
+    with pytest.raises(GlueDataError, match=r"unknown GLUE task_name 'stsb'.*'sts-b'"):
+        get_processor("stsb")
+    assert get_processor("RTE").recipe.flags()[:5] == [
+        "--warmup_step=200", "--learning_rate=3e-05", "--train_step=800", "--save_checkpoints_steps=100",
+        "--train_batch_size=32"]
+
+
+# -- malformed input -------------------------------------------------------------------------------
+
+def test_wrong_column_count_names_file_and_line(tmp_path):
+    path = write_tsv(tmp_path / "RTE" / "train.tsv", [
+        ["index", "sentence1", "sentence2", "label"], ["0", "A.", "B.", "entailment"],
+        ["1", "A.", "B.", "entailment", "extra"]])
+    with pytest.raises(GlueDataError, match=rf"{path}:3: expected 4 tab-separated columns, found 5"):
+        get_processor("rte").get_train_examples(str(tmp_path))
+
+
+def test_short_qqp_test_row_is_an_error(tmp_path):
+    path = write_tsv(tmp_path / "QQP" / "test.tsv", [["id", "question1", "question2"], ["0", "Only one?"]])
+    with pytest.raises(GlueDataError, match=rf"{path}:2: expected 3"):
+        get_processor("qqp").get_test_examples(str(tmp_path))
+
+
+def test_unknown_label_names_file_and_line(tmp_path):
+    path = write_tsv(tmp_path / "RTE" / "dev.tsv", [
+        ["index", "sentence1", "sentence2", "label"], ["0", "A.", "B.", "entailment"],
+        ["1", "A.", "B.", "contradiction"]])
+    with pytest.raises(GlueDataError, match=rf"{path}:3: unknown label 'contradiction'"):
+        get_processor("rte").get_dev_examples(str(tmp_path))
+
+
+def test_bad_stsb_score_and_missing_file(tmp_path):
+    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+              "sentence2", "score"]
+    path = write_tsv(tmp_path / "STS-B" / "dev.tsv", [header, ["0", "g", "f", "y", "o", "s", "s", "A", "B",
+                                                               "high"]], line_ending="\r\n")
+    with pytest.raises(GlueDataError, match=rf"{path}:2: expected a real-valued score, found 'high'"):
+        get_processor("sts-b").get_dev_examples(str(tmp_path))
+    with pytest.raises(GlueDataError, match=r"train file .* not found: .*STS-B/train.tsv"):
+        get_processor("sts-b").get_train_examples(str(tmp_path))
+
+
+# -- features --------------------------------------------------------------------------------------
+
+def test_truncate_seq_pair_pops_from_the_longer_end():
+    a, b = [1, 2, 3, 4, 5], [6, 7, 8]
+    truncate_seq_pair(a, b, 6)
+    assert (a, b) == ([1, 2, 3], [6, 7, 8])
+    a, b = [1, 2, 3], [4, 5, 6]
+    truncate_seq_pair(a, b, 5)  # tie: b loses its last item
+    assert (a, b) == ([1, 2, 3], [4, 5])
+    a, b = [1, 2], [3, 4, 5, 6, 7]
+    truncate_seq_pair(a, b, 4)
+    assert (a, b) == ([1, 2], [3, 4])
+    a, b = [1, 2, 3, 4], [5, 6, 7, 8]
+    truncate_seq_pair(a, b, 5)  # 4/4 -> b pops, 4/3 -> a pops, 3/3 -> b pops
+    assert (a, b) == ([1, 2, 3], [5, 6])
+
+
+def test_feature_layout_pair_single_and_truncation():
+    pair = build_features([10, 11], [20, 21, 22], 10, cls_id=2, sep_id=3, label_id=1)
+    assert pair.input_ids == [2, 10, 11, 3, 20, 21, 22, 3, 0, 0]
+    assert pair.segment_ids == [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
+    assert pair.input_mask == [1] * 8 + [0, 0]
+    assert pair.label_id == 1 and pair.is_real_example
+    single = build_features(list(range(10, 20)), None, 6, cls_id=2, sep_id=3, label_id=0)
+    assert single.input_ids == [2, 10, 11, 12, 13, 3]
+    assert single.segment_ids == [0] * 6 and single.input_mask == [1] * 6
+    truncated = build_features([10, 11, 12, 13], [20, 21, 22, 23], 8, cls_id=2, sep_id=3, label_id=0)
+    assert truncated.input_ids == [2, 10, 11, 12, 3, 20, 21, 3]  # 5 pieces: a keeps 3, b keeps 2
+    assert truncated.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
+    empty_b = build_features([10], [], 5, cls_id=2, sep_id=3, label_id=0)  # empty text_b = single
+    assert empty_b.input_ids == [2, 10, 3, 0, 0]
+    with pytest.raises(ValueError, match="max_seq_length must be >= 3"):
+        build_features([1], [2], 2, cls_id=2, sep_id=3, label_id=0)
+
+
+@pytest.fixture(scope="module")
+def en8k_tokenizer():
+    return FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
+
+
+def test_stsb_features_with_real_sentencepiece(en8k_tokenizer):
+    processor = get_processor("sts-b")
+    examples = processor.get_dev_examples(GLUE_DIR)
+    features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k_tokenizer,
+                                            pad_to_multiple_of=4)
+    sp = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
+    cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
+    assert (cls_id, sep_id) == (2, 3)
+    assert len(features) == 12  # 9 real + 3 padding
+    for example, feature in zip(examples, features):
+        ids_a, ids_b = sp.EncodeAsIds(example.text_a), sp.EncodeAsIds(example.text_b)
+        expected = [cls_id] + ids_a + [sep_id] + ids_b + [sep_id]
+        assert len(expected) <= 64
+        assert feature.input_ids == expected + [0] * (64 - len(expected))
+        padding = [0] * (64 - len(expected))
+        assert feature.segment_ids == [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1) + padding
+        assert isinstance(feature.label_id, float) and feature.label_id == example.label
+    for padding in features[9:]:
+        assert not padding.is_real_example
+        assert padding.input_ids == padding.input_mask == padding.segment_ids == [0] * 64
+        assert padding.label_id == 0.0
+
+
+def test_label_ids_and_unlabelled_placeholder(en8k_tokenizer):
+    labels = ["entailment", "not_entailment"]
+    example = InputExample("1", "a man sleeps.", "nobody sleeps.", "not_entailment")
+    assert convert_example(example, labels, 16, en8k_tokenizer).label_id == 1
+    unlabelled = InputExample("2", "a man sleeps.", "nobody sleeps.", None)
+    assert convert_example(unlabelled, labels, 16, en8k_tokenizer).label_id == 0
+
+
+# -- TFRecords -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("is_regression", [False, True])
+def test_tfrecord_round_trip(tmp_path, is_regression):
+    label = 3.25 if is_regression else 1
+    features = [build_features([10, 11], [20], 8, 2, 3, label),
+                glue_features.padding_features(8, is_regression)]
+    path = str(tmp_path / "f.tf_record")
+    assert write_features_tfrecord(path, features, is_regression) == 2
+    assert os.listdir(tmp_path) == ["f.tf_record"]  # no temporary file left behind
+    records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
+    # The on-disk schema: int64 lists everywhere except a float label for regression.
+    stored = tf.train.Example.FromString(records[0]).features.feature
+    assert set(stored) == {"input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example"}
+    assert list(stored["input_ids"].int64_list.value) == [2, 10, 11, 3, 20, 3, 0, 0]
+    assert stored["label_ids"].WhichOneof("kind") == ("float_list" if is_regression else "int64_list")
+    dataset = tf.data.TFRecordDataset(path).map(lambda r: parse_glue_example(r, 8, is_regression))
+    parsed = list(dataset.as_numpy_iterator())
+    for original, record in zip(features, parsed):
+        assert record["input_ids"].dtype == np.int32 and record["input_ids"].shape == (8,)
+        np.testing.assert_array_equal(record["input_ids"], original.input_ids)
+        np.testing.assert_array_equal(record["input_mask"], original.input_mask)
+        np.testing.assert_array_equal(record["segment_ids"], original.segment_ids)
+        assert record["label_ids"] == original.label_id
+        assert record["is_real_example"] == int(original.is_real_example)
+    assert parsed[0]["label_ids"].dtype == (np.float32 if is_regression else np.int32)
+    batch = parse_glue_example(tf.constant(records), 8, is_regression)
+    assert batch["input_ids"].shape == (2, 8) and batch["is_real_example"].numpy().tolist() == [1, 0]
+
+
+def test_tf_example_matches_reference_field_types():
+    example = features_to_tf_example(build_features([5], None, 4, 2, 3, 0), is_regression=False)
+    feature = example.features.feature
+    assert list(feature["input_mask"].int64_list.value) == [1, 1, 1, 0]
+    assert list(feature["is_real_example"].int64_list.value) == [1]
+
+
+# -- the feature cache -----------------------------------------------------------------------------
+
+def test_cache_reuse_and_invalidation(tmp_path, en8k_tokenizer, monkeypatch):
+    cache_dir = str(tmp_path / "cache")
+    first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir)
+    expected_path = os.path.join(cache_dir, f"rte_dev_64_{en8k_tokenizer.fingerprint}.tf_record")
+    assert first == (expected_path, 139, 139)
+    assert sum(1 for _ in tf.data.TFRecordDataset(first.path)) == 139
+    with open(cache_paths(cache_dir, "rte", "dev", 64, en8k_tokenizer.fingerprint)[1]) as handle:
+        sidecar = json.load(handle)
+    assert sidecar["key"]["max_seq_length"] == 64 and sidecar["num_examples"] == 139
+
+    written = []
+    real_writer = glue_features.write_features_tfrecord
+
+    def counting_writer(path, features, is_regression):
+        written.append(path)
+        return real_writer(path, features, is_regression)
+
+    monkeypatch.setattr(glue_features, "write_features_tfrecord", counting_writer)
+    # Same key: reused without writing.
+    assert cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir) == first
+    assert written == []
+    # Another max_seq_length: a new file.
+    other_length = cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 32, cache_dir)
+    assert other_length.path != first.path and written == [other_length.path]
+    # Another tokenizer (cased): another fingerprint, another file; the old one is untouched.
+    cased = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
+    assert cased.fingerprint != en8k_tokenizer.fingerprint
+    other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, 64, cache_dir)
+    assert other_tokenizer.path not in (first.path, other_length.path)
+    assert len(written) == 2
+    # Padding to a batch multiple: its own file, padded count.
+    padded = cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir, pad_to_multiple_of=8)
+    assert padded.num_examples == 144 and padded.num_real_examples == 139 and len(written) == 3
+
+
+def test_cache_rebuilt_when_source_or_record_changes(tmp_path, monkeypatch):
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
+    data_dir = tmp_path / "glue"
+    rows = [["index", "sentence1", "sentence2", "label"], ["0", "A cat.", "A dog.", "entailment"]]
+    write_tsv(data_dir / "RTE" / "train.tsv", rows)
+    cache_dir = str(tmp_path / "cache")
+    first = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    assert first.num_examples == 1
+    write_tsv(data_dir / "RTE" / "train.tsv", rows + [["1", "B.", "C.", "not_entailment"]])
+    second = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    assert second.path == first.path and second.num_examples == 2
+    # A truncated record file (size differs from the sidecar) is rebuilt, not trusted.
+    with open(second.path, "r+b") as handle:
+        handle.truncate(10)
+    third = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    assert third.num_examples == 2 and sum(1 for _ in tf.data.TFRecordDataset(third.path)) == 2
+    assert sorted(os.listdir(cache_dir)) == sorted(os.path.basename(p) for p in cache_paths(
+        cache_dir, "rte", "train", 16, tokenizer.fingerprint))
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+def test_command_line_writes_caches_and_prints_recipe(tmp_path):
+    command = [sys.executable, "-m", "data_prep.glue", "--task_name=WNLI", f"--data_dir={GLUE_DIR}",
+               f"--spm_model_file={EN8K_MODEL}", f"--cached_dir={tmp_path}", "--max_seq_length=128",
+               "--splits=dev,test"]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    lines = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [(split, count) for split, count, _ in lines] == [("dev", "70"), ("test", "71")]
+    assert all(os.path.isfile(path) and path.startswith(str(tmp_path)) for _, _, path in lines)
+    recipe = subprocess.run([sys.executable, "-m", "data_prep.glue", "--task_name=sts-b", "--print_recipe"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert recipe.stdout.split() == ["--task_name=sts-b", "--warmup_step=214", "--learning_rate=2e-05",
+                                     "--train_step=3598", "--save_checkpoints_steps=100",
+                                     "--train_batch_size=16", "--max_seq_length=512", "--optimizer=adamw",
+                                     "--do_lower_case"]
