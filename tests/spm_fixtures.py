@@ -1,0 +1,93 @@
+"""Tiny SentencePiece models and WordPiece vocabularies for tests (train in well under a second each).
+
+Shared by every test file that needs a tokenizer:
+
+    from tests import spm_fixtures
+    model_path = spm_fixtures.train_tiny_spm(tmp_path)          # ALBERT recipe, 500 pieces
+    model_path = spm_fixtures.cached_tiny_spm()                  # same, trained once per process
+    vocab_path = spm_fixtures.write_wordpiece_vocab(tmp_path, ["un", "##want"])
+
+The training text is the real Wikipedia sample ../shared/data/corpus/wiki_00.txt (124 paragraphs, 80 KB).
+Tiny unigram models do not learn digit-comma pieces such as "▁1990,"; tests of that rule use the shared
+real models (EN8K_MODEL holds "▁30,", GERMAN_30K_MODEL holds "▁2014," and "/12,").
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import shutil
+import tempfile
+
+import sentencepiece as spm
+
+from data_prep.train_sentencepiece import train_sentencepiece
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data")
+WIKI_CORPUS = os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt")
+EN8K_MODEL = os.path.join(SHARED_DATA_DIR, "pretraining", "en8k.model")
+GERMAN_30K_MODEL = os.path.join(SHARED_DATA_DIR, "spm", "albert-recipe-de-30k.model")
+
+WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def fixture_corpus_lines() -> list[str]:
+    """The training sentences: the non-blank, non-markup lines of wiki_00.txt."""
+    with open(WIKI_CORPUS, encoding="utf-8") as handle:
+        return [line.strip() for line in handle
+                if line.strip() and not line.startswith(("<doc", "</doc"))]
+
+
+def write_fixture_corpus(path: str) -> str:
+    """Writes ``fixture_corpus_lines()`` one per line to ``path``; returns ``path``."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(fixture_corpus_lines()) + "\n")
+    return path
+
+
+def train_tiny_spm(directory: str | os.PathLike, vocab_size: int = 500, do_lower_case: bool = True,
+                   name: str = "tiny") -> str:
+    """Trains an ALBERT-recipe model (data_prep.train_sentencepiece) in ``directory``; returns its path."""
+    directory = os.fspath(directory)
+    corpus = write_fixture_corpus(os.path.join(directory, f"{name}_corpus.txt"))
+    return train_sentencepiece(corpus, os.path.join(directory, name), vocab_size=vocab_size,
+                               do_lower_case=do_lower_case, num_threads=1, quiet=True)
+
+
+def train_spm_without_specials(directory: str | os.PathLike, vocab_size: int = 300) -> str:
+    """A model trained with SentencePiece defaults: no [CLS]/[SEP]/[MASK] (for error tests)."""
+    path = os.path.join(os.fspath(directory), "no_specials.model")
+    writer = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(fixture_corpus_lines()), model_writer=writer,
+                                   vocab_size=vocab_size, model_type="unigram", num_threads=1,
+                                   minloglevel=1)
+    with open(path, "wb") as handle:
+        handle.write(writer.getvalue())
+    return path
+
+
+_cache_dir: str | None = None
+
+
+def cached_tiny_spm(vocab_size: int = 500, do_lower_case: bool = True) -> str:
+    """Like ``train_tiny_spm`` but trained once per test process (in a temp dir removed at exit)."""
+    global _cache_dir
+    if _cache_dir is None:
+        _cache_dir = tempfile.mkdtemp(prefix="albert_tf_spm_fixtures_")
+        atexit.register(shutil.rmtree, _cache_dir, True)
+    name = f"tiny_v{vocab_size}_{'lower' if do_lower_case else 'cased'}"
+    path = os.path.join(_cache_dir, name + ".model")
+    if not os.path.exists(path):
+        train_tiny_spm(_cache_dir, vocab_size=vocab_size, do_lower_case=do_lower_case, name=name)
+    return path
+
+
+def write_wordpiece_vocab(directory: str | os.PathLike, tokens: list[str],
+                          name: str = "vocab.txt") -> str:
+    """Writes [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4) then ``tokens``, one per line; returns the path."""
+    path = os.path.join(os.fspath(directory), name)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("".join(token + "\n" for token in WORDPIECE_SPECIALS + tuple(tokens)))
+    return path

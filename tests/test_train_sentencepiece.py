@@ -1,0 +1,154 @@
+"""Tests of data_prep/train_sentencepiece.py: the reference recipe, atomic output, errors, the CLI."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
+
+from data_prep import train_sentencepiece as tsp
+from tests import spm_fixtures
+
+ModelPiece = sentencepiece_model_pb2.ModelProto.SentencePiece
+
+RECIPE_PIECES = [("<pad>", ModelPiece.CONTROL), ("<unk>", ModelPiece.UNKNOWN),
+                 ("[CLS]", ModelPiece.CONTROL), ("[SEP]", ModelPiece.CONTROL),
+                 ("[MASK]", ModelPiece.CONTROL)] + \
+                [(s, ModelPiece.USER_DEFINED) for s in ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")]
+
+
+def _proto(path: str) -> sentencepiece_model_pb2.ModelProto:
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(path, "rb") as handle:
+        proto.ParseFromString(handle.read())
+    return proto
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("spm")
+    corpus = spm_fixtures.write_fixture_corpus(str(directory / "corpus.txt"))
+    model = tsp.train_sentencepiece(corpus, str(directory / "recipe"), vocab_size=400, num_threads=1,
+                                    quiet=True)
+    return directory, model
+
+
+def test_recipe_ids_and_types(trained):
+    _, model = trained
+    proto = _proto(model)
+    assert [(p.piece, p.type) for p in proto.pieces[:13]] == RECIPE_PIECES
+    assert len(proto.pieces) == 400
+    assert all(p.type == ModelPiece.NORMAL for p in proto.pieces[13:])
+    processor = spm.SentencePieceProcessor(model_file=model)
+    assert (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()) == (0, 1, -1, -1)
+
+
+def test_recipe_trainer_spec(trained):
+    spec = _proto(trained[1]).trainer_spec
+    assert spec.model_type == sentencepiece_model_pb2.TrainerSpec.UNIGRAM
+    assert spec.character_coverage == pytest.approx(0.99995)
+    assert spec.input_sentence_size == 10_000_000 and spec.shuffle_input_sentence
+    assert list(spec.control_symbols) == ["[CLS]", "[SEP]", "[MASK]"]
+    assert spec.vocab_size == 400
+
+
+def test_outputs_written_atomically(trained):
+    directory, model = trained
+    assert sorted(os.listdir(directory)) == ["corpus.txt", "recipe.model", "recipe.vocab"]
+    processor = spm.SentencePieceProcessor(model_file=model)
+    with open(str(directory / "recipe.vocab"), encoding="utf-8") as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle]
+    assert [row[0] for row in rows] == [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+    assert all(float(row[1]) == pytest.approx(processor.GetScore(i), rel=1e-5) for i, row in enumerate(rows))
+
+
+def test_vocab_text_matches_spm_train_output():
+    # en8k.vocab was written by SentencePiece's own trainer; our writer must produce the same bytes.
+    with open(spm_fixtures.EN8K_MODEL, "rb") as handle:
+        text = tsp._vocab_text(handle.read())
+    with open(spm_fixtures.EN8K_MODEL.replace(".model", ".vocab"), encoding="utf-8") as handle:
+        assert text == handle.read()
+
+
+def test_lowercasing_and_accent_removal_follow_the_flag(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(spm_fixtures.fixture_corpus_lines() + ["Café Über Ärger"] * 20) + "\n",
+                      encoding="utf-8")
+    lower = spm.SentencePieceProcessor(model_file=tsp.train_sentencepiece(
+        str(corpus), str(tmp_path / "lower"), vocab_size=300, num_threads=1, quiet=True))
+    cased = spm.SentencePieceProcessor(model_file=tsp.train_sentencepiece(
+        str(corpus), str(tmp_path / "cased"), vocab_size=300, do_lower_case=False, num_threads=1,
+        quiet=True))
+    lower_pieces = [lower.IdToPiece(i) for i in range(13, lower.GetPieceSize())]
+    cased_pieces = [cased.IdToPiece(i) for i in range(13, cased.GetPieceSize())]
+    assert all(p == p.lower() for p in lower_pieces)
+    assert any(p != p.lower() for p in cased_pieces)
+    # Accents are removed in both (preprocess_text always applies NFKD + combining-mark removal).
+    for pieces in (lower_pieces, cased_pieces):
+        assert not any(ch in "éÜÄüä" for p in pieces for ch in p)
+
+
+def test_comma_separated_globs(tmp_path):
+    for name in ("b1.txt", "a2.txt", "a1.txt"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    files = tsp.expand_input_patterns(f"{tmp_path}/a*.txt, {tmp_path}/b1.txt")
+    assert [os.path.basename(f) for f in files] == ["a1.txt", "a2.txt", "b1.txt"]
+    with pytest.raises(FileNotFoundError, match="nothing-here"):
+        tsp.expand_input_patterns(f"{tmp_path}/a*.txt,{tmp_path}/nothing-here*.txt")
+
+
+def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
+    with pytest.raises(tsp.TrainSentencePieceError) as info:
+        tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
+    message = str(info.value)
+    assert "--vocab_size=300" in message and "smaller" in message and "hard_vocab_limit" in message
+    assert os.listdir(tmp_path) == ["small.txt"]
+
+
+def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
+    model = tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300,
+                                    hard_vocab_limit=False, quiet=True)
+    size = spm.SentencePieceProcessor(model_file=model).GetPieceSize()
+    assert 13 < size < 300
+
+
+def test_blank_only_input_is_an_error(tmp_path):
+    corpus = tmp_path / "blank.txt"
+    corpus.write_text("\n  \n\n", encoding="utf-8")
+    with pytest.raises(tsp.TrainSentencePieceError, match="no non-blank lines"):
+        tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
+
+
+def test_command_line(tmp_path):
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    result = subprocess.run(
+        [sys.executable, "-m", "data_prep.train_sentencepiece", f"--input_file={corpus}",
+         f"--model_prefix={tmp_path}/cli", "--vocab_size=300", "--num_threads=1"],
+        cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    proto = _proto(str(tmp_path / "cli.model"))
+    assert [(p.piece, p.type) for p in proto.pieces[:13]] == RECIPE_PIECES
+    assert len(proto.pieces) == 300
+    assert (tmp_path / "cli.vocab").exists()
+
+
+def test_command_line_requires_flags():
+    result = subprocess.run([sys.executable, "-m", "data_prep.train_sentencepiece"],
+                            cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "input_file" in result.stderr and "model_prefix" in result.stderr
+
+
+def test_input_sentence_size_samples_and_rejects_tiny_values(tmp_path):
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    with pytest.raises(ValueError, match="input_sentence_size=50"):
+        tsp.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=50)
+    model = tsp.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=101,
+                                    quiet=True)
+    assert _proto(model).trainer_spec.input_sentence_size == 101
