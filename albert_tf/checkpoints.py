@@ -221,17 +221,23 @@ def export_tf1_checkpoint(model: keras.Model, prefix: str, global_step: int = 0)
 
 
 def restore_object_checkpoint(model: keras.Model, path: str) -> str:
-    """Restores ``model`` from an albert_tf checkpoint (written as ``tf.train.Checkpoint(model=...)``).
+    """Restores ``model`` from an albert_tf checkpoint (``tf.train.Checkpoint(model=<task model>)``).
 
-    Raises ValueError if the checkpoint holds none of the encoder's variables.
+    The encoder must be complete (matched through the object graph edge ``model/albert``, so a
+    pretraining checkpoint initialises a classifier); heads load where the checkpoint has them.
+    Raises ValueError naming the checkpoint when encoder variables are missing.
     """
     path = resolve_checkpoint_path(path)
-    names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
-    if not any(name.startswith("model/albert/") for name in names):
-        raise ValueError(f"{path} holds no albert_tf encoder variables (model/albert/...).")
-    status = tf.train.Checkpoint(model=model).read(path)
+    encoder = model if isinstance(model, AlbertModel) else getattr(model, "albert")
+    encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(albert=encoder))
+    status = encoder_only.read(path)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as err:
+        raise ValueError(f"{path} does not hold a complete albert_tf encoder for this config "
+                         f"(model/albert/...): {str(err)[:500]}") from None
     status.expect_partial()
-    status.assert_existing_objects_matched()
+    tf.train.Checkpoint(model=model).read(path).expect_partial()
     return path
 
 

@@ -18,6 +18,7 @@ A ``Task`` supplies the model and its losses; ``Trainer`` runs it under any tf.d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -140,7 +141,7 @@ class Trainer:
 
     def __init__(self, strategy: tf.distribute.Strategy, task: Task,
                  optimizer_fn: Callable[[], keras.optimizers.Optimizer], config: RunConfig,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = functools.partial(print, flush=True)):
         self.strategy = strategy
         self.task = task
         self.config = config
@@ -163,6 +164,7 @@ class Trainer:
             checkpoint_name=checkpoints.TF2_CHECKPOINT_NAME)
         self._train_loop = None
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
+        self.history: list[dict[str, float]] = []  # one entry per training loop, with its "step"
 
     @property
     def global_step(self) -> int:
@@ -294,6 +296,7 @@ class Trainer:
             logs["gradient_norm"] = float(self.base_optimizer.gradient_norm.numpy())
             logs["examples_per_second"] = num_steps * config.train_batch_size / max(elapsed, 1e-9)
             self._write_summaries("train", logs, step)
+            self.history.append(dict(logs, step=step))
             rate = (step - start_step) / max(time.time() - started, 1e-9)
             left = (config.num_train_steps - step) / max(rate, 1e-9)
             self._log(f"step {step}/{config.num_train_steps}  loss {logs['loss']:.4f}  "

@@ -1,0 +1,153 @@
+"""The shared training loop on pretraining: learning, accumulation, warm start, non-finite stop."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import optimization
+from albert_tf.checkpoints import load_tf1_checkpoint
+from albert_tf.config import AlbertConfig
+from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
+from albert_tf.training import NonFiniteLossError, RunConfig, Trainer
+from tests import numpy_albert
+from tests.tf1_fixtures import write_reference_checkpoint
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE_RECORDS = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining",
+                                 "reference_output.tfrecord")
+SEQ, PREDICTIONS = 128, 20
+
+
+def tiny_config(**overrides):
+    values = dict(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    values.update(overrides)
+    return AlbertConfig.from_dict(values)
+
+
+def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, steps=40, **run):
+    run_config = RunConfig(output_dir=str(tmp_path), **{
+        "train_batch_size": 16, "num_train_steps": steps, "save_checkpoints_steps": steps,
+        "iterations_per_loop": 10, **run})
+    optimizer_fn = lambda: optimization.create_optimizer(  # noqa: E731
+        optimizer, learning_rate=learning_rate, num_train_steps=steps, num_warmup_steps=5)
+    return Trainer(tf.distribute.get_strategy(), PretrainingTask(config or tiny_config()),
+                   optimizer_fn, run_config, log=lambda message: None)
+
+
+def reference_data(is_training):
+    return pretraining_dataset_fn([REFERENCE_RECORDS], SEQ, PREDICTIONS, is_training=is_training)
+
+
+def test_training_on_reference_records_learns(tmp_path):
+    trainer = make_trainer(tmp_path, steps=60)
+    eval_data = reference_data(is_training=False)
+    before = trainer.evaluate(eval_data(32, 0), max_steps=4)
+    trainer.train(reference_data(is_training=True))
+    after = trainer.evaluate(eval_data(32, 0), max_steps=4)
+    assert trainer.global_step == 60
+    assert after["masked_lm_loss"] < before["masked_lm_loss"] - 0.5
+    assert after["masked_lm_accuracy"] > before["masked_lm_accuracy"] + 0.01
+    first, last = trainer.history[0], trainer.history[-1]
+    assert last["loss"] < first["loss"]
+    assert [h["step"] for h in trainer.history] == [10, 20, 30, 40, 50, 60]
+    assert 0 < last["gradient_norm"] and last["learning_rate"] == 0.0  # linear decay ends at 0
+    assert os.path.exists(tmp_path / "model.ckpt-60.index")
+    assert os.listdir(tmp_path / "train")  # TensorBoard event file
+
+
+def synthetic_dataset_fn(num_batches=4, nan_after=None, seed=0):
+    """Fixed batches with the same number of masked positions per example (equal MLM weights)."""
+    rng = np.random.default_rng(seed)
+
+    def dataset_fn(batch_size, skip):
+        examples = num_batches * 16
+        ids = rng.integers(5, 8000, (examples, SEQ)).astype(np.int32)
+        weights = np.ones((examples, PREDICTIONS), np.float32)
+        if nan_after is not None:
+            weights[nan_after * batch_size:] = np.nan
+        features = {
+            "input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids),
+            "masked_lm_positions": np.tile(np.arange(1, PREDICTIONS + 1, dtype=np.int32),
+                                           (examples, 1)),
+            "masked_lm_ids": ids[:, 1:PREDICTIONS + 1],
+            "masked_lm_weights": weights,
+            "next_sentence_labels": rng.integers(0, 2, (examples, 1)).astype(np.int32),
+        }
+        dataset = tf.data.Dataset.from_tensor_slices(features)
+        if nan_after is None:
+            dataset = dataset.repeat()
+        return dataset.batch(batch_size, drop_remainder=True).skip(skip)
+
+    return dataset_fn
+
+
+def test_gradient_accumulation_equals_the_full_batch(tmp_path):
+    full = make_trainer(tmp_path / "full", steps=3, iterations_per_loop=3)
+    accumulated = make_trainer(tmp_path / "acc", steps=3, iterations_per_loop=3,
+                               gradient_accumulation_steps=2)
+    for src, dst in zip(full.model.trainable_variables, accumulated.model.trainable_variables):
+        dst.assign(src)
+    full.train(synthetic_dataset_fn())
+    accumulated.train(synthetic_dataset_fn())
+    assert accumulated.global_step == 3
+    np.testing.assert_allclose(accumulated.history[-1]["loss"], full.history[-1]["loss"], rtol=1e-5)
+    for a, b in zip(full.model.trainable_variables, accumulated.model.trainable_variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=2e-6)
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+    trainer = make_trainer(tmp_path, steps=10, save_checkpoints_steps=2, iterations_per_loop=2)
+    with pytest.raises(NonFiniteLossError, match=r"steps 5\.\.6.*model\.ckpt-4"):
+        trainer.train(synthetic_dataset_fn(num_batches=8, nan_after=4))
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-4")
+
+
+def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path):
+    config = tiny_config()
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(config))
+    trainer = make_trainer(tmp_path / "run", config=config)
+    message = trainer.initialize(init_checkpoint=str(tmp_path / "ref"))
+    assert "reference checkpoint" in message
+    eval_data = reference_data(is_training=False)
+    via_trainer = trainer.evaluate(eval_data(32, 0), max_steps=3)
+
+    direct = AlbertPretrainingModel(config)
+    report = load_tf1_checkpoint(direct, str(tmp_path / "ref"))
+    assert not report.missing
+    task = PretrainingTask(config)
+    outputs = [task.predict_outputs(direct, batch) for batch in eval_data(32, 0).take(3)]
+    concatenated = {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
+    direct_metrics = task.eval_metrics(concatenated)
+    for key, value in direct_metrics.items():
+        assert via_trainer[key] == pytest.approx(value, rel=1e-6), key
+
+
+def test_albert_tf_checkpoint_as_init_and_missing_init_is_an_error(tmp_path):
+    first = make_trainer(tmp_path / "a", steps=2, iterations_per_loop=2)
+    first.train(synthetic_dataset_fn())
+    second = make_trainer(tmp_path / "b", steps=2)
+    assert "albert_tf checkpoint" in second.initialize(str(tmp_path / "a"))
+    np.testing.assert_array_equal(second.model.albert.pooler.kernel.numpy(),
+                                  first.model.albert.pooler.kernel.numpy())
+    assert second.global_step == 0  # warm start: weights only, fresh optimizer
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        make_trainer(tmp_path / "c").initialize(str(tmp_path / "nowhere" / "model.ckpt"))
+
+
+def test_bfloat16_with_xla_trains(tmp_path):
+    trainer = make_trainer(tmp_path, steps=4, iterations_per_loop=2, dtype="bfloat16",
+                           use_xla=True)
+    try:
+        trainer.train(synthetic_dataset_fn())
+        assert trainer.model.albert.transformer.groups[0][0].compute_dtype == "bfloat16"
+        assert all(v.dtype == "float32" for v in trainer.model.trainable_variables)
+        assert np.isfinite(trainer.history[-1]["loss"])
+    finally:
+        import keras
+        keras.mixed_precision.set_global_policy("float32")
