@@ -39,6 +39,8 @@ def define_loop_flags() -> None:
                          "Split each train batch into this many micro-batches and sum their "
                          "gradients before one update (train_batch_size stays the global batch).")
     flags.DEFINE_integer("input_seed", 12345, "Seed of the training input shuffles.")
+    flags.DEFINE_integer("seed", None, "Seed of the model initialisation and dropout (Python, "
+                         "NumPy, TF); unset = random, as the reference.")
     flags.DEFINE_bool("replay_input_on_resume", True,
                       "On restart, skip the batches the run already consumed so the data order "
                       "equals an uninterrupted run (costs one read of the consumed records).")
@@ -91,5 +93,5 @@ def run_config_from_flags(output_dir: str, train_batch_size: int, num_train_step
         save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
         iterations_per_loop=iterations_per_loop,
         gradient_accumulation_steps=values.gradient_accumulation_steps,
-        use_xla=values.use_xla, dtype=values.dtype,
+        use_xla=values.use_xla, dtype=values.dtype, seed=values.seed,
         replay_input_on_resume=values.replay_input_on_resume)

@@ -87,6 +87,7 @@ class RunConfig:
     use_xla: bool = False
     dtype: str = "float32"
     replay_input_on_resume: bool = True
+    seed: int | None = None  # model initialisation and dropout; None: random
 
     def __post_init__(self):
         if self.dtype not in DTYPE_POLICIES:
@@ -148,6 +149,8 @@ class Trainer:
         self.chief = is_chief(strategy)
         self._log = log if self.chief else (lambda message: None)
         set_dtype_policy(config.dtype)
+        if config.seed is not None:
+            keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
             optimizer = optimizer_fn()

@@ -1,0 +1,55 @@
+"""Run as a subprocess by test_distributed_training: one device vs MirroredStrategy on 2 logical CPUs.
+
+Logical devices must be configured before TensorFlow initialises, hence a separate process. Prints
+one JSON line: per-step losses and the max-abs weight difference after training.
+"""
+
+import json
+import sys
+
+from albert_tf import distribute
+
+distribute.configure_logical_cpus(2)
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from albert_tf import optimization  # noqa: E402
+from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn  # noqa: E402
+from albert_tf.training import RunConfig, Trainer  # noqa: E402
+from tests.test_training import (PREDICTIONS, REFERENCE_RECORDS, SEQ,  # noqa: E402
+                                 tiny_config)
+
+
+def run(strategy, output_dir, initial):
+    config = RunConfig(output_dir=output_dir, train_batch_size=8, num_train_steps=4,
+                       save_checkpoints_steps=4, iterations_per_loop=1)
+    trainer = Trainer(strategy, PretrainingTask(tiny_config()),
+                      lambda: optimization.create_optimizer("lamb", 5e-3, 4, 1), config,
+                      log=lambda message: None)
+    if initial is not None:
+        for variable, value in zip(trainer.model.trainable_variables, initial):
+            variable.assign(value)
+    weights = [v.numpy() for v in trainer.model.trainable_variables]
+    trainer.train(pretraining_dataset_fn([REFERENCE_RECORDS], SEQ, PREDICTIONS, True))
+    return trainer, weights
+
+
+def main(output_dir):
+    single, initial = run(distribute.create_strategy("one_device"), output_dir + "/one", None)
+    mirrored_strategy = distribute.create_strategy("mirrored")
+    mirrored, _ = run(mirrored_strategy, output_dir + "/mirrored", initial)
+    weight_diff = max(float(np.max(np.abs(a.numpy() - b.numpy())))
+                      for a, b in zip(single.model.trainable_variables,
+                                      mirrored.model.trainable_variables))
+    print(json.dumps({
+        "replicas": mirrored_strategy.num_replicas_in_sync,
+        "one_device": [h["loss"] for h in single.history],
+        "mirrored": [h["loss"] for h in mirrored.history],
+        "weight_max_abs_diff": weight_diff,
+        "devices": [d.name for d in tf.config.list_logical_devices("CPU")],
+    }))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,118 @@
+"""run_pretraining across processes: mirrored == one device, multi-worker, kill and resume."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from tests.test_training import REFERENCE_RECORDS, tiny_config
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+ENV.pop("TF_CONFIG", None)
+
+
+def pretraining_command(config_file, output_dir, *extra):
+    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
+            f"--albert_config_file={config_file}", f"--input_file={REFERENCE_RECORDS}",
+            f"--output_dir={output_dir}", "--max_seq_length=128", "--max_predictions_per_seq=20",
+            "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
+
+
+def write_config(tmp_path):
+    path = tmp_path / "albert_config.json"
+    path.write_text(tiny_config().to_json_string())
+    return path
+
+
+def checkpoint_values(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    names = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")
+             and n.endswith("VARIABLE_VALUE")]
+    return {n: reader.get_tensor(n) for n in names}
+
+
+def model_weights(prefix):
+    """Model weights of a Trainer checkpoint, keyed by the variable's checkpoint name."""
+    reader = tf.train.load_checkpoint(prefix)
+    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+            if "VARIABLE_VALUE" in n and ("_trainable_variables/" in n or n.startswith("model/"))}
+
+
+def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "tests.mirrored_equivalence", str(tmp_path)],
+                            capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["replicas"] == 2
+    assert len(report["one_device"]) == len(report["mirrored"]) == 4
+    np.testing.assert_allclose(report["mirrored"], report["one_device"], rtol=1e-5)
+    assert report["weight_max_abs_diff"] < 1e-5
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
+    config_file = write_config(tmp_path)
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    output_dir = tmp_path / "out"
+    processes = []
+    for index in range(2):
+        env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
+                                              "task": {"type": "worker", "index": index}}))
+        processes.append(subprocess.Popen(
+            pretraining_command(config_file, output_dir, "--strategy=multi_worker_mirrored",
+                                "--num_train_steps=6", "--save_checkpoints_steps=6",
+                                "--iterations_per_loop=3"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT))
+    outputs = [p.communicate(timeout=600) for p in processes]
+    for process, (_, err) in zip(processes, outputs):
+        assert process.returncode == 0, err[-3000:]
+    assert "step 6/6" in outputs[0][0]  # the chief reports progress; the other worker is silent
+    assert "step 6/6" not in outputs[1][0]
+    chief = model_weights(str(output_dir / "model.ckpt-6"))
+    worker = model_weights(tf.train.latest_checkpoint(str(output_dir / ".worker_tmp" / "1")))
+    assert chief.keys() == worker.keys() and len(chief) > 10
+    for name in chief:
+        np.testing.assert_array_equal(chief[name], worker[name])
+
+
+def test_killed_run_resumes_to_the_same_weights(tmp_path):
+    config_file = write_config(tmp_path)
+    flags = ["--num_train_steps=40", "--save_checkpoints_steps=10", "--iterations_per_loop=5",
+             "--seed=7"]
+    uninterrupted = subprocess.run(pretraining_command(config_file, tmp_path / "full", *flags),
+                                   capture_output=True, text=True, env=ENV, cwd=REPO_ROOT,
+                                   timeout=600)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+
+    interrupted_dir = tmp_path / "killed"
+    process = subprocess.Popen(pretraining_command(config_file, interrupted_dir, *flags),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env=ENV, cwd=REPO_ROOT)
+    for line in process.stdout:
+        if line.startswith("Saved checkpoint") and line.strip().endswith("model.ckpt-10"):
+            process.kill()  # SIGKILL: no clean shutdown
+            break
+    process.wait(timeout=60)
+    latest = tf.train.latest_checkpoint(str(interrupted_dir))
+    killed_at = int(latest.rsplit("-", 1)[1])
+    assert 10 <= killed_at < 40, latest
+
+    resumed = subprocess.run(pretraining_command(config_file, interrupted_dir, *flags),
+                             capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resumed from {latest} at step {killed_at}" in resumed.stdout
+    want = model_weights(str(tmp_path / "full" / "model.ckpt-40"))
+    got = model_weights(str(interrupted_dir / "model.ckpt-40"))
+    assert want.keys() == got.keys()
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-6, err_msg=name)
