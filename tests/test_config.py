@@ -9,7 +9,8 @@ import pytest
 
 from albert_tf.config import AlbertConfig, ConfigError
 from albert_tf.heads import AlbertPretrainingModel
-from albert_tf.parameters import parameter_report
+from albert_tf.parameters import (encoder_parameter_count, heads_parameter_count,
+                                  parameter_report, training_memory_bytes)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(REPO_ROOT, "configs")
@@ -74,27 +75,29 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         AlbertConfig.from_json_file(str(bad))
 
 
-def closed_form_encoder_parameters(cfg):
-    v, e, h, i = cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size
-    embeddings = (v + cfg.max_position_embeddings + cfg.type_vocab_size) * e + 2 * e
-    projection = e * h + h if e != h else 0
-    block = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 2 * 2 * h
-    pooler = h * h + h
-    return embeddings + projection + cfg.num_hidden_groups * cfg.inner_group_num * block + pooler
-
-
 @pytest.mark.parametrize("size, millions", [("base", 11.68), ("large", 17.68),
                                             ("xlarge", 58.72), ("xxlarge", 222.6)])
 def test_released_config_parameter_counts(size, millions):
     for version in ("v1", "v2"):
         cfg = AlbertConfig.from_json_file(os.path.join(CONFIG_DIR, f"albert_{size}_{version}.json"))
-        expected = closed_form_encoder_parameters(cfg)
+        expected = encoder_parameter_count(cfg)
         assert round(expected / 1e6, 2 if millions < 100 else 1) == millions
     counts = parameter_report(AlbertPretrainingModel(cfg))
     assert counts["encoder total"] == expected
     h, e, v = cfg.hidden_size, cfg.embedding_size, cfg.vocab_size
     assert counts["MLM head (excluding tied embeddings)"] == h * e + e + 2 * e + v
     assert counts["SOP head"] == 2 * h + 2
+    assert counts["total"] == expected + heads_parameter_count(cfg)
+
+
+def test_training_memory_estimate_by_hand():
+    cfg = AlbertConfig(vocab_size=10, embedding_size=4, hidden_size=8, num_hidden_layers=3,
+                       num_attention_heads=2, intermediate_size=16, max_position_embeddings=6)
+    memory = training_memory_bytes(cfg, batch_size=2, seq_length=5, compute_bytes=2)
+    parameters = parameter_report(AlbertPretrainingModel(cfg))["total"]
+    assert memory["weights_and_optimizer"] == 16 * parameters
+    per_token = 9 * 8 + 2 * 16 + 2 * 2 * 5  # 9H + 2I + 2AS
+    assert memory["activations"] == per_token * 5 * 2 * 3 * 2  # x S x B x L x bytes
 
 
 def test_v2_configs_have_no_dropout_and_v1_base_does():
