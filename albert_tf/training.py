@@ -166,6 +166,7 @@ class Trainer:
             self.checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoint_max or None,
             checkpoint_name=checkpoints.TF2_CHECKPOINT_NAME)
         self._train_loop = None
+        self._predict_step = None
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
         self.history: list[dict[str, float]] = []  # one entry per training loop, with its "step"
 
@@ -321,18 +322,19 @@ class Trainer:
                 max_steps: int | None = None) -> dict[str, np.ndarray]:
         """Concatenated per-example outputs of ``task.predict_outputs`` over ``dataset``."""
         strategy = self.strategy
+        if self._predict_step is None:
+            @tf.function
+            def predict_step(features):
+                outputs = strategy.run(lambda f: self.task.predict_outputs(self.model, f),
+                                       args=(features,))
+                return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
 
-        @tf.function
-        def predict_step(features):
-            outputs = strategy.run(lambda f: self.task.predict_outputs(self.model, f),
-                                   args=(features,))
-            return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
-
+            self._predict_step = predict_step
         collected: dict[str, list[np.ndarray]] = {}
         for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
             if max_steps is not None and index >= max_steps:
                 break
-            for key, value in predict_step(features).items():
+            for key, value in self._predict_step(features).items():
                 collected.setdefault(key, []).append(value.numpy())
         if not collected:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
