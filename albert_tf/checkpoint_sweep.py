@@ -1,13 +1,25 @@
 """The reference's evaluation sweep: evaluate every saved checkpoint, keep the best as model.ckpt-best.
 
 Results are appended per checkpoint to ``eval_results.txt`` as "key = value" lines (rewritten
-atomically after each checkpoint); the best checkpoint's files are copied to ``model.ckpt-best.*``.
+atomically after each checkpoint). A ``SweepPolicy`` chooses between the reference's two flavours:
+
+- pretraining / SQuAD / RACE (``SweepPolicy()``, the default): one pass over the checkpoints present,
+  the best one's files copied to ``model.ckpt-best.*`` whenever it improves;
+- GLUE (``SweepPolicy.glue(train_step)``, spec 7.4): resumable through ``best_trial.txt``
+  ("<last evaluated step>:<best step>:<best value>"), polls for new checkpoints until the one at
+  ``train_step`` has been evaluated (so it can run beside training), deletes evaluated non-best
+  checkpoints once more than one newer checkpoint exists (checked again after the last evaluation,
+  where the reference stops without cleaning up), and finally *renames* the best checkpoint to
+  ``model.ckpt-best.*``. Its eval_results.txt writes ``best = <best value before this checkpoint>``
+  after each block, as the reference does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import time
 from typing import Callable, Mapping
 
 import tensorflow as tf
@@ -16,7 +28,67 @@ from albert_tf.checkpoints import TF2_CHECKPOINT_NAME
 from albert_tf.io_utils import atomic_write_text
 
 BEST_PREFIX = TF2_CHECKPOINT_NAME + "-best"
+BEST_TRIAL_FILE = "best_trial.txt"
 _STEP_PATTERN = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)\.index$")
+_SEPARATOR = "=" * 50 + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPolicy:
+    """How a sweep keeps its state and its checkpoints.
+
+    state_file: resumable "<last step>:<best step>:<best value>" file in the directory (None: none).
+    prune: delete an evaluated non-best checkpoint once more than one newer checkpoint exists.
+    rename_best: rename the best checkpoint to model.ckpt-best at the end (False: copy on improvement).
+    until_step: keep polling until a checkpoint at or after this step has been evaluated (None: one
+      pass over what exists now).
+    poll_seconds: wait between two looks for new checkpoints.
+    max_wait_seconds: stop waiting after this long without a new checkpoint (None: wait forever).
+    best_line: the line written after each checkpoint's metrics; fields ``key``, ``best``,
+      ``best_step`` (after this checkpoint) and ``previous`` (the best value before it).
+    """
+
+    state_file: str | None = None
+    prune: bool = False
+    rename_best: bool = False
+    until_step: int | None = None
+    poll_seconds: float = 60.0
+    max_wait_seconds: float | None = None
+    best_line: str = "best {key} = {best} (step {best_step})\n"
+
+    @classmethod
+    def glue(cls, train_step: int, poll_seconds: float = 60.0,
+             max_wait_seconds: float | None = None) -> "SweepPolicy":
+        """run_classifier's flavour (spec 7.4)."""
+        return cls(state_file=BEST_TRIAL_FILE, prune=True, rename_best=True, until_step=train_step,
+                   poll_seconds=poll_seconds, max_wait_seconds=max_wait_seconds,
+                   best_line="best = {previous}\n")
+
+
+@dataclasses.dataclass
+class SweepState:
+    """Progress of a sweep: the last evaluated step and the best (step, value); -1 = none yet."""
+
+    last_step: int = -1
+    best_step: int = -1
+    best_value: float = -1.0
+
+    @classmethod
+    def read(cls, path: str) -> "SweepState":
+        """Parses a best_trial.txt; a missing file is a fresh state."""
+        if not tf.io.gfile.exists(path):
+            return cls()
+        with tf.io.gfile.GFile(path) as handle:
+            text = handle.read().strip()
+        parts = text.split(":")
+        try:
+            return cls(int(parts[0]), int(parts[1]), float(parts[2]))
+        except (IndexError, ValueError):
+            raise ValueError(f"{path}: expected '<last step>:<best step>:<best value>', got "
+                             f"{text!r}; delete the file to restart the sweep.") from None
+
+    def format(self) -> str:
+        return f"{self.last_step}:{self.best_step}:{self.best_value}"
 
 
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
@@ -29,13 +101,30 @@ def list_checkpoints(directory: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def checkpoint_files(prefix: str) -> list[str]:
+    """The files of one checkpoint: its data shards, then the index (written/renamed last)."""
+    return sorted(tf.io.gfile.glob(prefix + ".data-*")) + [prefix + ".index"]
+
+
 def copy_checkpoint(source_prefix: str, target_prefix: str) -> None:
     """Copies a checkpoint's files; each lands under a temporary name first, the index last."""
-    files = tf.io.gfile.glob(source_prefix + ".data-*") + [source_prefix + ".index"]
-    for path in files:
+    for path in checkpoint_files(source_prefix):
         target = target_prefix + path[len(source_prefix):]
         tf.io.gfile.copy(path, target + ".tmp", overwrite=True)
         tf.io.gfile.rename(target + ".tmp", target, overwrite=True)
+
+
+def rename_checkpoint(source_prefix: str, target_prefix: str) -> None:
+    """Renames a checkpoint's files (index last, so a reader never sees an index without data)."""
+    for path in checkpoint_files(source_prefix):
+        tf.io.gfile.rename(path, target_prefix + path[len(source_prefix):], overwrite=True)
+
+
+def remove_checkpoint(prefix: str) -> None:
+    """Deletes a checkpoint's files (index first, so it disappears from listings at once)."""
+    for path in reversed(checkpoint_files(prefix)):
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
 
 
 def format_metrics(metrics: Mapping[str, float]) -> str:
@@ -44,27 +133,95 @@ def format_metrics(metrics: Mapping[str, float]) -> str:
 
 def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]], key: str,
                       log: Callable[[str], None] = print,
-                      results_file: str = "eval_results.txt") -> tuple[int, dict[str, float]]:
+                      results_file: str = "eval_results.txt",
+                      policy: SweepPolicy = SweepPolicy(),
+                      sleep: Callable[[float], None] = time.sleep) -> tuple[int, dict[str, float]]:
     """Evaluates each checkpoint (``evaluate(prefix) -> metrics``); higher ``key`` is better.
 
-    Returns (best step, its metrics). Raises if the directory holds no checkpoint.
+    Returns (best step, its metrics; only ``key`` when the best was evaluated by an earlier,
+    resumed sweep). Raises FileNotFoundError if there is no checkpoint to evaluate.
     """
-    checkpoints = list_checkpoints(directory)
-    if not checkpoints:
+    state_path = os.path.join(directory, policy.state_file) if policy.state_file else None
+    state = SweepState.read(state_path) if state_path else SweepState()
+    results_path = os.path.join(directory, results_file)
+    report = ""
+    if state.last_step >= 0 and tf.io.gfile.exists(results_path):  # resuming: keep earlier results
+        with tf.io.gfile.GFile(results_path) as handle:
+            report = handle.read()
+    best: dict[str, float] | None = {key: state.best_value} if state.best_step >= 0 else None
+    waited = 0.0
+    while True:
+        checkpoints = list_checkpoints(directory)
+        steps = [step for step, _ in checkpoints]
+        evaluated_any = False
+        if policy.prune:
+            _prune_evaluated(checkpoints, state)
+        for step, prefix in checkpoints:
+            newer = sum(1 for s in steps if s > step)
+            if step <= state.last_step:
+                continue
+            metrics = dict(evaluate(prefix), global_step=step)
+            if key not in metrics:
+                raise KeyError(f"Evaluation produced no {key!r}; got {sorted(metrics)}.")
+            evaluated_any = True
+            previous = state.best_value if state.best_step >= 0 else -1  # the reference's start
+            improved = state.best_step < 0 or metrics[key] > state.best_value
+            if improved:
+                state.best_step, state.best_value, best = step, metrics[key], metrics
+                if not policy.rename_best:
+                    copy_checkpoint(prefix, os.path.join(directory, BEST_PREFIX))
+            elif policy.prune and newer > 1:
+                remove_checkpoint(prefix)
+            state.last_step = step
+            report += format_metrics(metrics) + policy.best_line.format(
+                key=key, best=state.best_value, best_step=state.best_step, previous=previous)
+            report += _SEPARATOR
+            atomic_write_text(results_path, report)
+            if state_path:
+                atomic_write_text(state_path, state.format())
+            log(f"Evaluated {prefix}: " + ", ".join(f"{k} = {v:.4g}" for k, v in
+                                                     sorted(metrics.items()))
+                + ("" if not improved else " (new best)" if policy.rename_best
+                   else f"  (new best, copied to {BEST_PREFIX})"))
+        if policy.until_step is None or state.last_step >= policy.until_step:
+            break
+        if evaluated_any:
+            waited = 0.0
+        elif policy.max_wait_seconds is not None and waited >= policy.max_wait_seconds:
+            log(f"No new checkpoint in {directory} for {waited:.0f} s (last evaluated step "
+                f"{state.last_step}, waiting for step {policy.until_step}); finishing the sweep.")
+            break
+        else:
+            log(f"Waiting for checkpoints after step {state.last_step} in {directory} "
+                f"(until step {policy.until_step}).")
+            sleep(policy.poll_seconds)
+            waited += policy.poll_seconds
+    if best is None:
         raise FileNotFoundError(f"No {TF2_CHECKPOINT_NAME}-<step> checkpoint in {directory} to "
                                 "evaluate; train first (--do_train).")
-    report, best_step, best = "", None, None
+    if policy.prune:  # what this last pass superseded
+        _prune_evaluated(list_checkpoints(directory), state)
+    if policy.rename_best:
+        _rename_best(directory, state.best_step, log)
+    return state.best_step, best
+
+
+def _prune_evaluated(checkpoints: list[tuple[int, str]], state: SweepState) -> None:
+    """Deletes evaluated checkpoints other than the best that have more than one newer checkpoint."""
+    steps = [step for step, _ in checkpoints]
     for step, prefix in checkpoints:
-        metrics = dict(evaluate(prefix), global_step=step)
-        if key not in metrics:
-            raise KeyError(f"Evaluation produced no {key!r}; got {sorted(metrics)}.")
-        improved = best is None or metrics[key] > best[key]
-        if improved:
-            best_step, best = step, metrics
-            copy_checkpoint(prefix, os.path.join(directory, BEST_PREFIX))
-        report += format_metrics(metrics)
-        report += f"best {key} = {best[key]} (step {best_step})\n" + "=" * 50 + "\n"
-        atomic_write_text(os.path.join(directory, results_file), report)
-        log(f"Evaluated {prefix}: " + ", ".join(f"{k} = {v:.4g}" for k, v in sorted(metrics.items()))
-            + (f"  (new best, copied to {BEST_PREFIX})" if improved else ""))
-    return best_step, best
+        newer = sum(1 for s in steps if s > step)
+        if step <= state.last_step and step != state.best_step and newer > 1:
+            remove_checkpoint(prefix)
+
+
+def _rename_best(directory: str, best_step: int, log: Callable[[str], None]) -> None:
+    """model.ckpt-<best_step>.* -> model.ckpt-best.* (already done by a finished earlier sweep)."""
+    source = os.path.join(directory, f"{TF2_CHECKPOINT_NAME}-{best_step}")
+    target = os.path.join(directory, BEST_PREFIX)
+    if tf.io.gfile.exists(source + ".index"):
+        rename_checkpoint(source, target)
+        log(f"Renamed {source} to {target}.")
+    elif not tf.io.gfile.exists(target + ".index"):
+        raise FileNotFoundError(f"The best checkpoint {source} (step {best_step}, from "
+                                f"{BEST_TRIAL_FILE}) is gone and there is no {target}.")

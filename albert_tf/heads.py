@@ -4,6 +4,9 @@
   against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
 - ``SentenceOrderHead``: pooled output -> 2 logits (``cls/seq_relationship``).
 - ``AlbertPretrainingModel``: the encoder plus both heads.
+- ``ClassifierHead`` / ``AlbertClassifierModel``: GLUE's head (spec 7.3): dropout 0.1 (fixed, training
+  only) on the pooled output, then ``output_weights`` [num_labels, H] and ``output_bias`` [num_labels]
+  under the reference's root-scoped names; one output for regression (STS-B).
 
 Every task model keeps its encoder in the attribute ``albert``, so an object-based checkpoint of
 one task model restores the encoder of another.
@@ -17,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.layers import Dense, LayerNorm, truncated_normal
+from albert_tf.layers import Dense, LayerNorm, dropout, truncated_normal
 from albert_tf.modeling import AlbertModel
 
 
@@ -46,8 +49,11 @@ class MaskedLMHead(keras.layers.Layer):
              embedding_table: tf.Tensor) -> tf.Tensor:
         hidden = self.layer_norm(self.transform(gather_positions(sequence_output, positions)))
         table = tf.cast(embedding_table, tf.float32)
-        logits = tf.matmul(tf.cast(hidden, tf.float32), table, transpose_b=True)
-        return logits + tf.cast(self.output_bias, tf.float32)
+        # One 2-D [B*M, E] x [E, V] matmul: a batched [B, M, E] x [V, E]ᵀ matmul would broadcast the
+        # table, and its gradient would build a [B, V, E] tensor only to sum it over B.
+        flat = tf.reshape(tf.cast(hidden, tf.float32), [-1, tf.shape(hidden)[-1]])
+        logits = tf.matmul(flat, table, transpose_b=True) + tf.cast(self.output_bias, tf.float32)
+        return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], tf.shape(table)[:1]], axis=0))
 
 
 class SentenceOrderHead(keras.layers.Layer):
@@ -105,4 +111,61 @@ class AlbertPretrainingModel(keras.Model):
                                               inputs["masked_lm_positions"],
                                               embedding_table=self.albert.get_embedding_table())
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
+        return outputs
+
+
+# The reference's classifier dropout on the pooled output: keep_prob 0.9 hard-coded, not in the config.
+CLASSIFIER_DROPOUT = 0.1
+
+
+class ClassifierHead(keras.layers.Layer):
+    """pooled [B, H] -> dropout 0.1 (training only) -> @ ``output_weights``ᵀ [num_labels, H]
+    + ``output_bias`` [num_labels] -> float32 logits [B, num_labels].
+
+    Initialisation: truncated normal (config.initializer_range) / zeros, as the reference.
+    """
+
+    def __init__(self, config: AlbertConfig, num_labels: int, name: str = "classifier", **kwargs):
+        super().__init__(name=name, **kwargs)
+        if num_labels < 1:
+            raise ValueError(f"num_labels must be >= 1 (1 = regression), got {num_labels}.")
+        self.num_labels = num_labels
+        self.output_weights = self.add_weight(
+            shape=(num_labels, config.hidden_size), name="output_weights",
+            initializer=truncated_normal(config.initializer_range))
+        self.output_bias = self.add_weight(shape=(num_labels,), name="output_bias",
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, pooled_output: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        pooled = dropout(tf.cast(pooled_output, tf.float32), CLASSIFIER_DROPOUT, training)
+        logits = tf.matmul(pooled, tf.cast(self.output_weights, tf.float32), transpose_b=True)
+        return logits + tf.cast(self.output_bias, tf.float32)
+
+
+class AlbertClassifierModel(keras.Model):
+    """Encoder + ``ClassifierHead`` (run_classifier's model).
+
+    Inputs: AlbertModel's dict (``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]).
+    Outputs: AlbertModel's dict plus ``logits`` float32 [B, num_labels] (num_labels 1: regression).
+    """
+
+    def __init__(self, config: AlbertConfig, num_labels: int, name: str = "albert_classifier",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.num_labels = num_labels
+        self.albert = AlbertModel(config)
+        self.classifier = ClassifierHead(config, num_labels)
+        self.built = True
+
+    def tf1_head_variables(self) -> dict[str, keras.Variable]:
+        """The head's reference names: root-scoped ``output_weights`` and ``output_bias``."""
+        return {"output_weights": self.classifier.output_weights,
+                "output_bias": self.classifier.output_bias}
+
+    def call(self, inputs: Mapping[str, tf.Tensor],
+             training: bool | None = None) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        outputs = dict(self.albert(inputs, training=training))
+        outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
         return outputs

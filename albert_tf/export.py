@@ -1,0 +1,149 @@
+"""SavedModel export of fine-tuned models, with named serving signatures (design: export.py).
+
+``export_classifier(model, export_dir)`` writes a SavedModel of an ``AlbertClassifierModel``.
+
+Signature ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` (int32 [batch, seq], any
+batch and any seq up to max_position_embeddings) ->
+
+- ``probabilities``: float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
+- ``predictions``: int32 [batch] arg-max class id (regression: float32 [batch] score),
+- ``threshold``: float32 scalar, only when a threshold is given (the reference's
+  ``--threshold_to_export``, for clients that threshold ``probabilities`` themselves).
+
+Signature ``serve_text`` (when a SentencePiece ``tokenizer`` is given): raw strings ``text_a`` and
+``text_b`` (string [batch]; an empty ``text_b`` means a single-sentence example) -> the same outputs.
+The text is normalised and tokenised in the graph (``InGraphTokenizer``, identical ids to the Python
+tokenizer) and laid out as data_prep.glue does: ``[CLS] a [SEP] b [SEP]``, a pair truncated to
+max_seq_length - 3 pieces by popping from the end of the longer side (ties: b), a single sentence
+cut to max_seq_length - 2; padded to the longest example of the batch.
+
+Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
+protobuf step. Load with ``import tensorflow_text`` (registers the SentencePiece op of
+``serve_text``) then ``tf.saved_model.load(export_dir)``, and call
+``.signatures["serving_default"](input_ids=..., input_mask=..., segment_ids=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from albert_tf.tokenization import FullTokenizer, InGraphTokenizer
+
+SERVING_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def pair_lengths(len_a: tf.Tensor, len_b: tf.Tensor, max_length: int | tf.Tensor):
+    """Lengths after the reference's ``_truncate_seq_pair`` (pop from the longer, ties pop b), in
+    closed form for int vectors [B]: unchanged if they fit; else the longer side is cut to
+    ``max_length - shorter`` when that keeps it the longer, otherwise a gets ceil(m/2), b floor(m/2)."""
+    shorter = tf.minimum(len_a, len_b)
+    fits = len_a + len_b <= max_length
+    cut_longer = 2 * shorter <= max_length
+    half_b = max_length // 2
+    new_a = tf.where(fits, len_a, tf.where(cut_longer, tf.where(len_a >= len_b, max_length - len_b,
+                                                                  len_a), max_length - half_b))
+    new_b = tf.where(fits, len_b, tf.where(cut_longer, tf.where(len_a >= len_b, len_b,
+                                                                  max_length - len_a), half_b))
+    return new_a, new_b
+
+
+def _keep_first(ids: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
+    """The first ``lengths[i]`` ids of every row i."""
+    positions = tf.ragged.range(ids.row_lengths())
+    return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(tf.cast(lengths, tf.int64), 1))
+
+
+class ClassifierServingModule(tf.Module):
+    """Holds the Keras classifier and its serving functions (inference mode, no dropout)."""
+
+    def __init__(self, model: keras.Model, threshold: float | None = None,
+                 tokenizer: FullTokenizer | None = None, max_seq_length: int | None = None):
+        super().__init__(name="albert_classifier_serving")
+        self.model = model
+        self.regression = model.num_labels == 1
+        self.threshold = None if threshold is None else tf.constant(threshold, tf.float32)
+        self.text_tokenizer = None
+        if tokenizer is not None:
+            self.text_tokenizer = InGraphTokenizer.from_full_tokenizer(tokenizer)
+            self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+            self.max_seq_length = max_seq_length or model.config.max_position_embeddings
+
+    def _outputs(self, input_ids, input_mask, segment_ids) -> dict[str, tf.Tensor]:
+        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
+                             "segment_ids": segment_ids}, training=False)["logits"]
+        if self.regression:
+            outputs = {"probabilities": logits, "predictions": logits[:, 0]}
+        else:
+            outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),
+                       "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        if self.threshold is not None:
+            outputs["threshold"] = tf.identity(self.threshold)
+        return outputs
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
+                                  for name in SERVING_INPUTS])
+    def serve(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
+              segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        return self._outputs(input_ids, input_mask, segment_ids)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                  tf.TensorSpec([None], tf.string, name="text_b")])
+    def serve_text(self, text_a: tf.Tensor, text_b: tf.Tensor) -> dict[str, tf.Tensor]:
+        ids_a, ids_b = self.text_tokenizer(text_a), self.text_tokenizer(text_b)
+        # A pair only where text_b is non-empty after normalisation (the reference's `if text_b`).
+        has_b = tf.strings.length(self.text_tokenizer.normalize(text_b)) > 0
+        len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+        pair_a, pair_b = pair_lengths(len_a, len_b, self.max_seq_length - 3)
+        len_a = tf.where(has_b, pair_a, tf.minimum(len_a, self.max_seq_length - 2))
+        len_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
+        ids_a, ids_b = _keep_first(ids_a, len_a), _keep_first(ids_b, len_b)
+        batch = tf.shape(text_a, out_type=tf.int64)[0]
+
+        def column(value: int) -> tf.RaggedTensor:  # [batch, 1] of one id
+            return tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(value, tf.int32)),
+                                                    tf.ones([batch], tf.int64))
+
+        b_sep = _keep_first(column(self.sep_id), tf.cast(has_b, tf.int64))
+        first = tf.concat([column(self.cls_id), ids_a, column(self.sep_id)], axis=1)
+        second = tf.concat([ids_b, b_sep], axis=1)
+        input_ids = tf.concat([first, second], axis=1)
+        segment_ids = tf.concat([tf.zeros_like(first), tf.ones_like(second)], axis=1)
+        return self._outputs(input_ids.to_tensor(), tf.ones_like(input_ids).to_tensor(),
+                             segment_ids.to_tensor())
+
+
+def export_classifier(model: keras.Model, export_dir: str, threshold: float | None = None,
+                      assets: dict[str, str] | None = None, tokenizer: FullTokenizer | None = None,
+                      max_seq_length: int | None = None) -> str:
+    """Writes the SavedModel to ``export_dir`` (must not exist yet or be empty); returns the path.
+
+    threshold: NaN or None = no ``threshold`` output. assets: {file name: text} written to
+    ``export_dir/assets.extra`` (e.g. the label list). tokenizer (SentencePiece mode): adds the
+    ``serve_text`` signature, truncating to ``max_seq_length`` (default max_position_embeddings).
+    """
+    if threshold is not None and math.isnan(threshold):
+        threshold = None
+    if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
+        raise FileExistsError(f"--export_dir {export_dir} exists and is not empty; choose a new "
+                              "directory (an export is never overwritten in place).")
+    if tokenizer is not None and tokenizer.sp_model is None:
+        tokenizer = None  # WordPiece: no in-graph tokenizer, ids signature only
+    module = ClassifierServingModule(model, threshold, tokenizer, max_seq_length)
+    signatures = {"serving_default": module.serve}
+    if tokenizer is not None:
+        signatures["serve_text"] = module.serve_text
+    tmp_dir = export_dir.rstrip("/") + ".tmp-export"
+    if tf.io.gfile.exists(tmp_dir):
+        tf.io.gfile.rmtree(tmp_dir)
+    tf.saved_model.save(module, tmp_dir, signatures=signatures)
+    for name, text in (assets or {}).items():
+        tf.io.gfile.makedirs(f"{tmp_dir}/assets.extra")
+        with tf.io.gfile.GFile(f"{tmp_dir}/assets.extra/{name}", "w") as handle:
+            handle.write(text)  # the whole directory is renamed into place below
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)  # empty, checked above
+    tf.io.gfile.rename(tmp_dir, export_dir)
+    return export_dir

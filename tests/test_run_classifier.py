@@ -1,0 +1,487 @@
+"""GLUE fine-tuning: the classifier head, the reference's checkpoint sweep, run_classifier.py end to
+end on real GLUE samples (train, sweep, predict, export) and its fail-fast checks, run_glue.sh."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import checkpoints
+from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
+from albert_tf.classifier import ClassifierTask, write_predictions
+from albert_tf.config import AlbertConfig
+from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
+from albert_tf.export import pair_lengths
+from albert_tf.tokenization import FullTokenizer, preprocess_text
+from data_prep.glue import InputExample, convert_examples_to_features, get_processor, truncate_seq_pair
+from tests import numpy_albert
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE_DATA = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
+EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
+SEQ = 64
+TINY = dict(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+            num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def tiny_config(**overrides):
+    return AlbertConfig.from_dict({**TINY, **overrides})
+
+
+def random_inputs(batch=3, seq=10, vocab=8000, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int32)
+    mask[0, 6:] = 0
+    segments = np.zeros((batch, seq), np.int32)
+    segments[:, 5:] = 1
+    return {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32),
+            "input_mask": mask, "segment_ids": segments * mask}
+
+
+# -- the head -------------------------------------------------------------------------------------
+
+def test_classifier_logits_are_pooled_times_weights_plus_bias():
+    config = tiny_config()
+    model = AlbertClassifierModel(config, num_labels=3)
+    model.classifier.output_bias.assign([0.1, -0.2, 0.3])
+    inputs = random_inputs()
+    logits = model(inputs, training=False)["logits"].numpy()
+    weights = {name: variable.numpy() for name, variable in
+               checkpoints.tf1_variable_map(model).items()}
+    pooled = numpy_albert.forward(weights, config, inputs["input_ids"], inputs["input_mask"],
+                                  inputs["segment_ids"])["pooled_output"]
+    expected = pooled @ weights["output_weights"].T + weights["output_bias"]
+    assert logits.shape == (3, 3)
+    np.testing.assert_allclose(logits, expected, atol=2e-5)
+
+
+def test_classifier_initialisation_and_fixed_dropout():
+    model = AlbertClassifierModel(tiny_config(), num_labels=2)
+    weights = model.classifier.output_weights.numpy()
+    assert weights.shape == (2, 32) and model.classifier.output_bias.shape == (2,)
+    assert np.all(model.classifier.output_bias.numpy() == 0)
+    assert 0 < np.abs(weights).max() <= 2 * 0.02  # truncated normal, stddev initializer_range
+    # Identity weights expose the dropped-out pooled vector: 10% zeros, the rest scaled by 1/0.9.
+    head = AlbertClassifierModel(tiny_config(hidden_size=200), num_labels=200).classifier
+    head.output_weights.assign(np.eye(200, dtype=np.float32))
+    dropped = head(tf.ones([200, 200]), training=True).numpy()
+    assert 0.08 < np.mean(dropped == 0) < 0.12
+    np.testing.assert_allclose(dropped[dropped != 0], 1 / 0.9, rtol=1e-6)
+    np.testing.assert_array_equal(head(tf.ones([2, 200]), training=False).numpy(), np.ones((2, 200)))
+
+
+def test_head_reference_names_round_trip_and_warm_start_from_pretraining(tmp_path):
+    config = tiny_config()
+    model = AlbertClassifierModel(config, num_labels=2)
+    model.classifier.output_bias.assign([0.5, -0.5])
+    prefix = checkpoints.export_tf1_checkpoint(model, str(tmp_path / "cls" / "model.ckpt"))
+    shapes = dict(tf.train.list_variables(prefix))
+    assert shapes["output_weights"] == [2, 32] and shapes["output_bias"] == [2]
+    restored = AlbertClassifierModel(config, num_labels=2)
+    report = checkpoints.load_tf1_checkpoint(restored, prefix)
+    assert report.missing == [] and report.unused == []
+    np.testing.assert_array_equal(restored.classifier.output_weights.numpy(),
+                                  model.classifier.output_weights.numpy())
+    np.testing.assert_array_equal(restored.classifier.output_bias.numpy(), [0.5, -0.5])
+    # A pretraining checkpoint: the encoder loads, only the new head is missing.
+    pretrained = checkpoints.export_tf1_checkpoint(AlbertPretrainingModel(config),
+                                                   str(tmp_path / "pre" / "model.ckpt"))
+    report = checkpoints.load_tf1_checkpoint(AlbertClassifierModel(config, 2), pretrained)
+    assert sorted(report.missing) == ["output_bias", "output_weights"]
+    report.require_complete_encoder()
+    assert any(name.startswith("cls/") for name in report.unused)
+
+
+def test_in_graph_pair_truncation_equals_the_reference_loop():
+    cases = [(a, b, m) for a in range(13) for b in range(13) for m in range(11)]
+    expected = []
+    for a, b, m in cases:
+        tokens_a, tokens_b = list(range(a)), list(range(b))
+        truncate_seq_pair(tokens_a, tokens_b, m)
+        expected.append((len(tokens_a), len(tokens_b)))
+    new_a, new_b = pair_lengths(tf.constant([c[0] for c in cases], tf.int64),
+                                tf.constant([c[1] for c in cases], tf.int64),
+                                tf.constant([c[2] for c in cases], tf.int64))
+    assert list(zip(new_a.numpy().tolist(), new_b.numpy().tolist())) == expected
+
+
+def test_padding_examples_weigh_nothing_and_are_not_written(tmp_path):
+    task = ClassifierTask(tiny_config(), "MRPC", num_labels=2)
+    outputs = {"predictions": np.array([1, 0, 1, 1]), "label_ids": np.array([1, 1, 1, 0]),
+               "per_example_loss": np.array([0.1, 2.0, 0.3, 99.0]),
+               "is_real_example": np.array([1, 1, 1, 0]),
+               "probabilities": np.array([[0.2, 0.8], [0.6, 0.4], [0.3, 0.7], [0.5, 0.5]])}
+    metrics = task.eval_metrics(outputs)
+    # Real examples: 2 of 3 right; class 1: tp 2, fp 0, fn 1 -> F1 = 4/5.
+    assert metrics == pytest.approx({"eval_accuracy": 2 / 3, "f1": 0.8, "eval_loss": 0.8,
+                                     "loss": 0.8})
+    write_predictions(str(tmp_path), ["a", "b", "c"], outputs, ["0", "1"])
+    assert (tmp_path / "test_results.tsv").read_text() == "0.2\t0.8\n0.6\t0.4\n0.3\t0.7\n"
+    assert (tmp_path / "submit_results.tsv").read_text() == "index\tprediction\na\t1\nb\t0\nc\t1\n"
+    with pytest.raises(ValueError, match="3 real predictions for 2 examples"):
+        write_predictions(str(tmp_path), ["a", "b"], outputs, ["0", "1"])
+
+
+# -- the sweep ------------------------------------------------------------------------------------
+
+def fake_checkpoint(directory, step):
+    for suffix in (".data-00000-of-00001", ".index"):
+        (directory / f"model.ckpt-{step}{suffix}").write_text(f"step {step}")
+
+
+def blocks_of(path):
+    return [block.strip().splitlines() for block in path.read_text().split("=" * 50 + "\n")
+            if block.strip()]
+
+
+def test_glue_sweep_deletes_renames_and_resumes(tmp_path):
+    values = {100: 0.5, 200: 0.7, 300: 0.6, 400: 0.65, 500: 0.8, 600: 0.75, 700: 0.7}
+    evaluated = []
+
+    def evaluate(prefix):
+        step = int(prefix.rsplit("-", 1)[1])
+        evaluated.append(step)
+        assert os.path.exists(prefix + ".index")
+        return {"eval_accuracy": values[step], "eval_loss": 1.0 - values[step]}
+
+    for step in (100, 200, 300, 400, 500):
+        fake_checkpoint(tmp_path, step)
+    best_step, best = sweep_checkpoints(str(tmp_path), evaluate, "eval_accuracy", log=lambda m: None,
+                                        policy=SweepPolicy.glue(train_step=500))
+    assert (best_step, best["eval_accuracy"]) == (500, 0.8)
+    assert evaluated == [100, 200, 300, 400, 500]
+    # Non-best evaluated checkpoints with more than one newer checkpoint are gone; 400 has only 500
+    # after it and stays; 500 became model.ckpt-best.
+    remaining = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("model.ckpt"))
+    assert remaining == ["model.ckpt-400.data-00000-of-00001", "model.ckpt-400.index",
+                         "model.ckpt-best.data-00000-of-00001", "model.ckpt-best.index"]
+    assert (tmp_path / "model.ckpt-best.index").read_text() == "step 500"
+    assert (tmp_path / "best_trial.txt").read_text() == "500:500:0.8"
+    blocks = blocks_of(tmp_path / "eval_results.txt")
+    assert blocks[0] == ["eval_accuracy = 0.5", "eval_loss = 0.5", "global_step = 100", "best = -1"]
+    # "best" is the best value before each checkpoint, as in the reference.
+    assert [block[-1] for block in blocks] == ["best = -1", "best = 0.5", "best = 0.7", "best = 0.7",
+                                               "best = 0.7"]
+
+    # Training goes on (as with train_step raised): a resumed sweep evaluates only the new ones and
+    # waits for the last, which appears while it sleeps.
+    (tmp_path / "model.ckpt-best.index").rename(tmp_path / "model.ckpt-500.index")
+    (tmp_path / "model.ckpt-best.data-00000-of-00001").rename(
+        tmp_path / "model.ckpt-500.data-00000-of-00001")
+    fake_checkpoint(tmp_path, 600)
+    sleeps = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        fake_checkpoint(tmp_path, 700)
+
+    evaluated.clear()
+    best_step, _ = sweep_checkpoints(str(tmp_path), evaluate, "eval_accuracy", log=lambda m: None,
+                                     policy=SweepPolicy.glue(train_step=700, poll_seconds=5),
+                                     sleep=sleep)
+    assert evaluated == [600, 700] and sleeps == [5] and best_step == 500
+    assert (tmp_path / "best_trial.txt").read_text() == "700:500:0.8"
+    assert len(blocks_of(tmp_path / "eval_results.txt")) == 7  # earlier results kept
+    remaining = sorted(p.name for p in tmp_path.glob("*.index"))
+    assert remaining == ["model.ckpt-600.index", "model.ckpt-700.index", "model.ckpt-best.index"]
+    assert (tmp_path / "model.ckpt-best.index").read_text() == "step 500"
+
+
+def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):
+    fake_checkpoint(tmp_path, 10)
+    sleeps = []
+    best_step, _ = sweep_checkpoints(
+        str(tmp_path), lambda prefix: {"pearson": 0.3}, "pearson", log=lambda m: None,
+        policy=SweepPolicy.glue(train_step=50, poll_seconds=60, max_wait_seconds=120),
+        sleep=sleeps.append)
+    assert best_step == 10 and sleeps == [60, 60]
+    assert (tmp_path / "model.ckpt-best.index").exists()
+    # Pretraining's flavour: one pass, best copied, its own summary line.
+    other = tmp_path / "pretraining"
+    other.mkdir()
+    for step in (1, 2):
+        fake_checkpoint(other, step)
+    sweep_checkpoints(str(other), lambda prefix: {"acc": 1.0 / int(prefix[-1])}, "acc",
+                      log=lambda m: None)
+    assert (other / "model.ckpt-1.index").exists() and (other / "model.ckpt-2.index").exists()
+    assert (other / "model.ckpt-best.index").read_text() == "step 1"
+    assert blocks_of(other / "eval_results.txt")[1][-1] == "best acc = 1.0 (step 1)"
+    with pytest.raises(FileNotFoundError, match="No model.ckpt"):
+        sweep_checkpoints(str(tmp_path / "pretraining" / "empty"), lambda p: {}, "acc")
+
+
+# -- run_classifier.py ----------------------------------------------------------------------------
+
+def run_classifier(*args, check=True):
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *args],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(f"run_classifier failed:\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
+    return result
+
+
+def glue_sample(root, task_dir, rows, files=("train", "dev", "test"), source=None):
+    """root/<task_dir>/<split>.tsv with the header and the first ``rows`` records of the shared files."""
+    target = root / task_dir
+    target.mkdir(parents=True)
+    for name in files:
+        source_name = (source or {}).get(name, name)
+        with open(os.path.join(GLUE_DATA, task_dir, f"{source_name}.tsv"), encoding="utf-8") as handle:
+            lines = handle.readlines()[:rows + 1]
+        (target / f"{name}.tsv").write_text("".join(lines), encoding="utf-8")
+    return root
+
+
+def write_config(path, **overrides):
+    path.write_text(json.dumps({**TINY, **overrides}))
+    return str(path)
+
+
+def common_flags(task, data_dir, config, output_dir):
+    return [f"--task_name={task}", f"--data_dir={data_dir}", f"--albert_config_file={config}",
+            f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
+            f"--max_seq_length={SEQ}", "--learning_rate=1e-3"]
+
+
+def features_of(task, data_dir, split):
+    """Inputs and labels of a split, converted here with data_prep (not through run_classifier)."""
+    processor = get_processor(task)
+    examples = processor.get_examples(str(data_dir), split)
+    features = convert_examples_to_features(examples, processor.get_labels(), SEQ,
+                                            FullTokenizer(spm_model_file=EN8K_MODEL))
+    inputs = {name: np.array([getattr(f, name) for f in features], np.int32)
+              for name in ("input_ids", "input_mask", "segment_ids")}
+    return examples, inputs, np.array([f.label_id for f in features])
+
+
+def restore_best(output_dir, num_labels):
+    model = AlbertClassifierModel(tiny_config(), num_labels)
+    status = tf.train.Checkpoint(model=model).read(str(output_dir / "model.ckpt-best"))
+    status.expect_partial().assert_existing_objects_matched()
+    return model
+
+
+def softmax(logits):
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    return exp / exp.sum(-1, keepdims=True)
+
+
+def test_rte_train_sweep_predict_export(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=40)
+    config = tiny_config()
+    pretrained = checkpoints.export_tf1_checkpoint(AlbertPretrainingModel(config),
+                                                   str(tmp_path / "pretrained" / "model.ckpt"))
+    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
+    result = run_classifier(
+        *common_flags("RTE", data_dir, write_config(tmp_path / "config.json"), output_dir),
+        f"--init_checkpoint={pretrained}", "--do_train", "--do_eval", "--do_predict",
+        "--train_step=6", "--save_checkpoints_steps=2", "--train_batch_size=8",
+        "--eval_batch_size=16", "--predict_batch_size=16", f"--export_dir={export_dir}",
+        "--threshold_to_export=0.25")
+    assert "missing from the checkpoint (2): output_weights, output_bias" in result.stdout
+
+    # eval_results.txt: one block per checkpoint, the reference's keys; best_trial.txt agrees.
+    blocks = blocks_of(output_dir / "eval_results.txt")
+    parsed = [dict(line.split(" = ") for line in block[:-1]) for block in blocks]
+    assert [p["global_step"] for p in parsed] == ["2", "4", "6"]
+    assert all(sorted(p) == ["eval_accuracy", "eval_loss", "global_step", "loss"] for p in parsed)
+    accuracies = [float(p["eval_accuracy"]) for p in parsed]
+    best_index = int(np.argmax(accuracies))  # first maximum: later ties do not replace it
+    best_step = 2 * (best_index + 1)
+    last, step, value = (output_dir / "best_trial.txt").read_text().split(":")
+    assert (int(last), int(step), float(value)) == (6, best_step, accuracies[best_index])
+    assert (output_dir / "model.ckpt-best.index").exists()
+    assert not (output_dir / f"model.ckpt-{best_step}.index").exists()
+
+    # The best checkpoint's dev metrics, recomputed here with NumPy.
+    model = restore_best(output_dir, 2)
+    _, dev_inputs, dev_labels = features_of("rte", data_dir, "dev")
+    logits = model(dev_inputs, training=False)["logits"].numpy().astype(np.float64)
+    log_probs = np.log(softmax(logits))
+    assert accuracies[best_index] == pytest.approx(np.mean(logits.argmax(-1) == dev_labels))
+    assert float(parsed[best_index]["eval_loss"]) == pytest.approx(
+        -np.mean(log_probs[np.arange(len(dev_labels)), dev_labels]), rel=1e-5)
+
+    # test_results.tsv / submit_results.tsv: one line per real test example, in file order.
+    examples, test_inputs, _ = features_of("rte", data_dir, "test")
+    expected = softmax(model(test_inputs, training=False)["logits"].numpy().astype(np.float64))
+    rows = (output_dir / "test_results.tsv").read_text().splitlines()
+    probabilities = np.array([[float(v) for v in row.split("\t")] for row in rows])
+    assert probabilities.shape == (40, 2)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+    submit = (output_dir / "submit_results.tsv").read_text().splitlines()
+    assert submit[0] == "index\tprediction" and len(submit) == 41
+    test_guids = [line.split("\t")[0] for line in
+                  (data_dir / "RTE" / "test.tsv").read_text().splitlines()[1:]]
+    labels = ["entailment", "not_entailment"]
+    assert submit[1:] == [f"{guid}\t{labels[i]}" for guid, i in
+                          zip(test_guids, probabilities.argmax(-1))]
+    assert [e.guid for e in examples] == test_guids
+
+    # The SavedModel gives the Keras model's numbers (its text signature needs tf-text's ops).
+    import tensorflow_text  # noqa: F401
+    loaded = tf.saved_model.load(str(export_dir))
+    serve = loaded.signatures["serving_default"]
+    outputs = serve(**{k: tf.constant(v[:7, :30]) for k, v in test_inputs.items()})
+    keras_logits = model({k: v[:7, :30] for k, v in test_inputs.items()}, training=False)["logits"]
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), softmax(keras_logits.numpy()),
+                               atol=1e-6)
+    np.testing.assert_array_equal(outputs["predictions"].numpy(), keras_logits.numpy().argmax(-1))
+    assert float(outputs["threshold"]) == 0.25
+    assert (export_dir / "assets.extra" / "labels.txt").read_text() == "entailment\nnot_entailment\n"
+
+    # serve_text: raw strings in, the numbers of data_prep's features (pairs truncated to S, and
+    # single sentences where text_b is empty or blank).
+    raw = [line.split("\t")[1:3] for line in
+           (data_dir / "RTE" / "test.tsv").read_text().splitlines()[1:9]]
+    raw[0][1], raw[1][1] = "", "  "
+    text_examples = [InputExample(str(i), preprocess_text(a, lower=True),
+                                  preprocess_text(b, lower=True) or None, None)
+                     for i, (a, b) in enumerate(raw)]
+    features = convert_examples_to_features(text_examples, labels, SEQ,
+                                            FullTokenizer(spm_model_file=EN8K_MODEL))
+    assert sum(f.input_mask[-1] for f in features) >= 3  # some pairs were truncated
+    inputs = {name: np.array([getattr(f, name) for f in features], np.int32)
+              for name in ("input_ids", "input_mask", "segment_ids")}
+    from_text = loaded.signatures["serve_text"](text_a=tf.constant([a for a, _ in raw]),
+                                                text_b=tf.constant([b for _, b in raw]))
+    np.testing.assert_allclose(from_text["probabilities"].numpy(),
+                               softmax(model(inputs, training=False)["logits"].numpy()), atol=1e-5)
+
+
+def test_sts_b_regression(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "STS-B", rows=9, source={"test": "dev"})
+    output_dir = tmp_path / "out"
+    run_classifier(*common_flags("sts-b", data_dir, write_config(tmp_path / "config.json"),
+                                 output_dir),
+                   "--do_train", "--do_eval", "--do_predict", "--train_step=4",
+                   "--save_checkpoints_steps=2", "--train_batch_size=4", "--eval_batch_size=4")
+    blocks = [dict(line.split(" = ") for line in block[:-1])
+              for block in blocks_of(output_dir / "eval_results.txt")]
+    assert sorted(blocks[0]) == ["MSE", "eval_loss", "global_step", "loss", "pearson", "spearman"]
+    pearsons = [float(b["pearson"]) for b in blocks]
+    assert (output_dir / "best_trial.txt").read_text().split(":")[1] == str(2 * (np.argmax(pearsons) + 1))
+    for block in blocks:  # the loss is the mean squared error
+        assert float(block["MSE"]) == pytest.approx(float(block["eval_loss"]), rel=1e-5)
+
+    model = restore_best(output_dir, 1)
+    examples, test_inputs, _ = features_of("sts-b", data_dir, "test")
+    scores = model(test_inputs, training=False)["logits"].numpy()[:, 0]
+    results = [float(line) for line in (output_dir / "test_results.tsv").read_text().splitlines()]
+    np.testing.assert_allclose(results, scores, atol=1e-5)
+    submit = (output_dir / "submit_results.tsv").read_text().splitlines()
+    assert submit[0] == "index\tprediction" and len(submit) == 10
+    for line, example, score in zip(submit[1:], examples, scores):
+        guid, value = line.split("\t")
+        assert guid == example.guid and float(value) == pytest.approx(score, abs=1e-5)
+
+
+def write_mnli(root):
+    """A tiny MNLI folder in MNLI's column layout, sentences taken from the real RTE sample."""
+    with open(os.path.join(GLUE_DATA, "RTE", "train.tsv"), encoding="utf-8") as handle:
+        pairs = [line.rstrip("\n").split("\t")[1:3] for line in handle.readlines()[1:25]]
+    labels = ["contradiction", "entailment", "neutral"]
+    labelled_header = "\t".join([f"c{i}" for i in range(8)] + ["sentence1", "sentence2",
+                                                               "gold_label"])
+    test_header = "\t".join([f"c{i}" for i in range(8)] + ["sentence1", "sentence2"])
+    mnli = root / "MNLI"
+    mnli.mkdir(parents=True)
+
+    def lines(selected, labelled):
+        out = []
+        for index, (a, b) in selected:
+            extra = [labels[index % 3]] if labelled else []
+            out.append("\t".join([str(index)] + ["x"] * 7 + [a, b] + extra))
+        return out
+
+    numbered = list(enumerate(pairs))
+    files = {"train.tsv": (numbered, True), "dev_matched.tsv": (numbered[:8], True),
+             "dev_mismatched.tsv": (numbered[8:14], True),
+             "test_matched.tsv": (numbered[14:19], False),
+             "test_mismatched.tsv": (numbered[19:], False)}
+    for name, (selected, labelled) in files.items():
+        header = labelled_header if labelled else test_header
+        (mnli / name).write_text("\n".join([header] + lines(selected, labelled)) + "\n")
+    return root
+
+
+def test_mnli_evaluates_matched_and_mismatched(tmp_path):
+    data_dir = write_mnli(tmp_path / "glue")
+    output_dir = tmp_path / "out"
+    run_classifier(*common_flags("mnli", data_dir, write_config(tmp_path / "config.json"),
+                                 output_dir),
+                   "--do_train", "--do_eval", "--do_predict", "--train_step=2",
+                   "--save_checkpoints_steps=2", "--train_batch_size=4")
+    block = dict(line.split(" = ") for line in blocks_of(output_dir / "eval_results.txt")[0][:-1])
+    assert sorted(block) == ["eval_accuracy", "eval_loss", "global_step", "loss",
+                             "mismatched_eval_accuracy", "mismatched_eval_loss", "mismatched_loss"]
+    # 8 matched and 6 mismatched dev examples: accuracies are multiples of 1/8 and 1/6.
+    assert float(block["eval_accuracy"]) * 8 == pytest.approx(round(float(block["eval_accuracy"]) * 8))
+    assert float(block["mismatched_eval_accuracy"]) * 6 == pytest.approx(
+        round(float(block["mismatched_eval_accuracy"]) * 6))
+    for suffix, count, first_guid in (("", 5, "14"), ("_mismatched", 5, "19")):
+        results = (output_dir / f"test_results{suffix}.tsv").read_text().splitlines()
+        assert len(results) == count and all(len(r.split("\t")) == 3 for r in results)
+        submit = (output_dir / f"submit_results{suffix}.tsv").read_text().splitlines()
+        assert submit[1].split("\t")[0] == first_guid and len(submit) == count + 1
+
+
+@pytest.fixture(scope="module")
+def rte_dir(tmp_path_factory):
+    return glue_sample(tmp_path_factory.mktemp("glue"), "RTE", rows=8)
+
+
+def test_vocab_size_mismatch_is_an_error(tmp_path, rte_dir):
+    result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json",
+                                                                       vocab_size=30000),
+                                          tmp_path / "out"), "--do_train", check=False)
+    assert result.returncode != 0
+    assert "vocab_size=30000" in result.stderr and "8000 pieces" in result.stderr
+    assert "en8k.model" in result.stderr
+
+
+def test_missing_init_checkpoint_is_an_error(tmp_path, rte_dir):
+    result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json"),
+                                          tmp_path / "out"), "--do_train",
+                            f"--init_checkpoint={tmp_path}/nowhere/model.ckpt", check=False)
+    assert result.returncode != 0 and "nowhere/model.ckpt does not exist" in result.stderr
+    assert not (tmp_path / "out" / "model.ckpt-1.index").exists()
+
+
+def test_predict_without_best_checkpoint_and_hub_handle_are_errors(tmp_path, rte_dir):
+    flags = common_flags("rte", rte_dir, write_config(tmp_path / "c.json"), tmp_path / "out")
+    result = run_classifier(*flags, "--do_predict", check=False)
+    assert result.returncode != 0 and "model.ckpt-best does not exist" in result.stderr
+    result = run_classifier(*flags, "--do_train", "--albert_hub_module_handle=https://tfhub.dev/x",
+                            check=False)
+    assert result.returncode != 0 and "TF-Hub modules" in result.stderr
+
+
+def test_run_glue_sh_uses_the_recipe_in_two_phases(tmp_path):
+    """run_glue.sh with a stand-in python that records run_classifier's arguments."""
+    log = tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f"#!/bin/bash\nif [[ $1 == -m ]]; then exec {sys.executable} \"$@\"; fi\n"
+                    f"echo \"$*\" >> {log}\n")
+    stub.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored")
+    subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_glue.sh"), "ckpt", "cfg.json",
+                    "sp.model", "glue", str(tmp_path / "results"), "rte"], check=True, env=env,
+                   capture_output=True, timeout=120)
+    train, evaluate = log.read_text().splitlines()
+    recipe = ["--task_name=rte", "--warmup_step=200", "--learning_rate=3e-05", "--train_step=800",
+              "--save_checkpoints_steps=100", "--train_batch_size=32", "--max_seq_length=512",
+              "--optimizer=adamw", "--do_lower_case", "--data_dir=glue",
+              f"--output_dir={tmp_path}/results/rte", "--init_checkpoint=ckpt",
+              "--albert_config_file=cfg.json", "--spm_model_file=sp.model"]
+    assert train.split() == ["run_classifier.py"] + recipe + [
+        "--do_train", "--nodo_eval", "--nodo_predict", "--strategy=mirrored"]
+    assert evaluate.split() == ["run_classifier.py"] + recipe + [
+        "--nodo_train", "--do_eval", "--do_predict", "--strategy=mirrored"]
