@@ -111,6 +111,8 @@ def main(argv):
     if FLAGS.do_train:
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = run_flags.strategy_from_flags()
+    if FLAGS.do_eval:
+        run_flags.check_eval_strategy(strategy)
     on_tpu = FLAGS.use_tpu or FLAGS.strategy == "tpu"
     run_config = run_flags.run_config_from_flags(
         FLAGS.output_dir, FLAGS.train_batch_size, FLAGS.train_step, FLAGS.save_checkpoints_steps,

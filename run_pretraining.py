@@ -62,6 +62,8 @@ def main(argv):
     train_files = expand_input_patterns(FLAGS.input_file)
     run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
     strategy = run_flags.strategy_from_flags()
+    if FLAGS.do_eval:
+        run_flags.check_eval_strategy(strategy)
     run_config = run_flags.run_config_from_flags(
         FLAGS.output_dir, FLAGS.train_batch_size, FLAGS.num_train_steps,
         FLAGS.save_checkpoints_steps, FLAGS.keep_checkpoint_max, FLAGS.iterations_per_loop)

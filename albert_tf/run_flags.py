@@ -54,6 +54,13 @@ def strategy_from_flags() -> tf.distribute.Strategy:
                                       tpu_zone=values.tpu_zone, gcp_project=values.gcp_project)
 
 
+def check_eval_strategy(strategy: tf.distribute.Strategy) -> None:
+    """The checkpoint sweep writes and deletes files: it runs as one process, not multi-worker."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        raise ValueError("--do_eval runs the checkpoint sweep in one process: start it as a "
+                         "separate job with --nodo_train and --strategy=one_device or mirrored.")
+
+
 def load_config(path: str, max_seq_length: int) -> AlbertConfig:
     """Reads the config and checks that max_seq_length fits its position embeddings."""
     config = AlbertConfig.from_json_file(path)

@@ -30,6 +30,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from albert_tf import checkpoints
+from albert_tf.checkpoint_sweep import list_checkpoints
 
 Features = Mapping[str, tf.Tensor]
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
@@ -181,7 +182,7 @@ class Trainer:
         ``init_checkpoint`` may be a reference TF1 checkpoint or an albert_tf one (prefix or
         directory); one that does not exist is an error. Returns a one-line description.
         """
-        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        latest = self.latest_checkpoint()
         if latest is not None:
             self.checkpoint.read(latest).assert_existing_objects_matched()
             message = f"Resumed from {latest} at step {self.global_step}."
@@ -191,6 +192,18 @@ class Trainer:
             message = "Training from a random initialisation (no checkpoint, no --init_checkpoint)."
         self._log(message)
         return message
+
+    def latest_checkpoint(self) -> str | None:
+        """The checkpoint to resume from: the state file's, else the newest ``model.ckpt-<step>``.
+
+        The fallback covers a state file that names a checkpoint the GLUE sweep renamed to
+        ``model.ckpt-best`` or deleted.
+        """
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if latest is None:
+            numbered = list_checkpoints(self.config.output_dir)
+            latest = numbered[-1][1] if numbered else None
+        return latest
 
     def warm_start(self, init_checkpoint: str, init_from_group0: bool = False) -> str:
         """Loads model weights only (optimizer fresh, step 0), from either checkpoint format."""

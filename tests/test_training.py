@@ -151,3 +151,13 @@ def test_bfloat16_with_xla_trains(tmp_path):
     finally:
         import keras
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_resume_falls_back_to_newest_checkpoint_when_state_names_a_renamed_one(tmp_path):
+    first = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2, iterations_per_loop=2)
+    first.train(synthetic_dataset_fn())
+    for suffix in (".index", ".data-00000-of-00001"):  # what the GLUE sweep's rename does
+        os.rename(tmp_path / f"model.ckpt-4{suffix}", tmp_path / f"model.ckpt-best{suffix}")
+    resumed = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2)
+    assert resumed.latest_checkpoint().endswith("model.ckpt-2")
+    assert "Resumed from" in resumed.initialize() and resumed.global_step == 2
