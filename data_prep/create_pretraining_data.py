@@ -1,0 +1,156 @@
+r"""Creates masked-LM + sentence-order pretraining TFRecords from raw text (the reference's
+create_pretraining_data, streaming, parallel and fully seeded).
+
+    python -m data_prep.create_pretraining_data \
+      --input_file='corpus/*.txt' --output_file=out/train-0.tfrecord,out/train-1.tfrecord \
+      --spm_model_file=30k-clean.model --max_seq_length=512 --max_predictions_per_seq=20 \
+      --dupe_factor=40 --num_workers=8
+
+Flag names and defaults are the reference's, plus --num_workers, --chunk_documents and
+--skip_invalid_lines. The algorithm is the reference's (deliberate differences listed in
+data_prep/pretraining_instances.py), applied to chunks of --chunk_documents whole documents: the
+document shuffle, the random-document segments B and the final instance shuffle happen within a chunk.
+Output: the TFRecords and ``<first output>.stats.json``.
+"""
+
+from __future__ import annotations
+
+from absl import app, flags, logging
+
+from albert_tf.tokenization import FullTokenizer, TokenizerError
+from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
+from data_prep.pretraining_corpus import CorpusError, expand_input_patterns
+from data_prep.pretraining_instances import InstanceConfig, MaskingConfig
+from data_prep.pretraining_pipeline import generate_pretraining_data, stats_path
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Comma-separated glob patterns of raw text files: UTF-8, one sentence per line, a "
+                    "blank line between documents (the end of a file also ends a document).")
+flags.DEFINE_string("output_file", None,
+                    "Comma-separated output TFRecord paths; instances are written round-robin. "
+                    "Statistics go to '<first output>.stats.json'.")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocabulary (one token per line). Needed only without --spm_model_file; "
+                    "ignored when --spm_model_file is given.")
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model. If set, lines are normalized with preprocess_text and "
+                    "tokenized with the model, and the SentencePiece start-piece rule is used.")
+flags.DEFINE_string("input_file_mode", "r",
+                    "Kept for command-line compatibility with the reference: 'r' or 'rb'. Both read "
+                    "the files as UTF-8 (see --skip_invalid_lines).")
+flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text.")
+flags.DEFINE_bool("do_whole_word_mask", True,
+                  "Mask whole words: continuation pieces are grouped with the piece starting their word.")
+flags.DEFINE_bool("do_permutation", False,
+                  "Not supported: the reference's permutation targets double the length of the "
+                  "masked_lm_* features, which run_pretraining cannot read. Setting it is an error.")
+flags.DEFINE_bool("favor_shorter_ngram", True,
+                  "n-gram length n drawn with p(n) proportional to 1/n; if false, the reversed "
+                  "probabilities (longer n-grams more likely).")
+flags.DEFINE_bool("random_next_sentence", False,
+                  "False: sentence-order prediction (negatives = swapped segments; as in the "
+                  "reference, a single-sentence chunk still takes segment B from a random document). "
+                  "True: NSP-style negatives (segment B from a random document of the same chunk).")
+flags.DEFINE_integer("max_seq_length", 512,
+                     "Sequence length including [CLS] and both [SEP]. Longer segment pairs, including "
+                     "single sentences longer than this, are cut by truncate_seq_pair (tokens removed "
+                     "one by one from the longer segment, at a random end).")
+flags.DEFINE_integer("ngram", 3, "Maximum number of words of a masked n-gram.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked positions per sequence.")
+flags.DEFINE_integer("random_seed", 12345,
+                     "Seed of every random decision: the same input, seed, --chunk_documents and "
+                     "output files give byte-identical output, whatever --num_workers.")
+flags.DEFINE_integer("dupe_factor", 40,
+                     "Number of passes over each chunk's documents, with different splits and masks.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict (before the cap).")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Per document and pass, probability of a random shorter target length.")
+flags.DEFINE_integer("num_workers", 1,
+                     "Worker processes generating chunks in parallel. Does not change the output.")
+flags.DEFINE_integer("chunk_documents", 1000,
+                     "Documents per chunk. The corpus is processed chunk by chunk: memory per worker "
+                     "is about one chunk's tokens plus its records of all dupe_factor passes. Unlike "
+                     "the reference (one corpus-wide shuffle), documents are shuffled, random-document "
+                     "segments B drawn and instances shuffled within a chunk, so a corpus sorted by "
+                     "topic should be shuffled by document first or use large chunks. Changing it "
+                     "changes the output.")
+flags.DEFINE_bool("skip_invalid_lines", False,
+                  "Skip and count input lines that are not valid UTF-8 instead of stopping with an "
+                  "error naming the file and line.")
+
+
+def _output_files() -> list[str]:
+    return [path.strip() for path in (FLAGS.output_file or "").split(",") if path.strip()]
+
+
+def _validate_flags() -> None:
+    """Fails with a message naming the flag whenever a value cannot work."""
+    checks = [
+        (FLAGS.input_file, "--input_file is required"),
+        (_output_files(), "--output_file is required (comma-separated TFRecord paths)"),
+        (FLAGS.vocab_file or FLAGS.spm_model_file,
+         "give --spm_model_file (SentencePiece) or --vocab_file (WordPiece)"),
+        (not FLAGS.do_permutation,
+         "--do_permutation is not supported: the reference's permutation targets double the "
+         "masked_lm_* feature length, which run_pretraining cannot parse"),
+        (FLAGS.input_file_mode in ("r", "rb"),
+         f"--input_file_mode must be 'r' or 'rb', got {FLAGS.input_file_mode!r}"),
+        (FLAGS.max_seq_length >= 5,
+         f"--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {FLAGS.max_seq_length}"),
+        (FLAGS.max_predictions_per_seq >= 1,
+         f"--max_predictions_per_seq must be at least 1, got {FLAGS.max_predictions_per_seq}"),
+        (FLAGS.ngram >= 1, f"--ngram must be at least 1, got {FLAGS.ngram}"),
+        (FLAGS.dupe_factor >= 1, f"--dupe_factor must be at least 1, got {FLAGS.dupe_factor}"),
+        (0.0 <= FLAGS.masked_lm_prob <= 1.0,
+         f"--masked_lm_prob must lie in [0, 1], got {FLAGS.masked_lm_prob}"),
+        (0.0 <= FLAGS.short_seq_prob <= 1.0,
+         f"--short_seq_prob must lie in [0, 1], got {FLAGS.short_seq_prob}"),
+        (FLAGS.num_workers >= 1, f"--num_workers must be at least 1, got {FLAGS.num_workers}"),
+        (FLAGS.chunk_documents >= 1,
+         f"--chunk_documents must be at least 1, got {FLAGS.chunk_documents}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise app.UsageError(message)
+
+
+def _generation_config() -> GenerationConfig:
+    masking = MaskingConfig(masked_lm_prob=FLAGS.masked_lm_prob,
+                            max_predictions_per_seq=FLAGS.max_predictions_per_seq, ngram=FLAGS.ngram,
+                            favor_shorter_ngram=FLAGS.favor_shorter_ngram,
+                            do_whole_word_mask=FLAGS.do_whole_word_mask)
+    instance = InstanceConfig(max_seq_length=FLAGS.max_seq_length, short_seq_prob=FLAGS.short_seq_prob,
+                              random_next_sentence=FLAGS.random_next_sentence, masking=masking)
+    return GenerationConfig(instance=instance, dupe_factor=FLAGS.dupe_factor,
+                            random_seed=FLAGS.random_seed, do_lower_case=FLAGS.do_lower_case)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    _validate_flags()
+    if FLAGS.spm_model_file and FLAGS.vocab_file:
+        logging.info("--vocab_file is not used: --spm_model_file is given")
+    try:
+        tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
+                                  do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
+        input_files = expand_input_patterns(FLAGS.input_file)
+        output_files = _output_files()
+        logging.info("reading %d input files, writing %s", len(input_files), ", ".join(output_files))
+        summary = generate_pretraining_data(
+            input_files, output_files, ChunkProcessor(tokenizer, _generation_config()),
+            chunk_documents=FLAGS.chunk_documents, num_workers=FLAGS.num_workers,
+            skip_invalid_lines=FLAGS.skip_invalid_lines)
+    except (CorpusError, TokenizerError, OSError) as err:
+        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
+        raise SystemExit(f"create_pretraining_data: error: {err}") from err
+    logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order label 1); "
+                 "statistics in %s", summary["instances"], summary["mean_tokens"],
+                 100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
+                 stats_path(output_files[0]))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,108 @@
+"""Streams the raw pretraining corpus as chunks of whole documents (spec 2.1, read lazily).
+
+Format contract (the reference's): one sentence per line, a blank line between documents, UTF-8.
+Unlike the reference, the end of an input file also ends the current document, so files holding one
+document each need no trailing blank line. Files are read line by line, so memory holds one chunk of
+documents at a time, never the corpus. Paths may be local or anything tf.io.gfile reads (gs://...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+import tensorflow as tf
+from absl import logging
+
+
+class CorpusError(ValueError):
+    """The input corpus cannot be used; the message names the pattern, file or line."""
+
+
+@dataclasses.dataclass
+class DocumentChunk:
+    """``documents``: consecutive documents of the corpus, each a list of raw (decoded) non-blank lines;
+    ``index``: position of the chunk in the corpus (0, 1, ...), which seeds its random generator."""
+
+    index: int
+    documents: list[list[str]]
+
+
+def expand_input_patterns(input_file: str) -> list[str]:
+    """Files of a comma-separated list of glob patterns, in pattern order (each pattern's matches
+    sorted), without repeats. A pattern that matches no file is an error naming it."""
+    patterns = [pattern.strip() for pattern in input_file.split(",") if pattern.strip()]
+    if not patterns:
+        raise CorpusError("--input_file is empty: give one or more comma-separated file patterns")
+    files: list[str] = []
+    for pattern in patterns:
+        try:
+            matches = sorted(tf.io.gfile.glob(pattern))
+        except tf.errors.OpError as err:
+            raise CorpusError(f"input pattern {pattern!r} cannot be listed: {err.message}") from err
+        regular = [path for path in matches if not tf.io.gfile.isdir(path)]
+        if not regular:
+            hint = " (only directories: give files, e.g. dir/*.txt)" if matches else ""
+            raise CorpusError(f"input pattern {pattern!r} matches no file{hint}")
+        files.extend(path for path in regular if path not in files)
+    return files
+
+
+class CorpusReader:
+    """Reads ``files`` lazily; counts documents and skipped lines as it goes.
+
+    skip_invalid_lines: a line that is not valid UTF-8 is skipped and counted (a warning names the
+    first one) instead of stopping the run with an error naming its file and line number.
+    """
+
+    def __init__(self, files: list[str], skip_invalid_lines: bool = False):
+        self.files = files
+        self.skip_invalid_lines = skip_invalid_lines
+        self.documents_read = 0
+        self.invalid_lines_skipped = 0
+
+    def documents(self) -> Iterator[list[str]]:
+        """Each document as its list of non-blank decoded lines (trailing newline removed)."""
+        for path in self.files:
+            document: list[str] = []
+            for line in self._lines(path):
+                if line.strip():
+                    document.append(line)
+                elif document:
+                    yield self._counted(document)
+                    document = []
+            if document:
+                yield self._counted(document)
+
+    def chunks(self, chunk_documents: int) -> Iterator[DocumentChunk]:
+        """Consecutive documents in chunks of ``chunk_documents`` (the last one may be smaller)."""
+        chunk = DocumentChunk(0, [])
+        for document in self.documents():
+            chunk.documents.append(document)
+            if len(chunk.documents) == chunk_documents:
+                yield chunk
+                chunk = DocumentChunk(chunk.index + 1, [])
+        if chunk.documents:
+            yield chunk
+
+    def _counted(self, document: list[str]) -> list[str]:
+        self.documents_read += 1
+        return document
+
+    def _lines(self, path: str) -> Iterator[str]:
+        with tf.io.gfile.GFile(path, "rb") as handle:
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    if not self.skip_invalid_lines:
+                        raise CorpusError(
+                            f"{path}, line {line_number}: not valid UTF-8 ({err.reason} at byte "
+                            f"{err.start} of the line); fix the file or pass --skip_invalid_lines"
+                        ) from err
+                    if self.invalid_lines_skipped == 0:
+                        logging.warning("%s, line %d: not valid UTF-8, skipped (--skip_invalid_lines)",
+                                        path, line_number)
+                    self.invalid_lines_skipped += 1
+                    continue
+                yield text.rstrip("\r\n")

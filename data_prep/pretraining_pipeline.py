@@ -1,0 +1,115 @@
+"""Runs the pretraining-data generator over a corpus: chunks of documents are processed in parallel
+worker processes and their records written in chunk order, so the output bytes do not depend on the
+number of workers.
+
+Memory: at most ``num_workers + 2`` chunks are in flight (read, processed or waiting to be written);
+each holds its documents' tokens and the serialized records of all ``dupe_factor`` passes.
+Workers are forked from this process (Linux), so they share the loaded tokenizer and modules and
+never run TensorFlow; only this process reads (tf.io.gfile) and writes TFRecords.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import time
+from typing import Any, Iterable, Iterator
+
+from absl import logging
+
+from data_prep.pretraining_chunks import ChunkProcessor, ChunkResult
+from data_prep.pretraining_corpus import CorpusError, CorpusReader, DocumentChunk
+from data_prep.pretraining_stats import GenerationStats
+from data_prep.pretraining_writer import RoundRobinRecordWriter, write_json
+
+PROGRESS_INTERVAL_S = 5.0
+
+# The processor of a worker process, installed once when the pool starts it.
+_worker_processor: ChunkProcessor | None = None
+
+
+def stats_path(output_file: str) -> str:
+    """Where the run's JSON summary goes: beside the first output file."""
+    return output_file + ".stats.json"
+
+
+def _install_processor(processor: ChunkProcessor) -> None:
+    global _worker_processor
+    _worker_processor = processor
+
+
+def _process_in_worker(chunk: DocumentChunk) -> ChunkResult:
+    return _worker_processor.process(chunk)
+
+
+def _ordered_results(chunks: Iterable[DocumentChunk], processor: ChunkProcessor,
+                     num_workers: int) -> Iterator[ChunkResult]:
+    """Results of ``processor.process`` over ``chunks``, in chunk order; ``num_workers`` processes."""
+    if num_workers == 1:
+        yield from map(processor.process, chunks)
+        return
+    # A worker that dies (e.g. killed for memory) makes .result() raise BrokenProcessPool instead of
+    # hanging. With "fork", the executor starts all workers before any thread of its own.
+    executor = concurrent.futures.ProcessPoolExecutor(
+        num_workers, mp_context=multiprocessing.get_context("fork"), initializer=_install_processor,
+        initargs=(processor,))
+    try:
+        pending: collections.deque = collections.deque()
+        for chunk in chunks:
+            pending.append(executor.submit(_process_in_worker, chunk))
+            if len(pending) >= num_workers + 2:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+class _Progress:
+    """Logs documents read, instances written and the rate, at most every PROGRESS_INTERVAL_S."""
+
+    def __init__(self):
+        self._start = self._last = time.monotonic()
+
+    def update(self, documents: int, instances: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self._last < PROGRESS_INTERVAL_S:
+            return
+        self._last = now
+        elapsed = max(now - self._start, 1e-9)
+        logging.info("%s%d documents read, %d instances written, %.0f instances/s",
+                     "done: " if final else "", documents, instances, instances / elapsed)
+
+
+def generate_pretraining_data(input_files: list[str], output_files: list[str], processor: ChunkProcessor,
+                              chunk_documents: int, num_workers: int = 1,
+                              skip_invalid_lines: bool = False) -> dict[str, Any]:
+    """Writes the records of the whole corpus and its statistics; returns the statistics summary.
+
+    input_files: text files (one sentence per line, blank line between documents); output_files:
+    TFRecord paths, records written round-robin; the summary goes to ``stats_path(output_files[0])``.
+    """
+    reader = CorpusReader(input_files, skip_invalid_lines)
+    stats = GenerationStats()
+    progress = _Progress()
+    with RoundRobinRecordWriter(output_files) as writer:
+        for result in _ordered_results(reader.chunks(chunk_documents), processor, num_workers):
+            for record in result.records:
+                writer.write(record)
+            stats.merge(result.stats)
+            progress.update(reader.documents_read, stats.instances)
+        if stats.instances == 0:
+            more = len(input_files) - 3
+            shown = ", ".join(input_files[:3]) + (f" and {more} more" if more > 0 else "")
+            raise CorpusError(f"no documents in {shown}: every line is blank or empty "
+                              "after cleaning (expected one sentence per line, blank lines between "
+                              "documents)")
+    progress.update(reader.documents_read, stats.instances, final=True)
+    stats.invalid_lines_skipped = reader.invalid_lines_skipped
+    summary = stats.summary()
+    summary["settings"] = {**dataclasses.asdict(processor.config), "chunk_documents": chunk_documents,
+                           "input_files": input_files, "output_files": output_files}
+    write_json(stats_path(output_files[0]), summary)
+    return summary

@@ -1,0 +1,296 @@
+"""End-to-end tests of data_prep/create_pretraining_data.py: statistics against the reference's own
+output on the same corpus, determinism, sharded output, and bad input."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+from absl import app, flags
+from absl.testing import flagsaver
+
+from albert_tf.pretraining_data import parse_pretraining_example
+from albert_tf.tokenization import FullTokenizer
+from data_prep import create_pretraining_data
+from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
+from data_prep.pretraining_instances import InstanceConfig
+from data_prep.pretraining_pipeline import generate_pretraining_data
+from tests import spm_fixtures
+
+FLAGS = flags.FLAGS
+PRETRAINING_DIR = os.path.join(spm_fixtures.SHARED_DATA_DIR, "pretraining")
+RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
+EN8K_MODEL = os.path.join(PRETRAINING_DIR, "en8k.model")
+REFERENCE_RECORDS = os.path.join(PRETRAINING_DIR, "reference_output.tfrecord")
+MASK_ID = 4  # [MASK] in en8k.model and in every ALBERT-recipe model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def parsed_flags():
+    if not FLAGS.is_parsed():
+        FLAGS.mark_as_parsed()
+
+
+def run_cli(**flag_values):
+    """Runs the script's main() in-process with the given flags (others at their defaults)."""
+    with flagsaver.flagsaver(**flag_values):
+        create_pretraining_data.main(["create_pretraining_data"])
+
+
+def read_records(path):
+    return [record.numpy() for record in tf.data.TFRecordDataset(path)]
+
+
+def parse_file(path, max_seq_length, max_predictions):
+    """All records of ``path`` as numpy arrays, stacked along a leading instance axis."""
+    batches = list(tf.data.TFRecordDataset(path).map(
+        lambda record: parse_pretraining_example(record, max_seq_length, max_predictions)).batch(100_000))
+    return {name: np.concatenate([batch[name].numpy() for batch in batches]) for name in batches[0]}
+
+
+def file_statistics(parsed):
+    """The reference fixture's statistic definitions (its README), computed from the records only."""
+    real = parsed["input_mask"].sum()
+    predicted = parsed["masked_lm_weights"] > 0
+    written = np.take_along_axis(parsed["input_ids"], parsed["masked_lm_positions"], axis=1)[predicted]
+    return {
+        "instances": len(parsed["input_ids"]),
+        "mean_tokens": real / len(parsed["input_ids"]),
+        "masked_fraction": predicted.sum() / real,
+        "mask_token_fraction": (written == MASK_ID).mean(),
+        "kept_fraction": (written == parsed["masked_lm_ids"][predicted]).mean(),
+        "sop_label1_fraction": parsed["next_sentence_labels"].mean(),
+    }
+
+
+def masked_run_word_counts(parsed):
+    """Distribution of the number of words (by token_boundary) in each run of consecutive predicted
+    positions, as fractions for 1, 2, 3 and >= 4 words: whole-word grouping and n-gram lengths as
+    they show in a file, whoever wrote it."""
+    num, length = parsed["input_ids"].shape
+    masked = np.zeros((num, length + 1), bool)  # one spare column so runs never join across rows
+    weights = parsed["masked_lm_weights"] > 0
+    rows = np.broadcast_to(np.arange(num)[:, None], weights.shape)
+    masked[rows[weights], parsed["masked_lm_positions"][weights]] = True
+    boundary = np.zeros((num, length + 1), int)
+    boundary[:, :length] = parsed["token_boundary"]
+    masked, boundary = masked.ravel(), boundary.ravel()
+    starts = masked & ~np.concatenate([[False], masked[:-1]])
+    run_index = np.cumsum(starts) - 1
+    # A run starting inside a word (no boundary) counts that word too.
+    words = np.bincount(run_index[masked], weights=boundary[masked]) + (boundary[starts] == 0)
+    return np.bincount(np.minimum(words.astype(int), 4), minlength=5)[1:] / len(words)
+
+
+def write_corpus(path, documents):
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n\n".join("\n".join(sentences) for sentences in documents) + "\n")
+    return str(path)
+
+
+def rte_documents(count):
+    with open(RTE_DOCS, encoding="utf-8") as handle:
+        documents = [block.split("\n") for block in handle.read().strip().split("\n\n")]
+    return documents[:count]
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "docs.txt", rte_documents(300))
+
+
+def small_run(corpus, output, **overrides):
+    values = dict(input_file=corpus, output_file=str(output), spm_model_file=EN8K_MODEL,
+                  max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, chunk_documents=60)
+    values.update(overrides)
+    run_cli(**values)
+
+
+# --- agreement with the reference -----------------------------------------------------------------
+
+def test_statistics_match_the_reference_output(tmp_path):
+    output = tmp_path / "rte.tfrecord"
+    # The flags the reference fixture was made with (shared/data/pretraining/README.md).
+    run_cli(input_file=RTE_DOCS, output_file=str(output), spm_model_file=EN8K_MODEL, max_seq_length=128,
+            max_predictions_per_seq=20, dupe_factor=2, masked_lm_prob=0.15, random_seed=12345,
+            do_lower_case=True, num_workers=2)
+    with open(os.path.join(PRETRAINING_DIR, "reference_output.stats.json")) as handle:
+        reference = json.load(handle)
+    parsed = parse_file(str(output), 128, 20)
+    ours = file_statistics(parsed)
+
+    assert ours["instances"] == pytest.approx(reference["instances"], rel=0.03)
+    assert ours["mean_tokens"] == pytest.approx(reference["mean_tokens"], rel=0.015)
+    for name in ("masked_fraction", "mask_token_fraction", "kept_fraction", "sop_label1_fraction"):
+        assert ours[name] == pytest.approx(reference[name], abs=0.015), name
+
+    reference_runs = masked_run_word_counts(parse_file(REFERENCE_RECORDS, 128, 20))
+    np.testing.assert_allclose(masked_run_word_counts(parsed), reference_runs, atol=0.015)
+
+    # Our statistics file reports what the records hold.
+    with open(str(output) + ".stats.json") as handle:
+        summary = json.load(handle)
+    for name, value in ours.items():
+        assert summary[name] == pytest.approx(value, rel=1e-9), name
+    assert sum(summary["sentence_pairs"].values()) == ours["instances"]
+    label1 = summary["sentence_pairs"]["swapped"] + summary["sentence_pairs"]["random_document"]
+    assert label1 == round(ours["sop_label1_fraction"] * ours["instances"])
+    assert summary["documents"] == 2628 and summary["sentences"] == 7885  # the README's counts
+    histogram = {int(n): count for n, count in summary["ngram_length_histogram"].items()}
+    assert set(histogram) == {1, 2, 3} and histogram[1] > histogram[2] > histogram[3]
+
+
+# --- determinism and sharding ---------------------------------------------------------------------
+
+def test_same_seed_same_bytes_whatever_the_workers(small_corpus, tmp_path):
+    small_run(small_corpus, tmp_path / "a.tfrecord", num_workers=1)
+    small_run(small_corpus, tmp_path / "b.tfrecord", num_workers=2)
+    small_run(small_corpus, tmp_path / "c.tfrecord", num_workers=1, random_seed=7)
+    a, b, c = (open(tmp_path / f"{name}.tfrecord", "rb").read() for name in "abc")
+    assert a == b
+    assert a != c
+    assert len(read_records(str(tmp_path / "a.tfrecord"))) > 300
+
+
+def test_two_runs_give_identical_bytes(small_corpus, tmp_path):
+    small_run(small_corpus, tmp_path / "a.tfrecord", num_workers=2)
+    small_run(small_corpus, tmp_path / "b.tfrecord", num_workers=2)
+    assert open(tmp_path / "a.tfrecord", "rb").read() == open(tmp_path / "b.tfrecord", "rb").read()
+
+
+def test_instances_are_written_round_robin(small_corpus, tmp_path):
+    single = tmp_path / "all.tfrecord"
+    shards = [tmp_path / "s0.tfrecord", tmp_path / "s1.tfrecord"]
+    small_run(small_corpus, single)
+    small_run(small_corpus, ",".join(map(str, shards)))
+    records = read_records(str(single))
+    assert read_records(str(shards[0])) == records[0::2]
+    assert read_records(str(shards[1])) == records[1::2]
+    assert os.path.exists(str(shards[0]) + ".stats.json")
+    assert not os.path.exists(str(shards[1]) + ".stats.json")
+
+
+# --- modes -------------------------------------------------------------------------------------------
+
+def test_wordpiece_mode_marks_continuations(tmp_path):
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "##s", "##ing", "run", "."]
+    vocab = spm_fixtures.write_wordpiece_vocab(tmp_path, words)
+    corpus = write_corpus(tmp_path / "wp.txt", [["The cat sat on the mat.", "A dog runs."],
+                                                ["The dogs ran.", "A cat running."]])
+    output = tmp_path / "wp.tfrecord"
+    run_cli(input_file=corpus, output_file=str(output), vocab_file=vocab, max_seq_length=32,
+            max_predictions_per_seq=5, dupe_factor=3)
+    parsed = parse_file(str(output), 32, 5)
+    continuation_ids = {len(spm_fixtures.WORDPIECE_SPECIALS) + words.index(w) for w in ("##s", "##ing")}
+    original = parsed["input_ids"].copy()
+    predicted = parsed["masked_lm_weights"] > 0
+    for row in range(len(original)):  # undo the masking to see the original pieces
+        positions = parsed["masked_lm_positions"][row][predicted[row]]
+        original[row, positions] = parsed["masked_lm_ids"][row][predicted[row]]
+    is_continuation = np.isin(original, list(continuation_ids))
+    assert is_continuation.any()
+    np.testing.assert_array_equal(parsed["token_boundary"][is_continuation], 0)
+    real_words = (parsed["input_mask"] == 1) & ~is_continuation
+    np.testing.assert_array_equal(parsed["token_boundary"][real_words], 1)
+
+
+def test_sentence_longer_than_max_seq_length_is_truncated(tmp_path):
+    long_sentence = " ".join(["word"] * 3000)
+    corpus = write_corpus(tmp_path / "long.txt", [[long_sentence], *rte_documents(5)])
+    output = tmp_path / "long.tfrecord"
+    run_cli(input_file=corpus, output_file=str(output), spm_model_file=EN8K_MODEL, max_seq_length=32,
+            max_predictions_per_seq=5, dupe_factor=2)
+    parsed = parse_file(str(output), 32, 5)
+    assert parsed["input_mask"].sum(axis=1).max() == 32
+    # The long sentence is a single-sentence chunk (B from another document), so it appears in at
+    # least its dupe_factor = 2 instances, cut to what B leaves free.
+    (word_id,) = spm.SentencePieceProcessor(model_file=EN8K_MODEL).EncodeAsIds("word")
+    assert ((parsed["input_ids"] == word_id).sum(axis=1) >= 5).sum() >= 2
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+def test_missing_input_names_the_pattern(tmp_path):
+    pattern = str(tmp_path / "nothing-*.txt")
+    with pytest.raises(SystemExit, match="nothing-\\*.txt.*matches no file"):
+        run_cli(input_file=pattern, output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+
+
+def test_command_line_reports_bad_input_without_traceback(tmp_path):
+    pattern = str(tmp_path / "missing.txt")
+    completed = subprocess.run(
+        [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={pattern}",
+         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={EN8K_MODEL}"],
+        cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 1
+    assert f"error: input pattern '{pattern}' matches no file" in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path):
+    corpus = tmp_path / "empty.txt"
+    corpus.write_text("\n   \n\t\n\n", encoding="utf-8")
+    out_dir = tmp_path / "out"
+    with pytest.raises(SystemExit, match="no documents"):
+        run_cli(input_file=str(corpus), output_file=str(out_dir / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+    assert os.listdir(out_dir) == []  # no output and no temporary file left behind
+
+
+def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path):
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(b"A first sentence.\nAnother one.\nbroken \xff\xfe bytes\n\nSecond document.\n")
+    with pytest.raises(SystemExit, match=r"bad\.txt, line 3: not valid UTF-8"):
+        run_cli(input_file=str(corpus), output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+    output = tmp_path / "skipped.tfrecord"
+    run_cli(input_file=str(corpus), output_file=str(output), spm_model_file=EN8K_MODEL,
+            skip_invalid_lines=True, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1)
+    with open(str(output) + ".stats.json") as handle:
+        summary = json.load(handle)
+    assert summary["invalid_lines_skipped"] == 1
+    assert summary["documents"] == 2 and summary["sentences"] == 3
+    assert len(read_records(str(output))) == summary["instances"] > 0
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(do_permutation=True), "do_permutation is not supported"),
+    (dict(spm_model_file=None), "give --spm_model_file"),
+    (dict(max_seq_length=4), "max_seq_length must be at least 5"),
+    (dict(input_file_mode="w"), "input_file_mode"),
+])
+def test_invalid_flags_are_rejected(tmp_path, overrides, message):
+    values = dict(input_file=RTE_DOCS, output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+    values.update(overrides)
+    with pytest.raises(app.UsageError, match=message):
+        run_cli(**values)
+
+
+def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):
+    output = tmp_path / "o.tfrecord"
+    small_run(small_corpus, output, vocab_file=None)
+    assert len(read_records(str(output))) > 0
+
+
+class DyingProcessor(ChunkProcessor):
+    """Its worker process dies on chunk 1, as one killed for memory would."""
+
+    def process(self, chunk):
+        if chunk.index == 1:
+            os._exit(3)
+        return super().process(chunk)
+
+
+def test_a_dead_worker_stops_the_run_without_output(small_corpus, tmp_path):
+    processor = DyingProcessor(FullTokenizer(spm_model_file=EN8K_MODEL),
+                               GenerationConfig(InstanceConfig(max_seq_length=64), dupe_factor=1))
+    out_dir = tmp_path / "out"
+    with pytest.raises(concurrent.futures.process.BrokenProcessPool):
+        generate_pretraining_data([small_corpus], [str(out_dir / "o.tfrecord")], processor,
+                                  chunk_documents=50, num_workers=2)
+    assert os.listdir(out_dir) == []
