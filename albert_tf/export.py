@@ -30,6 +30,7 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.io_utils import temporary_path
 from albert_tf.tokenization import FullTokenizer, InGraphTokenizer
 
 SERVING_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -135,15 +136,12 @@ def export_classifier(model: keras.Model, export_dir: str, threshold: float | No
     signatures = {"serving_default": module.serve}
     if tokenizer is not None:
         signatures["serve_text"] = module.serve_text
-    tmp_dir = export_dir.rstrip("/") + ".tmp-export"
-    if tf.io.gfile.exists(tmp_dir):
-        tf.io.gfile.rmtree(tmp_dir)
-    tf.saved_model.save(module, tmp_dir, signatures=signatures)
-    for name, text in (assets or {}).items():
-        tf.io.gfile.makedirs(f"{tmp_dir}/assets.extra")
-        with tf.io.gfile.GFile(f"{tmp_dir}/assets.extra/{name}", "w") as handle:
-            handle.write(text)  # the whole directory is renamed into place below
     if tf.io.gfile.exists(export_dir):
         tf.io.gfile.rmtree(export_dir)  # empty, checked above
-    tf.io.gfile.rename(tmp_dir, export_dir)
+    with temporary_path(export_dir.rstrip("/")) as tmp_dir:  # renamed into place when complete
+        tf.saved_model.save(module, tmp_dir, signatures=signatures)
+        for name, text in (assets or {}).items():
+            tf.io.gfile.makedirs(f"{tmp_dir}/assets.extra")
+            with tf.io.gfile.GFile(f"{tmp_dir}/assets.extra/{name}", "w") as handle:
+                handle.write(text)
     return export_dir

@@ -1,40 +1,50 @@
-"""Small file helpers shared by every script: atomic writes, so nothing is ever half-written."""
+"""Atomic output for every script: a file or directory appears under its name only when complete.
+
+Works on local paths and on anything ``tf.io.gfile`` writes (``gs://...``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from typing import Iterator, IO
+import uuid
+from typing import IO, Iterator
+
+import tensorflow as tf
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _remove(path: str) -> None:
+    if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
+    elif tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Opens a temporary file beside ``path``; renames it to ``path`` only if the block succeeds.
+def temporary_path(path: str) -> Iterator[str]:
+    """Yields a unique temporary path beside ``path``; renames it to ``path`` if the block succeeds.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    The block writes a file (or a directory) at the yielded path. On an exception what it wrote is
+    removed and ``path`` is left untouched. An existing file at ``path`` is replaced; an existing
+    directory is not (the rename fails), so callers decide what to do with one.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                                    dir=directory)
-    os.close(fd)
-    os.chmod(tmp_path, 0o666 & ~_current_umask())  # mkstemp makes 0600; use the usual mode
+    directory, name = os.path.split(path)
+    tf.io.gfile.makedirs(directory or ".")
+    temporary = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        kwargs = {} if "b" in mode else {"encoding": encoding}
-        with open(tmp_path, mode, **kwargs) as handle:
-            yield handle
-        os.replace(tmp_path, path)
+        yield temporary
+        tf.io.gfile.rename(temporary, path, overwrite=not tf.io.gfile.isdir(temporary))
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp_path)
+        _remove(temporary)
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
+    """``tf.io.gfile.GFile`` on a temporary name, renamed to ``path`` if the block succeeds."""
+    with temporary_path(path) as temporary:
+        with tf.io.gfile.GFile(temporary, mode) as handle:
+            yield handle
 
 
 def atomic_write_text(path: str, text: str) -> None:

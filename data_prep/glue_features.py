@@ -32,7 +32,7 @@ from typing import Iterable, NamedTuple, Protocol, Sequence
 
 import tensorflow as tf
 
-from albert_tf.io_utils import atomic_open, atomic_write_text
+from albert_tf.io_utils import atomic_write_text, temporary_path
 from data_prep.glue_processors import GlueProcessor, InputExample, get_processor
 
 # Bump when the bytes written for the same inputs change (invalidates every existing cache).
@@ -191,13 +191,10 @@ def features_to_tf_example(features: InputFeatures, is_regression: bool) -> tf.t
 def write_features_tfrecord(path: str, features: Iterable[InputFeatures], is_regression: bool) -> int:
     """Writes one record per feature to ``path`` atomically; returns the number of records."""
     count = 0
-    with atomic_open(path, "wb") as handle:
-        # TFRecordWriter needs a path: it writes the temporary file atomic_open created (and renames).
-        handle.close()
-        with tf.io.TFRecordWriter(handle.name) as writer:
-            for feature in features:
-                writer.write(features_to_tf_example(feature, is_regression).SerializeToString())
-                count += 1
+    with temporary_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+        for feature in features:
+            writer.write(features_to_tf_example(feature, is_regression).SerializeToString())
+            count += 1
     return count
 
 
