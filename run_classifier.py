@@ -61,11 +61,9 @@ flags.DEFINE_enum("optimizer", "adamw", list(OPTIMIZER_NAMES), "Optimizer.")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here.")
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
-flags.DEFINE_integer("max_eval_wait_secs", 3600, "--do_eval without --do_train: how long the sweep "
-                     "waits for a new checkpoint (polling every 60 s) before finishing with the "
-                     "checkpoints it has.")
 run_flags.define_tpu_flags()
 run_flags.define_loop_flags()
+run_flags.define_eval_flags()
 
 # task -> [(name suffix of result keys and files, processor key)]: MNLI runs matched and mismatched.
 _SPLIT_SETS = {"mnli": [("", "mnli"), ("mismatched", "mismnli")]}

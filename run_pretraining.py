@@ -3,7 +3,8 @@
 Reads TFRecords written by data_prep/create_pretraining_data.py or by the reference's script.
 --do_train trains (resuming from the latest checkpoint in --output_dir); --do_eval evaluates every
 checkpoint in --output_dir, writes eval_results.txt and keeps the best (masked_lm_accuracy) as
-model.ckpt-best. See the README for examples.
+model.ckpt-best; with --nodo_train it runs beside a training job, polling for new checkpoints until
+the one at --num_train_steps is evaluated. See the README for examples.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from absl import app, flags
 
 from albert_tf import run_flags
-from albert_tf.checkpoint_sweep import sweep_checkpoints
+from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
 from albert_tf.optimization import OPTIMIZER_NAMES
 from albert_tf.pretraining import (PretrainingTask, expand_input_patterns,
                                    pretraining_dataset_fn)
@@ -49,6 +50,7 @@ flags.DEFINE_float("masked_lm_budget", 0,
                    "[Reference flag] online masking; unfinished in the reference and refused here.")
 run_flags.define_tpu_flags()
 run_flags.define_loop_flags()
+run_flags.define_eval_flags()
 
 
 def main(argv):
@@ -86,7 +88,12 @@ def main(argv):
             trainer.restore_weights(prefix)
             return trainer.evaluate(eval_data(FLAGS.eval_batch_size, 0), FLAGS.max_eval_steps)
 
-        best_step, best = sweep_checkpoints(run_config.output_dir, evaluate, "masked_lm_accuracy")
+        # Beside a training job (--nodo_train), poll for new checkpoints like the reference's eval loop.
+        policy = (SweepPolicy() if FLAGS.do_train else
+                  SweepPolicy(until_step=FLAGS.num_train_steps,
+                              max_wait_seconds=FLAGS.max_eval_wait_secs))
+        best_step, best = sweep_checkpoints(run_config.output_dir, evaluate, "masked_lm_accuracy",
+                                            policy=policy)
         trainer.write_eval_summaries(best, best_step)
         print(f"Best checkpoint: step {best_step}, masked_lm_accuracy "
               f"{best['masked_lm_accuracy']:.4f} -> {run_config.output_dir}/model.ckpt-best")

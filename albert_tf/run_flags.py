@@ -46,6 +46,14 @@ def define_loop_flags() -> None:
                       "equals an uninterrupted run (costs one read of the consumed records).")
 
 
+def define_eval_flags() -> None:
+    """Flags of the checkpoint sweep run by --do_eval."""
+    flags.DEFINE_integer("max_eval_wait_secs", 3600,
+                         "--do_eval without --do_train (an eval job beside training): how long the "
+                         "sweep waits for a new checkpoint (polling every 60 s) before finishing "
+                         "with the checkpoints it has.")
+
+
 def strategy_from_flags() -> tf.distribute.Strategy:
     """The strategy named by --strategy (or tpu when --use_tpu)."""
     values = flags.FLAGS

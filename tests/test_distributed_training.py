@@ -116,3 +116,21 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     assert want.keys() == got.keys()
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-6, err_msg=name)
+
+    # An eval job beside training (--nodo_train --do_eval): sweeps every checkpoint, keeps the best.
+    eval_flags = ["--nodo_train", "--do_eval", "--eval_batch_size=8", "--max_eval_steps=2"]
+    evaluated = subprocess.run(pretraining_command(config_file, interrupted_dir, *flags, *eval_flags),
+                               capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = (interrupted_dir / "eval_results.txt").read_text()
+    steps = [int(line.split(" = ")[1]) for line in results.splitlines()
+             if line.startswith("global_step")]
+    assert steps == sorted(steps) and steps[-1] == 40
+    assert (interrupted_dir / "model.ckpt-best.index").exists()
+    # Waiting for a step that never comes ends after --max_eval_wait_secs, with the results so far.
+    waited = subprocess.run(
+        pretraining_command(config_file, interrupted_dir, *flags[1:], "--num_train_steps=50",
+                            *eval_flags, "--max_eval_wait_secs=0"),
+        capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    assert waited.returncode == 0, waited.stderr[-3000:]
+    assert "waiting for step 50" in waited.stdout + waited.stderr
