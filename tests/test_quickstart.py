@@ -1,0 +1,41 @@
+"""The README's first command: the quickstart pipeline runs end to end and learns."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+def run_quickstart(output_dir, *args):
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
+                             f"--output_dir={output_dir}", *args],
+                            capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return result.stdout
+
+
+def accuracies(eval_results):
+    return [float(v) for v in re.findall(r"^masked_lm_accuracy = (\S+)$", eval_results, re.M)]
+
+
+def test_quickstart_short_run_produces_every_artifact(tmp_path):
+    out = run_quickstart(tmp_path, "--num_train_steps=20")
+    assert "Quickstart finished" in out and "step 20/20" in out
+    for relative in ("spm/quickstart.model", "spm/quickstart.vocab",
+                     "data/pretraining.tfrecord", "data/pretraining.tfrecord.stats.json",
+                     "model/model.ckpt-best.index", "model/eval_results.txt"):
+        assert (tmp_path / relative).exists(), relative
+    assert os.listdir(tmp_path / "model" / "train")  # TensorBoard events
+
+
+@pytest.mark.slow
+def test_quickstart_default_run_learns(tmp_path):
+    run_quickstart(tmp_path)
+    values = accuracies((tmp_path / "model" / "eval_results.txt").read_text())
+    assert len(values) == 3  # checkpoints 100, 200, 300
+    assert values[-1] > values[0] + 0.01
