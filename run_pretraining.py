@@ -14,8 +14,8 @@ from absl import app, flags
 from albert_tf import run_flags
 from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
 from albert_tf.optimization import OPTIMIZER_NAMES
-from albert_tf.pretraining import (PretrainingTask, expand_input_patterns,
-                                   pretraining_dataset_fn)
+from albert_tf.io_utils import expand_input_patterns
+from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training import Trainer
 
 FLAGS = flags.FLAGS

@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Mapping
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.io_utils import absolute_path
 from albert_tf.modeling import AlbertModel, AttentionFFNBlock
 
 TF2_CHECKPOINT_NAME = "model.ckpt"
@@ -206,7 +206,8 @@ def export_tf1_checkpoint(model: keras.Model, prefix: str, global_step: int = 0)
     ``checkpoint`` state file points at it. Returns ``prefix``.
     """
     names = tf1_variable_map(model)
-    directory = os.path.dirname(os.path.abspath(prefix))
+    prefix = absolute_path(prefix)
+    directory = os.path.dirname(prefix)
     tf.io.gfile.makedirs(directory)
     tmp_prefix = prefix + ".tmp-export"
     tensor_names = sorted(names) + ["global_step"]
@@ -216,7 +217,7 @@ def export_tf1_checkpoint(model: keras.Model, prefix: str, global_step: int = 0)
                       shape_and_slices=[""] * len(tensor_names), tensors=tensors)
     for suffix in (".data-00000-of-00001", ".index"):
         tf.io.gfile.rename(tmp_prefix + suffix, prefix + suffix, overwrite=True)
-    tf.compat.v1.train.update_checkpoint_state(directory, os.path.abspath(prefix))
+    tf.compat.v1.train.update_checkpoint_state(directory, prefix)
     return prefix
 
 

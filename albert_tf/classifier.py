@@ -26,9 +26,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertClassifierModel
 from albert_tf.io_utils import atomic_open
 from albert_tf.metrics import glue_metrics
-from albert_tf.training import DatasetFn, Features
+from albert_tf.training import SHUFFLE_BUFFER, DatasetFn, Features, with_data_sharding
 
-SHUFFLE_BUFFER = 100
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 # serialized records [B] -> feature dict (data_prep.glue.parse_glue_example with S and regression bound).
 ParseFn = Callable[[tf.Tensor], dict[str, tf.Tensor]]
@@ -53,7 +52,7 @@ def train_dataset_fn(record_path: str, parse: ParseFn, seed: int | None = 12345)
         dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return _with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
+        return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 
@@ -64,13 +63,7 @@ def eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
     is_real_example=0 records to a multiple of the batch."""
     dataset = tf.data.TFRecordDataset(record_path).batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(parse)
-    return _with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
-
-
-def _with_data_sharding(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.with_options(options)
+    return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
 
 class ClassifierTask:

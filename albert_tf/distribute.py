@@ -40,7 +40,7 @@ def create_strategy(strategy: str, num_gpus: int = 0, tpu_name: str | None = Non
                     tpu_zone: str | None = None, gcp_project: str | None = None) -> tf.distribute.Strategy:
     """Builds the named strategy (one of ``STRATEGY_NAMES``).
 
-    - "one_device": "/gpu:0" if a GPU is visible and ``num_gpus`` > 0, else "/cpu:0".
+    - "one_device": "/gpu:0" if a GPU is visible, else "/cpu:0" (``num_gpus`` is not needed).
     - "mirrored": ``num_gpus`` GPUs (all visible GPUs if 0); without GPUs, every logical CPU device
       (see ``configure_logical_cpus``). Asking for more GPUs than are visible is an error.
     - "multi_worker_mirrored": cluster from the TF_CONFIG environment variable; every local GPU (or the
@@ -53,7 +53,7 @@ def create_strategy(strategy: str, num_gpus: int = 0, tpu_name: str | None = Non
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 0:
         raise ValueError(f"num_gpus must be an integer >= 0, got {num_gpus!r}.")
     if strategy == "one_device":
-        use_gpu = num_gpus > 0 and bool(tf.config.list_logical_devices("GPU"))
+        use_gpu = bool(tf.config.list_logical_devices("GPU"))
         return tf.distribute.OneDeviceStrategy("/gpu:0" if use_gpu else "/cpu:0")
     if strategy == "mirrored":
         return tf.distribute.MirroredStrategy(devices=_mirrored_devices(num_gpus))

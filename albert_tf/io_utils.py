@@ -8,9 +8,14 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from typing import IO, Iterator
+from typing import IO, Iterator, Sequence
 
 import tensorflow as tf
+
+
+def absolute_path(path: str) -> str:
+    """``os.path.abspath`` for local paths; URLs such as ``gs://bucket/x`` are returned unchanged."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _remove(path: str) -> None:
@@ -51,3 +56,30 @@ def atomic_write_text(path: str, text: str) -> None:
     """Writes ``text`` to ``path`` atomically."""
     with atomic_open(path, "w") as handle:
         handle.write(text)
+
+
+def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
+    """Files of comma-separated glob patterns (or a list of them), in pattern order (each pattern's
+    matches sorted), without repeats or directories.
+
+    Raises FileNotFoundError naming a pattern that matches no file, or when no pattern is given.
+    """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    patterns = [pattern.strip() for pattern in patterns if pattern.strip()]
+    if not patterns:
+        raise FileNotFoundError("--input_file is empty: give one or more comma-separated file "
+                                "patterns")
+    files: list[str] = []
+    for pattern in patterns:
+        try:
+            matches = sorted(tf.io.gfile.glob(pattern))
+        except tf.errors.OpError as err:
+            raise FileNotFoundError(f"input pattern {pattern!r} cannot be listed: "
+                                    f"{err.message}") from err
+        regular = [path for path in matches if not tf.io.gfile.isdir(path)]
+        if not regular:
+            hint = " (only directories: give files, e.g. dir/*.txt)" if matches else ""
+            raise FileNotFoundError(f"input pattern {pattern!r} matches no file{hint}")
+        files.extend(path for path in regular if path not in files)
+    return files

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Sequence
 
 import keras
@@ -17,24 +18,10 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
-from albert_tf.pretraining_data import pretraining_feature_spec
-from albert_tf.training import DatasetFn, Features
+from albert_tf.pretraining_data import parse_pretraining_example
+from albert_tf.training import SHUFFLE_BUFFER, DatasetFn, Features, with_data_sharding
 
 MLM_DENOMINATOR_EPSILON = 1e-5
-SHUFFLE_BUFFER = 100
-
-
-def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
-    """Comma-separated globs (or a list of them) -> sorted files; an error names an empty pattern."""
-    if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",") if p.strip()]
-    files = []
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern.strip()))
-        if not matched:
-            raise FileNotFoundError(f"Input pattern {pattern!r} matches no file.")
-        files.extend(matched)
-    return files
 
 
 def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
@@ -47,11 +34,8 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
     before parsing so that skipping the batches a resumed run already consumed costs no parsing.
     """
     files = list(input_files)
-    spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
-
-    def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
-        example = tf.io.parse_example(serialized, spec)
-        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
+    parse = functools.partial(parse_pretraining_example, max_seq_length=max_seq_length,
+                              max_predictions_per_seq=max_predictions_per_seq)
 
     def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
         if is_training:
@@ -65,10 +49,7 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
             dataset = tf.data.TFRecordDataset(files)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.DATA)
-        return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+        return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 

@@ -36,9 +36,10 @@ def pretraining_feature_spec(max_seq_length: int,
 
 def parse_pretraining_example(serialized: tf.Tensor, max_seq_length: int,
                               max_predictions_per_seq: int) -> dict[str, tf.Tensor]:
-    """Parses one serialized record; int64 features become int32 (as the reference's input pipeline
-    does, for TPU), masked_lm_weights stays float32. Shapes as in ``pretraining_feature_spec``."""
-    example = tf.io.parse_single_example(
+    """Parses serialized records (a scalar, or a batch [B] -> features with a leading B); int64
+    features become int32 (as the reference's input pipeline does, for TPU), masked_lm_weights stays
+    float32. Shapes as in ``pretraining_feature_spec``."""
+    example = tf.io.parse_example(
         serialized, pretraining_feature_spec(max_seq_length, max_predictions_per_seq))
     return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
             for name, value in example.items()}

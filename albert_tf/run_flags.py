@@ -5,13 +5,13 @@ Only scripts call ``define_*`` (once, at import); library modules never read fla
 
 from __future__ import annotations
 
-import os
 
 import tensorflow as tf
 from absl import flags
 
 from albert_tf import distribute, optimization, training
 from albert_tf.config import AlbertConfig
+from albert_tf.io_utils import absolute_path
 
 
 def define_tpu_flags() -> None:
@@ -30,7 +30,8 @@ def define_loop_flags() -> None:
     """Flags of albert_tf's loop that the reference does not have."""
     flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGY_NAMES),
                       "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
-    flags.DEFINE_integer("num_gpus", 0, "GPUs for one_device/mirrored (0: all visible).")
+    flags.DEFINE_integer("num_gpus", 0, "GPUs for mirrored (0: all visible); one_device takes the "
+                         "first GPU when there is one, else the CPU.")
     flags.DEFINE_bool("use_xla", False, "XLA-compile the forward and backward pass.")
     flags.DEFINE_enum("dtype", "float32", sorted(training.DTYPE_POLICIES),
                       "Compute precision: float32, or mixed bfloat16 / float16 (float32 variables; "
@@ -103,7 +104,7 @@ def run_config_from_flags(output_dir: str, train_batch_size: int, num_train_step
     values = flags.FLAGS
     tf.io.gfile.makedirs(output_dir)
     return training.RunConfig(
-        output_dir=os.path.abspath(output_dir) if "://" not in output_dir else output_dir,
+        output_dir=absolute_path(output_dir),
         train_batch_size=train_batch_size, num_train_steps=num_train_steps,
         save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
         iterations_per_loop=iterations_per_loop,

@@ -36,6 +36,9 @@ Features = Mapping[str, tf.Tensor]
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
 
+# The reference's training shuffle buffer (examples), for every task's input pipeline.
+SHUFFLE_BUFFER = 100
+
 DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
@@ -44,6 +47,13 @@ DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16":
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
     data_class=summary_pb2.DATA_CLASS_SCALAR)
+
+
+def with_data_sharding(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """Shards by element across workers: file-level auto-sharding fails with fewer files than workers."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)
 
 
 class NonFiniteLossError(RuntimeError):

@@ -19,7 +19,8 @@ from absl import app, flags, logging
 
 from albert_tf.tokenization import FullTokenizer, TokenizerError
 from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
-from data_prep.pretraining_corpus import CorpusError, expand_input_patterns
+from albert_tf.io_utils import expand_input_patterns
+from data_prep.pretraining_corpus import CorpusError
 from data_prep.pretraining_instances import InstanceConfig, MaskingConfig
 from data_prep.pretraining_pipeline import generate_pretraining_data, stats_path
 

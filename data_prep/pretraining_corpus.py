@@ -28,26 +28,6 @@ class DocumentChunk:
     documents: list[list[str]]
 
 
-def expand_input_patterns(input_file: str) -> list[str]:
-    """Files of a comma-separated list of glob patterns, in pattern order (each pattern's matches
-    sorted), without repeats. A pattern that matches no file is an error naming it."""
-    patterns = [pattern.strip() for pattern in input_file.split(",") if pattern.strip()]
-    if not patterns:
-        raise CorpusError("--input_file is empty: give one or more comma-separated file patterns")
-    files: list[str] = []
-    for pattern in patterns:
-        try:
-            matches = sorted(tf.io.gfile.glob(pattern))
-        except tf.errors.OpError as err:
-            raise CorpusError(f"input pattern {pattern!r} cannot be listed: {err.message}") from err
-        regular = [path for path in matches if not tf.io.gfile.isdir(path)]
-        if not regular:
-            hint = " (only directories: give files, e.g. dir/*.txt)" if matches else ""
-            raise CorpusError(f"input pattern {pattern!r} matches no file{hint}")
-        files.extend(path for path in regular if path not in files)
-    return files
-
-
 class CorpusReader:
     """Reads ``files`` lazily; counts documents and skipped lines as it goes.
 

@@ -24,7 +24,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf.io_utils import atomic_open, atomic_write_text
+from albert_tf.io_utils import atomic_open, atomic_write_text, expand_input_patterns
 from albert_tf.tokenization import preprocess_text
 
 PAD_ID = 0
@@ -38,24 +38,6 @@ class TrainSentencePieceError(RuntimeError):
     """Training failed; the message says why and what to change."""
 
 
-def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
-    """Files matched by comma-separated glob patterns (a string) or a list of patterns, in order.
-
-    A pattern that matches nothing is an error naming it.
-    """
-    if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",") if p.strip()]
-    files: list[str] = []
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern.strip()))
-        if not matched:
-            raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no file")
-        files.extend(matched)
-    if not files:
-        raise FileNotFoundError("--input_file is empty: give comma-separated glob patterns of text files")
-    return files
-
-
 class _NormalizedLines:
     """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded."""
 
@@ -66,8 +48,13 @@ class _NormalizedLines:
 
     def __iter__(self) -> Iterator[str]:
         for path in self.files:
-            with tf.io.gfile.GFile(path, "r") as handle:
-                for line in handle:
+            with tf.io.gfile.GFile(path, "rb") as handle:
+                for number, raw in enumerate(handle, start=1):
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as err:
+                        raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
+                                         f"{err.start}); fix or remove the line") from None
                     text = preprocess_text(line, lower=self.do_lower_case)
                     if text:
                         self.count += 1
@@ -169,12 +156,16 @@ def _define_flags() -> None:
 def main(argv: Sequence[str]) -> None:
     del argv
     options = flags.FLAGS
-    model_path = train_sentencepiece(
-        options.input_file, options.model_prefix, vocab_size=options.vocab_size,
-        input_sentence_size=options.input_sentence_size,
-        shuffle_input_sentence=options.shuffle_input_sentence,
-        character_coverage=options.character_coverage, do_lower_case=options.do_lower_case,
-        num_threads=options.num_threads, hard_vocab_limit=options.hard_vocab_limit)
+    try:
+        model_path = train_sentencepiece(
+            options.input_file, options.model_prefix, vocab_size=options.vocab_size,
+            input_sentence_size=options.input_sentence_size,
+            shuffle_input_sentence=options.shuffle_input_sentence,
+            character_coverage=options.character_coverage, do_lower_case=options.do_lower_case,
+            num_threads=options.num_threads, hard_vocab_limit=options.hard_vocab_limit)
+    except (TrainSentencePieceError, OSError, ValueError) as err:
+        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
+        raise SystemExit(f"train_sentencepiece: error: {err}") from err
     logging.info("wrote %s and %s.vocab", model_path, options.model_prefix)
 
 
