@@ -111,10 +111,10 @@ def main(argv):
     strategy = run_flags.strategy_from_flags()
     if FLAGS.do_eval:
         run_flags.check_eval_strategy(strategy)
-    on_tpu = FLAGS.use_tpu or FLAGS.strategy == "tpu"
+    on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
     run_config = run_flags.run_config_from_flags(
         FLAGS.output_dir, FLAGS.train_batch_size, FLAGS.train_step, FLAGS.save_checkpoints_steps,
-        FLAGS.keep_checkpoint_max, min(FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps))
+        FLAGS.keep_checkpoint_max, FLAGS.iterations_per_loop)
     output_dir = run_config.output_dir
     cached_dir = FLAGS.cached_dir or output_dir
     optimizer_fn = run_flags.optimizer_factory(FLAGS.optimizer, FLAGS.learning_rate,

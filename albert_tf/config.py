@@ -20,23 +20,6 @@ from albert_tf.io_utils import atomic_write_text
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear", "")
 
-_DEFAULTS: dict[str, Any] = {
-    "embedding_size": 128,
-    "hidden_size": 4096,
-    "num_hidden_layers": 12,
-    "num_hidden_groups": 1,
-    "num_attention_heads": 64,
-    "intermediate_size": 16384,
-    "inner_group_num": 1,
-    "down_scale_factor": 1,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-}
-
 _POSITIVE_INT_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                       "num_hidden_groups", "num_attention_heads", "intermediate_size",
                       "inner_group_num", "max_position_embeddings", "type_vocab_size")
@@ -125,10 +108,7 @@ class AlbertConfig:
     @classmethod
     def from_dict(cls, json_object: Mapping[str, Any]) -> "AlbertConfig":
         """Builds a config from a dict; missing keys take the (xxlarge) defaults, unknown keys are kept."""
-        values = dict(_DEFAULTS)
-        values["vocab_size"] = None
-        values.update(json_object)
-        return cls(**values)
+        return cls(**{"vocab_size": None, **json_object})
 
     @classmethod
     def from_json_file(cls, json_file: str) -> "AlbertConfig":

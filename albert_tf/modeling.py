@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.layers import Dense, LayerNorm, dropout, get_activation, truncated_normal
+from albert_tf.layers import Dense, LayerNorm, dropout, truncated_normal
 
 ATTENTION_MASK_ADDER = -10000.0
 

@@ -88,10 +88,8 @@ def check_init_checkpoint(path: str | None) -> None:
 
 def optimizer_factory(name: str, learning_rate: float, num_train_steps: int, num_warmup_steps: int,
                       poly_power: float = 1.0, start_warmup_step: int = 0):
-    """A zero-argument optimizer constructor for the Trainer (built inside the strategy scope)."""
-    if name not in optimization.OPTIMIZER_NAMES:
-        raise ValueError(f"--optimizer must be one of {list(optimization.OPTIMIZER_NAMES)}, "
-                         f"got {name!r}.")
+    """A zero-argument optimizer constructor for the Trainer (built inside the strategy scope);
+    ``create_optimizer`` rejects an unknown name."""
     return lambda: optimization.create_optimizer(
         name, learning_rate=learning_rate, num_train_steps=num_train_steps,
         num_warmup_steps=num_warmup_steps, poly_power=poly_power,

@@ -364,10 +364,11 @@ class Trainer:
         return {k: np.concatenate(v, axis=0) for k, v in collected.items()}
 
     def evaluate(self, dataset: tf.data.Dataset, max_steps: int | None = None) -> dict[str, float]:
-        """``task.eval_metrics`` over ``dataset`` (at most ``max_steps`` batches) plus global_step."""
-        metrics = self.task.eval_metrics(self.predict(dataset, max_steps))
-        metrics["global_step"] = self.global_step
-        return metrics
+        """``task.eval_metrics`` over ``dataset`` (at most ``max_steps`` batches).
+
+        The checkpoint sweep adds the evaluated checkpoint's ``global_step``.
+        """
+        return self.task.eval_metrics(self.predict(dataset, max_steps))
 
     # ---------------------------------------------------------------------------------- summaries
     def _write_summaries(self, name: str, values: Mapping[str, float], step: int) -> None:

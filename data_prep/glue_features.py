@@ -32,7 +32,7 @@ from typing import Iterable, NamedTuple, Protocol, Sequence
 
 import tensorflow as tf
 
-from albert_tf.io_utils import atomic_write_text, temporary_path
+from albert_tf.io_utils import absolute_path, atomic_write_text, temporary_path
 from data_prep.glue_processors import GlueProcessor, InputExample, get_processor
 
 # Bump when the bytes written for the same inputs change (invalidates every existing cache).
@@ -271,8 +271,8 @@ def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: G
         "source_sha256": _sha256_of_file(source_path),
     }
     sidecar = _read_sidecar(sidecar_path)
-    if (sidecar is not None and sidecar.get("key") == key and os.path.isfile(record_path)
-            and os.path.getsize(record_path) == sidecar.get("record_bytes")):
+    if (sidecar is not None and sidecar.get("key") == key and tf.io.gfile.exists(record_path)
+            and tf.io.gfile.stat(record_path).length == sidecar.get("record_bytes")):
         logging.info("reusing cached features %s (%d examples)", record_path, sidecar["num_examples"])
         return FeatureCache(record_path, sidecar["num_examples"], sidecar["num_real_examples"])
     return _write_cache(processor, data_dir, split, tokenizer, max_seq_length, pad_to_multiple_of,
@@ -288,12 +288,12 @@ def _write_cache(processor: GlueProcessor, data_dir: str, split: str, tokenizer:
     num_examples = write_features_tfrecord(record_path, features, processor.is_regression)
     sidecar = {
         "key": key,
-        "source_file": os.path.abspath(source_path),
+        "source_file": absolute_path(source_path),
         "num_examples": num_examples,
         "num_real_examples": len(examples),
         "is_regression": processor.is_regression,
         "tokenizer_vocab_size": tokenizer.vocab_size,
-        "record_bytes": os.path.getsize(record_path),
+        "record_bytes": tf.io.gfile.stat(record_path).length,
     }
     atomic_write_text(sidecar_path, json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
     logging.info("wrote %d features (%d real) to %s", num_examples, len(examples), record_path)

@@ -43,7 +43,9 @@ fi
 
 cd "${REPO_ROOT}"
 for task in "${TASKS[@]}"; do
-  read -r -a recipe <<< "$("${PYTHON}" -m data_prep.glue --task_name="${task}" --print_recipe)"
+  # On its own line so that a failed lookup stops the script (set -e) instead of running defaults.
+  recipe_line="$("${PYTHON}" -m data_prep.glue --task_name="${task}" --print_recipe)"
+  read -r -a recipe <<< "${recipe_line}"
   common=("${recipe[@]}"
           --data_dir="${GLUE_DIR}"
           --output_dir="${OUTPUT_ROOT}/${task}"

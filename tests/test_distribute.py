@@ -126,7 +126,8 @@ print("RESULT" + json.dumps({"task": task, "replicas": strategy.num_replicas_in_
 """
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
+    """Distinct free local ports (all sockets bound at once, so no two are the same)."""
     sockets = [socket.socket() for _ in range(count)]
     for sock in sockets:
         sock.bind(("localhost", 0))
@@ -137,7 +138,7 @@ def _free_ports(count: int) -> list[int]:
 
 
 def test_multi_worker_mirrored_with_two_local_workers():
-    workers = [f"localhost:{port}" for port in _free_ports(2)]
+    workers = [f"localhost:{port}" for port in free_ports(2)]
     procs = [_python(_WORKER_SCRIPT, {"TF_CONFIG": json.dumps(
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}) for index in range(2)]
     try:

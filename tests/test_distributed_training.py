@@ -2,13 +2,13 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import tensorflow as tf
 
+from tests.test_distribute import free_ports
 from tests.test_training import REFERENCE_RECORDS, tiny_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,13 +29,6 @@ def write_config(tmp_path):
     return path
 
 
-def checkpoint_values(prefix):
-    reader = tf.train.load_checkpoint(prefix)
-    names = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")
-             and n.endswith("VARIABLE_VALUE")]
-    return {n: reader.get_tensor(n) for n in names}
-
-
 def model_weights(prefix):
     """Model weights of a Trainer checkpoint, keyed by the variable's checkpoint name."""
     reader = tf.train.load_checkpoint(prefix)
@@ -54,15 +47,9 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path):
     assert report["weight_max_abs_diff"] < 1e-5
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
     config_file = write_config(tmp_path)
-    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
     output_dir = tmp_path / "out"
     processes = []
     for index in range(2):
