@@ -289,7 +289,7 @@ class StsbProcessor(GlueProcessor):
     labels = None
     labelled_layout = RowLayout(text_a=7, text_b=8, label=-1, guid=0, label_header="score")
     test_layout = RowLayout(text_a=7, text_b=8, guid=0)
-    recipe = FineTuningRecipe(214, 2e-5, 3598, 100, 16, encoder_dropout=0.1)
+    recipe = FineTuningRecipe(214, 2e-5, 3598, 100, 16)
 
 
 class QqpProcessor(GlueProcessor):

@@ -14,7 +14,7 @@
 # Results: OUTPUT_ROOT/<task>/{eval_results.txt,best_trial.txt,test_results.tsv,submit_results.tsv}.
 # Extra run_classifier flags for both phases (e.g. "--strategy=mirrored --dtype=bfloat16"):
 #   EXTRA_FLAGS="..." scripts/run_glue.sh ...
-# The paper also uses encoder dropout 0.1 for QQP, RTE, STS-B and WNLI; it is set in the config JSON
+# The paper also uses encoder dropout 0.1 for QQP, RTE and WNLI; it is set in the config JSON
 # (hidden_dropout_prob), not by a flag.
 set -euo pipefail
 
