@@ -2,7 +2,8 @@
 
 - ``MaskedLMHead``: gather at the masked positions -> dense(E, hidden_act) -> LayerNorm -> logits
   against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
-- ``SentenceOrderHead``: pooled output -> 2 logits (``cls/seq_relationship``).
+- the sentence-order head: a ``ClassifierHead`` with 2 labels and no dropout
+  (``cls/seq_relationship``).
 - ``AlbertPretrainingModel``: the encoder plus both heads.
 - ``ClassifierHead`` / ``AlbertClassifierModel``: GLUE's head (spec 7.3): dropout 0.1 (fixed, training
   only) on the pooled output, then ``output_weights`` [num_labels, H] and ``output_bias`` [num_labels]
@@ -56,20 +57,35 @@ class MaskedLMHead(keras.layers.Layer):
         return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], tf.shape(table)[:1]], axis=0))
 
 
-class SentenceOrderHead(keras.layers.Layer):
-    """The SOP head: pooled [B, H] @ ``output_weights``ᵀ [2, H] + ``output_bias`` [2] -> float32 [B, 2]."""
+# The reference's classifier dropout on the pooled output: keep_prob 0.9 hard-coded, not in the config.
+CLASSIFIER_DROPOUT = 0.1
 
-    def __init__(self, config: AlbertConfig, name: str = "seq_relationship", **kwargs):
+
+class ClassifierHead(keras.layers.Layer):
+    """pooled [B, H] -> dropout ``dropout_rate`` (training only; the reference's 0.1 by default)
+    -> @ ``output_weights``ᵀ [num_labels, H] + ``output_bias`` [num_labels] -> float32 logits
+    [B, num_labels].
+
+    Initialisation: truncated normal (config.initializer_range) / zeros, as the reference.
+    """
+
+    def __init__(self, config: AlbertConfig, num_labels: int, name: str = "classifier",
+                 dropout_rate: float = CLASSIFIER_DROPOUT, **kwargs):
         super().__init__(name=name, **kwargs)
+        self.dropout_rate = dropout_rate
+        if num_labels < 1:
+            raise ValueError(f"num_labels must be >= 1 (1 = regression), got {num_labels}.")
+        self.num_labels = num_labels
         self.output_weights = self.add_weight(
-            shape=(2, config.hidden_size), name="output_weights",
+            shape=(num_labels, config.hidden_size), name="output_weights",
             initializer=truncated_normal(config.initializer_range))
-        self.output_bias = self.add_weight(shape=(2,), name="output_bias", initializer="zeros")
+        self.output_bias = self.add_weight(shape=(num_labels,), name="output_bias",
+                                           initializer="zeros")
         self.built = True
 
-    def call(self, pooled_output: tf.Tensor) -> tf.Tensor:
-        logits = tf.matmul(tf.cast(pooled_output, tf.float32), tf.cast(self.output_weights, tf.float32),
-                           transpose_b=True)
+    def call(self, pooled_output: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        pooled = dropout(tf.cast(pooled_output, tf.float32), self.dropout_rate, training)
+        logits = tf.matmul(pooled, tf.cast(self.output_weights, tf.float32), transpose_b=True)
         return logits + tf.cast(self.output_bias, tf.float32)
 
 
@@ -85,7 +101,8 @@ class AlbertPretrainingModel(keras.Model):
         self.config = config
         self.albert = AlbertModel(config)
         self.mlm_head = MaskedLMHead(config)
-        self.sop_head = SentenceOrderHead(config)
+        # The SOP head (cls/seq_relationship): the same linear head, 2 labels, no dropout.
+        self.sop_head = ClassifierHead(config, 2, name="seq_relationship", dropout_rate=0.0)
         self.built = True
 
     def tf1_head_variables(self) -> dict[str, keras.Variable]:
@@ -112,35 +129,6 @@ class AlbertPretrainingModel(keras.Model):
                                               embedding_table=self.albert.get_embedding_table())
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
         return outputs
-
-
-# The reference's classifier dropout on the pooled output: keep_prob 0.9 hard-coded, not in the config.
-CLASSIFIER_DROPOUT = 0.1
-
-
-class ClassifierHead(keras.layers.Layer):
-    """pooled [B, H] -> dropout 0.1 (training only) -> @ ``output_weights``ᵀ [num_labels, H]
-    + ``output_bias`` [num_labels] -> float32 logits [B, num_labels].
-
-    Initialisation: truncated normal (config.initializer_range) / zeros, as the reference.
-    """
-
-    def __init__(self, config: AlbertConfig, num_labels: int, name: str = "classifier", **kwargs):
-        super().__init__(name=name, **kwargs)
-        if num_labels < 1:
-            raise ValueError(f"num_labels must be >= 1 (1 = regression), got {num_labels}.")
-        self.num_labels = num_labels
-        self.output_weights = self.add_weight(
-            shape=(num_labels, config.hidden_size), name="output_weights",
-            initializer=truncated_normal(config.initializer_range))
-        self.output_bias = self.add_weight(shape=(num_labels,), name="output_bias",
-                                           initializer="zeros")
-        self.built = True
-
-    def call(self, pooled_output: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-        pooled = dropout(tf.cast(pooled_output, tf.float32), CLASSIFIER_DROPOUT, training)
-        logits = tf.matmul(pooled, tf.cast(self.output_weights, tf.float32), transpose_b=True)
-        return logits + tf.cast(self.output_bias, tf.float32)
 
 
 class AlbertClassifierModel(keras.Model):
