@@ -157,7 +157,6 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
         if policy.prune:
             _prune_evaluated(checkpoints, state)
         for step, prefix in checkpoints:
-            newer = sum(1 for s in steps if s > step)
             if step <= state.last_step:
                 continue
             metrics = dict(evaluate(prefix), global_step=step)
@@ -170,9 +169,9 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
                 state.best_step, state.best_value, best = step, metrics[key], metrics
                 if not policy.rename_best:
                     copy_checkpoint(prefix, os.path.join(directory, BEST_PREFIX))
-            elif policy.prune and newer > 1:
-                remove_checkpoint(prefix)
             state.last_step = step
+            if policy.prune and _is_prunable(step, steps, state):  # at once, as the reference
+                remove_checkpoint(prefix)
             report += format_metrics(metrics) + policy.best_line.format(
                 key=key, best=state.best_value, best_step=state.best_step, previous=previous)
             report += _SEPARATOR
@@ -206,12 +205,17 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     return state.best_step, best
 
 
+def _is_prunable(step: int, steps: list[int], state: SweepState) -> bool:
+    """The reference's rule: an evaluated checkpoint, not the best, with more than one newer one."""
+    newer = sum(1 for other in steps if other > step)
+    return step <= state.last_step and step != state.best_step and newer > 1
+
+
 def _prune_evaluated(checkpoints: list[tuple[int, str]], state: SweepState) -> None:
-    """Deletes evaluated checkpoints other than the best that have more than one newer checkpoint."""
+    """Deletes every checkpoint ``_is_prunable`` selects."""
     steps = [step for step, _ in checkpoints]
     for step, prefix in checkpoints:
-        newer = sum(1 for s in steps if s > step)
-        if step <= state.last_step and step != state.best_step and newer > 1:
+        if _is_prunable(step, steps, state):
             remove_checkpoint(prefix)
 
 
