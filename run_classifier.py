@@ -1,4 +1,4 @@
-"""Fine-tunes ALBERT on a GLUE task with the reference's flags (spec 1.3 and 7).
+"""Fine-tunes ALBERT on a GLUE task with the reference's flags and defaults.
 
 --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir);
 --do_eval evaluates every checkpoint on the full dev set (the reference's sweep: eval_results.txt,
@@ -11,181 +11,125 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import classifier, export, run_flags
-from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy, sweep_checkpoints
-from albert_tf.metrics import selection_metric
-from albert_tf.optimization import OPTIMIZER_NAMES
+from albert_tf import classifier, export, flag_definitions, run_flags
+from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy
+from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import Trainer
-from data_prep.glue import GlueDataError, cached_glue_features, get_processor, parse_glue_example
+from albert_tf.training import EvalSet, Trainer
+from data_prep.feature_cache import FeatureFile
+from data_prep.glue import GlueDataError, cached_glue_features, parse_glue_example
+from data_prep.glue_tasks import GlueTask, glue_task
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("data_dir", None, "GLUE root; task subfolders (MRPC/, SST-2/, ...) below it.")
-flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON of the pretrained model.")
 flags.DEFINE_string("task_name", None, "GLUE task: cola, mnli, mismnli, mrpc, rte, sst-2, sts-b, "
                     "qqp, qnli, wnli (ax: predict only).")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab, used only without --spm_model_file.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
-flags.DEFINE_string("output_dir", None, "Checkpoints, eval/predict results, TensorBoard logs.")
-flags.DEFINE_string("cached_dir", None, "Where the feature TFRecords are cached (default "
-                    "--output_dir); a cache is reused only if built from the same inputs.")
-flags.DEFINE_string("init_checkpoint", None, "Pretrained checkpoint: a reference TF1 checkpoint or "
-                    "an albert_tf one (prefix or directory).")
-flags.DEFINE_string("albert_hub_module_handle", None, "[Reference flag] TF-Hub module; not "
-                    "supported (use the released checkpoint with --init_checkpoint).")
-flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (must match the pretrained model).")
-flags.DEFINE_integer("max_seq_length", 512, "Tokens per example, [CLS]/[SEP] included.")
-flags.DEFINE_bool("do_train", False, "Train.")
-flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on the dev set, keep the best.")
-flags.DEFINE_bool("do_predict", False, "Predict the test set with model.ckpt-best.")
-flags.DEFINE_integer("train_batch_size", 32, "Global train batch.")
-flags.DEFINE_integer("eval_batch_size", 8, "Eval batch.")
-flags.DEFINE_integer("predict_batch_size", 8, "Predict batch.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
-flags.DEFINE_integer("train_step", 1000, "Training steps (also the decay horizon and the step the "
-                     "eval sweep waits for).")
-flags.DEFINE_integer("warmup_step", 0, "Linear warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps (the "
-                     "granularity of the best-checkpoint selection).")
-flags.DEFINE_integer("keep_checkpoint_max", 0, "Checkpoints kept while training (0: all, the "
-                     "reference's behaviour; it ignores this flag).")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call (capped at "
-                     "save_checkpoints_steps).")
-flags.DEFINE_enum("optimizer", "adamw", list(OPTIMIZER_NAMES), "Optimizer.")
-flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here.")
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
-run_flags.define_tpu_flags()
-run_flags.define_loop_flags()
-run_flags.define_eval_flags()
-
-# task -> [(name suffix of result keys and files, processor key)]: MNLI runs matched and mismatched.
-_SPLIT_SETS = {"mnli": [("", "mnli"), ("mismatched", "mismnli")]}
+flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "train_step", "warmup_step",
+                        keep_checkpoint_max=0)
 
 
-def split_sets(task_name: str) -> list[tuple[str, str]]:
-    return _SPLIT_SETS.get(task_name, [("", task_name)])
+class Run:
+    """What the steps of one run share: the task, the tokenizer, the trainer and the feature files."""
+
+    def __init__(self, task: GlueTask, tokenizer: FullTokenizer, trainer: Trainer):
+        self.task = task
+        self.tokenizer = tokenizer
+        self.trainer = trainer
+        self.on_tpu = isinstance(trainer.strategy, tf.distribute.TPUStrategy)
+        self.parse = functools.partial(parse_glue_example, max_seq_length=FLAGS.max_seq_length,
+                                       is_regression=task.is_regression)
+
+    def features(self, task_key: str, split: str, batch_size: int = 1) -> FeatureFile:
+        """The cached feature file of one split; on TPU eval/predict files are padded to the batch."""
+        return cached_glue_features(task_key, FLAGS.data_dir, split, self.tokenizer,
+                                    FLAGS.max_seq_length, FLAGS.cached_dir or FLAGS.output_dir,
+                                    pad_to_multiple_of=batch_size if self.on_tpu else 1)
+
+    def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:
+        return record_eval_dataset(path, self.parse, batch_size, drop_remainder=self.on_tpu)
 
 
 def validate_flags() -> None:
-    if FLAGS.albert_hub_module_handle:
-        raise app.UsageError(
-            "--albert_hub_module_handle: TF-Hub modules (the TF1 hub format) are not supported. "
-            "Use the released checkpoint tarball instead (model.ckpt-best, albert_config.json, "
-            "30k-clean.model): --init_checkpoint=<dir>/model.ckpt-best "
-            "--albert_config_file=<dir>/albert_config.json --spm_model_file=<dir>/30k-clean.model. "
-            "Reference checkpoints are read directly (or convert once: python -m "
-            "albert_tf.checkpoints --tf1_checkpoint=...).")
+    run_flags.reject_hub_module_handle()
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise app.UsageError("Nothing to do: set --do_train, --do_eval, --do_predict or "
                              "--export_dir.")
-    for name in ("data_dir", "task_name", "output_dir", "albert_config_file"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required.")
-    if not (FLAGS.spm_model_file or FLAGS.vocab_file):
-        raise app.UsageError("--spm_model_file is required (or --vocab_file for a WordPiece "
-                             "model).")
+    run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
+
+
+def train(run: Run) -> None:
+    train_file = run.features(run.task.name, "train")
+    print(f"{run.task.name} train: {train_file.num_records} examples, batch "
+          f"{FLAGS.train_batch_size}, {FLAGS.train_step} steps")
+    run.trainer.initialize(FLAGS.init_checkpoint)
+    run.trainer.train(record_train_dataset_fn(train_file.path, run.parse, seed=FLAGS.input_seed))
+
+
+def evaluate(run: Run) -> None:
+    """The reference's sweep over every checkpoint on the dev set(s), keeping the best."""
+    eval_sets = []
+    for suffix, key in run.task.eval_sets:
+        path = run.features(key, "dev", FLAGS.eval_batch_size).path
+        eval_sets.append(EvalSet(suffix, functools.partial(run.dataset, path,
+                                                           FLAGS.eval_batch_size)))
+    policy = SweepPolicy.glue(FLAGS.train_step,
+                              max_wait_seconds=0 if FLAGS.do_train else FLAGS.max_eval_wait_secs)
+    run_checkpoint_sweep(run.trainer, eval_sets, run.task.selection_metric, policy)
+
+
+def predict(run: Run) -> None:
+    """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
+    for suffix, key in run.task.eval_sets:
+        test_file = run.features(key, "test", FLAGS.predict_batch_size)
+        outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
+        guids = test_file.metadata["guids"]
+        paths = classifier.write_predictions(run.trainer.config.output_dir, guids, outputs,
+                                             run.task.labels,
+                                             suffix=f"_{suffix}" if suffix else "")
+        print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
+
+
+def export_saved_model(run: Run) -> None:
+    threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
+    labels = run.task.labels
+    export.export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
+                             assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
+                             tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length)
+    print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
 
 
 def main(argv):
     del argv
     validate_flags()
-    task_name = FLAGS.task_name.lower()
     try:
-        processor = get_processor(task_name)
+        task = glue_task(FLAGS.task_name)
     except GlueDataError as error:
         raise app.UsageError(str(error)) from None
     config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-                              spm_model_file=FLAGS.spm_model_file)
-    classifier.check_vocab_size(config, FLAGS.albert_config_file, tokenizer.vocab_size,
-                                tokenizer.source_file)
+    tokenizer = run_flags.tokenizer_from_flags(config)
     if FLAGS.do_train:
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    strategy = run_flags.strategy_from_flags()
-    if FLAGS.do_eval:
-        run_flags.check_eval_strategy(strategy)
-    on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
-    run_config = run_flags.run_config_from_flags(
-        FLAGS.output_dir, FLAGS.train_batch_size, FLAGS.train_step, FLAGS.save_checkpoints_steps,
-        FLAGS.keep_checkpoint_max, FLAGS.iterations_per_loop)
-    output_dir = run_config.output_dir
-    cached_dir = FLAGS.cached_dir or output_dir
-    optimizer_fn = run_flags.optimizer_factory(FLAGS.optimizer, FLAGS.learning_rate,
-                                               FLAGS.train_step, FLAGS.warmup_step)
-    task = classifier.ClassifierTask(config, task_name, processor.num_labels())
-    trainer = Trainer(strategy, task, optimizer_fn, run_config)
-    parse = functools.partial(parse_glue_example, max_seq_length=FLAGS.max_seq_length,
-                              is_regression=processor.is_regression)
-
-    def features(key: str, split: str, batch_size: int):
-        return cached_glue_features(key, FLAGS.data_dir, split, tokenizer, FLAGS.max_seq_length,
-                                    cached_dir, pad_to_multiple_of=batch_size if on_tpu else 1)
-
-    def dataset(path: str, batch_size: int):
-        return classifier.eval_dataset(path, parse, batch_size, drop_remainder=on_tpu)
-
+    classifier_task = classifier.ClassifierTask(config, task.metric_kinds, task.num_labels,
+                                                task.is_regression)
+    run = Run(task, tokenizer,
+              run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
     if FLAGS.do_train:
-        train = cached_glue_features(task_name, FLAGS.data_dir, "train", tokenizer,
-                                     FLAGS.max_seq_length, cached_dir)
-        print(f"{task_name} train: {train.num_examples} examples, batch "
-              f"{FLAGS.train_batch_size}, {FLAGS.train_step} steps")
-        trainer.initialize(FLAGS.init_checkpoint)
-        trainer.train(classifier.train_dataset_fn(train.path, parse, seed=FLAGS.input_seed))
-
+        train(run)
     if FLAGS.do_eval:
-        dev_sets = [(suffix, features(key, "dev", FLAGS.eval_batch_size).path)
-                    for suffix, key in split_sets(task_name)]
-
-        def evaluate(prefix: str) -> dict[str, float]:
-            trainer.restore_weights(prefix)
-            metrics = {}
-            for suffix, path in dev_sets:
-                results = task.eval_metrics(trainer.predict(dataset(path, FLAGS.eval_batch_size)))
-                metrics.update({(f"{suffix}_{k}" if suffix else k): v for k, v in results.items()})
-            return metrics
-
-        key = selection_metric(task_name)
-        policy = SweepPolicy.glue(FLAGS.train_step,
-                                  max_wait_seconds=0 if FLAGS.do_train else FLAGS.max_eval_wait_secs)
-        best_step, best = sweep_checkpoints(output_dir, evaluate, key, policy=policy)
-        trainer.write_eval_summaries(best, best_step)
-        print(f"Best checkpoint: step {best_step}, {key} {best[key]:.4f} -> "
-              f"{os.path.join(output_dir, BEST_PREFIX)}; all results in "
-              f"{os.path.join(output_dir, 'eval_results.txt')}")
-
+        evaluate(run)
     if FLAGS.do_predict or FLAGS.export_dir:
-        best_prefix = os.path.join(output_dir, BEST_PREFIX)
-        if not tf.io.gfile.exists(best_prefix + ".index"):
-            raise FileNotFoundError(f"{best_prefix} does not exist: --do_predict and --export_dir "
-                                    "use the best checkpoint, which --do_eval selects; run "
-                                    "--do_eval first.")
-        trainer.restore_weights(best_prefix)
-
+        restore_best_checkpoint(run.trainer)
     if FLAGS.do_predict:
-        for suffix, key in split_sets(task_name):
-            test = features(key, "test", FLAGS.predict_batch_size)
-            guids = [example.guid for example in get_processor(
-                key, tokenizer.uses_sentencepiece, FLAGS.do_lower_case).get_test_examples(
-                    FLAGS.data_dir)]
-            outputs = trainer.predict(dataset(test.path, FLAGS.predict_batch_size))
-            paths = classifier.write_predictions(output_dir, guids, outputs, processor.get_labels(),
-                                                 suffix=f"_{suffix}" if suffix else "")
-            print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
-
+        predict(run)
     if FLAGS.export_dir:
-        threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
-        labels = processor.get_labels()
-        export.export_classifier(trainer.model, FLAGS.export_dir, threshold,
-                                 assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
-                                 tokenizer=tokenizer, max_seq_length=FLAGS.max_seq_length)
-        print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
+        export_saved_model(run)
 
 
 if __name__ == "__main__":

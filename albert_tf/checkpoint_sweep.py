@@ -5,7 +5,7 @@ atomically after each checkpoint). A ``SweepPolicy`` chooses between the referen
 
 - pretraining / SQuAD / RACE (``SweepPolicy()``, the default): one pass over the checkpoints present,
   the best one's files copied to ``model.ckpt-best.*`` whenever it improves;
-- GLUE (``SweepPolicy.glue(train_step)``, spec 7.4): resumable through ``best_trial.txt``
+- GLUE (``SweepPolicy.glue(train_step)``, run_classifier's): resumable through ``best_trial.txt``
   ("<last evaluated step>:<best step>:<best value>"), polls for new checkpoints until the one at
   ``train_step`` has been evaluated (so it can run beside training), deletes evaluated non-best
   checkpoints once more than one newer checkpoint exists (checked again after the last evaluation,
@@ -59,7 +59,7 @@ class SweepPolicy:
     @classmethod
     def glue(cls, train_step: int, poll_seconds: float = 60.0,
              max_wait_seconds: float | None = None) -> "SweepPolicy":
-        """run_classifier's flavour (spec 7.4)."""
+        """run_classifier's flavour: resumable, polling, pruning, renaming the best checkpoint."""
         return cls(state_file=BEST_TRIAL_FILE, prune=True, rename_best=True, until_step=train_step,
                    poll_seconds=poll_seconds, max_wait_seconds=max_wait_seconds,
                    best_line="best = {previous}\n")

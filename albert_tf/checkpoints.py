@@ -1,4 +1,4 @@
-"""The reference TF1 checkpoint format: variable names (spec 4.3) <-> Keras variables.
+"""The reference TF1 checkpoint format: the reference's variable names <-> Keras variables.
 
 - ``tf1_variable_map(model)``: {reference name: variable} for an encoder or any task model that
   keeps its encoder in ``.albert`` (task heads add their names through ``tf1_head_variables()``).
@@ -8,7 +8,8 @@
   of ``LayerNorm`` are accepted; a shape mismatch is an error naming both shapes.
 - ``export_tf1_checkpoint(model, prefix)``: writes the reference names (no optimizer slots).
 
-Command line (see the README): converts a reference checkpoint to an albert_tf checkpoint and back.
+The command line that converts a reference checkpoint to an albert_tf checkpoint and back is
+``python -m albert_tf.convert_checkpoint`` (see the README).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf.io_utils import absolute_path
 from albert_tf.modeling import AlbertModel, AttentionFFNBlock
+from albert_tf.task_model import AlbertTaskModel
 
 TF2_CHECKPOINT_NAME = "model.ckpt"
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
@@ -71,18 +73,12 @@ def encoder_variable_map(albert: AlbertModel) -> dict[str, keras.Variable]:
 
 
 def tf1_variable_map(model: keras.Model) -> dict[str, keras.Variable]:
-    """{reference TF1 name: variable} for an AlbertModel or a task model with ``.albert``."""
+    """{reference TF1 name: variable} for an AlbertModel or an ``AlbertTaskModel`` (encoder + head)."""
     if isinstance(model, AlbertModel):
         return encoder_variable_map(model)
-    albert = getattr(model, "albert", None)
-    if not isinstance(albert, AlbertModel):
-        raise TypeError(f"{type(model).__name__} is neither an AlbertModel nor a model with an "
-                        "AlbertModel in its 'albert' attribute.")
-    names = encoder_variable_map(albert)
-    head_variables = getattr(model, "tf1_head_variables", None)
-    if head_variables is not None:
-        names.update(head_variables())
-    return names
+    if not isinstance(model, AlbertTaskModel):
+        raise TypeError(f"{type(model).__name__} is neither an AlbertModel nor an AlbertTaskModel.")
+    return {**encoder_variable_map(model.albert), **model.tf1_head_variables()}
 
 
 def canonical_name(name: str) -> str:
@@ -229,7 +225,7 @@ def restore_object_checkpoint(model: keras.Model, path: str) -> str:
     Raises ValueError naming the checkpoint when encoder variables are missing.
     """
     path = resolve_checkpoint_path(path)
-    encoder = model if isinstance(model, AlbertModel) else getattr(model, "albert")
+    encoder = model if isinstance(model, AlbertModel) else model.albert
     encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(albert=encoder))
     status = encoder_only.read(path)
     try:
@@ -241,44 +237,3 @@ def restore_object_checkpoint(model: keras.Model, path: str) -> str:
     tf.train.Checkpoint(model=model).read(path).expect_partial()
     return path
 
-
-def _convert(argv: list[str]) -> None:
-    from absl import app, flags
-    from albert_tf.config import AlbertConfig
-    from albert_tf.heads import AlbertPretrainingModel
-
-    del argv
-    flag_values = flags.FLAGS
-    if bool(flag_values.tf1_checkpoint) == bool(flag_values.checkpoint):
-        raise app.UsageError("Give exactly one of --tf1_checkpoint (reference -> albert_tf) or "
-                              "--checkpoint (albert_tf -> reference).")
-    config = AlbertConfig.from_json_file(flag_values.albert_config_file)
-    model = AlbertPretrainingModel(config)
-    if flag_values.tf1_checkpoint:
-        report = load_tf1_checkpoint(model, flag_values.tf1_checkpoint,
-                                     init_from_group0=flag_values.init_from_group0)
-        print(report.format())
-        report.require_complete_encoder()
-        manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model),
-                                             flag_values.output_dir, max_to_keep=None,
-                                             checkpoint_name=TF2_CHECKPOINT_NAME)
-        print(f"Wrote albert_tf checkpoint {manager.save(checkpoint_number=0)}")
-    else:
-        source = restore_object_checkpoint(model, flag_values.checkpoint)
-        prefix = os.path.join(flag_values.output_dir, TF2_CHECKPOINT_NAME)
-        export_tf1_checkpoint(model, prefix)
-        print(f"Read {source}; wrote reference TF1 checkpoint {prefix} "
-              f"({len(tf1_variable_map(model))} variables).")
-
-
-if __name__ == "__main__":
-    from absl import app, flags
-
-    flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON of the checkpoint.")
-    flags.DEFINE_string("tf1_checkpoint", None, "Reference TF1 checkpoint to convert to albert_tf.")
-    flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint to convert to the reference format.")
-    flags.DEFINE_string("output_dir", None, "Directory for the converted checkpoint.")
-    flags.DEFINE_bool("init_from_group0", False,
-                      "Fill every group of the model from group_0 of a 1-group TF1 checkpoint.")
-    flags.mark_flags_as_required(["albert_config_file", "output_dir"])
-    app.run(_convert)

@@ -1,13 +1,12 @@
-"""GLUE fine-tuning (spec 7): the classifier task for the Trainer, its input pipelines, the checks
-run before training, and the prediction files.
+"""GLUE fine-tuning: the classifier task for the Trainer and the prediction files.
 
 - Loss: mean softmax cross-entropy of the logits (classification); mean squared error of the single
   output (STS-B regression).
 - Eval outputs per example: ``probabilities`` (softmax [B, C]; STS-B: the raw output [B, 1]),
   ``predictions`` (arg-max id; STS-B: the score), the per-example loss, labels and
-  ``is_real_example``; metrics come from ``albert_tf.metrics.glue_metrics`` weighted by
-  ``is_real_example`` (padding examples weigh 0), plus ``loss`` (= ``eval_loss``, the key Estimator
-  added to the reference's results).
+  ``is_real_example``; ``reduce`` computes the task's metrics with ``albert_tf.metrics.glue_metrics``
+  weighted by ``is_real_example`` (padding examples weigh 0), plus ``loss`` (= ``eval_loss``, the key
+  Estimator added to the reference's results).
 - Prediction files (reference format): ``test_results.tsv``, one line of tab-separated
   probabilities per real example (STS-B: the score); ``submit_results.tsv``, header
   ``index\\tprediction`` then ``guid\\t<label name>`` (STS-B: the score).
@@ -16,7 +15,7 @@ run before training, and the prediction files.
 from __future__ import annotations
 
 import os
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import keras
 import numpy as np
@@ -26,60 +25,27 @@ from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertClassifierModel
 from albert_tf.io_utils import atomic_open
 from albert_tf.metrics import glue_metrics
-from albert_tf.training import SHUFFLE_BUFFER, DatasetFn, Features, with_data_sharding
+from albert_tf.training import Features
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
-# serialized records [B] -> feature dict (data_prep.glue.parse_glue_example with S and regression bound).
-ParseFn = Callable[[tf.Tensor], dict[str, tf.Tensor]]
-
-
-def check_vocab_size(config: AlbertConfig, config_file: str, tokenizer_vocab_size: int,
-                     tokenizer_file: str) -> None:
-    """Fails fast when the config and the tokenizer disagree on the vocabulary (user problem 3)."""
-    if config.vocab_size != tokenizer_vocab_size:
-        raise ValueError(
-            f"vocab_size={config.vocab_size} in {config_file} does not match the "
-            f"{tokenizer_vocab_size} pieces of {tokenizer_file}; the config, the SentencePiece model "
-            "and the checkpoint must come from the same pretrained model.")
-
-
-def train_dataset_fn(record_path: str, parse: ParseFn, seed: int | None = 12345) -> DatasetFn:
-    """The reference's training input: records repeated, shuffled (buffer 100, seeded), batched with
-    drop_remainder. Batching happens before parsing so that a resumed run skips cheaply."""
-
-    def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
-        dataset = tf.data.TFRecordDataset(record_path).repeat()
-        dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
-        dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
-        dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
-
-    return dataset_fn
-
-
-def eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
-                 drop_remainder: bool = False) -> tf.data.Dataset:
-    """The records in file order, once. drop_remainder only on TPU, where the file was padded with
-    is_real_example=0 records to a multiple of the batch."""
-    dataset = tf.data.TFRecordDataset(record_path).batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(parse)
-    return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
 
 class ClassifierTask:
     """Fine-tuning of ``AlbertClassifierModel`` on one GLUE task (a ``training.Task``).
 
-    num_labels: classes; 1 means regression (STS-B).
+    metric_kinds: what ``glue_metrics`` reports (e.g. ("accuracy", "f1") for MRPC).
+    num_labels: classes (1 for a regression). is_regression: one real-valued output (STS-B).
     """
 
-    def __init__(self, config: AlbertConfig, task_name: str, num_labels: int):
+    def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
+                 is_regression: bool = False):
         self.config = config
-        self.task_name = task_name.lower()
+        self.metric_kinds = tuple(metric_kinds)
         self.num_labels = num_labels
-        self.is_regression = num_labels == 1
+        self.is_regression = is_regression
 
     def build_model(self) -> keras.Model:
-        return AlbertClassifierModel(self.config, self.num_labels)
+        return AlbertClassifierModel(self.config, self.num_labels, self.is_regression)
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
         return {"examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
@@ -113,8 +79,9 @@ class ClassifierTask:
                 "per_example_loss": per_example_loss, "label_ids": features["label_ids"],
                 "is_real_example": features["is_real_example"]}
 
-    def eval_metrics(self, outputs: Mapping[str, np.ndarray]) -> dict[str, float]:
-        metrics = glue_metrics(self.task_name, outputs["predictions"], outputs["label_ids"],
+    def reduce(self, outputs: Mapping[str, np.ndarray], context: None = None) -> dict[str, float]:
+        """The task's metrics over the real examples of one evaluation (the context is unused)."""
+        metrics = glue_metrics(self.metric_kinds, outputs["predictions"], outputs["label_ids"],
                                weights=outputs["is_real_example"],
                                loss=outputs["per_example_loss"])
         metrics["loss"] = metrics["eval_loss"]

@@ -1,6 +1,6 @@
 """AlbertConfig: the reference's model configuration, its JSON format and its semantics.
 
-Semantics kept from the reference (spec 4.1):
+Semantics kept from the reference's AlbertConfig:
 - keys missing from a JSON file take the constructor defaults, which are those of albert_xxlarge;
 - unknown keys (``net_structure_type``, ``gap_size``, ``layers_to_keep``, ...) are kept as attributes,
   written back by ``to_dict``, and otherwise ignored;
@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any, Mapping
+
+import tensorflow as tf
 
 from albert_tf.io_utils import atomic_write_text
 
@@ -112,13 +114,13 @@ class AlbertConfig:
 
     @classmethod
     def from_json_file(cls, json_file: str) -> "AlbertConfig":
-        """Reads a reference-format JSON config; errors name the file."""
+        """Reads a reference-format JSON config (through tf.io.gfile: gs:// works); errors name the file."""
+        if not tf.io.gfile.exists(json_file) or tf.io.gfile.isdir(json_file):
+            raise ConfigError(f"ALBERT config file not found: {json_file}")
         try:
-            with open(json_file, "r", encoding="utf-8") as reader:
-                data = json.load(reader)
-        except FileNotFoundError:
-            raise ConfigError(f"ALBERT config file not found: {json_file}") from None
-        except json.JSONDecodeError as err:
+            with tf.io.gfile.GFile(json_file, "rb") as reader:
+                data = json.loads(reader.read().decode("utf-8"))
+        except ValueError as err:
             raise ConfigError(f"ALBERT config file {json_file} is not valid JSON: {err}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"ALBERT config file {json_file} must hold a JSON object.")

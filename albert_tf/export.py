@@ -1,4 +1,4 @@
-"""SavedModel export of fine-tuned models, with named serving signatures (design: export.py).
+"""SavedModel export of fine-tuned models, with named serving signatures.
 
 ``export_classifier(model, export_dir)`` writes a SavedModel of an ``AlbertClassifierModel``.
 
@@ -12,10 +12,10 @@ batch and any seq up to max_position_embeddings) ->
 
 Signature ``serve_text`` (when a SentencePiece ``tokenizer`` is given): raw strings ``text_a`` and
 ``text_b`` (string [batch]; an empty ``text_b`` means a single-sentence example) -> the same outputs.
-The text is normalised and tokenised in the graph (``InGraphTokenizer``, identical ids to the Python
-tokenizer) and laid out as data_prep.glue does: ``[CLS] a [SEP] b [SEP]``, a pair truncated to
-max_seq_length - 3 pieces by popping from the end of the longer side (ties: b), a single sentence
-cut to max_seq_length - 2; padded to the longest example of the batch.
+The text is normalised, tokenised and packed in the graph by ``text_packing.TextPacker`` (identical
+ids to the Python features): ``[CLS] a [SEP] b [SEP]``, a pair truncated to max_seq_length - 3
+pieces by popping from the end of the longer side (ties: b), a single sentence cut to
+max_seq_length - 2; padded to the longest example of the batch.
 
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
 protobuf step. Load with ``import tensorflow_text`` (registers the SentencePiece op of
@@ -27,55 +27,33 @@ from __future__ import annotations
 
 import math
 
-import keras
 import tensorflow as tf
 
+from albert_tf.heads import AlbertClassifierModel
 from albert_tf.io_utils import temporary_path
-from albert_tf.tokenization import FullTokenizer, InGraphTokenizer
+from albert_tf.text_packing import TextPacker
+from albert_tf.tokenization import FullTokenizer
 
 SERVING_INPUTS = ("input_ids", "input_mask", "segment_ids")
-
-
-def pair_lengths(len_a: tf.Tensor, len_b: tf.Tensor, max_length: int | tf.Tensor):
-    """Lengths after the reference's ``_truncate_seq_pair`` (pop from the longer, ties pop b), in
-    closed form for int vectors [B]: unchanged if they fit; else the longer side is cut to
-    ``max_length - shorter`` when that keeps it the longer, otherwise a gets ceil(m/2), b floor(m/2)."""
-    shorter = tf.minimum(len_a, len_b)
-    fits = len_a + len_b <= max_length
-    cut_longer = 2 * shorter <= max_length
-    half_b = max_length // 2
-    new_a = tf.where(fits, len_a, tf.where(cut_longer, tf.where(len_a >= len_b, max_length - len_b,
-                                                                  len_a), max_length - half_b))
-    new_b = tf.where(fits, len_b, tf.where(cut_longer, tf.where(len_a >= len_b, len_b,
-                                                                  max_length - len_a), half_b))
-    return new_a, new_b
-
-
-def _keep_first(ids: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
-    """The first ``lengths[i]`` ids of every row i."""
-    positions = tf.ragged.range(ids.row_lengths())
-    return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(tf.cast(lengths, tf.int64), 1))
 
 
 class ClassifierServingModule(tf.Module):
     """Holds the Keras classifier and its serving functions (inference mode, no dropout)."""
 
-    def __init__(self, model: keras.Model, threshold: float | None = None,
+    def __init__(self, model: AlbertClassifierModel, threshold: float | None = None,
                  tokenizer: FullTokenizer | None = None, max_seq_length: int | None = None):
         super().__init__(name="albert_classifier_serving")
         self.model = model
-        self.regression = model.num_labels == 1
         self.threshold = None if threshold is None else tf.constant(threshold, tf.float32)
-        self.text_tokenizer = None
+        self.packer = None
         if tokenizer is not None:
-            self.text_tokenizer = InGraphTokenizer.from_full_tokenizer(tokenizer)
-            self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
-            self.max_seq_length = max_seq_length or model.config.max_position_embeddings
+            self.packer = TextPacker(tokenizer,
+                                     max_seq_length or model.config.max_position_embeddings)
 
     def _outputs(self, input_ids, input_mask, segment_ids) -> dict[str, tf.Tensor]:
         logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
                              "segment_ids": segment_ids}, training=False)["logits"]
-        if self.regression:
+        if self.model.is_regression:
             outputs = {"probabilities": logits, "predictions": logits[:, 0]}
         else:
             outputs = {"probabilities": tf.nn.softmax(logits, axis=-1),
@@ -93,30 +71,10 @@ class ClassifierServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                   tf.TensorSpec([None], tf.string, name="text_b")])
     def serve_text(self, text_a: tf.Tensor, text_b: tf.Tensor) -> dict[str, tf.Tensor]:
-        ids_a, ids_b = self.text_tokenizer(text_a), self.text_tokenizer(text_b)
-        # A pair only where text_b is non-empty after normalisation (the reference's `if text_b`).
-        has_b = tf.strings.length(self.text_tokenizer.normalize(text_b)) > 0
-        len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
-        pair_a, pair_b = pair_lengths(len_a, len_b, self.max_seq_length - 3)
-        len_a = tf.where(has_b, pair_a, tf.minimum(len_a, self.max_seq_length - 2))
-        len_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
-        ids_a, ids_b = _keep_first(ids_a, len_a), _keep_first(ids_b, len_b)
-        batch = tf.shape(text_a, out_type=tf.int64)[0]
-
-        def column(value: int) -> tf.RaggedTensor:  # [batch, 1] of one id
-            return tf.RaggedTensor.from_row_lengths(tf.fill([batch], tf.constant(value, tf.int32)),
-                                                    tf.ones([batch], tf.int64))
-
-        b_sep = _keep_first(column(self.sep_id), tf.cast(has_b, tf.int64))
-        first = tf.concat([column(self.cls_id), ids_a, column(self.sep_id)], axis=1)
-        second = tf.concat([ids_b, b_sep], axis=1)
-        input_ids = tf.concat([first, second], axis=1)
-        segment_ids = tf.concat([tf.zeros_like(first), tf.ones_like(second)], axis=1)
-        return self._outputs(input_ids.to_tensor(), tf.ones_like(input_ids).to_tensor(),
-                             segment_ids.to_tensor())
+        return self._outputs(**self.packer(text_a, text_b))
 
 
-def export_classifier(model: keras.Model, export_dir: str, threshold: float | None = None,
+def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: float | None = None,
                       assets: dict[str, str] | None = None, tokenizer: FullTokenizer | None = None,
                       max_seq_length: int | None = None) -> str:
     """Writes the SavedModel to ``export_dir`` (must not exist yet or be empty); returns the path.

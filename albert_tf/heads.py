@@ -1,16 +1,16 @@
-"""Task heads on top of AlbertModel, and the pretraining model (spec sections 4.3 and 5).
+"""Task heads on top of AlbertModel, and the pretraining model, under the reference's variable names.
 
 - ``MaskedLMHead``: gather at the masked positions -> dense(E, hidden_act) -> LayerNorm -> logits
   against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
 - the sentence-order head: a ``ClassifierHead`` with 2 labels and no dropout
   (``cls/seq_relationship``).
 - ``AlbertPretrainingModel``: the encoder plus both heads.
-- ``ClassifierHead`` / ``AlbertClassifierModel``: GLUE's head (spec 7.3): dropout 0.1 (fixed, training
+- ``ClassifierHead`` / ``AlbertClassifierModel``: the reference's GLUE head: dropout 0.1 (fixed, training
   only) on the pooled output, then ``output_weights`` [num_labels, H] and ``output_bias`` [num_labels]
   under the reference's root-scoped names; one output for regression (STS-B).
 
-Every task model keeps its encoder in the attribute ``albert``, so an object-based checkpoint of
-one task model restores the encoder of another.
+Both models are ``AlbertTaskModel``s: the encoder in ``albert``, the head's reference names in
+``tf1_head_variables()``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import Dense, LayerNorm, dropout, truncated_normal
-from albert_tf.modeling import AlbertModel
+from albert_tf.task_model import AlbertTaskModel
 
 
 def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
@@ -89,7 +89,7 @@ class ClassifierHead(keras.layers.Layer):
         return logits + tf.cast(self.output_bias, tf.float32)
 
 
-class AlbertPretrainingModel(keras.Model):
+class AlbertPretrainingModel(AlbertTaskModel):
     """Encoder + MLM + SOP heads.
 
     Inputs: AlbertModel's dict plus ``masked_lm_positions`` int [B, M]. Outputs: AlbertModel's dict
@@ -97,9 +97,7 @@ class AlbertPretrainingModel(keras.Model):
     """
 
     def __init__(self, config: AlbertConfig, name: str = "albert_pretraining", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.config = config
-        self.albert = AlbertModel(config)
+        super().__init__(config, name=name, **kwargs)
         self.mlm_head = MaskedLMHead(config)
         # The SOP head (cls/seq_relationship): the same linear head, 2 labels, no dropout.
         self.sop_head = ClassifierHead(config, 2, name="seq_relationship", dropout_rate=0.0)
@@ -131,19 +129,21 @@ class AlbertPretrainingModel(keras.Model):
         return outputs
 
 
-class AlbertClassifierModel(keras.Model):
+class AlbertClassifierModel(AlbertTaskModel):
     """Encoder + ``ClassifierHead`` (run_classifier's model).
 
     Inputs: AlbertModel's dict (``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]).
-    Outputs: AlbertModel's dict plus ``logits`` float32 [B, num_labels] (num_labels 1: regression).
+    Outputs: AlbertModel's dict plus ``logits`` float32 [B, num_labels]. ``is_regression``: one
+    output trained as a real-valued score (STS-B); it requires num_labels 1.
     """
 
-    def __init__(self, config: AlbertConfig, num_labels: int, name: str = "albert_classifier",
-                 **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.config = config
+    def __init__(self, config: AlbertConfig, num_labels: int, is_regression: bool = False,
+                 name: str = "albert_classifier", **kwargs):
+        super().__init__(config, name=name, **kwargs)
+        if is_regression and num_labels != 1:
+            raise ValueError(f"a regression has one output, got num_labels={num_labels}.")
         self.num_labels = num_labels
-        self.albert = AlbertModel(config)
+        self.is_regression = is_regression
         self.classifier = ClassifierHead(config, num_labels)
         self.built = True
 

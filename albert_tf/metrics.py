@@ -1,10 +1,11 @@
-"""Evaluation metrics on whole NumPy arrays: GLUE (spec 7.3) and the official SQuAD v1.1 / v2.0 scoring.
+"""Evaluation metrics on whole NumPy arrays: GLUE and the official SQuAD v1.1 / v2.0 scoring.
 
-GLUE. ``glue_metrics`` returns the reference's keys (``eval_accuracy``, ``eval_loss``, ``matthew_corr``
-for CoLA, ``pearson`` and ``MSE`` for STS-B) plus ``f1`` for MRPC/QQP and ``spearman`` for STS-B, which
-the reference lacks but the GLUE leaderboard reports. Every metric takes optional per-example weights
-(``is_real_example``: padding examples weigh 0). Degenerate cases return 0 instead of NaN, like the
-reference's ``div_no_nan``: MCC with a zero denominator, F1 with no predicted and no true positives,
+GLUE. ``glue_metrics`` computes the metric kinds a task asks for (the task table lives in
+data_prep/glue_tasks.py) under the reference's keys (``eval_accuracy``, ``eval_loss``,
+``matthew_corr``, ``pearson``, ``MSE``) plus ``f1`` and ``spearman``, which the reference lacks but
+the GLUE leaderboard reports. Every metric takes optional per-example weights (``is_real_example``:
+padding examples weigh 0). Degenerate cases return 0 instead of NaN, like the reference's
+``div_no_nan``: MCC with a zero denominator, F1 with no predicted and no true positives,
 Pearson/Spearman with a constant input.
 
 SQuAD. The official evaluation scripts re-derived: answers are normalized (lowercase, punctuation
@@ -20,14 +21,9 @@ from __future__ import annotations
 import collections
 import re
 import string
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-
-# Task keys (as data_prep.glue_processors.PROCESSORS) and the key run_classifier selects checkpoints by.
-GLUE_TASKS = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte", "wnli", "ax")
-_SELECTION_METRIC = {"cola": "matthew_corr", "sts-b": "pearson"}
-_F1_TASKS = ("mrpc", "qqp")
 
 
 # -- GLUE ------------------------------------------------------------------------------------------
@@ -133,41 +129,39 @@ def mean_squared_error(predictions, labels, weights=None) -> float:
     return _safe_div(np.sum(w * (x.astype(np.float64) - y) ** 2), np.sum(w))
 
 
-def selection_metric(task_name: str) -> str:
-    """The metric the checkpoint sweep maximizes: matthew_corr (cola), pearson (sts-b), else eval_accuracy."""
-    return _SELECTION_METRIC.get(_task_key(task_name), "eval_accuracy")
+# GLUE metric kind -> (result key, metric(predictions, labels, weights)); the keys are the reference's.
+_GLUE_METRICS: dict[str, tuple[str, Callable[..., float]]] = {
+    "accuracy": ("eval_accuracy", accuracy),
+    "mcc": ("matthew_corr", matthews_corrcoef),
+    "f1": ("f1", f1_score),
+    "pearson": ("pearson", pearson_correlation),
+    "spearman": ("spearman", spearman_correlation),
+    "mse": ("MSE", mean_squared_error),
+}
+# The result key of each GLUE metric kind.
+GLUE_METRIC_KEYS: dict[str, str] = {kind: key for kind, (key, _) in _GLUE_METRICS.items()}
 
 
-def _task_key(task_name: str) -> str:
-    key = (task_name or "").lower()
-    if key not in GLUE_TASKS:
-        raise ValueError(f"unknown GLUE task_name {task_name!r}; expected one of {sorted(GLUE_TASKS)}")
-    return key
+def glue_metrics(metric_kinds: Sequence[str], predictions, labels, weights=None,
+                 loss=None) -> dict[str, float]:
+    """The eval metrics of one GLUE task, keyed by ``GLUE_METRIC_KEYS`` in ``metric_kinds`` order.
 
-
-def glue_metrics(task_name: str, predictions, labels, weights=None, loss=None) -> dict[str, float]:
-    """The eval metrics of one GLUE task.
-
-    predictions: class ids [N] (or logits/probabilities [N, C], arg-maxed); STS-B: scores [N] or [N, 1].
-    labels: label ids [N] (STS-B: float scores). weights: [N] (is_real_example) or None.
-    loss: per-example losses [N] (weighted mean -> ``eval_loss``) or an already averaged scalar.
-    Keys: sts-b -> pearson, spearman, MSE; others -> eval_accuracy, plus matthew_corr (cola) and f1
-    (mrpc, qqp); eval_loss whenever ``loss`` is given.
+    metric_kinds: some of ``GLUE_METRIC_KEYS`` (a task's ``GlueTask.metric_kinds``).
+    predictions: class ids [N], or logits/probabilities [N, C] with C > 1 (arg-maxed); regression:
+      scores [N] or [N, 1]. labels: label ids [N] (regression: float scores).
+    weights: [N] (is_real_example) or None. loss: per-example losses [N] (weighted mean) or an
+      already averaged scalar; when given it is reported as ``eval_loss``.
     """
-    key = _task_key(task_name)
+    unknown = [kind for kind in metric_kinds if kind not in _GLUE_METRICS]
+    if unknown:
+        raise ValueError(f"unknown GLUE metric kinds {unknown}; expected some of {list(_GLUE_METRICS)}")
     predictions = np.asarray(predictions)
-    if key == "sts-b":
-        results = {"pearson": pearson_correlation(predictions, labels, weights),
-                   "spearman": spearman_correlation(predictions, labels, weights),
-                   "MSE": mean_squared_error(predictions, labels, weights)}
-    else:
-        if predictions.ndim == 2:
-            predictions = np.argmax(predictions, axis=-1)
-        results = {"eval_accuracy": accuracy(predictions, labels, weights)}
-        if key == "cola":
-            results["matthew_corr"] = matthews_corrcoef(predictions, labels, weights)
-        if key in _F1_TASKS:
-            results["f1"] = f1_score(predictions, labels, weights)
+    if predictions.ndim == 2 and predictions.shape[1] > 1:
+        predictions = np.argmax(predictions, axis=-1)
+    results = {}
+    for kind in metric_kinds:
+        key, metric = _GLUE_METRICS[kind]
+        results[key] = metric(predictions, labels, weights)
     if loss is not None:
         loss = np.asarray(loss, dtype=np.float64)
         results["eval_loss"] = (float(loss) if loss.ndim == 0

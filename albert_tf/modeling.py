@@ -1,4 +1,4 @@
-"""The ALBERT encoder as Keras 3 layers, numerically identical to the reference (spec section 4.2).
+"""The ALBERT encoder as Keras 3 layers, numerically identical to the reference's forward pass.
 
 Public API:
 - ``AlbertModel(config)`` called on ``{"input_ids", "input_mask", "segment_ids"}`` (int32 [B, S];
@@ -6,7 +6,7 @@ Public API:
   ``encoder_outputs`` (a list of L*K tensors [B, S, H], one per layer and inner group).
 - ``AlbertPretrainingModel(config)`` (in ``albert_tf.heads``) adds the MLM and SOP heads.
 
-Run ``python -m albert_tf.modeling --albert_config_file=...`` for a parameter report.
+Run ``python -m albert_tf.model_report --albert_config_file=...`` for a parameter report.
 """
 
 from __future__ import annotations
@@ -201,34 +201,3 @@ class AlbertModel(keras.Model):
         return {"sequence_output": sequence_output, "pooled_output": pooled_output,
                 "encoder_outputs": encoder_outputs}
 
-
-def _main(argv: list[str]) -> None:
-    """Prints the parameter report of a config (``--albert_config_file``)."""
-    from absl import flags
-    from albert_tf.heads import AlbertPretrainingModel
-    from albert_tf.parameters import (format_parameter_report, parameter_report,
-                                      training_memory_bytes)
-
-    del argv
-    values = flags.FLAGS
-    config = AlbertConfig.from_json_file(values.albert_config_file)
-    model = AlbertPretrainingModel(config)
-    print(format_parameter_report(parameter_report(model)))
-    compute_bytes = 4 if values.dtype == "float32" else 2
-    memory = training_memory_bytes(config, values.batch_size, values.max_seq_length, compute_bytes)
-    print(f"\nEstimated training memory, batch {values.batch_size} x seq {values.max_seq_length}, "
-          f"{values.dtype} (lower bound):")
-    for key, value in memory.items():
-        print(f"  {key:<22} {value / 2**30:8.2f} GiB")
-
-
-if __name__ == "__main__":
-    from absl import app, flags
-
-    flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON to report on.")
-    flags.DEFINE_integer("batch_size", 8, "Per-device batch for the memory estimate.")
-    flags.DEFINE_integer("max_seq_length", 512, "Sequence length for the memory estimate.")
-    flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                      "Compute dtype for the memory estimate.")
-    flags.mark_flag_as_required("albert_config_file")
-    app.run(_main)

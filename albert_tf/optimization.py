@@ -1,9 +1,9 @@
-"""The reference's optimizers and learning-rate schedule as Keras 3 objects (spec section 6).
+"""The reference's optimizers and learning-rate schedule as Keras 3 objects.
 
-- ``WarmupPolynomialDecay``: linear warmup from 0, otherwise polynomial decay to 0 (spec 6.1).
+- ``WarmupPolynomialDecay``: linear warmup from 0, otherwise polynomial decay to 0.
 - ``AdamWeightDecay``: Adam without bias correction, epsilon outside the square root, decoupled weight
-  decay added to the update before the learning-rate multiply (spec 6.2).
-- ``Lamb``: the same update scaled per tensor by the trust ratio ||theta|| / ||update|| (spec 6.3).
+  decay added to the update before the learning-rate multiply.
+- ``Lamb``: the same update scaled per tensor by the trust ratio ||theta|| / ||update||.
 - ``clip_gradients``: global-norm clipping (the reference clips at 1.0 before every update).
 - ``create_optimizer``: the reference's ``create_optimizer`` as a factory over ``OPTIMIZER_NAMES``.
 
@@ -15,7 +15,7 @@ Gradient clipping happens inside the optimizer (argument ``clip_norm``) rather t
 because only there the gradient is final: summed over replicas (``tf.distribute``) and divided by the loss
 scale (``LossScaleOptimizer``). The global norm before clipping is kept in ``optimizer.gradient_norm``
 for logging. Under a multi-replica strategy this clips the global gradient, unlike the reference on TPU,
-which clips each core's gradient and then sums them (spec section 13).
+which clips each core's gradient and then sums them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _KERAS_FEATURES_IGNORED_WHEN_OFF = ("ema_momentum",)
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """The reference's learning rate as a function of the global step (spec 6.1).
+    """The reference's learning rate as a function of the global step.
 
     ``decay(step) = initial_learning_rate * (1 - min(step, num_train_steps) / num_train_steps) ** poly_power``
     on the raw step. With ``num_warmup_steps > 0`` and ``s = step - start_warmup_step < num_warmup_steps``
@@ -129,7 +129,7 @@ def _default_variable_name(variable: Any) -> str:
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AdamWeightDecay(keras.optimizers.Optimizer):
-    """The reference's AdamWeightDecayOptimizer (spec 6.2), per variable theta with gradient g:
+    """The reference's AdamWeightDecayOptimizer, per variable theta with gradient g:
 
         m <- beta_1 m + (1 - beta_1) g          (slot "adam_m")
         v <- beta_2 v + (1 - beta_2) g^2        (slot "adam_v")
@@ -259,7 +259,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class Lamb(AdamWeightDecay):
-    """The reference's LAMBOptimizer (spec 6.3): AdamWeightDecay's u, then per whole tensor
+    """The reference's LAMBOptimizer: AdamWeightDecay's u, then per whole tensor
 
         r = ||theta||_2 / ||u||_2, or 1 if either norm is 0 or a pattern of exclude_from_layer_adaptation
             matches the variable's name

@@ -1,4 +1,5 @@
-"""Pretraining: the input pipeline, MLM + SOP losses and eval metrics of the reference (spec 5).
+"""Pretraining: the input pipeline, MLM + SOP losses and eval metrics of the reference's
+run_pretraining.
 
 - MLM loss per position = -log softmax(logits)[label] (no label smoothing); the batch loss is
   ``sum(w * loss) / (sum(w) + 1e-5)`` over the masked positions, w = ``masked_lm_weights``.
@@ -19,7 +20,8 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.pretraining_data import parse_pretraining_example
-from albert_tf.training import SHUFFLE_BUFFER, DatasetFn, Features, with_data_sharding
+from albert_tf.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_data_sharding
+from albert_tf.training import Features
 
 MLM_DENOMINATOR_EPSILON = 1e-5
 
@@ -27,7 +29,7 @@ MLM_DENOMINATOR_EPSILON = 1e-5
 def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
                            max_predictions_per_seq: int, is_training: bool,
                            seed: int | None = 12345) -> DatasetFn:
-    """The reference's input pipeline (spec 5), seeded so a resumed run replays the same order.
+    """The reference's pretraining input pipeline, seeded so a resumed run replays the same order.
 
     Training: file names repeated and shuffled, 4-way interleave of TFRecord readers, shuffle buffer
     100. Evaluation: the files in order, once. Both batch with drop_remainder. Records are batched
@@ -113,7 +115,7 @@ class PretrainingTask:
                 "mlm_weight": tf.reduce_sum(weights, axis=1),
                 "sop_loss": sop_ce, "sop_correct": sop_correct}
 
-    def eval_metrics(self, outputs: Mapping[str, np.ndarray]) -> dict[str, float]:
+    def reduce(self, outputs: Mapping[str, np.ndarray], context: None = None) -> dict[str, float]:
         total_weight = float(np.sum(outputs["mlm_weight"]))
         metrics = {
             "masked_lm_accuracy": float(np.sum(outputs["mlm_weighted_correct"]) / total_weight),

@@ -1,4 +1,5 @@
-"""The pretraining TFRecord schema (spec 2.4) and its parser, shared by every reader of those files.
+"""The pretraining TFRecord schema (the reference's feature names, dtypes and shapes) and its
+parser, shared by every reader of those files.
 
 Files written by the reference's create_pretraining_data and by ours (data_prep/) hold the same
 features; run_pretraining's input pipeline parses them with ``parse_pretraining_example``.

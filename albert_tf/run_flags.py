@@ -1,58 +1,19 @@
-"""absl flags shared by the run_* scripts (training loop, strategy, precision) and their wiring.
+"""Wiring of the shared flags (defined in ``flag_definitions``) into library objects.
 
-Only scripts call ``define_*`` (once, at import); library modules never read flags.
+Only scripts call these (after absl parsed the command line); library modules never read flags.
 """
 
 from __future__ import annotations
 
 
 import tensorflow as tf
-from absl import flags
+from absl import app, flags
 
 from albert_tf import distribute, optimization, training
+from albert_tf.checkpoints import resolve_checkpoint_path
 from albert_tf.config import AlbertConfig
 from albert_tf.io_utils import absolute_path
-
-
-def define_tpu_flags() -> None:
-    """The reference's TPU flags (``use_tpu`` selects the tpu strategy)."""
-    flags.DEFINE_bool("use_tpu", False, "Run on TPU (same as --strategy=tpu).")
-    flags.DEFINE_string("tpu_name", None, "Cloud TPU name or grpc:// address.")
-    flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU.")
-    flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU.")
-    flags.DEFINE_string("master", None, "[Reference flag, unused] TensorFlow master URL; use "
-                        "--tpu_name.")
-    flags.DEFINE_integer("num_tpu_cores", 8, "[Reference flag, informational] TPU cores; the TPU "
-                         "strategy uses every core of the slice.")
-
-
-def define_loop_flags() -> None:
-    """Flags of albert_tf's loop that the reference does not have."""
-    flags.DEFINE_enum("strategy", "one_device", list(distribute.STRATEGY_NAMES),
-                      "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
-    flags.DEFINE_integer("num_gpus", 0, "GPUs for mirrored (0: all visible); one_device takes the "
-                         "first GPU when there is one, else the CPU.")
-    flags.DEFINE_bool("use_xla", False, "XLA-compile the forward and backward pass.")
-    flags.DEFINE_enum("dtype", "float32", sorted(training.DTYPE_POLICIES),
-                      "Compute precision: float32, or mixed bfloat16 / float16 (float32 variables; "
-                      "float16 adds dynamic loss scaling).")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                         "Split each train batch into this many micro-batches and sum their "
-                         "gradients before one update (train_batch_size stays the global batch).")
-    flags.DEFINE_integer("input_seed", 12345, "Seed of the training input shuffles.")
-    flags.DEFINE_integer("seed", None, "Seed of the model initialisation and dropout (Python, "
-                         "NumPy, TF); unset = random, as the reference.")
-    flags.DEFINE_bool("replay_input_on_resume", True,
-                      "On restart, skip the batches the run already consumed so the data order "
-                      "equals an uninterrupted run (costs one read of the consumed records).")
-
-
-def define_eval_flags() -> None:
-    """Flags of the checkpoint sweep run by --do_eval."""
-    flags.DEFINE_integer("max_eval_wait_secs", 3600,
-                         "--do_eval without --do_train (an eval job beside training): how long the "
-                         "sweep waits for a new checkpoint (polling every 60 s) before finishing "
-                         "with the checkpoints it has.")
+from albert_tf.tokenization import FullTokenizer
 
 
 def strategy_from_flags() -> tf.distribute.Strategy:
@@ -82,8 +43,58 @@ def load_config(path: str, max_seq_length: int) -> AlbertConfig:
 def check_init_checkpoint(path: str | None) -> None:
     """Fails fast when --init_checkpoint names nothing (never a silent random init)."""
     if path:
-        from albert_tf.checkpoints import resolve_checkpoint_path
         resolve_checkpoint_path(path)
+
+
+def require_flags(*names: str) -> None:
+    """UsageError naming the first of ``names`` that has no value."""
+    for name in names:
+        if flags.FLAGS[name].value in (None, ""):
+            raise app.UsageError(f"--{name} is required.")
+
+
+def reject_hub_module_handle() -> None:
+    """The reference's --albert_hub_module_handle (TF1 hub format) is not supported: say what to do."""
+    if flags.FLAGS.albert_hub_module_handle:
+        raise app.UsageError(
+            "--albert_hub_module_handle: TF-Hub modules (the TF1 hub format) are not supported. "
+            "Use the released checkpoint tarball instead (model.ckpt-best, albert_config.json, "
+            "30k-clean.model): --init_checkpoint=<dir>/model.ckpt-best "
+            "--albert_config_file=<dir>/albert_config.json --spm_model_file=<dir>/30k-clean.model. "
+            "Reference checkpoints are read directly.")
+
+
+def tokenizer_from_flags(config: AlbertConfig) -> FullTokenizer:
+    """The tokenizer of --spm_model_file (or --vocab_file) and --do_lower_case, checked against the
+    config's vocab_size (config, SentencePiece model and checkpoint must come from one model)."""
+    values = flags.FLAGS
+    if not (values.spm_model_file or values.vocab_file):
+        raise app.UsageError("--spm_model_file is required (or --vocab_file for a WordPiece "
+                             "model).")
+    tokenizer = FullTokenizer(vocab_file=values.vocab_file, do_lower_case=values.do_lower_case,
+                              spm_model_file=values.spm_model_file)
+    if config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(
+            f"vocab_size={config.vocab_size} in {values.albert_config_file} does not match the "
+            f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}; the config, the "
+            "SentencePiece model and the checkpoint must come from the same pretrained model.")
+    return tokenizer
+
+
+def trainer_from_flags(task: training.Task, num_train_steps: int, num_warmup_steps: int,
+                       poly_power: float = 1.0, start_warmup_step: int = 0) -> training.Trainer:
+    """The Trainer of a script: strategy, loop and checkpoint flags, optimizer and schedule.
+
+    --do_eval refuses a multi-worker strategy (the sweep writes and deletes files).
+    """
+    values = flags.FLAGS
+    strategy = strategy_from_flags()
+    if values.do_eval:
+        check_eval_strategy(strategy)
+    run_config = run_config_from_flags(num_train_steps)
+    optimizer_fn = optimizer_factory(values.optimizer, values.learning_rate, num_train_steps,
+                                     num_warmup_steps, poly_power, start_warmup_step)
+    return training.Trainer(strategy, task, optimizer_fn, run_config)
 
 
 def optimizer_factory(name: str, learning_rate: float, num_train_steps: int, num_warmup_steps: int,
@@ -96,16 +107,16 @@ def optimizer_factory(name: str, learning_rate: float, num_train_steps: int, num
         start_warmup_step=start_warmup_step)
 
 
-def run_config_from_flags(output_dir: str, train_batch_size: int, num_train_steps: int,
-                          save_checkpoints_steps: int, keep_checkpoint_max: int | None,
-                          iterations_per_loop: int) -> training.RunConfig:
+def run_config_from_flags(num_train_steps: int) -> training.RunConfig:
+    """The loop settings from the shared flags (--output_dir is created)."""
     values = flags.FLAGS
-    tf.io.gfile.makedirs(output_dir)
+    tf.io.gfile.makedirs(values.output_dir)
     return training.RunConfig(
-        output_dir=absolute_path(output_dir),
-        train_batch_size=train_batch_size, num_train_steps=num_train_steps,
-        save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
-        iterations_per_loop=iterations_per_loop,
+        output_dir=absolute_path(values.output_dir),
+        train_batch_size=values.train_batch_size, num_train_steps=num_train_steps,
+        save_checkpoints_steps=values.save_checkpoints_steps,
+        keep_checkpoint_max=values.keep_checkpoint_max,
+        iterations_per_loop=values.iterations_per_loop,
         gradient_accumulation_steps=values.gradient_accumulation_steps,
         use_xla=values.use_xla, dtype=values.dtype, seed=values.seed,
         replay_input_on_resume=values.replay_input_on_resume)

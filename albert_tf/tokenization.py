@@ -1,4 +1,4 @@
-"""Text -> pieces -> ids, exactly as the reference's tokenization.py does it (spec section 3).
+"""Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
 
 Two modes, as in the reference:
 - SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
@@ -32,10 +32,11 @@ SPIECE_UNDERLINE = "\u2581"
 SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
 WORDPIECE_UNK = "[UNK]"
 
-# Single ASCII punctuation pieces that count as word starts in SP mode (spec 2.3). The reference also
-# meant to add "€" and "£", but added them as UTF-8 bytes, which never equal a str piece on Python 3;
-# we keep that py3 behaviour. A lone "€"/"£" piece is a start piece anyway (it lies outside a-z), so
-# only mixed pieces such as "x€" (no "▁") are affected.
+# Single ASCII punctuation pieces that count as word starts in SP mode, by the reference's start-piece
+# rule of whole-word masking. The reference also meant to add "€" and "£", but added them as UTF-8
+# bytes, which never equal a str piece on Python 3; we keep that py3 behaviour. A lone "€"/"£" piece
+# is a start piece anyway (it lies outside a-z), so only mixed pieces such as "x€" (no "▁") are
+# affected.
 _SP_START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
 _SP_CONTINUATION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz") | _SP_START_PUNCTUATION
 
@@ -96,7 +97,7 @@ def _split_digit_comma_piece(sp_model: spm.SentencePieceProcessor, piece: str) -
 
 
 def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str, sample: bool = False) -> list[str]:
-    """SentencePiece pieces of ``text`` with the reference's digit-comma rule (spec 3).
+    """SentencePiece pieces of ``text`` with the reference's digit-comma rule.
 
     ``sample``: subword regularization, ``SampleEncodeAsPieces(text, 64, 0.1)``.
 
@@ -128,7 +129,7 @@ def encode_ids(sp_model: spm.SentencePieceProcessor, text: str, sample: bool = F
 
 
 # ---------------------------------------------------------------------------------------------------
-# Start-piece rule (whole-word masking, spec 2.3)
+# The reference's start-piece rule: which pieces begin a word (for whole-word masking)
 # ---------------------------------------------------------------------------------------------------
 
 def is_start_piece_sp(piece: str) -> bool:
@@ -419,7 +420,7 @@ class FullTokenizer:
         return tokens
 
     def is_start_piece(self, piece: str) -> bool:
-        """Whether ``piece`` begins a word, by this mode's rule (spec 2.3)."""
+        """Whether ``piece`` begins a word, by the reference's start-piece rule of this mode."""
         if self.sp_model is not None:
             return is_start_piece_sp(piece)
         return is_start_piece_wordpiece(piece)
@@ -542,7 +543,7 @@ def _case_class_table(cased: Sequence[int], ignorable: Sequence[int]) -> tf.look
 
 
 def _digit_comma_replacements(sp_model: spm.SentencePieceProcessor) -> tf.RaggedTensor:
-    """[V, (R)] int32: row i = the ids ``encode_pieces`` emits for a piece of id i (spec 3 rule).
+    """[V, (R)] int32: row i = the ids ``encode_pieces`` emits for a piece of id i (digit-comma rule).
 
     The digit-comma re-encoding depends on the piece alone, so it is a static table: [i] for most
     ids, ``EncodeAsIds(piece[:-1] without "▁") + [id(",")]`` for "▁1990,"-like pieces.
@@ -657,5 +658,10 @@ class InGraphTokenizer(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Raw strings [B] -> ids int32 RaggedTensor [B, (T)] (= FullTokenizer.encode_text per string)."""
-        ids = self._sentencepiece.tokenize(self.normalize(texts))
+        return self.encode_normalized(self.normalize(texts))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def encode_normalized(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Strings already through ``normalize`` [B] -> ids int32 RaggedTensor [B, (T)]."""
+        ids = self._sentencepiece.tokenize(texts)
         return tf.gather(self._replacements, ids).merge_dims(1, 2)

@@ -22,7 +22,7 @@ import functools
 import math
 import os
 import time
-from typing import Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import keras
 import numpy as np
@@ -31,13 +31,9 @@ from tensorflow.core.framework import summary_pb2
 
 from albert_tf import checkpoints
 from albert_tf.checkpoint_sweep import list_checkpoints
+from albert_tf.input_pipeline import DatasetFn
 
 Features = Mapping[str, tf.Tensor]
-# dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
-DatasetFn = Callable[[int, int], tf.data.Dataset]
-
-# The reference's training shuffle buffer (examples), for every task's input pipeline.
-SHUFFLE_BUFFER = 100
 
 DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -49,22 +45,19 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     data_class=summary_pb2.DATA_CLASS_SCALAR)
 
 
-def with_data_sharding(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """Shards by element across workers: file-level auto-sharding fails with fewer files than workers."""
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.with_options(options)
-
-
 class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or infinite loss; the run stops keeping the last good checkpoint."""
 
 
 class Task(Protocol):
-    """What a script plugs into the Trainer.
+    """What a script plugs into the Trainer: a model, its losses, its evaluation.
 
     Losses are *replica contributions*: each replica divides its sums by the global normalizers
     (``loss_normalizers`` summed over replicas), so the cross-replica sum is the global-batch value.
+    Evaluation is two steps: ``predict_outputs`` per batch on the device (gathered over replicas and
+    concatenated over batches by ``Trainer.predict``), then ``reduce`` on the host, which may also use
+    what the evaluation set carries besides its records (``EvalSet.context``: the examples, the
+    feature file's metadata) and may write prediction files.
     """
 
     def build_model(self) -> keras.Model:
@@ -80,8 +73,24 @@ class Task(Protocol):
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         """Per-example outputs [B, ...] of an eval/predict pass (training=False)."""
 
-    def eval_metrics(self, outputs: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """Metrics from the concatenated outputs of a whole evaluation."""
+    def reduce(self, outputs: Mapping[str, np.ndarray], context: Any) -> dict[str, float]:
+        """Metrics from the concatenated outputs of a whole evaluation set and its context."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSet:
+    """One evaluation input of a task.
+
+    name: prefixes its metric keys ("" for none; MNLI's second set is "mismatched").
+    dataset_fn: () -> the batched, parsed dataset in file order (built anew for every checkpoint).
+    context: whatever the task's ``reduce`` needs besides the outputs (None for pretraining).
+    max_steps: evaluate at most this many batches (None: all).
+    """
+
+    name: str
+    dataset_fn: Callable[[], tf.data.Dataset]
+    context: Any = None
+    max_steps: int | None = None
 
 
 @dataclasses.dataclass
@@ -363,12 +372,23 @@ class Trainer:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
         return {k: np.concatenate(v, axis=0) for k, v in collected.items()}
 
-    def evaluate(self, dataset: tf.data.Dataset, max_steps: int | None = None) -> dict[str, float]:
-        """``task.eval_metrics`` over ``dataset`` (at most ``max_steps`` batches).
+    def evaluate(self, eval_set: EvalSet) -> dict[str, float]:
+        """``task.reduce`` of the outputs over one evaluation set, keys prefixed by its name."""
+        outputs = self.predict(eval_set.dataset_fn(), eval_set.max_steps)
+        metrics = self.task.reduce(outputs, eval_set.context)
+        return {(f"{eval_set.name}_{key}" if eval_set.name else key): value
+                for key, value in metrics.items()}
 
-        The checkpoint sweep adds the evaluated checkpoint's ``global_step``.
+    def evaluate_checkpoint(self, prefix: str, eval_sets: Sequence[EvalSet]) -> dict[str, float]:
+        """Restores the model weights of checkpoint ``prefix`` and evaluates every set.
+
+        This is what every script's checkpoint sweep calls; the sweep adds ``global_step``.
         """
-        return self.task.eval_metrics(self.predict(dataset, max_steps))
+        self.restore_weights(prefix)
+        metrics: dict[str, float] = {}
+        for eval_set in eval_sets:
+            metrics.update(self.evaluate(eval_set))
+        return metrics
 
     # ---------------------------------------------------------------------------------- summaries
     def _write_summaries(self, name: str, values: Mapping[str, float], step: int) -> None:

@@ -57,7 +57,8 @@ from absl import app, flags
 from albert_tf.config import AlbertConfig
 from albert_tf.optimization import create_optimizer
 from albert_tf.pretraining import PretrainingTask
-from albert_tf.training import DTYPE_POLICIES, DatasetFn, RunConfig, Trainer
+from albert_tf.input_pipeline import DatasetFn
+from albert_tf.training import DTYPE_POLICIES, RunConfig, Trainer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUGE_STEPS = 10 ** 9

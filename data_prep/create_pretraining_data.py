@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
+from albert_tf import flag_definitions
 from albert_tf.tokenization import FullTokenizer, TokenizerError
 from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
 from albert_tf.io_utils import expand_input_patterns
@@ -32,16 +33,9 @@ flags.DEFINE_string("input_file", None,
 flags.DEFINE_string("output_file", None,
                     "Comma-separated output TFRecord paths; instances are written round-robin. "
                     "Statistics go to '<first output>.stats.json'.")
-flags.DEFINE_string("vocab_file", None,
-                    "WordPiece vocabulary (one token per line). Needed only without --spm_model_file; "
-                    "ignored when --spm_model_file is given.")
-flags.DEFINE_string("spm_model_file", None,
-                    "SentencePiece model. If set, lines are normalized with preprocess_text and "
-                    "tokenized with the model, and the SentencePiece start-piece rule is used.")
 flags.DEFINE_string("input_file_mode", "r",
                     "Kept for command-line compatibility with the reference: 'r' or 'rb'. Both read "
                     "the files as UTF-8 (see --skip_invalid_lines).")
-flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text.")
 flags.DEFINE_bool("do_whole_word_mask", True,
                   "Mask whole words: continuation pieces are grouped with the piece starting their word.")
 flags.DEFINE_bool("do_permutation", False,
@@ -54,12 +48,7 @@ flags.DEFINE_bool("random_next_sentence", False,
                   "False: sentence-order prediction (negatives = swapped segments; as in the "
                   "reference, a single-sentence chunk still takes segment B from a random document). "
                   "True: NSP-style negatives (segment B from a random document of the same chunk).")
-flags.DEFINE_integer("max_seq_length", 512,
-                     "Sequence length including [CLS] and both [SEP]. Longer segment pairs, including "
-                     "single sentences longer than this, are cut by truncate_seq_pair (tokens removed "
-                     "one by one from the longer segment, at a random end).")
 flags.DEFINE_integer("ngram", 3, "Maximum number of words of a masked n-gram.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked positions per sequence.")
 flags.DEFINE_integer("random_seed", 12345,
                      "Seed of every random decision: the same input, seed, --chunk_documents and "
                      "output files give byte-identical output, whatever --num_workers.")
@@ -68,8 +57,6 @@ flags.DEFINE_integer("dupe_factor", 40,
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict (before the cap).")
 flags.DEFINE_float("short_seq_prob", 0.1,
                    "Per document and pass, probability of a random shorter target length.")
-flags.DEFINE_integer("num_workers", 1,
-                     "Worker processes generating chunks in parallel. Does not change the output.")
 flags.DEFINE_integer("chunk_documents", 1000,
                      "Documents per chunk. The corpus is processed chunk by chunk: memory per worker "
                      "is about one chunk's tokens plus its records of all dupe_factor passes. Unlike "
@@ -77,6 +64,8 @@ flags.DEFINE_integer("chunk_documents", 1000,
                      "segments B drawn and instances shuffled within a chunk, so a corpus sorted by "
                      "topic should be shuffled by document first or use large chunks. Changing it "
                      "changes the output.")
+flag_definitions.define("max_seq_length", "max_predictions_per_seq", "num_workers",
+                        *flag_definitions.TOKENIZER_FLAGS)
 flags.DEFINE_bool("skip_invalid_lines", False,
                   "Skip and count input lines that are not valid UTF-8 instead of stopping with an "
                   "error naming the file and line.")

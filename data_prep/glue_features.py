@@ -1,4 +1,4 @@
-"""GLUE examples -> fixed-length features -> TFRecords, and the feature cache (spec 7.2).
+"""GLUE examples -> fixed-length features -> TFRecords, cached as feature files.
 
 Layout of one feature of max_seq_length S (reference ``convert_single_example``)::
 
@@ -12,31 +12,32 @@ float score; unlabelled examples: the placeholder 0). Padding examples (all zero
 ``is_real_example=0``) can fill the last batch of an eval/predict set.
 
 TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``, ``segment_ids``
-int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar.
+int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar. Records are
+serialized deterministically (feature names in sorted order), so the same inputs give the same bytes in
+every process (protobuf's default map order varies from process to process).
 
-Unlike the reference, whose ``<task>_train.tf_record`` is silently reused after S or the tokenizer
-changed, cache files are named by everything that determines their bytes:
-``<cache_dir>/<task>_<split>_<S>_<tokenizer fingerprint>.tf_record`` with a JSON sidecar
-(``.json`` instead of ``.tf_record``) holding the full key (including a hash of the source TSV) and the
-example counts. A cache is reused only when the sidecar's key matches; both files are written atomically.
+``cached_glue_features`` keeps them in the shared feature cache (data_prep/feature_cache.py): unlike
+the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
+changed, an entry is reused only when all of them are unchanged. Its sidecar metadata holds what
+post-processing needs: the guids of the real examples (so predictions need not re-read the TSV),
+``num_real_examples`` and ``is_regression``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
-import os
-from typing import Iterable, NamedTuple, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 import tensorflow as tf
 
-from albert_tf.io_utils import absolute_path, atomic_write_text, temporary_path
-from data_prep.glue_processors import GlueProcessor, InputExample, get_processor
+from data_prep.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.glue_processors import InputExample
+from data_prep.glue_tasks import glue_task
+from data_prep.tf_example import float_feature, int64_feature, serialize_example
 
-# Bump when the bytes written for the same inputs change (invalidates every existing cache).
-CACHE_FORMAT_VERSION = 1
+# Bump when the bytes written for the same inputs change (every cached GLUE feature file is rebuilt).
+FEATURES_VERSION = 1
 
 # Number of examples whose pieces are logged, as the reference does, to eyeball the preprocessing.
 _NUM_EXAMPLES_TO_LOG = 3
@@ -50,7 +51,6 @@ class GlueTokenizer(Protocol):
     fingerprint: str
     uses_sentencepiece: bool
     do_lower_case: bool
-    vocab_size: int
 
     def tokenize(self, text: str) -> list[str]: ...
 
@@ -66,14 +66,6 @@ class InputFeatures:
     segment_ids: list[int]
     label_id: int | float
     is_real_example: bool = True
-
-
-class FeatureCache(NamedTuple):
-    """A feature TFRecord file: its path, its record count and how many records are real examples."""
-
-    path: str
-    num_examples: int
-    num_real_examples: int
 
 
 def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
@@ -166,35 +158,26 @@ def convert_examples_to_features(examples: Sequence[InputExample], label_list: S
 
 # -- TFRecords -------------------------------------------------------------------------------------
 
-def _int64_feature(values: Sequence[int]) -> tf.train.Feature:
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values: Sequence[float]) -> tf.train.Feature:
-    return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
-
-def features_to_tf_example(features: InputFeatures, is_regression: bool) -> tf.train.Example:
+def serialize_glue_features(features: InputFeatures, is_regression: bool) -> bytes:
     """The reference's record: int64 ids/mask/segments [S], label_ids (float for regression),
     is_real_example."""
-    label = (_float_feature([float(features.label_id)]) if is_regression
-             else _int64_feature([int(features.label_id)]))
-    return tf.train.Example(features=tf.train.Features(feature={
-        "input_ids": _int64_feature(features.input_ids),
-        "input_mask": _int64_feature(features.input_mask),
-        "segment_ids": _int64_feature(features.segment_ids),
+    label = (float_feature([features.label_id]) if is_regression
+             else int64_feature([features.label_id]))
+    return serialize_example({
+        "input_ids": int64_feature(features.input_ids),
+        "input_mask": int64_feature(features.input_mask),
+        "segment_ids": int64_feature(features.segment_ids),
         "label_ids": label,
-        "is_real_example": _int64_feature([int(features.is_real_example)]),
-    }))
+        "is_real_example": int64_feature([int(features.is_real_example)]),
+    })
 
 
-def write_features_tfrecord(path: str, features: Iterable[InputFeatures], is_regression: bool) -> int:
-    """Writes one record per feature to ``path`` atomically; returns the number of records."""
+def write_features(sink: RecordSink, features: Iterable[InputFeatures], is_regression: bool) -> int:
+    """Writes one serialized record per feature to ``sink``; returns the number of records."""
     count = 0
-    with temporary_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
-        for feature in features:
-            writer.write(features_to_tf_example(feature, is_regression).SerializeToString())
-            count += 1
+    for feature in features:
+        sink.write(serialize_glue_features(feature, is_regression))
+        count += 1
     return count
 
 
@@ -222,79 +205,31 @@ def parse_glue_example(serialized: tf.Tensor, max_seq_length: int,
 
 # -- the feature cache -----------------------------------------------------------------------------
 
-def _sha256_of_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def cache_paths(cache_dir: str, task_name: str, split: str, max_seq_length: int, fingerprint: str,
-                pad_to_multiple_of: int = 1) -> tuple[str, str]:
-    """(record path, sidecar path) of a cache entry."""
-    stem = f"{task_name.lower()}_{split}_{max_seq_length}_{fingerprint}"
-    if pad_to_multiple_of > 1:
-        stem += f"_pad{pad_to_multiple_of}"
-    return os.path.join(cache_dir, stem + ".tf_record"), os.path.join(cache_dir, stem + ".json")
-
-
-def _read_sidecar(sidecar_path: str) -> dict | None:
-    try:
-        with open(sidecar_path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
 def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: GlueTokenizer,
-                         max_seq_length: int, cache_dir: str, pad_to_multiple_of: int = 1) -> FeatureCache:
-    """The TFRecord of ``split`` of ``task_name``: reused when its key matches, else (re)written.
+                         max_seq_length: int, cache_dir: str, pad_to_multiple_of: int = 1) -> FeatureFile:
+    """The feature file of ``split`` of ``task_name``: reused from ``cache_dir`` or (re)built.
 
     The processor normalizes text as ``tokenizer`` was built (SentencePiece mode and lowercasing).
-    The key covers task, split, max_seq_length, tokenizer fingerprint, padding, the source file's
-    sha256 and CACHE_FORMAT_VERSION, so a stale cache is never reused.
+    The cache key covers the task, split, max_seq_length, padding, FEATURES_VERSION, the tokenizer
+    fingerprint and the source TSV's size and sha256. ``pad_to_multiple_of`` > 1 appends padding
+    records (``is_real_example`` 0) up to a multiple of it. Metadata: ``guids`` (the real examples',
+    in record order), ``num_real_examples``, ``is_regression``.
     """
     _check_max_seq_length(max_seq_length)
-    processor = get_processor(task_name, use_spm=tokenizer.uses_sentencepiece,
-                              do_lower_case=tokenizer.do_lower_case)
+    task = glue_task(task_name)
+    processor = task.processor(use_spm=tokenizer.uses_sentencepiece,
+                               do_lower_case=tokenizer.do_lower_case)
     source_path = processor.split_path(data_dir, split)
-    record_path, sidecar_path = cache_paths(cache_dir, task_name, split, max_seq_length,
-                                            tokenizer.fingerprint, pad_to_multiple_of)
-    key = {
-        "format_version": CACHE_FORMAT_VERSION,
-        "task_name": task_name.lower(),
-        "split": split,
-        "max_seq_length": max_seq_length,
-        "tokenizer_fingerprint": tokenizer.fingerprint,
-        "pad_to_multiple_of": pad_to_multiple_of,
-        "source_sha256": _sha256_of_file(source_path),
-    }
-    sidecar = _read_sidecar(sidecar_path)
-    if (sidecar is not None and sidecar.get("key") == key and tf.io.gfile.exists(record_path)
-            and tf.io.gfile.stat(record_path).length == sidecar.get("record_bytes")):
-        logging.info("reusing cached features %s (%d examples)", record_path, sidecar["num_examples"])
-        return FeatureCache(record_path, sidecar["num_examples"], sidecar["num_real_examples"])
-    return _write_cache(processor, data_dir, split, tokenizer, max_seq_length, pad_to_multiple_of,
-                        key, record_path, sidecar_path, source_path)
 
+    def build(sink: RecordSink) -> dict:
+        examples = processor.get_examples(data_dir, split)
+        features = convert_examples_to_features(examples, task.labels, max_seq_length, tokenizer,
+                                                pad_to_multiple_of)
+        write_features(sink, features, task.is_regression)
+        return {"guids": [example.guid for example in examples],
+                "num_real_examples": len(examples), "is_regression": task.is_regression}
 
-def _write_cache(processor: GlueProcessor, data_dir: str, split: str, tokenizer: GlueTokenizer,
-                 max_seq_length: int, pad_to_multiple_of: int, key: dict, record_path: str,
-                 sidecar_path: str, source_path: str) -> FeatureCache:
-    examples = processor.get_examples(data_dir, split)
-    features = convert_examples_to_features(examples, processor.get_labels(), max_seq_length, tokenizer,
-                                            pad_to_multiple_of)
-    num_examples = write_features_tfrecord(record_path, features, processor.is_regression)
-    sidecar = {
-        "key": key,
-        "source_file": absolute_path(source_path),
-        "num_examples": num_examples,
-        "num_real_examples": len(examples),
-        "is_regression": processor.is_regression,
-        "tokenizer_vocab_size": tokenizer.vocab_size,
-        "record_bytes": tf.io.gfile.stat(record_path).length,
-    }
-    atomic_write_text(sidecar_path, json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
-    logging.info("wrote %d features (%d real) to %s", num_examples, len(examples), record_path)
-    return FeatureCache(record_path, num_examples, len(examples))
+    settings = {"max_seq_length": max_seq_length, "pad_to_multiple_of": pad_to_multiple_of,
+                "features_version": FEATURES_VERSION}
+    return cached_feature_file(cache_dir, task.name, split, settings, tokenizer.fingerprint,
+                               [source_path], build)

@@ -1,4 +1,4 @@
-"""GLUE TSV files -> ``InputExample`` lists, one processor per task (spec 7.1).
+"""GLUE TSV files -> ``InputExample`` lists, one processor per task.
 
 Every processor reads ``<data_dir>/<task dir>/<split file>`` exactly as the reference's
 classifier_utils does: tab-separated, **no quote handling** (a field that starts with ``"`` keeps it),
@@ -16,20 +16,24 @@ QNLI); their examples get ``label=None``. A test file in the *labelled* layout (
 label column, e.g. the re-split SST-2/RTE/WNLI files people evaluate on) is read like a dev file, labels
 included. The choice is made per file from its header, and logged.
 
-Task keys (lower-cased): cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli, qnli, rte, wnli, ax. ``ax`` is
-GLUE's diagnostic set (``diagnostic/diagnostic.tsv``: ``index sentence1 sentence2``), predicted with an
-MNLI model, so it has MNLI's labels and only a test split (the reference defines it but never registers it).
+Processors know files, columns and labels only; which task name uses which processor, and each task's
+metrics and recipe, are in data_prep/glue_tasks.py. ``AxProcessor`` reads GLUE's diagnostic set
+(``diagnostic/diagnostic.tsv``: ``index sentence1 sentence2``), predicted with an MNLI model, so it has
+MNLI's labels and only a test split. Every file is read through ``tf.io.gfile`` (``gs://`` works).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import logging
 import os
 from typing import Iterator
 
-from albert_tf.tokenization import preprocess_text
+import tensorflow as tf
+
+from data_prep.text_fields import normalize_field
 
 SPLITS = ("train", "dev", "test")
 
@@ -75,38 +79,11 @@ class RowLayout:
     label_header: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class FineTuningRecipe:
-    """The paper's fine-tuning hyper-parameters for one task (reference run_glue.sh, spec 1.3).
-
-    Values are run_classifier flags; all tasks also use --max_seq_length=512 (WNLI: 128),
-    --optimizer=adamw and --do_lower_case. ``encoder_dropout`` is the paper's hidden dropout, which can
-    only be set in the config JSON (``hidden_dropout_prob``; the released v2 configs use 0).
-    """
-
-    warmup_step: int
-    learning_rate: float
-    train_step: int
-    save_checkpoints_steps: int
-    train_batch_size: int
-    max_seq_length: int = 512
-    encoder_dropout: float = 0.0
-    source: str = "reference run_glue.sh"
-
-    def flags(self) -> list[str]:
-        """The run_classifier command-line flags of this recipe."""
-        return [f"--warmup_step={self.warmup_step}", f"--learning_rate={self.learning_rate:g}",
-                f"--train_step={self.train_step}",
-                f"--save_checkpoints_steps={self.save_checkpoints_steps}",
-                f"--train_batch_size={self.train_batch_size}", f"--max_seq_length={self.max_seq_length}",
-                "--optimizer=adamw", "--do_lower_case"]
-
-
 class GlueProcessor:
     """Base class: reads one task's TSV files into ``InputExample`` lists.
 
     Subclasses set ``task_dir``, ``labels`` (None for regression), ``split_files``, ``labelled_layout``
-    (train/dev) and ``test_layout`` (GLUE's unlabelled test file), and optionally ``recipe``.
+    (train/dev) and ``test_layout`` (GLUE's unlabelled test file).
     """
 
     task_dir: str = ""
@@ -115,7 +92,6 @@ class GlueProcessor:
     labelled_layout: RowLayout
     test_layout: RowLayout
     skip_short_rows: bool = False
-    recipe: FineTuningRecipe | None = None
 
     def __init__(self, use_spm: bool = True, do_lower_case: bool = True):
         self.use_spm = use_spm
@@ -128,13 +104,15 @@ class GlueProcessor:
         """True for STS-B: one real-valued output, float label ids."""
         return self.labels is None
 
-    def get_labels(self) -> list[str] | None:
+    @classmethod
+    def get_labels(cls) -> list[str] | None:
         """Label names in id order (label id = index), or None for regression."""
-        return None if self.labels is None else list(self.labels)
+        return None if cls.labels is None else list(cls.labels)
 
-    def num_labels(self) -> int:
+    @classmethod
+    def num_labels(cls) -> int:
         """Size of the classifier output: the number of labels, 1 for regression."""
-        return 1 if self.labels is None else len(self.labels)
+        return 1 if cls.labels is None else len(cls.labels)
 
     def split_path(self, data_dir: str, split: str) -> str:
         """Path of the existing file read for ``split`` ("train", "dev" or "test").
@@ -145,7 +123,7 @@ class GlueProcessor:
             raise GlueDataError(f"task directory {self.task_dir!r} has no {split!r} split; "
                                 f"available: {sorted(self.split_files)}")
         path = os.path.join(data_dir, self.task_dir, self.split_files[split])
-        if not os.path.isfile(path):
+        if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
             raise GlueDataError(f"{split} file of task directory {self.task_dir!r} not found: {path} "
                                 f"(expected <data_dir>/{self.task_dir}/{self.split_files[split]})")
         return path
@@ -168,9 +146,7 @@ class GlueProcessor:
 
     def process_text(self, text: str) -> str:
         """The reference's normalization of every read field (SP mode: ``preprocess_text``)."""
-        if self.use_spm:
-            return preprocess_text(text, lower=self.do_lower_case)
-        return text
+        return normalize_field(text, self.use_spm, self.do_lower_case)
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -239,15 +215,22 @@ def read_tsv(path: str) -> Iterator[tuple[int, list[str]]]:
     """Yields (1-based line number, cells) for every line of a UTF-8 TSV file, quotes kept literally.
 
     Reads like the reference's ``csv.reader(delimiter="\\t", quotechar=None)``; CRLF and LF endings both
-    work. A csv or UTF-8 decoding error raises ``GlueDataError`` naming the file and line.
+    work. The file is read whole through ``tf.io.gfile``. A csv or UTF-8 decoding error raises
+    ``GlueDataError`` naming the file and line.
     """
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        try:
-            for row in reader:
-                yield reader.line_num, row
-        except (csv.Error, UnicodeDecodeError) as error:
-            raise GlueDataError(f"{path}:{reader.line_num + 1}: unreadable TSV line: {error}") from error
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_number = data.count(b"\n", 0, error.start) + 1
+        raise GlueDataError(f"{path}:{line_number}: unreadable TSV line: {error}") from error
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    try:
+        for row in reader:
+            yield reader.line_num, row
+    except csv.Error as error:
+        raise GlueDataError(f"{path}:{reader.line_num + 1}: unreadable TSV line: {error}") from error
 
 
 # -- the tasks -------------------------------------------------------------------------------------
@@ -261,7 +244,6 @@ class ColaProcessor(GlueProcessor):
     task_dir = "CoLA"
     labelled_layout = RowLayout(text_a=3, label=1, has_header=False, num_columns=4)
     test_layout = RowLayout(text_a=1, guid=0)
-    recipe = FineTuningRecipe(320, 1e-5, 5336, 100, 16)
 
 
 class Sst2Processor(GlueProcessor):
@@ -270,7 +252,6 @@ class Sst2Processor(GlueProcessor):
     task_dir = "SST-2"
     labelled_layout = RowLayout(text_a=0, label=1, label_header="label")
     test_layout = RowLayout(text_a=1, guid=0)
-    recipe = FineTuningRecipe(1256, 1e-5, 20935, 100, 32)
 
 
 class MrpcProcessor(GlueProcessor):
@@ -279,7 +260,6 @@ class MrpcProcessor(GlueProcessor):
     task_dir = "MRPC"
     labelled_layout = RowLayout(text_a=3, text_b=4, label=0, label_header="Quality")
     test_layout = RowLayout(text_a=3, text_b=4, guid=0)
-    recipe = FineTuningRecipe(200, 2e-5, 800, 100, 32)
 
 
 class StsbProcessor(GlueProcessor):
@@ -289,7 +269,6 @@ class StsbProcessor(GlueProcessor):
     labels = None
     labelled_layout = RowLayout(text_a=7, text_b=8, label=-1, guid=0, label_header="score")
     test_layout = RowLayout(text_a=7, text_b=8, guid=0)
-    recipe = FineTuningRecipe(214, 2e-5, 3598, 100, 16)
 
 
 class QqpProcessor(GlueProcessor):
@@ -302,7 +281,6 @@ class QqpProcessor(GlueProcessor):
     labelled_layout = RowLayout(text_a=3, text_b=4, label=5, guid=0, label_header="is_duplicate")
     test_layout = RowLayout(text_a=1, text_b=2, guid=0)
     skip_short_rows = True
-    recipe = FineTuningRecipe(1000, 5e-5, 14000, 100, 128, encoder_dropout=0.1)
 
 
 class MnliProcessor(GlueProcessor):
@@ -313,7 +291,6 @@ class MnliProcessor(GlueProcessor):
     split_files = {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv"}
     labelled_layout = RowLayout(text_a=8, text_b=9, label=-1, guid=0, label_header="gold_label")
     test_layout = RowLayout(text_a=8, text_b=9, guid=0)
-    recipe = FineTuningRecipe(1000, 3e-5, 10000, 100, 128)
 
 
 class MisMnliProcessor(MnliProcessor):
@@ -329,14 +306,12 @@ class QnliProcessor(GlueProcessor):
     labels = ("entailment", "not_entailment")
     labelled_layout = RowLayout(text_a=1, text_b=2, label=-1, guid=0, label_header="label")
     test_layout = RowLayout(text_a=1, text_b=2, guid=0)
-    recipe = FineTuningRecipe(1986, 1e-5, 33112, 200, 32)
 
 
 class RteProcessor(QnliProcessor):
     """RTE: ``index sentence1 sentence2 label`` (labels as QNLI)."""
 
     task_dir = "RTE"
-    recipe = FineTuningRecipe(200, 3e-5, 800, 100, 32, encoder_dropout=0.1)
 
 
 class WnliProcessor(GlueProcessor):
@@ -345,9 +320,6 @@ class WnliProcessor(GlueProcessor):
     task_dir = "WNLI"
     labelled_layout = RowLayout(text_a=1, text_b=2, label=-1, guid=0, label_header="label")
     test_layout = RowLayout(text_a=1, text_b=2, guid=0)
-    # Not in run_glue.sh: the paper's table (S=128); the checkpoint cadence is our choice.
-    recipe = FineTuningRecipe(250, 2e-5, 2000, 100, 16, max_seq_length=128, encoder_dropout=0.1,
-                              source="ALBERT paper (not in run_glue.sh)")
 
 
 class AxProcessor(GlueProcessor):
@@ -358,26 +330,3 @@ class AxProcessor(GlueProcessor):
     split_files = {"test": "diagnostic.tsv"}
     test_layout = RowLayout(text_a=1, text_b=2, guid=0)
     labelled_layout = test_layout  # never used: AX has only the unlabelled test split
-
-
-PROCESSORS: dict[str, type[GlueProcessor]] = {
-    "cola": ColaProcessor,
-    "sst-2": Sst2Processor,
-    "mrpc": MrpcProcessor,
-    "sts-b": StsbProcessor,
-    "qqp": QqpProcessor,
-    "mnli": MnliProcessor,
-    "mismnli": MisMnliProcessor,
-    "qnli": QnliProcessor,
-    "rte": RteProcessor,
-    "wnli": WnliProcessor,
-    "ax": AxProcessor,
-}
-
-
-def get_processor(task_name: str, use_spm: bool = True, do_lower_case: bool = True) -> GlueProcessor:
-    """The processor of ``task_name`` (case-insensitive); an unknown name lists the valid ones."""
-    key = (task_name or "").lower()
-    if key not in PROCESSORS:
-        raise GlueDataError(f"unknown GLUE task_name {task_name!r}; expected one of {sorted(PROCESSORS)}")
-    return PROCESSORS[key](use_spm=use_spm, do_lower_case=do_lower_case)

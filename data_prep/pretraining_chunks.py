@@ -73,7 +73,7 @@ class ChunkProcessor:
     def __init__(self, tokenizer: FullTokenizer, config: GenerationConfig):
         self.tokenizer = tokenizer
         self.config = config
-        self._vocab_words = list(tokenizer.vocab)  # in id order (spec 2.1 step 5)
+        self._vocab_words = list(tokenizer.vocab)  # every piece, specials included, in id order, as the reference
         self._start_pieces = _StartPieces(tokenizer)
         self._piece_ids = _PieceIds(tokenizer)
         self._mask_id = tokenizer.mask_id
@@ -104,7 +104,7 @@ class ChunkProcessor:
         return [document for document in documents if document], num_sentences
 
     def process(self, chunk: DocumentChunk) -> ChunkResult:
-        """Records of all ``dupe_factor`` passes over the chunk, shuffled together (spec 2.1)."""
+        """Records of all ``dupe_factor`` passes over the chunk, shuffled together, as the reference does."""
         rng = random.Random(chunk_seed(self.config.random_seed, chunk.index))
         documents, num_sentences = self.tokenize_documents(chunk.documents)
         stats = GenerationStats(documents=len(documents), sentences=num_sentences)

@@ -1,4 +1,4 @@
-"""Streams the raw pretraining corpus as chunks of whole documents (spec 2.1, read lazily).
+"""Streams the raw pretraining corpus as chunks of whole documents, read lazily.
 
 Format contract (the reference's): one sentence per line, a blank line between documents, UTF-8.
 Unlike the reference, the end of an input file also ends the current document, so files holding one

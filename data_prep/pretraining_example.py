@@ -1,6 +1,6 @@
 """Serialized ``tf.train.Example`` records of pretraining instances, without importing TensorFlow.
 
-The record layout is the reference's (spec 2.4): per instance, padded with zeros,
+The record layout is the reference's: per instance, padded with zeros,
 
 | feature              | type  | length |
 |----------------------|-------|--------|

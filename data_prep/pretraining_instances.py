@@ -1,10 +1,11 @@
 """Pretraining instances from tokenized documents: segment pairs, sentence-order labels, n-gram masking.
 
-The pure algorithm of the reference's create_pretraining_data (spec sections 2.1, 2.2, 2.3), working on
-token strings (pieces) and a ``random.Random``; no tokenizer, no files, no TensorFlow. Every random
-decision comes from the ``rng`` argument, so a seeded rng gives reproducible instances.
+The pure algorithm of the reference's create_pretraining_data (document shuffling and passes,
+segment pairs, masking), working on token strings (pieces) and a ``random.Random``; no tokenizer, no
+files, no TensorFlow. Every random decision comes from the ``rng`` argument, so a seeded rng gives
+reproducible instances.
 
-Deliberate differences from the reference (spec section 13), none of which changes the format:
+Deliberate differences from the reference (fixes of its quirks), none of which changes the format:
 - The n-gram length is drawn from ``rng`` (the reference uses numpy's unseeded global generator,
   which makes its output irreproducible).
 - Whole-word grouping and n-grams stop at ``[SEP]``: a continuation piece at the start of segment B
@@ -48,7 +49,7 @@ StartPieceRule = Callable[[str], bool]
 
 @dataclasses.dataclass(frozen=True)
 class MaskingConfig:
-    """Parameters of the masked-LM target selection (spec 2.3); names follow the reference's flags."""
+    """Parameters of the masked-LM target selection; names follow the reference's flags."""
 
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
@@ -59,7 +60,7 @@ class MaskingConfig:
 
 @dataclasses.dataclass(frozen=True)
 class InstanceConfig:
-    """Parameters of segment-pair building (spec 2.2) plus the masking parameters."""
+    """Parameters of segment-pair building plus the masking parameters."""
 
     max_seq_length: int = 512
     short_seq_prob: float = 0.1
@@ -155,7 +156,7 @@ def truncate_seq_pair(tokens_a: list[str], tokens_b: list[str], max_num_tokens: 
 
 @dataclasses.dataclass
 class CandidateWords:
-    """Maskable words of a token sequence of length T (spec 2.3 step 2, without the join across [SEP]).
+    """Maskable words of a token sequence of length T (without the reference's join across [SEP]).
 
     Word w covers the contiguous positions ``range(starts[w], stops[w])``; words are in position
     order; [CLS]/[SEP] belong to no word. ``segment_ends[w]`` is the index of the first word after
@@ -202,7 +203,7 @@ def group_candidate_words(tokens: Sequence[str], is_start_piece: StartPieceRule,
 def create_masked_lm_predictions(tokens: Sequence[str], masking: MaskingConfig,
                                  vocab_words: Sequence[str], is_start_piece: StartPieceRule,
                                  rng: random.Random) -> MaskedTokens:
-    """Chooses and replaces the masked-LM targets of ``tokens`` (spec 2.3).
+    """Chooses and replaces the masked-LM targets of ``tokens`` as the reference does.
 
     Candidate words are visited in random order; for each, an n-gram length is drawn with
     p(n) ∝ 1/n (``ngram_cumulative_probabilities``), the n-gram is the word and the following words
@@ -260,7 +261,7 @@ def create_instances_from_document(documents: Sequence[Document], document_index
                                    config: InstanceConfig, vocab_words: Sequence[str],
                                    is_start_piece: StartPieceRule,
                                    rng: random.Random) -> list[TrainingInstance]:
-    """All instances of one pass over ``documents[document_index]`` (spec 2.2).
+    """All instances of one pass over ``documents[document_index]``, built as the reference does.
 
     Sentences are accumulated into a chunk until it reaches the target length (max_seq_length - 3,
     or with probability short_seq_prob a random length in [2, max_seq_length - 3], one draw per call)
@@ -341,7 +342,7 @@ def _build_instance(tokens_a: list[str], tokens_b: list[str], pair_kind: str, ma
 def iter_chunk_instances(documents: Sequence[Document], config: InstanceConfig, dupe_factor: int,
                          vocab_words: Sequence[str], is_start_piece: StartPieceRule,
                          rng: random.Random) -> Iterator[TrainingInstance]:
-    """The reference's main loop over one set of documents (spec 2.1 steps 4-6), lazily.
+    """The reference's main loop over one set of documents, lazily.
 
     Empty documents are dropped and the rest shuffled once; ``dupe_factor`` passes each create the
     instances of every document in that order. Random-document segments B are drawn from

@@ -1,7 +1,7 @@
 """Counts over generated pretraining instances and the JSON summary written beside the output.
 
-The fractions use the definitions of the reference fixture's statistics file
-(shared/data/pretraining/reference_output.stats.json), all computed from the written ids:
+The fractions are defined as in the statistics the tests hold for the reference's own output, all
+computed from the written ids:
 - mean_tokens: real tokens per instance ([CLS] and [SEP]s included);
 - masked_fraction: predicted positions / real tokens;
 - mask_token_fraction: predicted positions whose input id is [MASK] / predicted positions;

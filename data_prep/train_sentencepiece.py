@@ -1,4 +1,4 @@
-"""Trains a SentencePiece unigram model with the reference ALBERT recipe (spec section 3).
+"""Trains a SentencePiece unigram model with the reference ALBERT recipe.
 
 The recipe of the released 30k-clean model: pad 0 ``<pad>``, unk 1 ``<unk>``, no BOS/EOS, control symbols
 [CLS] [SEP] [MASK] (ids 2-4), user-defined symbols ( ) " - . – £ € (ids 5-12), character_coverage

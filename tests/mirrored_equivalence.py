@@ -17,8 +17,8 @@ import tensorflow as tf  # noqa: E402
 from albert_tf import optimization  # noqa: E402
 from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training import RunConfig, Trainer  # noqa: E402
-from tests.test_training import (PREDICTIONS, REFERENCE_RECORDS, SEQ,  # noqa: E402
-                                 tiny_config)
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS,  # noqa: E402
+                                REFERENCE_SEQ_LENGTH, tiny_config)
 
 
 def run(strategy, output_dir, initial):
@@ -31,7 +31,8 @@ def run(strategy, output_dir, initial):
         for variable, value in zip(trainer.model.trainable_variables, initial):
             variable.assign(value)
     weights = [v.numpy() for v in trainer.model.trainable_variables]
-    trainer.train(pretraining_dataset_fn([REFERENCE_RECORDS], SEQ, PREDICTIONS, True))
+    trainer.train(pretraining_dataset_fn([REFERENCE_RECORDS], REFERENCE_SEQ_LENGTH,
+                                         REFERENCE_MAX_PREDICTIONS, True))
     return trainer, weights
 
 

@@ -1,6 +1,7 @@
-"""An independent NumPy implementation of the reference ALBERT forward pass (spec 4.2 and 5).
+"""An independent NumPy implementation of the reference ALBERT forward pass and its MLM and SOP
+heads.
 
-Weights are a dict keyed by the reference TF1 variable names (spec 4.3), so the same function
+Weights are a dict keyed by the reference TF1 variable names, so the same function
 checks both the Keras math and the checkpoint name mapping.
 """
 
@@ -87,7 +88,7 @@ def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None
 
 
 def reference_variable_shapes(cfg, with_heads=True):
-    """{reference name: shape} of spec 4.3, written out independently of albert_tf."""
+    """{reference TF1 variable name: shape}, written out independently of albert_tf."""
     v, e, h, i = cfg.vocab_size, cfg.embedding_size, cfg.hidden_size, cfg.intermediate_size
     shapes = {
         "bert/embeddings/word_embeddings": (v, e),

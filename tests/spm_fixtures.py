@@ -9,7 +9,7 @@ Shared by every test file that needs a tokenizer:
 
 The training text is the real Wikipedia sample ../shared/data/corpus/wiki_00.txt (124 paragraphs, 80 KB).
 Tiny unigram models do not learn digit-comma pieces such as "▁1990,"; tests of that rule use the shared
-real models (EN8K_MODEL holds "▁30,", GERMAN_30K_MODEL holds "▁2014," and "/12,").
+real models (``tests.shared_setup.EN8K_MODEL`` and ``GERMAN_30K_MODEL``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ import tempfile
 import sentencepiece as spm
 
 from data_prep.train_sentencepiece import train_sentencepiece
+from tests.shared_setup import SHARED_DATA_DIR
+# Re-exported only for the test files that still import it from here (it lives in shared_setup).
+from tests.shared_setup import EN8K_MODEL  # noqa: F401
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data")
 WIKI_CORPUS = os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt")
-EN8K_MODEL = os.path.join(SHARED_DATA_DIR, "pretraining", "en8k.model")
-GERMAN_30K_MODEL = os.path.join(SHARED_DATA_DIR, "spm", "albert-recipe-de-30k.model")
 
 WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

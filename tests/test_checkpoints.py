@@ -169,7 +169,7 @@ def test_conversion_command_both_directions(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
 
     def convert(*args):
-        result = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints",
+        result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
                                  f"--albert_config_file={config_file}", *args],
                                 capture_output=True, text=True, env=env, cwd=REPO_ROOT)
         assert result.returncode == 0, result.stderr[-2000:]

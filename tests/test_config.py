@@ -4,15 +4,17 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import pytest
+import tensorflow as tf
 
 from albert_tf.config import AlbertConfig, ConfigError
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.parameters import (encoder_parameter_count, heads_parameter_count,
                                   parameter_report, training_memory_bytes)
+from tests.shared_setup import REPO_ROOT, subprocess_env
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(REPO_ROOT, "configs")
 
 
@@ -75,6 +77,19 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         AlbertConfig.from_json_file(str(bad))
 
 
+def test_reads_through_gfile():
+    """A ram:// file is reachable only through tf.io.gfile, like gs:// ones."""
+    directory = f"ram://config_test_{uuid.uuid4().hex}"
+    path = f"{directory}/albert_config.json"
+    with tf.io.gfile.GFile(path, "w") as handle:
+        handle.write(json.dumps({"vocab_size": 30, "hidden_size": 16, "num_attention_heads": 4}))
+    cfg = AlbertConfig.from_json_file(path)
+    assert (cfg.vocab_size, cfg.hidden_size, cfg.head_size) == (30, 16, 4)
+    with pytest.raises(ConfigError, match=f"not found: {directory}/absent.json"):
+        AlbertConfig.from_json_file(f"{directory}/absent.json")
+    tf.io.gfile.remove(path)
+
+
 @pytest.mark.parametrize("size, millions", [("base", 11.68), ("large", 17.68),
                                             ("xlarge", 58.72), ("xxlarge", 222.6)])
 def test_released_config_parameter_counts(size, millions):
@@ -109,9 +124,10 @@ def test_v2_configs_have_no_dropout_and_v1_base_does():
 
 def test_parameter_report_command():
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.modeling",
+        [sys.executable, "-m", "albert_tf.model_report",
          f"--albert_config_file={os.path.join(CONFIG_DIR, 'albert_base_v2.json')}"],
         capture_output=True, text=True, cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3"))
+        env=subprocess_env())
     assert result.returncode == 0, result.stderr[-2000:]
     assert "encoder total" in result.stdout and "11,683,584" in result.stdout
+    assert "Estimated training memory, batch 8 x seq 512, float32" in result.stdout

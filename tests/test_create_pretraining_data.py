@@ -23,12 +23,10 @@ from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
 from data_prep.pretraining_instances import InstanceConfig
 from data_prep.pretraining_pipeline import generate_pretraining_data
 from tests import spm_fixtures
+from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT
 
 FLAGS = flags.FLAGS
-PRETRAINING_DIR = os.path.join(spm_fixtures.SHARED_DATA_DIR, "pretraining")
 RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
-EN8K_MODEL = os.path.join(PRETRAINING_DIR, "en8k.model")
-REFERENCE_RECORDS = os.path.join(PRETRAINING_DIR, "reference_output.tfrecord")
 MASK_ID = 4  # [MASK] in en8k.model and in every ALBERT-recipe model
 
 
@@ -228,7 +226,7 @@ def test_command_line_reports_bad_input_without_traceback(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={pattern}",
          f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={EN8K_MODEL}"],
-        cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 1
     assert f"error: input pattern '{pattern}' matches no file" in completed.stderr
     assert "Traceback" not in completed.stderr

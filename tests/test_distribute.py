@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 
@@ -12,16 +10,13 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.distribute import STRATEGY_NAMES, configure_logical_cpus, create_strategy
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.shared_setup import REPO_ROOT, free_ports, subprocess_env
 
 
 def _python(script: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     """Starts ``script`` in a fresh interpreter (TF devices can only be configured before initialization)."""
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_CONFIG", None)
-    env.update(extra_env or {})
-    return subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT,
+                            env=subprocess_env(**(extra_env or {})), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -124,17 +119,6 @@ summed = strategy.reduce(tf.distribute.ReduceOp.SUM,
                          strategy.run(lambda: tf.constant(10.0 ** task)), axis=None)
 print("RESULT" + json.dumps({"task": task, "replicas": strategy.num_replicas_in_sync, "sum": float(summed)}))
 """
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct free local ports (all sockets bound at once, so no two are the same)."""
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("localhost", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def test_multi_worker_mirrored_with_two_local_workers():

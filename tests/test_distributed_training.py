@@ -8,18 +8,17 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tests.test_distribute import free_ports
-from tests.test_training import REFERENCE_RECORDS, tiny_config
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH,
+                                REPO_ROOT, free_ports, subprocess_env, tiny_config)
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-ENV.pop("TF_CONFIG", None)
+ENV = subprocess_env()
 
 
 def pretraining_command(config_file, output_dir, *extra):
     return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
             f"--albert_config_file={config_file}", f"--input_file={REFERENCE_RECORDS}",
-            f"--output_dir={output_dir}", "--max_seq_length=128", "--max_predictions_per_seq=20",
+            f"--output_dir={output_dir}", f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
+            f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}",
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
 
 

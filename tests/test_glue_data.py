@@ -1,4 +1,4 @@
-"""GLUE processors, features, TFRecords and the feature cache (data_prep/glue_*.py; spec 7.1, 7.2).
+"""GLUE processors, the task table, features, TFRecords and their cache (data_prep/glue*.py).
 
 Real files: ../shared/data/glue (SST-2, RTE, WNLI re-splits with labels; MRPC and STS-B samples).
 Other tasks: small files in GLUE's exact layouts, written here. Expected values come from the data
@@ -8,11 +8,12 @@ documentation (SOURCES.md counts), a naive independent split of the raw lines, o
 from __future__ import annotations
 
 import collections
-import json
+import dataclasses
 import logging
 import os
 import subprocess
 import sys
+import uuid
 
 import numpy as np
 import pytest
@@ -20,11 +21,13 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf.tokenization import FullTokenizer, preprocess_text
-from data_prep import glue_features
-from data_prep.glue import (PROCESSORS, GlueDataError, InputExample, build_features, cache_paths,
-                            cached_glue_features, convert_example, convert_examples_to_features,
-                            features_to_tf_example, get_processor, parse_glue_example,
-                            truncate_seq_pair, write_features_tfrecord)
+from data_prep import feature_cache, glue_features
+from data_prep.feature_cache import read_feature_file, sidecar_path, write_feature_file
+from data_prep.glue import (GLUE_TASKS, GlueDataError, InputExample, cached_glue_features,
+                            convert_examples_to_features, get_processor, glue_task, parse_glue_example,
+                            truncate_seq_pair)
+from data_prep.glue_features import build_features, convert_example, serialize_glue_features, write_features
+from data_prep.glue_processors import read_tsv
 from tests import spm_fixtures
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -237,13 +240,32 @@ def test_qnli_and_ax(tmp_path):
 
 
 def test_registry():
-    assert set(PROCESSORS) == {"cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte",
+    assert set(GLUE_TASKS) == {"cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mismnli", "qnli", "rte",
                                "wnli", "ax"}
     with pytest.raises(GlueDataError, match=r"unknown GLUE task_name 'stsb'.*'sts-b'"):
         get_processor("stsb")
-    assert get_processor("RTE").recipe.flags()[:5] == [
+    assert glue_task("RTE").recipe.flags()[:5] == [
         "--warmup_step=200", "--learning_rate=3e-05", "--train_step=800", "--save_checkpoints_steps=100",
         "--train_batch_size=32"]
+
+
+def test_task_table():
+    for name, task in GLUE_TASKS.items():
+        assert task.name == name and glue_task(name.upper()) is task
+        assert all(key in GLUE_TASKS for _, key in task.eval_sets)
+        assert task.labels == task.processor.get_labels() and task.num_labels == (len(task.labels or [0]))
+    assert glue_task("mnli").eval_sets == (("", "mnli"), ("mismatched", "mismnli"))
+    assert glue_task("mismnli").eval_sets == (("", "mismnli"),)
+    assert glue_task("mismnli").recipe == glue_task("mnli").recipe
+    assert glue_task("sts-b").is_regression and glue_task("sts-b").labels is None
+    assert glue_task("sts-b").num_labels == 1 and glue_task("sts-b").metric_kinds == ("pearson", "spearman",
+                                                                                        "mse")
+    assert glue_task("mrpc").metric_kinds == glue_task("qqp").metric_kinds == ("accuracy", "f1")
+    assert glue_task("ax").recipe is None and glue_task("ax").labels == glue_task("mnli").labels
+    assert [name for name, task in GLUE_TASKS.items() if task.recipe and task.recipe.encoder_dropout] == [
+        "qqp", "rte", "wnli"]
+    with pytest.raises(ValueError, match="selection_metric 'pearson' is not one of its metrics"):
+        dataclasses.replace(glue_task("rte"), selection_metric="pearson")
 
 
 # -- malformed input -------------------------------------------------------------------------------
@@ -360,11 +382,14 @@ def test_tfrecord_round_trip(tmp_path, is_regression):
     features = [build_features([10, 11], [20], 8, 2, 3, label),
                 glue_features.padding_features(8, is_regression)]
     path = str(tmp_path / "f.tf_record")
-    assert write_features_tfrecord(path, features, is_regression) == 2
-    assert os.listdir(tmp_path) == ["f.tf_record"]  # no temporary file left behind
+    assert write_feature_file(path, lambda sink: {"n": write_features(sink, features, is_regression)}
+                              ).metadata == {"n": 2}
+    assert sorted(os.listdir(tmp_path)) == ["f.tf_record", "f.tf_record.json"]  # no temporary file left
     records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
     # The on-disk schema: int64 lists everywhere except a float label for regression.
     stored = tf.train.Example.FromString(records[0]).features.feature
+    # Feature names in sorted order: the same bytes in every process (the default order varies).
+    assert records[0] == tf.train.Example.FromString(records[0]).SerializeToString(deterministic=True)
     assert set(stored) == {"input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example"}
     assert list(stored["input_ids"].int64_list.value) == [2, 10, 11, 3, 20, 3, 0, 0]
     assert stored["label_ids"].WhichOneof("kind") == ("float_list" if is_regression else "int64_list")
@@ -383,7 +408,8 @@ def test_tfrecord_round_trip(tmp_path, is_regression):
 
 
 def test_tf_example_matches_reference_field_types():
-    example = features_to_tf_example(build_features([5], None, 4, 2, 3, 0), is_regression=False)
+    example = tf.train.Example.FromString(
+        serialize_glue_features(build_features([5], None, 4, 2, 3, 0), is_regression=False))
     feature = example.features.feature
     assert list(feature["input_mask"].int64_list.value) == [1, 1, 1, 0]
     assert list(feature["is_real_example"].int64_list.value) == [1]
@@ -391,24 +417,32 @@ def test_tf_example_matches_reference_field_types():
 
 # -- the feature cache -----------------------------------------------------------------------------
 
+def count_builds(monkeypatch) -> list[str]:
+    """Record paths written by the feature cache from now on (a reused entry writes nothing)."""
+    written = []
+    real_write = feature_cache.write_feature_file
+
+    def counting_write(path, build, key=None):
+        written.append(path)
+        return real_write(path, build, key)
+
+    monkeypatch.setattr(feature_cache, "write_feature_file", counting_write)
+    return written
+
+
 def test_cache_reuse_and_invalidation(tmp_path, en8k_tokenizer, monkeypatch):
     cache_dir = str(tmp_path / "cache")
     first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir)
-    expected_path = os.path.join(cache_dir, f"rte_dev_64_{en8k_tokenizer.fingerprint}.tf_record")
-    assert first == (expected_path, 139, 139)
+    assert os.path.dirname(first.path) == cache_dir
+    assert os.path.basename(first.path).startswith("rte_dev_") and first.path.endswith(".tf_record")
+    assert (first.num_records, first.metadata["num_real_examples"]) == (139, 139)
     assert sum(1 for _ in tf.data.TFRecordDataset(first.path)) == 139
-    with open(cache_paths(cache_dir, "rte", "dev", 64, en8k_tokenizer.fingerprint)[1]) as handle:
-        sidecar = json.load(handle)
-    assert sidecar["key"]["max_seq_length"] == 64 and sidecar["num_examples"] == 139
+    assert read_feature_file(first.path) == first
+    raw = raw_rows(os.path.join(GLUE_DIR, "RTE", "dev.tsv"))[1:]
+    assert first.metadata["guids"] == [row[0] for row in raw]
+    assert first.metadata["is_regression"] is False
 
-    written = []
-    real_writer = glue_features.write_features_tfrecord
-
-    def counting_writer(path, features, is_regression):
-        written.append(path)
-        return real_writer(path, features, is_regression)
-
-    monkeypatch.setattr(glue_features, "write_features_tfrecord", counting_writer)
+    written = count_builds(monkeypatch)
     # Same key: reused without writing.
     assert cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir) == first
     assert written == []
@@ -421,29 +455,75 @@ def test_cache_reuse_and_invalidation(tmp_path, en8k_tokenizer, monkeypatch):
     other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, 64, cache_dir)
     assert other_tokenizer.path not in (first.path, other_length.path)
     assert len(written) == 2
-    # Padding to a batch multiple: its own file, padded count.
+    # Padding to a batch multiple: its own file, padded count; guids only of the real examples.
     padded = cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir, pad_to_multiple_of=8)
-    assert padded.num_examples == 144 and padded.num_real_examples == 139 and len(written) == 3
+    assert padded.num_records == 144 and padded.metadata["num_real_examples"] == 139 and len(written) == 3
+    assert padded.metadata["guids"] == first.metadata["guids"]
+    records = list(tf.data.TFRecordDataset(padded.path).as_numpy_iterator())
+    assert records[:139] == list(tf.data.TFRecordDataset(first.path).as_numpy_iterator())
+    is_real = parse_glue_example(tf.constant(records), 64, False)["is_real_example"].numpy()
+    assert is_real.tolist() == [1] * 139 + [0] * 5
 
 
-def test_cache_rebuilt_when_source_or_record_changes(tmp_path, monkeypatch):
+def test_cache_rebuilt_when_source_or_record_changes(tmp_path):
     tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
     data_dir = tmp_path / "glue"
     rows = [["index", "sentence1", "sentence2", "label"], ["0", "A cat.", "A dog.", "entailment"]]
     write_tsv(data_dir / "RTE" / "train.tsv", rows)
     cache_dir = str(tmp_path / "cache")
     first = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
-    assert first.num_examples == 1
+    assert first.num_records == 1
     write_tsv(data_dir / "RTE" / "train.tsv", rows + [["1", "B.", "C.", "not_entailment"]])
     second = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
-    assert second.path == first.path and second.num_examples == 2
+    assert second.path == first.path and second.num_records == 2
+    assert second.metadata["guids"] == ["0", "1"]
     # A truncated record file (size differs from the sidecar) is rebuilt, not trusted.
     with open(second.path, "r+b") as handle:
         handle.truncate(10)
     third = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
-    assert third.num_examples == 2 and sum(1 for _ in tf.data.TFRecordDataset(third.path)) == 2
-    assert sorted(os.listdir(cache_dir)) == sorted(os.path.basename(p) for p in cache_paths(
-        cache_dir, "rte", "train", 16, tokenizer.fingerprint))
+    assert third.num_records == 2 and sum(1 for _ in tf.data.TFRecordDataset(third.path)) == 2
+    assert sorted(os.listdir(cache_dir)) == sorted(os.path.basename(p) for p in (
+        third.path, sidecar_path(third.path)))
+
+
+def test_unlabelled_test_split_keeps_guids_and_regression_flag(tmp_path):
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
+    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+              "sentence2"]
+    write_tsv(tmp_path / "STS-B" / "test.tsv", [header] + [
+        [str(i), "g", "f", "y", "o", "s", "s", f"A man plays {i}.", "A man plays."] for i in (7, 3, 5)])
+    features = cached_glue_features("sts-b", str(tmp_path), "test", tokenizer, 16, str(tmp_path / "c"),
+                                    pad_to_multiple_of=4)
+    assert features.metadata == {"guids": ["7", "3", "5"], "num_real_examples": 3, "is_regression": True}
+    parsed = [parse_glue_example(r, 16, True) for r in tf.data.TFRecordDataset(features.path)]
+    assert [float(p["label_ids"]) for p in parsed] == [0.0] * 4  # unlabelled: the placeholder
+    assert [int(p["is_real_example"]) for p in parsed] == [1, 1, 1, 0]
+
+
+def test_gcs_like_paths_go_through_gfile(en8k_tokenizer):
+    """A ram:// filesystem, like gs://, is reachable only through tf.io.gfile: TSV, fingerprint, cache."""
+    root = f"ram://glue_test_{uuid.uuid4().hex}"
+    with open(os.path.join(GLUE_DIR, "MRPC", "train.tsv"), "rb") as handle:
+        data = handle.read()  # CRLF line endings and literal quotes
+    with tf.io.gfile.GFile(f"{root}/glue/MRPC/train.tsv", "wb") as handle:
+        handle.write(data)
+    local = get_processor("mrpc").get_train_examples(GLUE_DIR)
+    assert get_processor("mrpc").get_train_examples(f"{root}/glue") == local
+    assert [row for _, row in read_tsv(f"{root}/glue/MRPC/train.tsv")] == raw_rows(
+        os.path.join(GLUE_DIR, "MRPC", "train.tsv"))
+    features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k_tokenizer, 32, f"{root}/cache")
+    assert features.path.startswith(f"{root}/cache/mrpc_train_") and features.num_records == len(local)
+    assert cached_glue_features("mrpc", f"{root}/glue", "train", en8k_tokenizer, 32,
+                                f"{root}/cache") == features
+    tf.io.gfile.rmtree(root)
+
+
+def test_undecodable_tsv_names_the_line(tmp_path):
+    path = tmp_path / "RTE" / "dev.tsv"
+    path.parent.mkdir()
+    path.write_bytes(b"index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\tentailment\n1\t\xff.\tB.\tentailment\n")
+    with pytest.raises(GlueDataError, match=rf"{path}:3: unreadable TSV line"):
+        get_processor("rte").get_dev_examples(str(tmp_path))
 
 
 # -- command line ----------------------------------------------------------------------------------

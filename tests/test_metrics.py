@@ -1,4 +1,4 @@
-"""albert_tf/metrics.py against values computed by hand in the comments (spec 7.3, 8.3, 8.4)."""
+"""albert_tf/metrics.py against values computed by hand in the comments."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_tf import metrics
-from data_prep.glue_processors import PROCESSORS
+from data_prep.glue_tasks import GLUE_TASKS, glue_task
 
 # -- GLUE ------------------------------------------------------------------------------------------
 
@@ -65,26 +65,37 @@ def test_spearman_with_ties():
     assert metrics.spearman_correlation([3, 1, 2], [30, 10, 20]) == pytest.approx(1.0)
 
 
+def kinds(task_name: str) -> tuple[str, ...]:
+    return glue_task(task_name).metric_kinds
+
+
 def test_glue_metrics_keys_and_values():
-    cola = metrics.glue_metrics("CoLA", PREDS, LABELS, loss=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    cola = metrics.glue_metrics(kinds("CoLA"), PREDS, LABELS, loss=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     assert cola == pytest.approx({"eval_accuracy": 4 / 6, "matthew_corr": 1 / 3, "eval_loss": 3.5})
     logits = np.array([[0.1, 0.9], [0.2, 0.8], [0.7, 0.3]])  # arg max: 1, 1, 0
-    mrpc = metrics.glue_metrics("mrpc", logits, [1, 0, 0], weights=[1, 1, 0], loss=[1.0, 3.0, 100.0])
+    mrpc = metrics.glue_metrics(kinds("mrpc"), logits, [1, 0, 0], weights=[1, 1, 0], loss=[1.0, 3.0, 100.0])
     # Real examples 0 and 1: one right; tp 1, fp 1 -> F1 2/3; loss mean over them 2.
     assert mrpc == pytest.approx({"eval_accuracy": 0.5, "f1": 2 / 3, "eval_loss": 2.0})
-    assert set(metrics.glue_metrics("rte", [0, 1], [0, 0])) == {"eval_accuracy"}
-    stsb = metrics.glue_metrics("sts-b", np.array([[1.0], [2.0], [3.0], [4.0]]), [2, 4, 5, 9], loss=0.25)
+    assert set(metrics.glue_metrics(kinds("rte"), [0, 1], [0, 0])) == {"eval_accuracy"}
+    stsb = metrics.glue_metrics(kinds("sts-b"), np.array([[1.0], [2.0], [3.0], [4.0]]), [2, 4, 5, 9],
+                                loss=0.25)
     assert stsb == pytest.approx({"pearson": 11 / math.sqrt(130), "spearman": 1.0,
                                   "MSE": (1 + 4 + 4 + 25) / 4, "eval_loss": 0.25})
     with pytest.raises(ValueError, match="unknown GLUE task_name 'stsb'"):
-        metrics.glue_metrics("stsb", [1.0], [1.0])
+        metrics.glue_metrics(kinds("stsb"), [1.0], [1.0])
+    with pytest.raises(ValueError, match=r"unknown GLUE metric kinds \['auc'\]"):
+        metrics.glue_metrics(("accuracy", "auc"), [1], [1])
 
 
 def test_selection_metric_and_task_list():
-    assert metrics.selection_metric("cola") == "matthew_corr"
-    assert metrics.selection_metric("STS-B") == "pearson"
-    assert {metrics.selection_metric(t) for t in ("sst-2", "mnli", "mrpc", "rte")} == {"eval_accuracy"}
-    assert set(metrics.GLUE_TASKS) == set(PROCESSORS)
+    assert glue_task("cola").selection_metric == "matthew_corr"
+    assert glue_task("STS-B").selection_metric == "pearson"
+    assert {glue_task(t).selection_metric for t in ("sst-2", "mnli", "mrpc", "rte")} == {"eval_accuracy"}
+    # Every task's selection key is among the keys its metrics produce (with a loss, eval_loss too).
+    for task in GLUE_TASKS.values():
+        predictions = [0.5, 1.5, 2.5] if task.is_regression else [0, 1, 1]
+        results = metrics.glue_metrics(task.metric_kinds, predictions, [0, 1, 0], loss=0.5)
+        assert task.selection_metric in results and "eval_loss" in results, task.name
 
 
 # -- SQuAD -----------------------------------------------------------------------------------------

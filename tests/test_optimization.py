@@ -1,10 +1,10 @@
-"""albert_tf.optimization against NumPy re-derivations of the reference's rules (spec 5 train op, 6.1-6.3)."""
+"""albert_tf.optimization against NumPy re-derivations of the reference's rules (learning-rate
+schedule, global-norm clipping, AdamWeightDecay, LAMB)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 
@@ -15,10 +15,9 @@ import tensorflow as tf
 
 from albert_tf.optimization import (OPTIMIZER_NAMES, AdamWeightDecay, Lamb, WarmupPolynomialDecay,
                                     clip_gradients, create_optimizer)
+from tests.shared_setup import REPO_ROOT, subprocess_env
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# Variables named as the model names them; (decayed, adapted) written out by hand from spec 6.2/6.3:
+# Variables named as the model names them; (decayed, adapted) written out by hand from the reference's rules:
 # LayerNorm parameters and anything whose name contains "bias" are excluded from both.
 ENCODER = "bert/encoder/transformer/group_0/inner_group_0"
 VARIABLES = {
@@ -66,7 +65,10 @@ def _gradients(num_steps: int, scale: float, seed: int = 1) -> list[dict[str, np
 
 def _reference_steps(values, grad_steps, learning_rates, lamb, clip_norm=None, weight_decay_rate=0.01,
                      beta_1=0.9, beta_2=0.999, epsilon=1e-6):
-    """Spec 6.2 / 6.3 (and the clip of spec 6.1) in float64 NumPy. Returns (params, m, v, grad norms)."""
+    """The reference's AdamWeightDecay / LAMB steps, after its global-norm clip, in float64 NumPy.
+
+    Returns (params, m, v, grad norms).
+    """
     params = {k: v.astype(np.float64) for k, v in values.items()}
     adam_m = {k: np.zeros_like(v) for k, v in params.items()}
     adam_v = {k: np.zeros_like(v) for k, v in params.items()}
@@ -131,7 +133,9 @@ def test_update_rule_matches_numpy(optimizer_class):
 
 
 def test_rule_details_visible_in_the_numbers():
-    """The zero-norm, zero-gradient and excluded variables follow the special cases of spec 6.3."""
+    """Zero-norm, zero-gradient and excluded variables follow the special cases of the reference's
+    LAMB: trust ratio 1 for a zero norm or an excluded name, plain ||theta|| / ||u|| otherwise.
+    """
     values, grad_steps = _initial_values(), _gradients(num_steps=1, scale=0.5)
     variables = _run_optimizer(Lamb(learning_rate=0.01), values, grad_steps)
     # Zero gradient: m = v = 0 so u = wd * theta, r = ||theta|| / ||wd theta|| = 1 / wd, and
@@ -149,7 +153,7 @@ def test_rule_details_visible_in_the_numbers():
 
 
 def test_train_op_schedule_and_clipping_match_numpy():
-    """create_optimizer = schedule (warmup, decay) + global-norm clip at 1.0 + LAMB, as spec 6.1."""
+    """create_optimizer = schedule (warmup, decay) + global-norm clip at 1.0 + LAMB, as the reference's."""
     values, grad_steps = _initial_values(), _gradients(num_steps=6, scale=3.0)
     optimizer = create_optimizer("lamb", learning_rate=0.02, num_train_steps=5, num_warmup_steps=2)
     variables = _run_optimizer(optimizer, values, grad_steps)
@@ -251,7 +255,9 @@ def test_optimizer_config_round_trip():
 
 
 def _schedule_reference(step, init_lr, num_train_steps, num_warmup_steps, poly_power, start_warmup_step):
-    """Spec 6.1 by hand, with the documented fix (0 before start_warmup_step)."""
+    """The reference's learning-rate schedule by hand, with albert_tf's fix: 0 (not negative)
+    before start_warmup_step.
+    """
     decayed = init_lr * (1 - min(step, num_train_steps) / num_train_steps) ** poly_power
     warmup_done = step - start_warmup_step
     if num_warmup_steps and warmup_done < num_warmup_steps:
@@ -360,9 +366,8 @@ print("RESULT" + json.dumps({"mirrored": mirrored, "single": single}))
 
 
 def test_mirrored_two_cpus_matches_single_device():
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT], cwd=REPO_ROOT,
+                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
     result = json.loads(line[len("RESULT"):])

@@ -1,5 +1,5 @@
-"""Unit tests of the pretraining-instance algorithm (data_prep/pretraining_instances.py, spec 2.2-2.3)
-on hand-made token sequences. Expected values are derived by hand or by straightforward
+"""Unit tests of the pretraining-instance algorithm (data_prep/pretraining_instances.py: segment
+pairs, truncation, masking) on hand-made token sequences. Expected values are derived by hand or by straightforward
 re-implementations of the reference's description in this file."""
 
 from __future__ import annotations
@@ -185,7 +185,11 @@ def test_zero_masked_lm_prob_predicts_nothing():
 # --- truncation ------------------------------------------------------------------------------------
 
 def reference_truncate(tokens_a, tokens_b, max_num_tokens, rng):
-    """The reference's description, one deletion at a time (spec 2.2)."""
+    """The reference's truncate_seq_pair, one deletion at a time.
+
+    While too long, the longer segment (B on a tie) loses its first token if rng.random() < 0.5,
+    else its last.
+    """
     tokens_a, tokens_b = list(tokens_a), list(tokens_b)
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b

@@ -3,7 +3,6 @@ shared parser (albert_tf/pretraining_data.py) against the reference's own output
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
@@ -13,10 +12,7 @@ import tensorflow as tf
 from albert_tf.pretraining_data import parse_pretraining_example, pretraining_feature_spec
 from data_prep.pretraining_example import (FEATURE_KINDS, FLOAT, encode_varint,
                                            serialize_pretraining_example)
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE_RECORDS = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining",
-                                 "reference_output.tfrecord")
+from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH
 
 
 def example_via_protobuf_api(input_ids, segment_ids, token_boundary, positions, label_ids, label, seq, pred):
@@ -99,7 +95,7 @@ def test_reference_records_have_our_schema():
     reference = tf.train.Example.FromString(raw).features.feature
     layout = {name: (feature.WhichOneof("kind"), len(getattr(feature, feature.WhichOneof("kind")).value))
               for name, feature in reference.items()}
-    spec = pretraining_feature_spec(128, 20)
+    spec = pretraining_feature_spec(REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS)
     assert set(layout) == set(spec) == {name for name, _ in FEATURE_KINDS}
     for name, kind in FEATURE_KINDS:
         expected_kind = "float_list" if kind == FLOAT else "int64_list"
@@ -108,6 +104,7 @@ def test_reference_records_have_our_schema():
     # The whole reference file parses with the shared parser.
     count = 0
     for parsed in tf.data.TFRecordDataset(REFERENCE_RECORDS).map(
-            lambda record: parse_pretraining_example(record, 128, 20)).batch(4096):
+            lambda record: parse_pretraining_example(record, REFERENCE_SEQ_LENGTH,
+                                                     REFERENCE_MAX_PREDICTIONS)).batch(4096):
         count += int(parsed["input_ids"].shape[0])
     assert count == 6670

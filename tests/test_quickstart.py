@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.shared_setup import REPO_ROOT
+
+# As a user runs it: no PYTHONPATH, so its scripts import albert_tf as installed in the environment.
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 

@@ -15,7 +15,7 @@ from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
 from albert_tf.classifier import ClassifierTask, write_predictions
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
-from albert_tf.export import pair_lengths
+from albert_tf.text_packing import pair_lengths
 from albert_tf.tokenization import FullTokenizer, preprocess_text
 from data_prep.glue import InputExample, convert_examples_to_features, get_processor, truncate_seq_pair
 from tests import numpy_albert
@@ -111,12 +111,12 @@ def test_in_graph_pair_truncation_equals_the_reference_loop():
 
 
 def test_padding_examples_weigh_nothing_and_are_not_written(tmp_path):
-    task = ClassifierTask(tiny_config(), "MRPC", num_labels=2)
+    task = ClassifierTask(tiny_config(), ("accuracy", "f1"), num_labels=2)
     outputs = {"predictions": np.array([1, 0, 1, 1]), "label_ids": np.array([1, 1, 1, 0]),
                "per_example_loss": np.array([0.1, 2.0, 0.3, 99.0]),
                "is_real_example": np.array([1, 1, 1, 0]),
                "probabilities": np.array([[0.2, 0.8], [0.6, 0.4], [0.3, 0.7], [0.5, 0.5]])}
-    metrics = task.eval_metrics(outputs)
+    metrics = task.reduce(outputs)
     # Real examples: 2 of 3 right; class 1: tp 2, fp 0, fn 1 -> F1 = 4/5.
     assert metrics == pytest.approx({"eval_accuracy": 2 / 3, "f1": 0.8, "eval_loss": 0.8,
                                      "loss": 0.8})

@@ -1,4 +1,6 @@
-"""Tests of albert_tf.tokenization against the reference behaviour (spec section 3 and 2.3).
+"""Tests of albert_tf.tokenization against the reference behaviour: text normalization, piece
+encoding with the digit-comma rule, the SentencePiece and WordPiece tokenizers, the start-piece rule
+of whole-word masking, and the in-graph tokenizer.
 
 Expectations are derived independently: by hand, or from SentencePiece's own EncodeAsPieces on the
 sub-parts the reference re-encodes.
@@ -14,9 +16,7 @@ from albert_tf import tokenization
 from albert_tf.tokenization import (BasicTokenizer, FullTokenizer, TokenizerError, WordpieceTokenizer,
                                     encode_ids, encode_pieces, is_start_piece_sp, preprocess_text)
 from tests import spm_fixtures
-
-EN8K = spm_fixtures.EN8K_MODEL
-GERMAN = spm_fixtures.GERMAN_30K_MODEL
+from tests.shared_setup import EN8K_MODEL, GERMAN_30K_MODEL, SHARED_DATA_DIR
 
 
 def _wiki_paragraphs() -> list[str]:
@@ -24,13 +24,8 @@ def _wiki_paragraphs() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def en8k() -> FullTokenizer:
-    return FullTokenizer(spm_model_file=EN8K, do_lower_case=True)
-
-
-@pytest.fixture(scope="module")
 def german() -> FullTokenizer:
-    return FullTokenizer(spm_model_file=GERMAN, do_lower_case=False)
+    return FullTokenizer(spm_model_file=GERMAN_30K_MODEL, do_lower_case=False)
 
 
 def _sp_with_extra_pieces(base_model: str, pieces: list[str]) -> spm.SentencePieceProcessor:
@@ -71,7 +66,7 @@ def test_preprocess_accepts_utf8_bytes():
     assert preprocess_text("Café".encode("utf-8"), lower=True) == "cafe"
 
 
-# --- encode_pieces: digit-comma rule (spec 3) ----------------------------------------------------
+# --- encode_pieces: digit-comma rule -------------------------------------------------------------
 
 def test_pieces_without_digit_comma_equal_sentencepiece(en8k):
     text = preprocess_text(_wiki_paragraphs()[1], lower=True)
@@ -101,8 +96,8 @@ def test_digit_comma_piece_keeps_the_extra_underline_as_py3_reference(german):
     assert german.tokenize(text) == raw[:at] + reencoded + [","] + raw[at + 1:]
 
 
-def test_spec_example_dollar_digits_comma_on_toy_model():
-    sp = _sp_with_extra_pieces(EN8K, ["$45,", "▁1990,"])
+def test_dollar_digits_comma_keeps_the_extra_underline_on_toy_model():
+    sp = _sp_with_extra_pieces(EN8K_MODEL, ["$45,", "▁1990,"])
     raw = sp.EncodeAsPieces("x$45, 1990,")
     assert "$45," in raw and "▁1990," in raw
     expected = []
@@ -118,7 +113,7 @@ def test_spec_example_dollar_digits_comma_on_toy_model():
 
 
 def test_comma_after_non_digit_is_left_alone():
-    sp = _sp_with_extra_pieces(EN8K, ["ab,", "▁,"])
+    sp = _sp_with_extra_pieces(EN8K_MODEL, ["ab,", "▁,"])
     raw = sp.EncodeAsPieces("xab, ,")
     assert "ab," in raw
     assert encode_pieces(sp, "xab, ,") == raw
@@ -154,7 +149,7 @@ def test_tokenize_does_not_preprocess_but_tokenize_text_does(en8k):
 
 
 def test_real_corpus_ids_are_stable_and_round_trip(en8k):
-    other = FullTokenizer(spm_model_file=EN8K, do_lower_case=True)
+    other = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
     checked = 0
     for line in _wiki_paragraphs():
         text = preprocess_text(line, lower=True)
@@ -190,8 +185,8 @@ def test_tiny_recipe_model_special_ids(tmp_path):
 
 
 def test_fingerprint_depends_on_file_and_casing(en8k, german):
-    again = FullTokenizer(spm_model_file=EN8K, do_lower_case=True)
-    cased = FullTokenizer(spm_model_file=EN8K, do_lower_case=False)
+    again = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
+    cased = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
     assert en8k.fingerprint == again.fingerprint
     assert len({en8k.fingerprint, cased.fingerprint, german.fingerprint}) == 3
     assert len(en8k.fingerprint) == 16 and int(en8k.fingerprint, 16) >= 0
@@ -222,7 +217,7 @@ def test_corrupt_model_is_rejected(tmp_path):
         FullTokenizer(spm_model_file=str(path))
 
 
-# --- start-piece rule (spec 2.3) -----------------------------------------------------------------
+# --- start-piece rule of whole-word masking ------------------------------------------------------
 
 @pytest.mark.parametrize("piece, expected", [
     ("▁the", True), ("▁", True), ("<unk>", True), (",", True), ("-", True), ("$", True),
@@ -321,13 +316,13 @@ def test_load_vocab_formats(tmp_path):
     path = tmp_path / "mixed.vocab"
     path.write_text("a\t-1.5\n\nb 2\na\nc\n", encoding="utf-8")
     assert tokenization.load_vocab(str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
-    vocab = tokenization.load_vocab(EN8K.replace(".model", ".vocab"))
-    processor = spm.SentencePieceProcessor(model_file=EN8K)
+    vocab = tokenization.load_vocab(EN8K_MODEL.replace(".model", ".vocab"))
+    processor = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
     assert len(vocab) == processor.GetPieceSize()
     assert all(vocab[processor.IdToPiece(i)] == i for i in range(0, processor.GetPieceSize(), 97))
 
 
-# --- InGraphTokenizer: identical ids to FullTokenizer.encode_text (user problem 7) ---------------
+# --- InGraphTokenizer: identical ids to FullTokenizer.encode_text (serving = training) -----------
 
 @pytest.fixture(scope="module")
 def en8k_graph(en8k) -> tokenization.InGraphTokenizer:
@@ -343,7 +338,7 @@ def _all_code_point_texts(chunk: int = 64) -> list[str]:
 def test_in_graph_ids_equal_python_on_real_text(en8k, en8k_graph):
     texts = []
     for name in ("wiki_00.txt", "sample_text.txt"):
-        with open(os.path.join(spm_fixtures.SHARED_DATA_DIR, "corpus", name), encoding="utf-8") as handle:
+        with open(os.path.join(SHARED_DATA_DIR, "corpus", name), encoding="utf-8") as handle:
             texts += handle.read().split("\n")
     ids = en8k_graph(texts).to_list()
     assert len(ids) == len(texts) > 280
@@ -361,7 +356,7 @@ def test_in_graph_digit_comma_rule(german):
 
 
 def test_in_graph_digit_comma_rule_on_toy_model():
-    sp = _sp_with_extra_pieces(EN8K, ["$45,", "▁1990,"])
+    sp = _sp_with_extra_pieces(EN8K_MODEL, ["$45,", "▁1990,"])
     graph = tokenization.InGraphTokenizer(sp.serialized_model_proto(), do_lower_case=True)
     texts = ["x$45, 1990,", "In 1990, it cost US$45, yes"]
     expected = [encode_ids(sp, preprocess_text(t, lower=True)) for t in texts]
@@ -371,7 +366,7 @@ def test_in_graph_digit_comma_rule_on_toy_model():
 
 @pytest.mark.parametrize("lower", [True, False])
 def test_in_graph_normalization_equals_preprocess_text_on_every_code_point(lower):
-    with open(EN8K, "rb") as handle:
+    with open(EN8K_MODEL, "rb") as handle:
         graph = tokenization.InGraphTokenizer(handle.read(), do_lower_case=lower)
     texts = _all_code_point_texts()
     normalized = graph.normalize(texts).numpy()

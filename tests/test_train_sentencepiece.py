@@ -10,6 +10,7 @@ from sentencepiece import sentencepiece_model_pb2
 
 from data_prep import train_sentencepiece as tsp
 from tests import spm_fixtures
+from tests.shared_setup import EN8K_MODEL, REPO_ROOT
 
 ModelPiece = sentencepiece_model_pb2.ModelProto.SentencePiece
 
@@ -66,9 +67,9 @@ def test_outputs_written_atomically(trained):
 
 def test_vocab_text_matches_spm_train_output():
     # en8k.vocab was written by SentencePiece's own trainer; our writer must produce the same bytes.
-    with open(spm_fixtures.EN8K_MODEL, "rb") as handle:
+    with open(EN8K_MODEL, "rb") as handle:
         text = tsp._vocab_text(handle.read())
-    with open(spm_fixtures.EN8K_MODEL.replace(".model", ".vocab"), encoding="utf-8") as handle:
+    with open(EN8K_MODEL.replace(".model", ".vocab"), encoding="utf-8") as handle:
         assert text == handle.read()
 
 
@@ -130,7 +131,7 @@ def test_command_line(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "data_prep.train_sentencepiece", f"--input_file={corpus}",
          f"--model_prefix={tmp_path}/cli", "--vocab_size=300", "--num_threads=1"],
-        cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     proto = _proto(str(tmp_path / "cli.model"))
     assert [(p.piece, p.type) for p in proto.pieces[:13]] == RECIPE_PIECES
@@ -140,7 +141,7 @@ def test_command_line(tmp_path):
 
 def test_command_line_requires_flags():
     result = subprocess.run([sys.executable, "-m", "data_prep.train_sentencepiece"],
-                            cwd=spm_fixtures.REPO_ROOT, capture_output=True, text=True, timeout=120)
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "input_file" in result.stderr and "model_prefix" in result.stderr
 

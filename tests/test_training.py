@@ -8,25 +8,15 @@ import tensorflow as tf
 
 from albert_tf import optimization
 from albert_tf.checkpoints import load_tf1_checkpoint
-from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
-from albert_tf.training import NonFiniteLossError, RunConfig, Trainer
+from albert_tf.training import EvalSet, NonFiniteLossError, RunConfig, Trainer
 from tests import numpy_albert
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH,
+                                tiny_config)
 from tests.tf1_fixtures import write_reference_checkpoint
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE_RECORDS = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining",
-                                 "reference_output.tfrecord")
-SEQ, PREDICTIONS = 128, 20
-
-
-def tiny_config(**overrides):
-    values = dict(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ,
-                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    values.update(overrides)
-    return AlbertConfig.from_dict(values)
+SEQ, PREDICTIONS = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
 
 def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, steps=40, **run):
@@ -46,9 +36,10 @@ def reference_data(is_training):
 def test_training_on_reference_records_learns(tmp_path):
     trainer = make_trainer(tmp_path, steps=60)
     eval_data = reference_data(is_training=False)
-    before = trainer.evaluate(eval_data(32, 0), max_steps=4)
+    eval_set = EvalSet("", lambda: eval_data(32, 0), max_steps=4)
+    before = trainer.evaluate(eval_set)
     trainer.train(reference_data(is_training=True))
-    after = trainer.evaluate(eval_data(32, 0), max_steps=4)
+    after = trainer.evaluate(eval_set)
     assert trainer.global_step == 60
     assert after["masked_lm_loss"] < before["masked_lm_loss"] - 0.5
     assert after["masked_lm_accuracy"] > before["masked_lm_accuracy"] + 0.01
@@ -115,7 +106,7 @@ def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path):
     message = trainer.initialize(init_checkpoint=str(tmp_path / "ref"))
     assert "reference checkpoint" in message
     eval_data = reference_data(is_training=False)
-    via_trainer = trainer.evaluate(eval_data(32, 0), max_steps=3)
+    via_trainer = trainer.evaluate(EvalSet("", lambda: eval_data(32, 0), max_steps=3))
 
     direct = AlbertPretrainingModel(config)
     report = load_tf1_checkpoint(direct, str(tmp_path / "ref"))
@@ -123,7 +114,7 @@ def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path):
     task = PretrainingTask(config)
     outputs = [task.predict_outputs(direct, batch) for batch in eval_data(32, 0).take(3)]
     concatenated = {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
-    direct_metrics = task.eval_metrics(concatenated)
+    direct_metrics = task.reduce(concatenated)
     for key, value in direct_metrics.items():
         assert via_trainer[key] == pytest.approx(value, rel=1e-6), key
 

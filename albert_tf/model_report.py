@@ -1,0 +1,53 @@
+"""Command line: the parameter report of an ALBERT config and a training-memory estimate.
+
+    python -m albert_tf.model_report --albert_config_file=configs/albert_base_v2.json \\
+        [--batch_size=8 --max_seq_length=512 --dtype=float32]
+
+Prints the parameters of the pretraining model (encoder + MLM and SOP heads) split into
+embeddings, projection, transformer, pooler and heads, then the lower-bound memory estimate of
+``parameters.training_memory_bytes`` for one device.
+"""
+
+from __future__ import annotations
+
+from absl import app, flags
+
+from albert_tf.config import AlbertConfig
+from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.parameters import format_parameter_report, parameter_report, training_memory_bytes
+
+# Bytes per activation value for each --dtype.
+_COMPUTE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def format_model_report(config: AlbertConfig, batch_size: int, max_seq_length: int,
+                        dtype: str) -> str:
+    """The parameter report of ``config``'s pretraining model and its memory estimate, as text."""
+    lines = [format_parameter_report(parameter_report(AlbertPretrainingModel(config))),
+             "",
+             f"Estimated training memory, batch {batch_size} x seq {max_seq_length}, {dtype} "
+             "(lower bound):"]
+    memory = training_memory_bytes(config, batch_size, max_seq_length, _COMPUTE_BYTES[dtype])
+    lines.extend(f"  {key:<22} {value / 2**30:8.2f} GiB" for key, value in memory.items())
+    return "\n".join(lines)
+
+
+def _define_flags() -> None:
+    flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON to report on.")
+    flags.DEFINE_integer("batch_size", 8, "Per-device batch for the memory estimate.")
+    flags.DEFINE_integer("max_seq_length", 512, "Sequence length for the memory estimate.")
+    flags.DEFINE_enum("dtype", "float32", sorted(_COMPUTE_BYTES),
+                      "Compute dtype for the memory estimate.")
+    flags.mark_flag_as_required("albert_config_file")
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    values = flags.FLAGS
+    config = AlbertConfig.from_json_file(values.albert_config_file)
+    print(format_model_report(config, values.batch_size, values.max_seq_length, values.dtype))
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(main)

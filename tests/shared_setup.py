@@ -1,0 +1,67 @@
+"""Set-up shared by the test files and by the scripts they start in child processes.
+
+Plain constants and functions (importable outside pytest, e.g. by tests/mirrored_equivalence.py);
+the pytest fixtures built on them live in tests/conftest.py.
+
+The real test data lies beside the repository in ../shared/data; the product never reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from albert_tf.config import AlbertConfig
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data")
+GLUE_DIR = os.path.join(SHARED_DATA_DIR, "glue")
+PRETRAINING_DIR = os.path.join(SHARED_DATA_DIR, "pretraining")
+
+# SentencePiece models trained with the reference recipe ([CLS], [SEP], [MASK] at ids 2-4): en8k
+# (8,000 pieces, English; holds the digit-comma piece "▁30,") and a German one of 30,000 pieces
+# (holds "▁2014," and "/12,").
+EN8K_MODEL = os.path.join(PRETRAINING_DIR, "en8k.model")
+GERMAN_30K_MODEL = os.path.join(SHARED_DATA_DIR, "spm", "albert-recipe-de-30k.model")
+
+# Records written by the reference's own create_pretraining_data (en8k, S 128, M 20).
+REFERENCE_RECORDS = os.path.join(PRETRAINING_DIR, "reference_output.tfrecord")
+REFERENCE_SEQ_LENGTH = 128
+REFERENCE_MAX_PREDICTIONS = 20
+
+
+def tiny_config(**overrides) -> AlbertConfig:
+    """A 2-layer ALBERT (E 16, H 32, 2 heads, FFN 64) over en8k's vocabulary, without dropout.
+
+    Small enough to train for tens of steps in a test; reads the reference records (positions up to
+    ``REFERENCE_SEQ_LENGTH``). ``overrides`` replace or add config values.
+    """
+    values = dict(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=64,
+                  max_position_embeddings=REFERENCE_SEQ_LENGTH, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    values.update(overrides)
+    return AlbertConfig.from_dict(values)
+
+
+def subprocess_env(**overrides: str) -> dict[str, str]:
+    """Environment of a child Python process started by a test.
+
+    The repository is importable (PYTHONPATH), only CPUs are visible, TensorFlow's C++ log shows
+    errors only, and a TF_CONFIG of the calling shell is not inherited. ``overrides`` are added last.
+    """
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_CONFIG", None)
+    env.update(overrides)
+    return env
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free local ports (all sockets bound at once, so no two are the same)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports

@@ -1,0 +1,82 @@
+"""The shared flag table: consistent with the library, and every script keeps the reference's defaults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from absl import flags
+
+from albert_tf import distribute, flag_definitions, optimization, training
+from tests.shared_setup import REPO_ROOT, subprocess_env
+
+# The reference scripts' defaults (their flag definitions), for the flags the scripts share.
+REFERENCE_DEFAULTS = {
+    "run_pretraining": {
+        "max_seq_length": 512, "max_predictions_per_seq": 20, "do_train": True, "do_eval": False,
+        "train_batch_size": 4096, "eval_batch_size": 64, "optimizer": "lamb",
+        "learning_rate": 0.00176, "poly_power": 1.0, "num_train_steps": 125000,
+        "num_warmup_steps": 3125, "start_warmup_step": 0, "save_checkpoints_steps": 5000,
+        "keep_checkpoint_max": 5, "iterations_per_loop": 1000, "init_from_group0": False,
+        "use_tpu": False, "num_tpu_cores": 8,
+    },
+    "run_classifier": {
+        "do_lower_case": True, "max_seq_length": 512, "do_train": False, "do_eval": False,
+        "do_predict": False, "train_batch_size": 32, "eval_batch_size": 8,
+        "predict_batch_size": 8, "learning_rate": 5e-5, "train_step": 1000, "warmup_step": 0,
+        "save_checkpoints_steps": 1000, "iterations_per_loop": 1000, "optimizer": "adamw",
+        "use_tpu": False, "num_tpu_cores": 8,
+        # The reference ignores keep_checkpoint_max and keeps every checkpoint: 0 here.
+        "keep_checkpoint_max": 0,
+    },
+    "data_prep.create_pretraining_data": {
+        "do_lower_case": True, "max_seq_length": 512, "max_predictions_per_seq": 20,
+    },
+}
+
+_PRINT_DEFAULTS = """
+import importlib, json, sys
+from absl import flags
+importlib.import_module(sys.argv[1])
+print(json.dumps({name: flags.FLAGS[name].default for name in json.loads(sys.argv[2])}))
+"""
+
+
+def script_defaults(module: str, names: list[str]) -> dict:
+    """Imports ``module`` in a fresh interpreter (its flags are module-level) and reads defaults."""
+    result = subprocess.run([sys.executable, "-c", _PRINT_DEFAULTS, module, json.dumps(names)],
+                            cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", sorted(REFERENCE_DEFAULTS))
+def test_scripts_keep_the_reference_defaults(module):
+    expected = REFERENCE_DEFAULTS[module]
+    actual = script_defaults(module, sorted(expected))
+    for name, value in expected.items():
+        assert actual[name] == pytest.approx(value), (module, name)
+
+
+def test_the_table_agrees_with_the_library():
+    assert set(flag_definitions.OPTIMIZERS) == set(optimization.OPTIMIZER_NAMES)
+    assert set(flag_definitions.STRATEGIES) == set(distribute.STRATEGY_NAMES)
+    assert set(flag_definitions.DTYPES) == set(training.DTYPE_POLICIES)
+    every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
+                   + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS)
+    assert set(every_group) <= set(flag_definitions.SPECS)
+    assert len(set(flag_definitions.FINE_TUNING_FLAGS)) == len(flag_definitions.FINE_TUNING_FLAGS)
+
+
+def test_define_overrides_a_default_and_rejects_one_for_an_undefined_flag():
+    values = flags.FlagValues()
+    flag_definitions.define("max_seq_length", "optimizer", "seed", flag_values=values,
+                            max_seq_length=384)
+    assert values["max_seq_length"].default == 384
+    assert values["optimizer"].default == "adamw"
+    assert values["seed"].default is None
+    with pytest.raises(KeyError, match="doc_stride"):
+        flag_definitions.define("max_seq_length", flag_values=flags.FlagValues(), doc_stride=128)

@@ -1,0 +1,244 @@
+"""The layering of albert_tf/ and data_prep/, checked on the source (parsed with ast, not imported).
+
+- no import cycle between project modules (module-level and function-level imports alike);
+- albert_tf never imports data_prep;
+- library modules never touch absl flags: only the flag modules and the command-line entry modules
+  listed below may import ``absl.flags`` or read ``FLAGS``.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import textwrap
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("albert_tf", "data_prep")
+
+# The only albert_tf modules allowed to import absl.flags or read FLAGS.
+FLAG_MODULES = {"albert_tf.flag_definitions", "albert_tf.run_flags"}
+ENTRY_MODULES = {"albert_tf.convert_checkpoint", "albert_tf.model_report"}  # each a `__main__` CLI
+ALLOWED_FLAG_READERS = FLAG_MODULES | ENTRY_MODULES
+
+
+def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:
+    """{dotted module name: source file} of every .py file under the packages (``pkg/__init__.py``
+    is the module ``pkg``)."""
+    modules = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(name: str, modules: dict[str, pathlib.Path]) -> str | None:
+    """The project module that importing ``name`` runs: the longest prefix that is a module."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def imports_of(module: str, path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[str]:
+    """Project modules that ``module`` imports anywhere in its source (functions included)."""
+    is_package = path.name == "__init__.py"
+    package_parts = module.split(".") if is_package else module.split(".")[:-1]
+    targets: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(_resolve(alias.name, modules) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package_parts[:len(package_parts) - node.level + 1]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            for alias in node.names:
+                # `from pkg import sub` imports the module pkg.sub when there is one.
+                targets.add(_resolve(f"{base}.{alias.name}", modules) or _resolve(base, modules))
+    return {target for target in targets if target is not None and target != module}
+
+
+def import_graph(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """{module: project modules it imports} for every module of the packages."""
+    modules = discover_modules(root, packages)
+    return {module: imports_of(module, path, modules) for module, path in modules.items()}
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import cycles as module paths whose last element repeats the first (one per back edge found
+    by a depth-first search in sorted order)."""
+    state: dict[str, str] = {}  # "active" while on the DFS stack, then "done"
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        state[module] = "active"
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "active":
+                cycles.append(stack[stack.index(target):] + [target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+def flag_uses(path: pathlib.Path) -> list[str]:
+    """Lines of ``path`` that import absl.flags or read FLAGS, as "file:line: what"."""
+    uses = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        what = None
+        if isinstance(node, ast.Import):
+            if any(alias.name.split(".")[:2] == ["absl", "flags"] for alias in node.names):
+                what = "imports absl.flags"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            if node.module == "absl" and any(a.name == "flags" for a in node.names):
+                what = "imports absl.flags"
+            elif (node.module or "").split(".")[:2] == ["absl", "flags"]:
+                what = "imports from absl.flags"
+        elif isinstance(node, ast.Name) and node.id == "FLAGS":
+            what = "reads FLAGS"
+        elif isinstance(node, ast.Attribute) and node.attr == "FLAGS":
+            what = "reads FLAGS"
+        if what:
+            uses.append(f"{path}:{node.lineno}: {what}")
+    return uses
+
+
+def has_main_block(path: pathlib.Path) -> bool:
+    """True when the module has a top-level ``if __name__ == "__main__":``."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            names = [node.test.left, *node.test.comparators]
+            if (any(isinstance(n, ast.Name) and n.id == "__name__" for n in names)
+                    and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in names)):
+                return True
+    return False
+
+
+def format_cycles(cycles: list[list[str]]) -> str:
+    return "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+# -------------------------------------------------------------------------------------------------
+# The project itself.
+
+@pytest.fixture(scope="module")
+def project_graph() -> dict[str, set[str]]:
+    return import_graph(REPO_ROOT, PACKAGES)
+
+
+def test_the_project_has_modules_and_edges(project_graph):
+    """Guards the checks below against parsing nothing."""
+    assert "albert_tf.modeling" in project_graph and "data_prep.glue" in project_graph
+    assert "albert_tf.config" in project_graph["albert_tf.modeling"]
+    assert "albert_tf.modeling" in project_graph["albert_tf.checkpoints"]
+
+
+def test_no_import_cycles(project_graph):
+    cycles = find_cycles(project_graph)
+    assert not cycles, f"import cycle(s): {format_cycles(cycles)}"
+
+
+def test_albert_tf_never_imports_data_prep(project_graph):
+    offending = sorted(f"{module} imports {target}" for module, targets in project_graph.items()
+                       if module.split(".")[0] == "albert_tf"
+                       for target in targets if target.split(".")[0] == "data_prep")
+    assert not offending, "; ".join(offending)
+
+
+def test_only_flag_and_entry_modules_touch_absl_flags():
+    modules = discover_modules(REPO_ROOT, ("albert_tf",))
+    offending = [use for module, path in modules.items() if module not in ALLOWED_FLAG_READERS
+                 for use in flag_uses(path)]
+    assert not offending, ("library modules must not import absl.flags or read FLAGS (allowed: "
+                           f"{sorted(ALLOWED_FLAG_READERS)}):\n" + "\n".join(offending))
+
+
+def test_the_allowed_flag_readers_exist_and_entry_modules_are_commands():
+    modules = discover_modules(REPO_ROOT, ("albert_tf",))
+    assert ALLOWED_FLAG_READERS <= set(modules), sorted(ALLOWED_FLAG_READERS - set(modules))
+    assert all(has_main_block(modules[name]) for name in ENTRY_MODULES)
+
+
+# -------------------------------------------------------------------------------------------------
+# The checker, on small synthetic packages.
+
+def write_package(root: pathlib.Path, files: dict[str, str]) -> None:
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+
+
+def test_checker_finds_a_planted_cycle_through_function_level_and_relative_imports(tmp_path):
+    write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "import os\nfrom pkg.util import helper\n",
+        "pkg/util.py": "def helper():\n    from . import built_on_base\n",
+        "pkg/built_on_base.py": "from .base import something\n",
+        "pkg/leaf.py": "import pkg.util\n",
+    })
+    graph = import_graph(tmp_path, ("pkg",))
+    assert graph["pkg.base"] == {"pkg.util"}
+    assert graph["pkg.util"] == {"pkg.built_on_base"}
+    assert graph["pkg.built_on_base"] == {"pkg.base"}
+    assert graph["pkg.leaf"] == {"pkg.util"}
+    assert (format_cycles(find_cycles(graph))
+            == "pkg.base -> pkg.util -> pkg.built_on_base -> pkg.base")
+
+
+def test_checker_accepts_an_acyclic_package_and_resolves_subpackages(tmp_path):
+    write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sub/__init__.py": "from . import inner\n",
+        "pkg/sub/inner.py": "from ..leaf import x\nimport pkg.leaf as leaf\n",
+        "pkg/leaf.py": "import json\nfrom pkg import missing_name\n",
+    })
+    graph = import_graph(tmp_path, ("pkg",))
+    assert graph == {"pkg": set(), "pkg.sub": {"pkg.sub.inner"}, "pkg.sub.inner": {"pkg.leaf"},
+                     "pkg.leaf": {"pkg"}}
+    assert find_cycles(graph) == []
+
+
+def test_checker_reports_a_two_module_cycle_once_per_back_edge():
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": set()}
+    assert find_cycles(graph) == [["a", "b", "a"]]
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from absl import flags\n", "imports absl.flags"),
+    ("from absl import app, flags as f\n", "imports absl.flags"),
+    ("import absl.flags\n", "imports absl.flags"),
+    ("from absl.flags import FlagValues\n", "imports from absl.flags"),
+    ("def f(values):\n    return values.FLAGS.x\n", "reads FLAGS"),
+    ("def f():\n    return FLAGS.x\n", "reads FLAGS"),
+])
+def test_checker_detects_flag_use(tmp_path, source, expected):
+    path = tmp_path / "module.py"
+    path.write_text(source, encoding="utf-8")
+    uses = flag_uses(path)
+    assert uses and expected in uses[0]
+
+
+def test_checker_ignores_other_absl_use_and_finds_main_blocks(tmp_path):
+    library = tmp_path / "library.py"
+    library.write_text("from absl import logging\nflags_seen = 1\n", encoding="utf-8")
+    command = tmp_path / "command.py"
+    command.write_text("def main():\n    pass\n\nif __name__ == '__main__':\n    main()\n",
+                       encoding="utf-8")
+    assert flag_uses(library) == []
+    assert not has_main_block(library) and has_main_block(command)

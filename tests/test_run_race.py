@@ -1,0 +1,105 @@
+"""run_race.py end to end on the real RACE sample: train, the sweep with per-level accuracy, predict."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from albert_tf import checkpoints
+from albert_tf.multiple_choice import AlbertMultipleChoiceModel
+from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
+
+RACE_DEV = os.path.join(SHARED_DATA_DIR, "race", "RACE", "dev")
+SEQ, QA = 96, 24
+
+
+@pytest.fixture(scope="module")
+def race_dir(tmp_path_factory):
+    """<root>/RACE/{train,dev,test} all holding the 31 questions of the shared dev sample."""
+    root = tmp_path_factory.mktemp("race_data")
+    (root / "RACE").mkdir()
+    for split in ("train", "dev", "test"):
+        os.symlink(RACE_DEV, root / "RACE" / split)
+    return root
+
+
+def gold_answers() -> dict[str, str]:
+    """Question id -> answer letter, read from the sample's JSON files here (not by data_prep)."""
+    answers = {}
+    for level in ("middle", "high"):
+        for name in sorted(os.listdir(os.path.join(RACE_DEV, level))):
+            with open(os.path.join(RACE_DEV, level, name), encoding="utf-8") as handle:
+                article = json.load(handle)
+            for index, answer in enumerate(article["answers"]):
+                answers[f"{article['id']}-{index}"] = (level, answer)
+    return answers
+
+
+def run_race(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_race.py"), *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
+                          env=subprocess_env())
+
+
+def common_flags(tmp_path, race_dir):
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    return [f"--data_dir={race_dir}", f"--albert_config_file={config}",
+            f"--spm_model_file={EN8K_MODEL}", f"--output_dir={tmp_path / 'out'}",
+            f"--max_seq_length={SEQ}", f"--max_qa_length={QA}"]
+
+
+def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
+    # A checkpoint in the reference's names, head included (as a RACE run of the reference writes).
+    reference = AlbertMultipleChoiceModel(tiny_config())
+    reference.scorer.output_bias.assign([0.25])
+    init = checkpoints.export_tf1_checkpoint(reference, str(tmp_path / "ref" / "model.ckpt"))
+    result = run_race(*common_flags(tmp_path, race_dir), f"--init_checkpoint={init}",
+                      "--do_predict", "--train_step=6", "--warmup_step=1",
+                      "--save_checkpoints_steps=3", "--train_batch_size=4", "--eval_batch_size=8",
+                      "--predict_batch_size=8", "--learning_rate=1e-3")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "missing from the checkpoint (0): none" in result.stdout  # the head loaded too
+    output_dir = tmp_path / "out"
+
+    text = (output_dir / "eval_results.txt").read_text()
+    blocks = [dict(line.split(" = ") for line in block.strip().splitlines()
+                   if " = " in line and not line.startswith("best"))
+              for block in text.split("=" * 50) if "global_step" in block]
+    assert [b["global_step"] for b in blocks] == ["3", "6"]
+    for block in blocks:
+        assert {"eval_accuracy", "middle_accuracy", "high_accuracy", "eval_loss"} <= set(block)
+        # 14 middle and 17 high questions: "all" is their weighted mean.
+        overall = (14 * float(block["middle_accuracy"]) + 17 * float(block["high_accuracy"])) / 31
+        assert float(block["eval_accuracy"]) == pytest.approx(overall)
+    assert (output_dir / "model.ckpt-best.index").exists()
+
+    predictions = json.loads((output_dir / "test_predictions.json").read_text())
+    gold = gold_answers()
+    assert set(predictions) == set(gold) and len(gold) == 31
+    for entry in predictions.values():
+        assert np.sum(entry["probabilities"]) == pytest.approx(1.0, abs=1e-5)
+        assert entry["answer"] == "ABCD"[int(np.argmax(entry["probabilities"]))]
+    results = dict(line.split(" = ") for line in
+                   (output_dir / "predict_results.txt").read_text().splitlines())
+    correct = [predictions[qid]["answer"] == answer for qid, (_, answer) in gold.items()]
+    assert float(results["eval_accuracy"]) == pytest.approx(np.mean(correct))
+    middle = [c for c, (level, _) in zip(correct, gold.values()) if level == "middle"]
+    assert float(results["middle_accuracy"]) == pytest.approx(np.mean(middle))
+    # The test split is the dev sample here, so the best dev accuracy is the test accuracy.
+    assert float(results["best"]) == pytest.approx(np.mean(correct))
+
+
+def test_level_flags_and_mistakes_are_clear_errors(tmp_path, race_dir):
+    flags = common_flags(tmp_path, race_dir)
+    result = run_race(*flags, "--middle_only", "--high_only")
+    assert result.returncode == 1 and "exclude each other" in result.stderr
+    result = run_race(*flags, "--task_name=mnli")
+    assert result.returncode == 1 and "only runs race" in result.stderr
+    result = run_race(*flags, "--max_seq_length=1024")
+    assert result.returncode != 0 and "max_position_embeddings" in result.stderr
