@@ -82,14 +82,16 @@ def tokenizer_from_flags(config: AlbertConfig) -> FullTokenizer:
 
 
 def trainer_from_flags(task: training.Task, num_train_steps: int, num_warmup_steps: int,
-                       poly_power: float = 1.0, start_warmup_step: int = 0) -> training.Trainer:
+                       poly_power: float = 1.0, start_warmup_step: int = 0,
+                       evaluates: bool | None = None) -> training.Trainer:
     """The Trainer of a script: strategy, loop and checkpoint flags, optimizer and schedule.
 
-    --do_eval refuses a multi-worker strategy (the sweep writes and deletes files).
+    A run that evaluates (``evaluates``, by default --do_eval) refuses a multi-worker strategy:
+    the checkpoint sweep writes and deletes files.
     """
     values = flags.FLAGS
     strategy = strategy_from_flags()
-    if values.do_eval:
+    if values.do_eval if evaluates is None else evaluates:
         check_eval_strategy(strategy)
     run_config = run_config_from_flags(num_train_steps)
     optimizer_fn = optimizer_factory(values.optimizer, values.learning_rate, num_train_steps,

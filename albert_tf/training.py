@@ -262,7 +262,10 @@ class Trainer:
         if micro_steps > 1:
             accumulated = [None if g is None else g / micro_steps for g in accumulated]
             logs_total = {k: v / micro_steps for k, v in logs_total.items()}
-        self.optimizer.apply_gradients(zip(accumulated, variables))
+        # Variables the loss does not reach (the pooler, for SQuAD) are skipped, as the reference's
+        # optimizers skip a None gradient.
+        self.optimizer.apply_gradients([(g, v) for g, v in zip(accumulated, variables)
+                                        if g is not None])
         return logs_total
 
     def _gradients(self, features: Features, normalizers: Mapping[str, tf.Tensor]):

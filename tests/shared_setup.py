@@ -48,7 +48,7 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     """Environment of a child Python process started by a test.
 
     The repository is importable (PYTHONPATH), only CPUs are visible, TensorFlow's C++ log shows
-    errors only, and a TF_CONFIG of the calling shell is not inherited. ``overrides`` are added last.
+    errors only, and a TF_CONFIG of the calling shell is not inherited. ``overrides`` come last.
     """
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env.pop("TF_CONFIG", None)

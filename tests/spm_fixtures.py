@@ -24,8 +24,6 @@ import sentencepiece as spm
 
 from data_prep.train_sentencepiece import train_sentencepiece
 from tests.shared_setup import SHARED_DATA_DIR
-# Re-exported only for the test files that still import it from here (it lives in shared_setup).
-from tests.shared_setup import EN8K_MODEL  # noqa: F401
 
 WIKI_CORPUS = os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt")
 

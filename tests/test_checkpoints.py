@@ -14,9 +14,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.modeling import AlbertModel
 from tests import numpy_albert
+from tests.shared_setup import REPO_ROOT, subprocess_env
 from tests.tf1_fixtures import write_reference_checkpoint
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def small_config(**overrides):
@@ -166,12 +165,12 @@ def test_conversion_command_both_directions(tmp_path):
     config_file.write_text(cfg.to_json_string())
     values = write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                         numpy_albert.reference_variable_shapes(cfg))
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
 
     def convert(*args):
         result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
                                  f"--albert_config_file={config_file}", *args],
-                                capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+                                capture_output=True, text=True, env=subprocess_env(),
+                                cwd=REPO_ROOT)
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout
 

@@ -20,7 +20,7 @@ from data_prep import feature_cache
 from data_prep.feature_cache import (FeatureCacheError, FeatureFile, cached_feature_file,
                                      file_fingerprints, read_feature_file, sidecar_path,
                                      write_feature_file)
-from tests import spm_fixtures
+from tests.shared_setup import EN8K_MODEL
 
 
 def ids_example(ids: list[int]) -> bytes:
@@ -72,17 +72,12 @@ class LineFeatures:
                                    self.tokenizer.fingerprint, [self.input_path], self.build)
 
 
-@pytest.fixture(scope="module")
-def lowercase_tokenizer():
-    return FullTokenizer(spm_model_file=spm_fixtures.EN8K_MODEL, do_lower_case=True)
-
-
 @pytest.fixture
-def task(tmp_path, lowercase_tokenizer):
+def task(tmp_path, en8k):
     input_path = tmp_path / "input.txt"
     input_path.write_text("The Cat sat on the mat.\nA Dog barked twice at the postman.\n",
                           encoding="utf-8")
-    return LineFeatures(str(input_path), lowercase_tokenizer, max_seq_length=8)
+    return LineFeatures(str(input_path), en8k, max_seq_length=8)
 
 
 def test_identical_call_reuses_without_building(tmp_path, task):
@@ -129,7 +124,7 @@ def test_another_input_file_with_the_same_name_rebuilds(tmp_path, task):
 def test_tokenizer_casing_and_sequence_length_rebuild(tmp_path, task):
     cache_dir = str(tmp_path / "cache")
     lowercase = task.cached(cache_dir)
-    cased_tokenizer = FullTokenizer(spm_model_file=spm_fixtures.EN8K_MODEL, do_lower_case=False)
+    cased_tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
     assert cased_tokenizer.fingerprint != task.tokenizer.fingerprint
     task.tokenizer = cased_tokenizer
     cased = task.cached(cache_dir)
@@ -141,7 +136,7 @@ def test_tokenizer_casing_and_sequence_length_rebuild(tmp_path, task):
     assert [len(ids) for ids in stored_ids(shorter.path)] == [5, 5]
     # Each entry keeps its own file: going back reuses the first one.
     task.tokenizer, task.max_seq_length = FullTokenizer(
-        spm_model_file=spm_fixtures.EN8K_MODEL, do_lower_case=True), 8
+        spm_model_file=EN8K_MODEL, do_lower_case=True), 8
     assert task.cached(cache_dir) == lowercase and task.calls == 3
 
 

@@ -29,10 +29,7 @@ from data_prep.glue import (GLUE_TASKS, GlueDataError, InputExample, cached_glue
 from data_prep.glue_features import build_features, convert_example, serialize_glue_features, write_features
 from data_prep.glue_processors import read_tsv
 from tests import spm_fixtures
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
-EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
 
 
 def raw_rows(path: str) -> list[list[str]]:
@@ -338,15 +335,10 @@ def test_feature_layout_pair_single_and_truncation():
         build_features([1], [2], 2, cls_id=2, sep_id=3, label_id=0)
 
 
-@pytest.fixture(scope="module")
-def en8k_tokenizer():
-    return FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
-
-
-def test_stsb_features_with_real_sentencepiece(en8k_tokenizer):
+def test_stsb_features_with_real_sentencepiece(en8k):
     processor = get_processor("sts-b")
     examples = processor.get_dev_examples(GLUE_DIR)
-    features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k_tokenizer,
+    features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k,
                                             pad_to_multiple_of=4)
     sp = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
     cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
@@ -366,12 +358,12 @@ def test_stsb_features_with_real_sentencepiece(en8k_tokenizer):
         assert padding.label_id == 0.0
 
 
-def test_label_ids_and_unlabelled_placeholder(en8k_tokenizer):
+def test_label_ids_and_unlabelled_placeholder(en8k):
     labels = ["entailment", "not_entailment"]
     example = InputExample("1", "a man sleeps.", "nobody sleeps.", "not_entailment")
-    assert convert_example(example, labels, 16, en8k_tokenizer).label_id == 1
+    assert convert_example(example, labels, 16, en8k).label_id == 1
     unlabelled = InputExample("2", "a man sleeps.", "nobody sleeps.", None)
-    assert convert_example(unlabelled, labels, 16, en8k_tokenizer).label_id == 0
+    assert convert_example(unlabelled, labels, 16, en8k).label_id == 0
 
 
 # -- TFRecords -------------------------------------------------------------------------------------
@@ -430,9 +422,9 @@ def count_builds(monkeypatch) -> list[str]:
     return written
 
 
-def test_cache_reuse_and_invalidation(tmp_path, en8k_tokenizer, monkeypatch):
+def test_cache_reuse_and_invalidation(tmp_path, en8k, monkeypatch):
     cache_dir = str(tmp_path / "cache")
-    first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir)
+    first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k, 64, cache_dir)
     assert os.path.dirname(first.path) == cache_dir
     assert os.path.basename(first.path).startswith("rte_dev_") and first.path.endswith(".tf_record")
     assert (first.num_records, first.metadata["num_real_examples"]) == (139, 139)
@@ -444,19 +436,19 @@ def test_cache_reuse_and_invalidation(tmp_path, en8k_tokenizer, monkeypatch):
 
     written = count_builds(monkeypatch)
     # Same key: reused without writing.
-    assert cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir) == first
+    assert cached_glue_features("rte", GLUE_DIR, "dev", en8k, 64, cache_dir) == first
     assert written == []
     # Another max_seq_length: a new file.
-    other_length = cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 32, cache_dir)
+    other_length = cached_glue_features("rte", GLUE_DIR, "dev", en8k, 32, cache_dir)
     assert other_length.path != first.path and written == [other_length.path]
     # Another tokenizer (cased): another fingerprint, another file; the old one is untouched.
     cased = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
-    assert cased.fingerprint != en8k_tokenizer.fingerprint
+    assert cased.fingerprint != en8k.fingerprint
     other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, 64, cache_dir)
     assert other_tokenizer.path not in (first.path, other_length.path)
     assert len(written) == 2
     # Padding to a batch multiple: its own file, padded count; guids only of the real examples.
-    padded = cached_glue_features("rte", GLUE_DIR, "dev", en8k_tokenizer, 64, cache_dir, pad_to_multiple_of=8)
+    padded = cached_glue_features("rte", GLUE_DIR, "dev", en8k, 64, cache_dir, pad_to_multiple_of=8)
     assert padded.num_records == 144 and padded.metadata["num_real_examples"] == 139 and len(written) == 3
     assert padded.metadata["guids"] == first.metadata["guids"]
     records = list(tf.data.TFRecordDataset(padded.path).as_numpy_iterator())
@@ -500,7 +492,7 @@ def test_unlabelled_test_split_keeps_guids_and_regression_flag(tmp_path):
     assert [int(p["is_real_example"]) for p in parsed] == [1, 1, 1, 0]
 
 
-def test_gcs_like_paths_go_through_gfile(en8k_tokenizer):
+def test_gcs_like_paths_go_through_gfile(en8k):
     """A ram:// filesystem, like gs://, is reachable only through tf.io.gfile: TSV, fingerprint, cache."""
     root = f"ram://glue_test_{uuid.uuid4().hex}"
     with open(os.path.join(GLUE_DIR, "MRPC", "train.tsv"), "rb") as handle:
@@ -511,9 +503,9 @@ def test_gcs_like_paths_go_through_gfile(en8k_tokenizer):
     assert get_processor("mrpc").get_train_examples(f"{root}/glue") == local
     assert [row for _, row in read_tsv(f"{root}/glue/MRPC/train.tsv")] == raw_rows(
         os.path.join(GLUE_DIR, "MRPC", "train.tsv"))
-    features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k_tokenizer, 32, f"{root}/cache")
+    features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k, 32, f"{root}/cache")
     assert features.path.startswith(f"{root}/cache/mrpc_train_") and features.num_records == len(local)
-    assert cached_glue_features("mrpc", f"{root}/glue", "train", en8k_tokenizer, 32,
+    assert cached_glue_features("mrpc", f"{root}/glue", "train", en8k, 32,
                                 f"{root}/cache") == features
     tf.io.gfile.rmtree(root)
 

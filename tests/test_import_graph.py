@@ -14,7 +14,9 @@ import textwrap
 
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests import shared_setup
+
+REPO_ROOT = pathlib.Path(shared_setup.REPO_ROOT)
 PACKAGES = ("albert_tf", "data_prep")
 
 # The only albert_tf modules allowed to import absl.flags or read FLAGS.

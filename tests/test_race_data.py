@@ -18,26 +18,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.tokenization import FullTokenizer
 from data_prep.feature_cache import read_feature_file, write_feature_file
 from data_prep.race import (RaceDataError, RaceExamples, convert_examples, fill_in_option,
                             race_feature_file, race_sources, read_race_examples, write_race_records)
 from data_prep.race_features import (choice_row, check_lengths, serialize_race_features,
                                      parse_race_record, question_features, race_feature_spec)
+from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RACE_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "race")
+RACE_DIR = os.path.join(SHARED_DATA_DIR, "race")
 PER_FILE_LAYOUT = RACE_DIR
 ALL_TXT_LAYOUT = os.path.join(RACE_DIR, "all_txt_layout")
 GOLDEN_DIR = os.path.join(RACE_DIR, "reference_golden")
-EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
 GOLDEN_SETTINGS = [(512, 128), (128, 32)]
 LAYOUTS = [PER_FILE_LAYOUT, ALL_TXT_LAYOUT]
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> FullTokenizer:
-    return FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
 
 
 def golden(max_seq_length: int, max_qa_length: int) -> list[dict]:
@@ -86,9 +79,9 @@ def assert_equals_golden(examples, features: dict[str, np.ndarray], expected: li
 
 @pytest.mark.parametrize("data_dir", LAYOUTS, ids=["per_file", "all_txt"])
 @pytest.mark.parametrize("max_seq_length,max_qa_length", GOLDEN_SETTINGS)
-def test_features_equal_the_reference(tokenizer, data_dir, max_seq_length, max_qa_length):
+def test_features_equal_the_reference(en8k, data_dir, max_seq_length, max_qa_length):
     examples = read_race_examples(race_sources(data_dir, "dev")).examples
-    features = list(convert_examples(examples, tokenizer, max_seq_length, max_qa_length))
+    features = list(convert_examples(examples, en8k, max_seq_length, max_qa_length))
     arrays = {name: np.array([getattr(f, name) for f in features])
               for name in ("input_ids", "input_mask", "segment_ids")}
     arrays["label_ids"] = np.array([f.label_id for f in features])
@@ -97,9 +90,9 @@ def test_features_equal_the_reference(tokenizer, data_dir, max_seq_length, max_q
 
 @pytest.mark.parametrize("data_dir", LAYOUTS, ids=["per_file", "all_txt"])
 @pytest.mark.parametrize("max_seq_length,max_qa_length", GOLDEN_SETTINGS)
-def test_cached_records_parse_back_to_the_reference(tokenizer, tmp_path, data_dir, max_seq_length,
+def test_cached_records_parse_back_to_the_reference(en8k, tmp_path, data_dir, max_seq_length,
                                                     max_qa_length):
-    feature_file = race_feature_file(data_dir, "dev", tokenizer, max_seq_length, max_qa_length,
+    feature_file = race_feature_file(data_dir, "dev", en8k, max_seq_length, max_qa_length,
                                      str(tmp_path))
     records = list(tf.data.TFRecordDataset(feature_file.path).as_numpy_iterator())
     parsed = parse_race_record(tf.constant(records), max_seq_length)
@@ -261,10 +254,10 @@ def test_repeated_article_id_names_both_places(tmp_path):
         read_race_examples(race_sources(str(tmp_path), "dev"))
 
 
-def test_no_valid_question_left_is_an_error(tokenizer, tmp_path):
+def test_no_valid_question_left_is_an_error(en8k, tmp_path):
     write_race(tmp_path, "dev", "middle", ["{"], all_txt=True)
     with pytest.raises(RaceDataError, match="no valid questions"):
-        race_feature_file(str(tmp_path), "dev", tokenizer, 128, 32, str(tmp_path / "cache"),
+        race_feature_file(str(tmp_path), "dev", en8k, 128, 32, str(tmp_path / "cache"),
                           middle_only=True, skip_invalid=True)
 
 
@@ -289,9 +282,9 @@ def test_lengths_that_cannot_hold_the_qa_are_rejected():
         check_lengths(128, 0)
 
 
-def test_record_round_trip_single_and_batch(tokenizer):
+def test_record_round_trip_single_and_batch(en8k):
     examples = read_race_examples(race_sources(ALL_TXT_LAYOUT, "dev")).examples[:3]
-    features = list(convert_examples(examples, tokenizer, 64, 16))
+    features = list(convert_examples(examples, en8k, 64, 16))
     serialized = [serialize_race_features(f) for f in features]
     flat = tf.io.parse_single_example(serialized[0], race_feature_spec(64))
     assert flat["input_ids"].shape == (4 * 64,) and flat["input_ids"].dtype == tf.int64
@@ -307,16 +300,16 @@ def test_record_round_trip_single_and_batch(tokenizer):
     np.testing.assert_array_equal(batch["label_ids"], [f.label_id for f in features])
 
 
-def test_question_features_needs_four_options(tokenizer):
+def test_question_features_needs_four_options(en8k):
     with pytest.raises(ValueError, match="expected 4 question\\+option texts, got 3"):
-        question_features([5, 6], ["a", "b", "c"], 0, tokenizer, 32, 8)
+        question_features([5, 6], ["a", "b", "c"], 0, en8k, 32, 8)
 
 
-def test_write_race_records_metadata_counts_levels_and_skips(tokenizer, tmp_path):
+def test_write_race_records_metadata_counts_levels_and_skips(en8k, tmp_path):
     examples = read_race_examples(race_sources(PER_FILE_LAYOUT, "dev", high_only=True)).examples
     examples = RaceExamples(examples, num_skipped_questions=2, num_skipped_articles=1)
     path = str(tmp_path / "high.tfrecord")
-    written = write_feature_file(path, lambda sink: write_race_records(sink, examples, tokenizer, 128, 32))
+    written = write_feature_file(path, lambda sink: write_race_records(sink, examples, en8k, 128, 32))
     reread = read_feature_file(path)
     assert reread.num_records == written.num_records == 17
     assert reread.metadata["num_examples"] == {"middle": 0, "high": 17}

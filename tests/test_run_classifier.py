@@ -1,7 +1,6 @@
 """GLUE fine-tuning: the classifier head, the reference's checkpoint sweep, run_classifier.py end to
 end on real GLUE samples (train, sweep, predict, export) and its fail-fast checks, run_glue.sh."""
 
-import json
 import os
 import subprocess
 import sys
@@ -18,19 +17,15 @@ from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
 from albert_tf.text_packing import pair_lengths
 from albert_tf.tokenization import FullTokenizer, preprocess_text
 from data_prep.glue import InputExample, convert_examples_to_features, get_processor, truncate_seq_pair
-from tests import numpy_albert
+from tests import numpy_albert, shared_setup
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE_DATA = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
-EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
 SEQ = 64
-TINY = dict(vocab_size=8000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-            num_attention_heads=2, intermediate_size=64, max_position_embeddings=SEQ,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
-def tiny_config(**overrides):
-    return AlbertConfig.from_dict({**TINY, **overrides})
+def tiny_config(**overrides) -> AlbertConfig:
+    """The shared tiny ALBERT with positions up to ``SEQ``; ``overrides`` replace config values."""
+    return shared_setup.tiny_config(**{"max_position_embeddings": SEQ, **overrides})
 
 
 def random_inputs(batch=3, seq=10, vocab=8000, seed=0):
@@ -232,14 +227,14 @@ def glue_sample(root, task_dir, rows, files=("train", "dev", "test"), source=Non
     target.mkdir(parents=True)
     for name in files:
         source_name = (source or {}).get(name, name)
-        with open(os.path.join(GLUE_DATA, task_dir, f"{source_name}.tsv"), encoding="utf-8") as handle:
+        with open(os.path.join(GLUE_DIR, task_dir, f"{source_name}.tsv"), encoding="utf-8") as handle:
             lines = handle.readlines()[:rows + 1]
         (target / f"{name}.tsv").write_text("".join(lines), encoding="utf-8")
     return root
 
 
 def write_config(path, **overrides):
-    path.write_text(json.dumps({**TINY, **overrides}))
+    path.write_text(tiny_config(**overrides).to_json_string())
     return str(path)
 
 
@@ -385,7 +380,7 @@ def test_sts_b_regression(tmp_path):
 
 def write_mnli(root):
     """A tiny MNLI folder in MNLI's column layout, sentences taken from the real RTE sample."""
-    with open(os.path.join(GLUE_DATA, "RTE", "train.tsv"), encoding="utf-8") as handle:
+    with open(os.path.join(GLUE_DIR, "RTE", "train.tsv"), encoding="utf-8") as handle:
         pairs = [line.rstrip("\n").split("\t")[1:3] for line in handle.readlines()[1:25]]
     labels = ["contradiction", "entailment", "neutral"]
     labelled_header = "\t".join([f"c{i}" for i in range(8)] + ["sentence1", "sentence2",
@@ -471,7 +466,7 @@ def test_run_glue_sh_uses_the_recipe_in_two_phases(tmp_path):
     stub.write_text(f"#!/bin/bash\nif [[ $1 == -m ]]; then exec {sys.executable} \"$@\"; fi\n"
                     f"echo \"$*\" >> {log}\n")
     stub.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored")
+    env = subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored")
     subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_glue.sh"), "ckpt", "cfg.json",
                     "sp.model", "glue", str(tmp_path / "results"), "rte"], check=True, env=env,
                    capture_output=True, timeout=120)

@@ -17,7 +17,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf import squad_postprocessing as sp
-from tests.spm_fixtures import EN8K_MODEL, SHARED_DATA_DIR
+from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR
 
 SQUAD_DIR = os.path.join(SHARED_DATA_DIR, "squad")
 V1_GOLDEN = ("v1.1-sample_S384.json", "v1.1-sample_S64.json")

@@ -1,0 +1,158 @@
+"""run_squad.py end to end on the real SQuAD samples: train, sweep, predict; the files' formats; a
+tiny model memorising the v2 sample (slow); mistakes caught before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf import checkpoints
+from albert_tf.squad import AlbertSquadModel
+from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
+
+V1_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
+V2_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v2.0-sample.json")
+
+
+def run_squad(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_squad.py"), *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
+                          env=subprocess_env())
+
+
+def common_flags(tmp_path, **config_overrides):
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(**config_overrides).to_json_string())
+    return [f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+            f"--output_dir={tmp_path / 'out'}"]
+
+
+def read_json(path):
+    return json.loads(path.read_text())
+
+
+def eval_blocks(path) -> list[dict[str, float]]:
+    blocks = []
+    for block in path.read_text().split("=" * 50):
+        pairs = [line.split(" = ") for line in block.strip().splitlines()
+                 if " = " in line and not line.startswith("best ")]
+        if pairs:
+            blocks.append({key: float(value) for key, value in pairs})
+    return blocks
+
+
+def test_v2_train_sweep_predict_files(tmp_path):
+    result = run_squad(*common_flags(tmp_path), f"--train_file={V2_SAMPLE}",
+                       f"--predict_file={V2_SAMPLE}", "--version_2_with_negative", "--do_train",
+                       "--do_predict", "--max_seq_length=128", "--doc_stride=64",
+                       "--max_query_length=32", "--train_batch_size=4", "--num_train_epochs=2",
+                       "--save_checkpoints_steps=4", "--learning_rate=1e-3")
+    assert result.returncode == 0, result.stderr[-4000:]
+    output_dir = tmp_path / "out"
+    # 14 questions / batch 4 * 2 epochs = 7 steps (questions, not windows, as the reference).
+    assert "14 questions" in result.stdout and "7 steps" in result.stdout
+    blocks = eval_blocks(output_dir / "eval_results.txt")
+    assert [block["global_step"] for block in blocks] == [4, 7]
+    for block in blocks:
+        assert {"exact", "f1", "total", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh",
+                "reference_tuned_f1", "reference_tuned_threshold"} <= set(block)
+        assert block["total"] == 14 and block["HasAns_total"] + block["NoAns_total"] == 14
+    best = max(blocks, key=lambda block: block["reference_tuned_f1"])
+    assert (output_dir / "model.ckpt-best.index").exists()
+
+    predictions = read_json(output_dir / "predictions.json")
+    nbest = read_json(output_dir / "nbest_predictions.json")
+    null_odds = read_json(output_dir / "null_odds.json")
+    with open(V2_SAMPLE, encoding="utf-8") as handle:
+        question_ids = [qa["id"] for article in json.load(handle)["data"]
+                        for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    assert list(predictions) == list(nbest) == list(null_odds) == question_ids
+    for qid, entries in nbest.items():
+        assert 1 <= len(entries) <= 20
+        assert set(entries[0]) == {"text", "probability", "start_log_prob", "end_log_prob"}
+        assert sum(entry["probability"] for entry in entries) == pytest.approx(1.0, abs=1e-5)
+        # predictions.json is the reference's: tuned threshold of the best checkpoint.
+        expected = "" if null_odds[qid] >= best["reference_tuned_threshold"] else entries[0]["text"]
+        assert predictions[qid] == expected
+
+
+def test_v1_predict_only_from_a_reference_checkpoint_never_waits(tmp_path):
+    init = checkpoints.export_tf1_checkpoint(AlbertSquadModel(tiny_config()),
+                                             str(tmp_path / "ref" / "model.ckpt"))
+    result = run_squad(*common_flags(tmp_path), f"--init_checkpoint={init}",
+                       f"--predict_file={V1_SAMPLE}", "--do_predict", "--max_seq_length=128",
+                       "--doc_stride=64", "--max_query_length=32")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "missing from the checkpoint (0): none" in result.stdout
+    blocks = eval_blocks(tmp_path / "out" / "eval_results.txt")
+    assert len(blocks) == 1 and blocks[0]["global_step"] == 0
+    assert set(blocks[0]) == {"exact_match", "f1", "global_step"}
+    predictions = read_json(tmp_path / "out" / "predictions.json")
+    assert len(predictions) == 8 and all(isinstance(text, str) for text in predictions.values())
+    assert not (tmp_path / "out" / "null_odds.json").exists()
+
+
+def test_mistakes_are_caught_before_any_work(tmp_path):
+    flags = common_flags(tmp_path)
+    result = run_squad(*flags, "--do_predict", f"--predict_file={V1_SAMPLE}")
+    assert result.returncode == 1 and "no checkpoint in" in result.stderr
+    result = run_squad(*flags, "--do_train")
+    assert result.returncode == 1 and "--train_file is required" in result.stderr
+    result = run_squad(*flags, "--do_train", f"--train_file={V1_SAMPLE}", "--max_seq_length=60",
+                       "--max_query_length=64")
+    assert result.returncode == 1 and "must exceed" in result.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.slow
+def test_a_tiny_model_memorises_the_v2_sample(tmp_path):
+    """Labels, head and post-processing agree end to end: F1 >= 90 on the training questions with
+    every unanswerable one predicted "" at the fixed threshold 0."""
+    flags = common_flags(tmp_path, max_position_embeddings=256, embedding_size=32,
+                         hidden_size=64, intermediate_size=128)
+    result = run_squad(*flags, f"--train_file={V2_SAMPLE}", f"--predict_file={V2_SAMPLE}",
+                       "--version_2_with_negative", "--do_train", "--do_predict",
+                       "--max_seq_length=256", "--train_batch_size=8", "--num_train_epochs=150",
+                       "--learning_rate=2e-3", "--save_checkpoints_steps=100000", "--seed=1",
+                       "--null_score_diff_threshold=0")
+    assert result.returncode == 0, result.stderr[-4000:]
+    (block,) = eval_blocks(tmp_path / "out" / "eval_results.txt")
+    print(f"fixed-threshold F1 {block['f1']:.2f}, reference-tuned F1 "
+          f"{block['reference_tuned_f1']:.2f}")
+    assert block["f1"] >= 90 and block["NoAns_exact"] == 100
+    predictions = read_json(tmp_path / "out" / "predictions.json")
+    with open(V2_SAMPLE, encoding="utf-8") as handle:
+        unanswerable = [qa["id"] for article in json.load(handle)["data"]
+                        for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+                        if qa.get("is_impossible")]
+    assert unanswerable and all(predictions[qid] == "" for qid in unanswerable)
+
+
+@pytest.mark.parametrize("version, recipe", [
+    ("v1.1", ["--learning_rate=5e-5", "--train_batch_size=48", "--num_train_epochs=2",
+              "--max_seq_length=384"]),
+    ("v2.0", ["--learning_rate=3e-5", "--train_batch_size=48", "--num_train_epochs=3",
+              "--max_seq_length=512", "--version_2_with_negative"]),
+])
+def test_run_squad_sh_passes_the_papers_recipe(tmp_path, version, recipe):
+    """run_squad.sh with a stand-in python that records run_squad's arguments."""
+    log = tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f"#!/bin/bash\necho \"$*\" >> {log}\n")
+    stub.chmod(0o755)
+    subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), version, "ckpt",
+                    "cfg.json", "sp.model", "train.json", "dev.json", "out"], check=True,
+                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--dtype=bfloat16"),
+                   capture_output=True, timeout=60)
+    assert log.read_text().split() == ["run_squad.py"] + recipe + [
+        "--doc_stride=128", "--max_query_length=64", "--warmup_proportion=0.1", "--do_lower_case",
+        "--save_checkpoints_steps=1000", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
+        "--spm_model_file=sp.model", "--train_file=train.json", "--predict_file=dev.json",
+        "--output_dir=out", "--do_train", "--do_predict", "--dtype=bfloat16"]
+    bad = subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), "v3", *"abcdef"],
+                         env=subprocess_env(PYTHON=str(stub)), capture_output=True, text=True)
+    assert bad.returncode == 2 and "v1.1 or v2.0" in bad.stderr
