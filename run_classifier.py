@@ -27,11 +27,9 @@ from data_prep.glue_tasks import GlueTask, glue_task
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("task_name", None, "GLUE task: cola, mnli, mismnli, mrpc, rte, sst-2, sts-b, "
-                    "qqp, qnli, wnli (ax: predict only).")
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
-flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "train_step", "warmup_step",
+flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step",
                         keep_checkpoint_max=0)
 
 

@@ -17,6 +17,7 @@ import os
 import tensorflow as tf
 from absl import app, flags
 
+from albert_tf import flag_definitions
 from albert_tf.checkpoints import (TF2_CHECKPOINT_NAME, export_tf1_checkpoint, load_tf1_checkpoint,
                                    restore_object_checkpoint, tf1_variable_map)
 from albert_tf.config import AlbertConfig
@@ -46,13 +47,11 @@ def albert_tf_to_tf1(config: AlbertConfig, checkpoint: str, output_dir: str) -> 
 
 
 def _define_flags() -> None:
-    flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON of the checkpoint.")
+    flag_definitions.define("albert_config_file", "init_from_group0")
     flags.DEFINE_string("tf1_checkpoint", None, "Reference TF1 checkpoint to convert to albert_tf.")
     flags.DEFINE_string("checkpoint", None,
                         "albert_tf checkpoint to convert to the reference format.")
     flags.DEFINE_string("output_dir", None, "Directory for the converted checkpoint.")
-    flags.DEFINE_bool("init_from_group0", False,
-                      "Fill every group of the model from group_0 of a 1-group TF1 checkpoint.")
     flags.mark_flags_as_required(["albert_config_file", "output_dir"])
 
 

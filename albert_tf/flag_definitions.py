@@ -55,6 +55,8 @@ SPECS: dict[str, FlagSpec] = {
                            "--spm_model_file."),
     "do_lower_case": FlagSpec(_B, True, "Lowercase the text (must match the pretrained model)."),
     "data_dir": FlagSpec(_S, None, "Root folder of the task's data."),
+    "task_name": FlagSpec(_S, None, "The task: a GLUE task (cola, mnli, mismnli, mrpc, rte, sst-2, "
+                          "sts-b, qqp, qnli, wnli; ax: predict only), or race for run_race."),
     "output_dir": FlagSpec(_S, None, "Checkpoints, eval/predict results and TensorBoard logs."),
     "cached_dir": FlagSpec(_S, None, "Where feature TFRecords are cached (default --output_dir); a "
                            "cache is reused only if built from the same inputs and settings."),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
+from albert_tf import flag_definitions
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.parameters import format_parameter_report, parameter_report, training_memory_bytes
@@ -33,11 +34,9 @@ def format_model_report(config: AlbertConfig, batch_size: int, max_seq_length: i
 
 
 def _define_flags() -> None:
-    flags.DEFINE_string("albert_config_file", None, "ALBERT config JSON to report on.")
     flags.DEFINE_integer("batch_size", 8, "Per-device batch for the memory estimate.")
-    flags.DEFINE_integer("max_seq_length", 512, "Sequence length for the memory estimate.")
-    flags.DEFINE_enum("dtype", "float32", sorted(_COMPUTE_BYTES),
-                      "Compute dtype for the memory estimate.")
+    # The memory estimate is for a run with these settings.
+    flag_definitions.define("albert_config_file", "max_seq_length", "dtype")
     flags.mark_flag_as_required("albert_config_file")
 
 

@@ -33,11 +33,10 @@ FLAGS = flags.FLAGS
 
 
 def _define_flags() -> None:
-    flags.DEFINE_string("task_name", None, f"GLUE task, one of {sorted(GLUE_TASKS)}.")
     flags.DEFINE_list("splits", ["train", "dev"], f"Splits to prepare, from {list(SPLITS)}.")
     flags.DEFINE_bool("print_recipe", False,
                       "Only print the paper's run_classifier hyper-parameter flags for --task_name.")
-    flag_definitions.define("data_dir", "cached_dir", "max_seq_length",
+    flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
                             *flag_definitions.TOKENIZER_FLAGS)
 
 

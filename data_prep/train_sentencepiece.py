@@ -24,6 +24,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
+from albert_tf import flag_definitions
 from albert_tf.io_utils import atomic_open, atomic_write_text, expand_input_patterns
 from albert_tf.tokenization import preprocess_text
 
@@ -143,10 +144,7 @@ def _define_flags() -> None:
                       "Sample the input_sentence_size sentences at random instead of taking the first ones.")
     flags.DEFINE_float("character_coverage", DEFAULT_CHARACTER_COVERAGE,
                        "Fraction of characters the model covers; rarer characters map to <unk>.")
-    flags.DEFINE_bool("do_lower_case", True,
-                      "Lowercase the training text (after preprocess_text's whitespace collapse, NFKD and "
-                      "accent removal, which always apply). Must equal the --do_lower_case you give "
-                      "create_pretraining_data and the fine-tuning scripts, which normalize the same way.")
+    flag_definitions.define("do_lower_case")
     flags.DEFINE_integer("num_threads", min(16, os.cpu_count() or 1), "Training threads.")
     flags.DEFINE_bool("hard_vocab_limit", True,
                       "If false, --vocab_size is an upper bound (useful for small corpora).")
