@@ -67,11 +67,13 @@ class ClassifierHead(keras.layers.Layer):
     [B, num_labels].
 
     Initialisation: truncated normal (config.initializer_range) / zeros, as the reference.
+    A float32 layer under any precision policy: a mixed policy would otherwise read its weights
+    rounded to bfloat16 / float16.
     """
 
     def __init__(self, config: AlbertConfig, num_labels: int, name: str = "classifier",
                  dropout_rate: float = CLASSIFIER_DROPOUT, **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, dtype="float32", **kwargs)
         self.dropout_rate = dropout_rate
         if num_labels < 1:
             raise ValueError(f"num_labels must be >= 1 (1 = regression), got {num_labels}.")
@@ -85,8 +87,7 @@ class ClassifierHead(keras.layers.Layer):
 
     def call(self, pooled_output: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         pooled = dropout(tf.cast(pooled_output, tf.float32), self.dropout_rate, training)
-        logits = tf.matmul(pooled, tf.cast(self.output_weights, tf.float32), transpose_b=True)
-        return logits + tf.cast(self.output_bias, tf.float32)
+        return tf.matmul(pooled, self.output_weights, transpose_b=True) + self.output_bias
 
 
 class AlbertPretrainingModel(AlbertTaskModel):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import tf1_variable_map
 from albert_tf.config import AlbertConfig
-from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.heads import AlbertPretrainingModel, ClassifierHead
 from albert_tf.modeling import AlbertModel
 from tests import numpy_albert
 
@@ -161,6 +161,23 @@ def test_mixed_bfloat16_policy():
     assert np.max(np.abs(got["mlm_logits"].numpy() - want["mlm_logits"].numpy())) < 0.05 * scale
     assert np.max(np.abs(got["pooled_output"].numpy().astype(np.float32)
                          - want["pooled_output"].numpy())) < 0.05
+
+
+def test_classifier_head_keeps_float32_weights_under_mixed_bfloat16():
+    """The head's logits use the float32 weights, not copies rounded to bfloat16."""
+    cfg = make_config(**CONFIGS["E!=H"])
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        head = ClassifierHead(cfg, 3)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    rng = np.random.default_rng(0)
+    head.output_weights.assign(rng.normal(0, 1, head.output_weights.shape).astype(np.float32))
+    pooled = rng.normal(0, 1, (4, cfg.hidden_size)).astype(np.float32)
+    expected = pooled.astype(np.float64) @ head.output_weights.numpy().T.astype(np.float64)
+    got = head(tf.constant(pooled)).numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
 def test_missing_masked_lm_positions_is_a_clear_error():
