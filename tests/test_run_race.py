@@ -103,3 +103,44 @@ def test_level_flags_and_mistakes_are_clear_errors(tmp_path, race_dir):
     assert result.returncode == 1 and "only runs race" in result.stderr
     result = run_race(*flags, "--max_seq_length=1024")
     assert result.returncode != 0 and "max_position_embeddings" in result.stderr
+
+
+def test_run_race_sh_passes_the_papers_recipe(tmp_path):
+    """run_race.sh with a stand-in python that records run_race's arguments."""
+    log = tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f"#!/bin/bash\necho \"$*\" >> {log}\n")
+    stub.chmod(0o755)
+    script = os.path.join(REPO_ROOT, "scripts", "run_race.sh")
+    subprocess.run([script, "ckpt", "cfg.json", "sp.model", "data", "out"], check=True,
+                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored"),
+                   capture_output=True, timeout=60)
+    assert log.read_text().split() == [
+        "run_race.py", "--learning_rate=1e-5", "--train_batch_size=32", "--train_step=12000",
+        "--warmup_step=1000", "--max_seq_length=512", "--max_qa_length=128",
+        "--save_checkpoints_steps=100", "--dropout_prob=0.1", "--optimizer=adamw",
+        "--do_lower_case", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
+        "--spm_model_file=sp.model", "--data_dir=data", "--output_dir=out", "--do_train",
+        "--do_eval", "--do_predict", "--strategy=mirrored"]
+    bad = subprocess.run([script, "ckpt"], env=subprocess_env(PYTHON=str(stub)),
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "INIT_CHECKPOINT" in bad.stderr
+
+
+@pytest.mark.slow
+def test_a_tiny_model_memorises_the_sample(tmp_path, race_dir):
+    """Labels, features, head and loss agree: a random model learns the 31 questions (chance 0.25)."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(embedding_size=32, hidden_size=64, intermediate_size=128,
+                                  max_position_embeddings=128).to_json_string())
+    result = run_race(f"--data_dir={race_dir}", f"--albert_config_file={config}",
+                      f"--spm_model_file={EN8K_MODEL}", f"--output_dir={tmp_path / 'out'}",
+                      "--max_seq_length=128", "--max_qa_length=32", "--train_step=200",
+                      "--warmup_step=10", "--save_checkpoints_steps=200", "--train_batch_size=8",
+                      "--learning_rate=2e-3", "--dropout_prob=0", "--seed=1")
+    assert result.returncode == 0, result.stderr[-4000:]
+    (block,) = [line for line in (tmp_path / "out" / "eval_results.txt").read_text().splitlines()
+                if line.startswith("eval_accuracy")]
+    accuracy = float(block.split(" = ")[1])
+    print(f"dev (= train) accuracy after 200 steps: {accuracy:.3f}")
+    assert accuracy >= 0.9
