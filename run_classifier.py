@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import classifier, export, flag_definitions, run_flags
+from albert_tf import classifier, cli, export, flag_definitions, run_flags
 from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy
 from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
 from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
@@ -60,13 +61,41 @@ def validate_flags() -> None:
         raise app.UsageError("Nothing to do: set --do_train, --do_eval, --do_predict or "
                              "--export_dir.")
     run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
+    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
+        best_prefix = os.path.join(FLAGS.output_dir, BEST_PREFIX)
+        if not tf.io.gfile.exists(best_prefix + ".index"):
+            raise app.UsageError(f"{best_prefix} does not exist: --do_predict and --export_dir use the "
+                                 "best checkpoint, which --do_eval selects; add --do_eval (or run it "
+                                 "first).")
+
+
+def check_input_splits(run: Run) -> None:
+    """Checks before work: every TSV split this run will read exists and parses, before any step.
+
+    The splits: every dev set for --do_eval and every test set for --do_predict (MNLI: matched and
+    mismatched), train for --do_train. First every file must exist, so that a missing dev.tsv stops
+    the run before training rather than after it; then each split's feature file is built (or found
+    in the cache), the smaller evaluation and prediction sets first, which reads and checks every row
+    now; the later steps read the cache.
+    """
+    needed = []
+    if FLAGS.do_eval:
+        needed += [(key, "dev", FLAGS.eval_batch_size) for _, key in run.task.eval_sets]
+    if FLAGS.do_predict:
+        needed += [(key, "test", FLAGS.predict_batch_size) for _, key in run.task.eval_sets]
+    if FLAGS.do_train:
+        needed.append((run.task.name, "train", 1))
+    for key, split, _ in needed:
+        glue_task(key).processor().split_path(FLAGS.data_dir, split)
+    for key, split, batch_size in needed:
+        run.features(key, split, batch_size)
 
 
 def train(run: Run) -> None:
     train_file = run.features(run.task.name, "train")
     print(f"{run.task.name} train: {train_file.num_records} examples, batch "
           f"{FLAGS.train_batch_size}, {FLAGS.train_step} steps")
-    run.trainer.initialize(FLAGS.init_checkpoint)
+    run.trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
     run.trainer.train(record_train_dataset_fn(train_file.path, run.parse, seed=FLAGS.input_seed))
 
 
@@ -118,6 +147,7 @@ def main(argv):
                                                 task.is_regression)
     run = Run(task, tokenizer,
               run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
+    check_input_splits(run)
     if FLAGS.do_train:
         train(run)
     if FLAGS.do_eval:
@@ -131,4 +161,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, checks=[run_flags.check_output_directories])

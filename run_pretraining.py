@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from albert_tf import flag_definitions, run_flags
+from albert_tf import cli, flag_definitions, run_flags
 from albert_tf.checkpoint_sweep import SweepPolicy
 from albert_tf.evaluation import run_checkpoint_sweep
 from albert_tf.io_utils import expand_input_patterns
@@ -69,7 +69,8 @@ def main(argv):
         PretrainingTask(config), FLAGS.num_train_steps, FLAGS.num_warmup_steps, FLAGS.poly_power,
         FLAGS.start_warmup_step)
     if FLAGS.do_train:
-        trainer.initialize(FLAGS.init_checkpoint, FLAGS.init_from_group0)
+        trainer.initialize(FLAGS.init_checkpoint, FLAGS.init_from_group0,
+                           config_file=FLAGS.albert_config_file)
         trainer.train(pretraining_dataset_fn(train_files, FLAGS.max_seq_length,
                                              FLAGS.max_predictions_per_seq, is_training=True,
                                              seed=FLAGS.input_seed))
@@ -80,4 +81,5 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
-    app.run(main)
+    cli.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
+                          run_flags.check_pretraining_inputs])

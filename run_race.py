@@ -11,7 +11,9 @@ S=512, the encoder's dropout from the config, 0.1 dropout before the choice scor
 - --do_predict evaluates model.ckpt-best on the test split (labels required, as the reference) and
   writes predict_results.txt and test_predictions.json (question id -> answer letter and the four
   probabilities);
-- --middle_only / --high_only restrict every split to one level.
+- --middle_only / --high_only restrict every split to one level;
+- --export_dir writes SavedModels of model.ckpt-best: ``ids_only`` (signature on ids) and
+  ``with_text`` (also on raw article, question and options), see albert_tf/export_race.py.
 
 Data: <data_dir>/RACE/{train,dev,test}/{middle,high}/, either the official release (one JSON
 article per *.txt file) or the reference's all.txt (one JSON article per line). See the README.
@@ -25,9 +27,10 @@ import os
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import flag_definitions, run_flags
-from albert_tf.checkpoint_sweep import SweepPolicy, format_metrics
+from albert_tf import cli, flag_definitions, run_flags
+from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy, format_metrics
 from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.export_race import export_multiple_choice
 from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.io_utils import atomic_write_text
 from albert_tf.multiple_choice import (MultipleChoiceContext, MultipleChoiceTask,
@@ -40,16 +43,15 @@ from data_prep.race_features import parse_race_record
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("task_name", "race", "[Reference flag] The only task is race.")
 for _name in ("train_file", "eval_file", "predict_file"):
     flags.DEFINE_string(_name, None, "[Reference flag, unused] Feature files are cached in "
                         "--cached_dir (default --output_dir), keyed by their inputs and settings.")
 flags.DEFINE_integer("num_keep_checkpoint", 5, "[Reference flag, unused] Every checkpoint is kept "
                      "until the sweep has evaluated it (use --keep_checkpoint_max).")
 flag_definitions.define(
-    *flag_definitions.FINE_TUNING_FLAGS, "train_step", "warmup_step", "dropout_prob",
+    *flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step", "dropout_prob",
     "max_qa_length", "middle_only", "high_only", "skip_invalid",
-    do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000, warmup_step=1000,
+    task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000, warmup_step=1000,
     save_checkpoints_steps=100, keep_checkpoint_max=0)
 
 
@@ -82,8 +84,9 @@ def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
     if FLAGS.task_name.lower() != "race":
         raise app.UsageError(f"--task_name={FLAGS.task_name}: run_race only runs race.")
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise app.UsageError("Nothing to do: set --do_train, --do_eval or --do_predict.")
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
+        raise app.UsageError("Nothing to do: set --do_train, --do_eval, --do_predict or "
+                             "--export_dir.")
     if FLAGS.middle_only and FLAGS.high_only:
         raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
     run_flags.require_flags("data_dir", "output_dir", "albert_config_file")
@@ -93,7 +96,7 @@ def train(run: Run) -> None:
     train_file = run.features("train")
     print(f"race train: {train_file.num_records} questions, batch {FLAGS.train_batch_size}, "
           f"{FLAGS.train_step} steps")
-    run.trainer.initialize(FLAGS.init_checkpoint)
+    run.trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
     run.trainer.train(record_train_dataset_fn(train_file.path, run.parse, seed=FLAGS.input_seed))
 
 
@@ -123,6 +126,13 @@ def predict(run: Run, dev_best: dict[str, float] | None) -> None:
           + f" -> {os.path.join(output_dir, 'predict_results.txt')}, {path}")
 
 
+def export_saved_model(run: Run) -> None:
+    restore_best_checkpoint(run.trainer)
+    export_multiple_choice(run.trainer.model, FLAGS.export_dir, run.tokenizer,
+                           FLAGS.max_seq_length, FLAGS.max_qa_length)
+    print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
+
+
 def main(argv):
     del argv
     validate_flags()
@@ -137,7 +147,9 @@ def main(argv):
     dev_best = evaluate(run) if FLAGS.do_eval else None
     if FLAGS.do_predict:
         predict(run, dev_best)
+    if FLAGS.export_dir:
+        export_saved_model(run)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, checks=[run_flags.check_output_directories])

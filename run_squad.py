@@ -9,7 +9,10 @@ flags and defaults plus the shared loop flags:
 - --do_predict evaluates every checkpoint in --output_dir on --predict_file (or, when there is none,
   --init_checkpoint), keeps the best F1 as model.ckpt-best, writes eval_results.txt, and leaves
   predictions.json, nbest_predictions.json (and v2 null_odds.json) of the best checkpoint. It never
-  waits for checkpoints that will not come and needs no --train_file.
+  waits for checkpoints that will not come and needs no --train_file;
+- --export_dir writes SavedModels of model.ckpt-best: ``ids_only`` (signature on ids) and
+  ``with_text`` (also on a raw question and context: the first window's scores with each token's
+  character span in the context), see albert_tf/export_squad.py.
 
 v2 reports two scores: the official ones of the predictions at --null_score_diff_threshold (what a
 deployed model does) and the reference's, tuned on the evaluated file itself (reference_tuned_*, the
@@ -23,9 +26,10 @@ import os
 
 from absl import app, flags
 
-from albert_tf import flag_definitions, run_flags
+from albert_tf import cli, flag_definitions, run_flags
 from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy, list_checkpoints
-from albert_tf.evaluation import run_checkpoint_sweep
+from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.export_squad import export_squad
 from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.squad import SquadEvalContext, SquadSettings, SquadTask
 from albert_tf.tokenization import FullTokenizer
@@ -57,7 +61,7 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2: predict no answer wher
 flags.DEFINE_bool("use_einsum", True, "[Reference flag, unused] einsum or matmul in the encoder.")
 flag_definitions.define(
     *[name for name in flag_definitions.FINE_TUNING_FLAGS
-      if name not in ("data_dir", "do_eval", "eval_batch_size", "export_dir")],
+      if name not in ("data_dir", "do_eval", "eval_batch_size")],
     "doc_stride", "max_query_length", "dropout_prob", "num_workers",
     max_seq_length=384, save_checkpoints_steps=1000, keep_checkpoint_max=0)
 
@@ -77,8 +81,8 @@ def parse_fn(is_training: bool):
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    if not (FLAGS.do_train or FLAGS.do_predict):
-        raise app.UsageError("Nothing to do: set --do_train and/or --do_predict.")
+    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.export_dir):
+        raise app.UsageError("Nothing to do: set --do_train, --do_predict or --export_dir.")
     run_flags.require_flags("output_dir", "albert_config_file")
     if FLAGS.do_train:
         run_flags.require_flags("train_file")
@@ -120,7 +124,7 @@ def train(trainer: Trainer, train_file: FeatureFile) -> None:
     print(f"SQuAD train: {train_file.metadata['num_questions']} questions, "
           f"{train_file.num_records} windows, batch {FLAGS.train_batch_size}, "
           f"{trainer.config.num_train_steps} steps")
-    trainer.initialize(FLAGS.init_checkpoint)
+    trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
     trainer.train(record_train_dataset_fn(train_file.path, parse_fn(True), seed=FLAGS.input_seed))
 
 
@@ -132,12 +136,19 @@ def predict(trainer: Trainer, tokenizer: FullTokenizer, selection_metric: str) -
                                              FLAGS.predict_batch_size),
                        SquadEvalContext.from_metadata(eval_file.metadata, output_dir))
     if not list_checkpoints(output_dir):  # predict-only from --init_checkpoint
-        print(trainer.warm_start(FLAGS.init_checkpoint))
+        print(trainer.warm_start(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file))
         trainer.manager.save(checkpoint_number=0)
     run_checkpoint_sweep(trainer, [eval_set], selection_metric, SweepPolicy(prune=True))
     # The sweep leaves the files of the last evaluated checkpoint; write the best one's.
     trainer.evaluate_checkpoint(os.path.join(output_dir, BEST_PREFIX), [eval_set])
     print(f"Predictions of {BEST_PREFIX} in {output_dir}")
+
+
+def export_saved_model(trainer: Trainer, tokenizer: FullTokenizer) -> None:
+    restore_best_checkpoint(trainer)
+    export_squad(trainer.model, FLAGS.export_dir, tokenizer, FLAGS.max_seq_length,
+                 FLAGS.max_query_length)
+    print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
 
 
 def main(argv):
@@ -155,6 +166,9 @@ def main(argv):
         train(trainer, train_file)
     if FLAGS.do_predict:
         predict(trainer, tokenizer, settings.selection_metric)
+    if FLAGS.export_dir:
+        export_saved_model(trainer, tokenizer)
+
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, checks=[run_flags.check_output_directories])

@@ -42,7 +42,8 @@ class SweepPolicy:
     rename_best: rename the best checkpoint to model.ckpt-best at the end (False: copy on improvement).
     until_step: keep polling until a checkpoint at or after this step has been evaluated (None: one
       pass over what exists now).
-    poll_seconds: wait between two looks for new checkpoints.
+    poll_seconds: wait between two looks for new checkpoints (shortened so that the last look
+      falls at max_wait_seconds).
     max_wait_seconds: stop waiting after this long without a new checkpoint (None: wait forever).
     best_line: the line written after each checkpoint's metrics; fields ``key``, ``best``,
       ``best_step`` (after this checkpoint) and ``previous`` (the best value before it).
@@ -193,8 +194,9 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
         else:
             log(f"Waiting for checkpoints after step {state.last_step} in {directory} "
                 f"(until step {policy.until_step}).")
-            sleep(policy.poll_seconds)
-            waited += policy.poll_seconds
+            delay = _poll_delay(policy, waited)
+            sleep(delay)
+            waited += delay
     if best is None:
         raise FileNotFoundError(f"No {TF2_CHECKPOINT_NAME}-<step> checkpoint in {directory} to "
                                 "evaluate; train first (--do_train).")
@@ -203,6 +205,13 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     if policy.rename_best:
         _rename_best(directory, state.best_step, log)
     return state.best_step, best
+
+
+def _poll_delay(policy: SweepPolicy, waited: float) -> float:
+    """Seconds until the next look for checkpoints: poll_seconds, but never past max_wait_seconds."""
+    if policy.max_wait_seconds is None:
+        return policy.poll_seconds
+    return min(policy.poll_seconds, max(policy.max_wait_seconds - waited, 0.0))
 
 
 def _is_prunable(step: int, steps: list[int], state: SweepState) -> bool:

@@ -1,32 +1,43 @@
-"""SavedModel export of fine-tuned models, with named serving signatures.
+"""SavedModel exports of fine-tuned models: the layout and writer every task shares, and GLUE's.
 
-``export_classifier(model, export_dir)`` writes a SavedModel of an ``AlbertClassifierModel``.
+Layout. ``write_export(export_dir, ...)`` (behind every script's ``--export_dir``) writes two
+SavedModels of one model:
 
-Signature ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` (int32 [batch, seq], any
-batch and any seq up to max_position_embeddings) ->
+- ``<export_dir>/ids_only``: signature ``serving_default`` on token ids. It needs TensorFlow alone,
+  so the stock TF Serving binary, which has no SentencePiece op, serves it.
+- ``<export_dir>/with_text`` (SentencePiece models only): the same ``serving_default`` plus
+  ``serve_text`` on raw strings, normalised, tokenised and truncated in the graph exactly as the
+  Python features are. Load it after ``import tensorflow_text``: a SavedModel that holds a
+  SentencePiece op does not load at all without it, whichever signature is called. Hence two.
 
-- ``probabilities``: float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
-- ``predictions``: int32 [batch] arg-max class id (regression: float32 [batch] score),
-- ``threshold``: float32 scalar, only when a threshold is given (the reference's
-  ``--threshold_to_export``, for clients that threshold ``probabilities`` themselves).
+Files given as ``assets`` (e.g. the label list) go to ``assets.extra`` of each. The directory
+appears only once complete, and an existing non-empty one is never overwritten.
 
-Signature ``serve_text`` (when a SentencePiece ``tokenizer`` is given): raw strings ``text_a`` and
-``text_b`` (string [batch]; an empty ``text_b`` means a single-sentence example) -> the same outputs.
-The text is normalised, tokenised and packed in the graph by ``text_packing.TextPacker`` (identical
-ids to the Python features): ``[CLS] a [SEP] b [SEP]``, a pair truncated to max_seq_length - 3
-pieces by popping from the end of the longer side (ties: b), a single sentence cut to
-max_seq_length - 2; padded to the longest example of the batch.
+Every ids signature takes int32 ids of any length up to the config's max_position_embeddings (a
+longer input is an InvalidArgument error saying so); a text signature truncates as in training and
+pads to the longest example of its batch.
+
+GLUE (``export_classifier``):
+
+- ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] ->
+  ``probabilities`` float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
+  ``predictions`` int32 [batch] arg-max class id (regression: float32 [batch] score), and
+  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``);
+- ``serve_text``: ``text_a``, ``text_b`` string [batch] (an empty ``text_b`` means a single
+  sentence) -> the same outputs and the packed ``input_ids`` int32 [batch, L]: ``TextPacker``'s
+  ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
+  longer side (ties: b), a single sentence to max_seq_length - 2.
 
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
-protobuf step. Load with ``import tensorflow_text`` (registers the SentencePiece op of
-``serve_text``) then ``tf.saved_model.load(export_dir)``, and call
-``.signatures["serving_default"](input_ids=..., input_mask=..., segment_ids=...)``.
+protobuf step.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable, Mapping, Sequence
 
+import keras
 import tensorflow as tf
 
 from albert_tf.heads import AlbertClassifierModel
@@ -34,24 +45,124 @@ from albert_tf.io_utils import temporary_path
 from albert_tf.text_packing import TextPacker
 from albert_tf.tokenization import FullTokenizer
 
+IDS_ONLY = "ids_only"
+WITH_TEXT = "with_text"
 SERVING_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
-class ClassifierServingModule(tf.Module):
-    """Holds the Keras classifier and its serving functions (inference mode, no dropout)."""
+def ids_specs(names: Sequence[str] = SERVING_INPUTS,
+              shape: Sequence[int | None] = (None, None)) -> list[tf.TensorSpec]:
+    """int32 input specs of an ids signature, one per name."""
+    return [tf.TensorSpec(shape, tf.int32, name=name) for name in names]
+
+
+def text_specs(*names: str, shape: Sequence[int | None] = (None,)) -> list[tf.TensorSpec]:
+    """string input specs of a text signature, one per name."""
+    return [tf.TensorSpec(shape, tf.string, name=name) for name in names]
+
+
+class ServingModule(tf.Module):
+    """The Keras model and the serving functions of one export (inference mode, no dropout).
+
+    Subclasses compute their outputs in ``outputs_from_ids(**ids)`` (and
+    ``outputs_from_text(**texts)``) and call ``define_signatures`` last in ``__init__``. The module
+    then has ``serve(ids: dict)`` and, when text inputs are given, ``serve_text(texts: dict)``: one
+    dict argument, as ``keras.layers.TFSMLayer`` calls them; the signatures of the same names
+    (``serving_default`` for ``serve``) take the dict's entries as keyword arguments. A module
+    without text holds no SentencePiece op.
+    """
+
+    def __init__(self, model: keras.Model, name: str):
+        super().__init__(name=name)
+        self.model = model
+        self.max_positions = model.config.max_position_embeddings
+
+    def define_signatures(self, ids_inputs: Sequence[tf.TensorSpec],
+                          text_inputs: Sequence[tf.TensorSpec] | None = None) -> None:
+        self.ids_names = tuple(spec.name for spec in ids_inputs)
+        self.serve = tf.function(self._outputs_from_ids_dict, autograph=False,
+                                 input_signature=[{spec.name: spec for spec in ids_inputs}])
+        if text_inputs is not None:
+            self.serve_text = tf.function(self._outputs_from_texts_dict, autograph=False,
+                                          input_signature=[{spec.name: spec for spec in text_inputs}])
+
+    def _outputs_from_ids_dict(self, ids: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return self.outputs_from_ids(**ids)
+
+    def _outputs_from_texts_dict(self, texts: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return self.outputs_from_text(**texts)
+
+    def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
+        """{signature name: function}: ``serving_default`` and, if defined, ``serve_text``."""
+        signatures = {"serving_default": self.serve}
+        if hasattr(self, "serve_text"):
+            signatures["serve_text"] = self.serve_text
+        return signatures
+
+    def serve_features(self, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``serve`` on the ids inputs among ``features`` (a packer's output)."""
+        return self.serve({name: features[name] for name in self.ids_names})
+
+    def checked_ids(self, input_ids: tf.Tensor) -> tf.Tensor:
+        """``input_ids``, after a check that its last dimension fits the position embeddings."""
+        length_ok = tf.debugging.assert_less_equal(
+            tf.shape(input_ids)[-1], self.max_positions,
+            message=f"input_ids are longer than this model takes: max_position_embeddings "
+                    f"{self.max_positions}; truncate them as the features do")
+        with tf.control_dependencies([length_ok]):
+            return tf.identity(input_ids)
+
+
+def check_export_dir(export_dir: str) -> None:
+    """Raises FileExistsError unless ``export_dir`` is absent or empty (scripts call it before any
+    work, so that a run does not fail at its end)."""
+    if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
+        raise FileExistsError(f"--export_dir {export_dir} exists and is not empty; choose a new "
+                              "directory (an export is never overwritten in place).")
+
+
+def write_export(export_dir: str, serving_module: Callable[[bool], ServingModule],
+                 with_text: bool, assets: Mapping[str, str] | None = None) -> str:
+    """Writes ``export_dir/ids_only`` and, if ``with_text``, ``export_dir/with_text``; returns
+    ``export_dir``.
+
+    serving_module(with_text) builds the module of each SavedModel. assets: {file name: text},
+    written to ``assets.extra`` of each. Raises FileExistsError if ``export_dir`` is not empty.
+    """
+    check_export_dir(export_dir)
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)  # empty, checked above
+    with temporary_path(export_dir.rstrip("/")) as tmp_dir:  # renamed into place when complete
+        for variant in [IDS_ONLY] + ([WITH_TEXT] if with_text else []):
+            module = serving_module(variant == WITH_TEXT)
+            path = f"{tmp_dir}/{variant}"
+            tf.saved_model.save(module, path, signatures=module.signatures())
+            for name, text in (assets or {}).items():
+                tf.io.gfile.makedirs(f"{path}/assets.extra")
+                with tf.io.gfile.GFile(f"{path}/assets.extra/{name}", "w") as handle:
+                    handle.write(text)
+    return export_dir
+
+
+def has_text_signature(tokenizer: FullTokenizer | None) -> bool:
+    """Whether an export can tokenise in the graph: only with a SentencePiece model."""
+    return tokenizer is not None and tokenizer.sp_model is not None
+
+
+class ClassifierServing(ServingModule):
+    """The GLUE classifier's signatures (see the module doc); ``packer`` adds ``serve_text``."""
 
     def __init__(self, model: AlbertClassifierModel, threshold: float | None = None,
-                 tokenizer: FullTokenizer | None = None, max_seq_length: int | None = None):
-        super().__init__(name="albert_classifier_serving")
-        self.model = model
+                 packer: TextPacker | None = None):
+        super().__init__(model, name="albert_classifier_serving")
         self.threshold = None if threshold is None else tf.constant(threshold, tf.float32)
-        self.packer = None
-        if tokenizer is not None:
-            self.packer = TextPacker(tokenizer,
-                                     max_seq_length or model.config.max_position_embeddings)
+        self.packer = packer
+        self.define_signatures(ids_specs(),
+                               text_specs("text_a", "text_b") if packer is not None else None)
 
-    def _outputs(self, input_ids, input_mask, segment_ids) -> dict[str, tf.Tensor]:
-        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
+    def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
+                         segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        logits = self.model({"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
                              "segment_ids": segment_ids}, training=False)["logits"]
         if self.model.is_regression:
             outputs = {"probabilities": logits, "predictions": logits[:, 0]}
@@ -62,44 +173,26 @@ class ClassifierServingModule(tf.Module):
             outputs["threshold"] = tf.identity(self.threshold)
         return outputs
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
-                                  for name in SERVING_INPUTS])
-    def serve(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
-              segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        return self._outputs(input_ids, input_mask, segment_ids)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                  tf.TensorSpec([None], tf.string, name="text_b")])
-    def serve_text(self, text_a: tf.Tensor, text_b: tf.Tensor) -> dict[str, tf.Tensor]:
-        return self._outputs(**self.packer(text_a, text_b))
+    def outputs_from_text(self, text_a: tf.Tensor, text_b: tf.Tensor) -> dict[str, tf.Tensor]:
+        features = self.packer(text_a, text_b)
+        return {**self.serve_features(features), "input_ids": features["input_ids"]}
 
 
 def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: float | None = None,
                       assets: dict[str, str] | None = None, tokenizer: FullTokenizer | None = None,
                       max_seq_length: int | None = None) -> str:
-    """Writes the SavedModel to ``export_dir`` (must not exist yet or be empty); returns the path.
+    """Writes the GLUE classifier's export to ``export_dir`` (see the module doc); returns the path.
 
-    threshold: NaN or None = no ``threshold`` output. assets: {file name: text} written to
-    ``export_dir/assets.extra`` (e.g. the label list). tokenizer (SentencePiece mode): adds the
-    ``serve_text`` signature, truncating to ``max_seq_length`` (default max_position_embeddings).
+    threshold: NaN or None = no ``threshold`` output. assets: e.g. {"labels.txt": ...}. tokenizer
+    (SentencePiece mode): adds ``with_text``, truncating to ``max_seq_length`` (default
+    max_position_embeddings).
     """
     if threshold is not None and math.isnan(threshold):
         threshold = None
-    if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
-        raise FileExistsError(f"--export_dir {export_dir} exists and is not empty; choose a new "
-                              "directory (an export is never overwritten in place).")
-    if tokenizer is not None and tokenizer.sp_model is None:
-        tokenizer = None  # WordPiece: no in-graph tokenizer, ids signature only
-    module = ClassifierServingModule(model, threshold, tokenizer, max_seq_length)
-    signatures = {"serving_default": module.serve}
-    if tokenizer is not None:
-        signatures["serve_text"] = module.serve_text
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)  # empty, checked above
-    with temporary_path(export_dir.rstrip("/")) as tmp_dir:  # renamed into place when complete
-        tf.saved_model.save(module, tmp_dir, signatures=signatures)
-        for name, text in (assets or {}).items():
-            tf.io.gfile.makedirs(f"{tmp_dir}/assets.extra")
-            with tf.io.gfile.GFile(f"{tmp_dir}/assets.extra/{name}", "w") as handle:
-                handle.write(text)
-    return export_dir
+    max_seq_length = max_seq_length or model.config.max_position_embeddings
+
+    def serving_module(with_text: bool) -> ClassifierServing:
+        packer = TextPacker(tokenizer, max_seq_length) if with_text else None
+        return ClassifierServing(model, threshold, packer)
+
+    return write_export(export_dir, serving_module, has_text_signature(tokenizer), assets)

@@ -103,7 +103,7 @@ SPECS: dict[str, FlagSpec] = {
                                     "(capped at save_checkpoints_steps)."),
     "max_eval_wait_secs": FlagSpec(_I, 3600, "[albert_tf] --do_eval without --do_train (an eval "
                                    "job beside training): how long the sweep waits for a new "
-                                   "checkpoint (polling every 60 s) before finishing with the "
+                                   "checkpoint (polling at most every 60 s) before finishing with the "
                                    "checkpoints it has."),
     # -- TPU (the reference's; --use_tpu selects the tpu strategy)
     "use_tpu": FlagSpec(_B, False, "Run on TPU (same as --strategy=tpu)."),

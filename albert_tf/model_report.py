@@ -10,9 +10,9 @@ embeddings, projection, transformer, pooler and heads, then the lower-bound memo
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.parameters import format_parameter_report, parameter_report, training_memory_bytes
@@ -49,4 +49,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

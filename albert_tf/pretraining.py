@@ -20,7 +20,9 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.heads import AlbertPretrainingModel
 from albert_tf.pretraining_data import parse_pretraining_example
-from albert_tf.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_data_sharding
+from albert_tf.input_pipeline import (READ_BUFFER_BYTES, SHUFFLE_BUFFER, DatasetFn,
+                                      remember_record_files, require_records, tfrecord_dataset,
+                                      with_data_sharding)
 from albert_tf.training import Features
 
 MLM_DENOMINATOR_EPSILON = 1e-5
@@ -34,21 +36,27 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
     Training: file names repeated and shuffled, 4-way interleave of TFRecord readers, shuffle buffer
     100. Evaluation: the files in order, once. Both batch with drop_remainder. Records are batched
     before parsing so that skipping the batches a resumed run already consumed costs no parsing.
+
+    Building a dataset raises ``RecordFileError`` naming the files when they hold no record (the
+    repeated file list would be searched forever) or, for evaluation, fewer than one batch.
     """
     files = list(input_files)
     parse = functools.partial(parse_pretraining_example, max_seq_length=max_seq_length,
                               max_predictions_per_seq=max_predictions_per_seq)
 
     def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
+        require_records(files, 1 if is_training else batch_size)
         if is_training:
+            remember_record_files(files)
             dataset = tf.data.Dataset.from_tensor_slices(files).repeat()
             dataset = dataset.shuffle(len(files), seed=seed)
-            dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(files)),
-                                         num_parallel_calls=tf.data.AUTOTUNE,
-                                         deterministic=True)
+            dataset = dataset.interleave(
+                functools.partial(tf.data.TFRecordDataset, buffer_size=READ_BUFFER_BYTES),
+                cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
             dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
         else:
-            dataset = tf.data.TFRecordDataset(files)
+            dataset = tfrecord_dataset(files)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
         return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)

@@ -5,6 +5,9 @@ Only scripts call these (after absl parsed the command line); library modules ne
 
 from __future__ import annotations
 
+import functools
+import os
+import uuid
 
 import tensorflow as tf
 from absl import app, flags
@@ -12,12 +15,23 @@ from absl import app, flags
 from albert_tf import distribute, optimization, training
 from albert_tf.checkpoints import resolve_checkpoint_path
 from albert_tf.config import AlbertConfig
-from albert_tf.io_utils import absolute_path
+from albert_tf.export import check_export_dir
+from albert_tf.input_pipeline import require_records
+from albert_tf.io_utils import OutputPathError, absolute_path, expand_input_patterns
+from albert_tf.pretraining_data import check_pretraining_files
 from albert_tf.tokenization import FullTokenizer
 
+# Directories a run writes to, checked by ``check_output_directories`` where a script defines them.
+_WRITTEN_DIRECTORY_FLAGS = ("output_dir", "cached_dir")
 
+
+@functools.cache
 def strategy_from_flags() -> tf.distribute.Strategy:
-    """The strategy named by --strategy (or tpu when --use_tpu)."""
+    """The strategy named by --strategy (or tpu when --use_tpu), created once per process.
+
+    Scripts create it before any check that runs TensorFlow ops: multi-worker collectives must be
+    configured before the first op.
+    """
     values = flags.FLAGS
     name = "tpu" if values.use_tpu else values.strategy
     return distribute.create_strategy(name, num_gpus=values.num_gpus, tpu_name=values.tpu_name,
@@ -38,6 +52,69 @@ def load_config(path: str, max_seq_length: int) -> AlbertConfig:
         raise ValueError(f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
                          f"{config.max_position_embeddings} of {path}.")
     return config
+
+
+def _flag_value(name: str):
+    """The value of flag ``name``; None where the running script does not define it."""
+    values = flags.FLAGS
+    return values[name].value if name in values else None
+
+
+def check_output_directories() -> None:
+    """Checks before work: --output_dir and --cached_dir are directories this run can write
+    (created when absent) and --export_dir is absent or an empty directory whose parent can be
+    written, wherever the script defines them and they are set. OutputPathError (FileExistsError
+    for a used --export_dir) naming the flag and the path in the way otherwise."""
+    for name in _WRITTEN_DIRECTORY_FLAGS:
+        path = _flag_value(name)
+        problem = path and _directory_problem(path)
+        if problem:
+            raise OutputPathError(f"--{name}: {problem}")
+    export_dir = _flag_value("export_dir")
+    if export_dir:
+        if tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
+            raise OutputPathError(f"--export_dir: {export_dir} is a file, not a directory")
+        check_export_dir(export_dir)
+        problem = _directory_problem(os.path.dirname(export_dir.rstrip("/")) or ".")
+        if problem:
+            raise OutputPathError(f"--export_dir: {problem}")
+
+
+def _directory_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a directory this run writes to, or None: it is created when absent,
+    and a hidden probe file is written in it and removed."""
+    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+        return f"{path} is a file, not a directory"
+    probe = os.path.join(path, f".albert_tf_write_check.{uuid.uuid4().hex}")
+    try:
+        tf.io.gfile.makedirs(path)
+        with tf.io.gfile.GFile(probe, "w") as handle:
+            handle.write("")
+        tf.io.gfile.remove(probe)
+    except (OSError, tf.errors.OpError) as error:
+        reason = error.message if isinstance(error, tf.errors.OpError) else str(error)
+        return f"{path} cannot be written: {reason}"
+    return None
+
+
+def check_pretraining_inputs() -> None:
+    """run_pretraining's checks before work (its --input_file and --eval_input_file).
+
+    The config loads and fits --max_seq_length; the first records of every training file (with
+    --do_train) and evaluation file (with --do_eval) have the lengths --max_seq_length and
+    --max_predictions_per_seq say and token ids below the config's vocab_size; the evaluation files
+    hold one --eval_batch_size batch at least.
+    """
+    values = flags.FLAGS
+    config = load_config(values.albert_config_file, values.max_seq_length)
+    train_patterns = values.input_file if values.do_train else None
+    eval_patterns = (values.eval_input_file or values.input_file) if values.do_eval else None
+    for patterns in dict.fromkeys(p for p in (train_patterns, eval_patterns) if p):
+        check_pretraining_files(expand_input_patterns(patterns), values.max_seq_length,
+                                values.max_predictions_per_seq, config.vocab_size,
+                                values.albert_config_file)
+    if eval_patterns:
+        require_records(expand_input_patterns(eval_patterns), values.eval_batch_size)
 
 
 def check_init_checkpoint(path: str | None) -> None:

@@ -9,13 +9,18 @@ The pieces every text signature is built from (classifier, and the tasks' export
   example of the batch (no second segment: ``[CLS] first [SEP]``);
 - ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
   Python tokenizer) and packs them with the classifier's truncation rule: a pair to
-  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``.
+  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
+- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
+  with ``fill_in_options`` and the RACE features' truncation;
+- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
+  every context token's character span.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.span_tokenizer import SpanTokenizer
 from albert_tf.tokenization import FullTokenizer, InGraphTokenizer
 
 
@@ -97,3 +102,135 @@ class TextPacker(tf.Module):
         len_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
         return pack_segments(keep_first(ids_a, len_a), keep_first(ids_b, len_b), has_b,
                              self.cls_id, self.sep_id)
+
+
+def truncate_and_pack(first: tf.RaggedTensor, second: tf.RaggedTensor, has_second: tf.Tensor,
+                      max_seq_length: int | tf.Tensor, cls_id: int,
+                      sep_id: int) -> dict[str, tf.Tensor]:
+    """Ids of one or two segments -> model inputs, with the classifier features' truncation.
+
+    first, second: int32 ids [B, (n)]; has_second: bool [B] (where False, ``second`` is ignored).
+    A pair is cut to ``max_seq_length - 3`` ids by ``pair_lengths``, a single segment to its first
+    ``max_seq_length - 2``; then ``pack_segments``. Returns int32 [B, L], L <= max_seq_length.
+    """
+    max_seq_length = tf.cast(max_seq_length, tf.int64)
+    len_a, len_b = first.row_lengths(), second.row_lengths()
+    pair_a, pair_b = pair_lengths(len_a, len_b, max_seq_length - 3)
+    len_a = tf.where(has_second, pair_a, tf.minimum(len_a, max_seq_length - 2))
+    len_b = tf.where(has_second, pair_b, tf.zeros_like(len_b))
+    return pack_segments(keep_first(first, len_a), keep_first(second, len_b), has_second, cls_id,
+                         sep_id)
+
+
+def pad_to_length(features: dict[str, tf.Tensor],
+                  length: int | tf.Tensor) -> dict[str, tf.Tensor]:
+    """Zero-pads every [B, L] tensor of ``features`` to [B, length] (requires L <= length)."""
+    static_length = tf.get_static_value(length)
+    length = tf.cast(length, tf.int32)
+    padded = {}
+    for name, tensor in features.items():
+        padded[name] = tf.pad(tensor, [[0, 0], [0, length - tf.shape(tensor)[1]]])
+        padded[name].set_shape([None, static_length])
+    return padded
+
+
+def fill_in_options(questions: tf.Tensor, options: tf.Tensor) -> tf.Tensor:
+    """RACE's question+option text of every choice: string [B] and [B, C] -> [B, C].
+
+    Every "_" of the question is replaced by the option; a question without "_" gets
+    ``question + " " + option`` (both already normalised, as the Python reader does it).
+    """
+    num_choices = tf.shape(options)[1]
+    repeated = tf.repeat(questions, num_choices)
+    flat_options = tf.reshape(options, [-1])
+    parts = tf.strings.split(repeated, sep="_")  # [B*C, (blanks + 1)]
+    is_last = tf.ragged.range(parts.row_lengths()) == tf.expand_dims(parts.row_lengths() - 1, 1)
+    fillers = tf.where(is_last.flat_values, "", tf.gather(flat_options, parts.value_rowids()))
+    filled = tf.strings.reduce_join(
+        parts.with_flat_values(tf.strings.join([parts.flat_values, fillers])), axis=1)
+    appended = tf.strings.join([repeated, flat_options], separator=" ")
+    return tf.reshape(tf.where(parts.row_lengths() > 1, filled, appended), tf.shape(options))
+
+
+class MultipleChoicePacker(tf.Module):
+    """An article, a question and its options -> one packed row per choice, by the RACE features'
+    rules (data_prep/race_features.py).
+
+    ``packer(article [B], question [B], options [B, C])`` (raw strings) -> ``input_ids``,
+    ``input_mask``, ``segment_ids`` int32 [B, C, L], row c = ``[CLS] article [SEP] qa_c [SEP]``: qa_c
+    (``fill_in_options``) keeps its last ``max_qa_length`` pieces, then the article its first
+    ``max_seq_length - 3 - len(qa_c)``; L <= max_seq_length is the longest row of the batch.
+    """
+
+    def __init__(self, tokenizer: FullTokenizer, max_seq_length: int, max_qa_length: int,
+                 name: str = "multiple_choice_packer"):
+        super().__init__(name=name)
+        self.tokenizer = InGraphTokenizer.from_full_tokenizer(tokenizer)
+        self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+        self.max_seq_length = max_seq_length
+        self.max_qa_length = max_qa_length
+
+    def __call__(self, article: tf.Tensor, question: tf.Tensor,
+                 options: tf.Tensor) -> dict[str, tf.Tensor]:
+        batch, num_choices = tf.shape(options)[0], tf.shape(options)[1]
+        normalized_options = tf.reshape(self.tokenizer.normalize(tf.reshape(options, [-1])),
+                                        tf.shape(options))
+        qa_texts = fill_in_options(self.tokenizer.normalize(question), normalized_options)
+        qa_ids = self.tokenizer.encode_normalized(tf.reshape(qa_texts, [-1]))  # [B*C, (n)]
+        qa_ids = keep_last(qa_ids, tf.minimum(qa_ids.row_lengths(), self.max_qa_length))
+        article_ids = tf.gather(self.tokenizer(article), tf.repeat(tf.range(batch), num_choices))
+        article_length = tf.minimum(article_ids.row_lengths(),
+                                    self.max_seq_length - 3 - qa_ids.row_lengths())
+        packed = pack_segments(keep_first(article_ids, article_length), qa_ids,
+                               tf.ones([batch * num_choices], tf.bool), self.cls_id, self.sep_id)
+        return {name: tf.reshape(value, [batch, num_choices, -1]) for name, value in packed.items()}
+
+
+class QuestionContextPacker(tf.Module):
+    """A question and its context -> the first window of the SQuAD features
+    (data_prep/squad_features.py), with every context token's character span.
+
+    ``packer(question [B], context [B])`` (raw strings) -> int32 [B, max_seq_length]:
+
+    - ``input_ids``, ``input_mask``, ``segment_ids``, ``p_mask``: ``[CLS] query [SEP] context [SEP]``
+      as the features lay it out; the query keeps its first ``max_query_length`` pieces, the context
+      its first ``max_seq_length - 3 - len(query)`` (the first window);
+    - ``char_start``, ``char_end``: the code points ``[start, end)`` of the raw context that the
+      token at each position comes from (``SpanTokenizer``), -1 where the position holds no context
+      token.
+
+    Rows are padded to max_seq_length as the features are (ids 0, p_mask 1), so the model's outputs
+    are those of the features' first window, padding positions included.
+    """
+
+    def __init__(self, tokenizer: FullTokenizer, max_seq_length: int, max_query_length: int,
+                 name: str = "question_context_packer"):
+        super().__init__(name=name)
+        self.tokenizer = SpanTokenizer(tokenizer)
+        self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+        self.max_seq_length = max_seq_length
+        self.max_query_length = max_query_length
+
+    def __call__(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        query = self.tokenizer.normalizer(question)
+        query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
+        document = self.tokenizer(context)
+        length = tf.minimum(document["ids"].row_lengths(),
+                            self.max_seq_length - 3 - query.row_lengths())
+        batch = query.nrows()
+        features = pack_segments(query, keep_first(document["ids"], length),
+                                 tf.ones([batch], tf.bool), self.cls_id, self.sep_id)
+        for name in ("char_start", "char_end"):
+            no_span = _column(batch, -1)
+            features[name] = tf.concat([no_span, -tf.ones_like(query), no_span,
+                                        keep_first(document[name], length), no_span],
+                                       axis=1).to_tensor(default_value=-1)
+        at_cls = tf.equal(tf.range(tf.shape(features["input_ids"])[1]), 0)
+        features["p_mask"] = tf.where((features["char_start"] >= 0) | at_cls, 0, 1)
+        padding = [[0, 0], [0, self.max_seq_length - tf.shape(features["input_ids"])[1]]]
+        padding_values = {"p_mask": 1, "char_start": -1, "char_end": -1}
+        padded = {name: tf.pad(value, padding, constant_values=padding_values.get(name, 0))
+                  for name, value in features.items()}
+        for value in padded.values():
+            value.set_shape([None, self.max_seq_length])
+        return padded

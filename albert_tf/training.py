@@ -195,18 +195,28 @@ class Trainer:
         return int(self.optimizer.iterations.numpy())
 
     # ----------------------------------------------------------------------------- initialization
-    def initialize(self, init_checkpoint: str | None = None, init_from_group0: bool = False) -> str:
+    def initialize(self, init_checkpoint: str | None = None, init_from_group0: bool = False,
+                   config_file: str | None = None) -> str:
         """Resumes from the latest checkpoint in output_dir, else warm-starts from ``init_checkpoint``.
 
         ``init_checkpoint`` may be a reference TF1 checkpoint or an albert_tf one (prefix or
-        directory); one that does not exist is an error. Returns a one-line description.
+        directory); one that does not exist is an error. ``config_file`` (the model's config) is
+        named in the errors of a checkpoint that does not fit the model: on resume, the checkpoint
+        must hold exactly the model's variables and shapes and the state of the same optimizer
+        (CheckpointMismatchError otherwise).
+        Returns a one-line description.
         """
         latest = self.latest_checkpoint()
         if latest is not None:
-            self.checkpoint.read(latest).assert_existing_objects_matched()
+            checkpoints.require_same_model(self.model, latest, config_file)
+            checkpoints.require_same_optimizer(self.optimizer, latest)
+            # expect_partial: the save counter is not restored (checkpoints are numbered by step).
+            self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
             message = f"Resumed from {latest} at step {self.global_step}."
+            if init_checkpoint:
+                message += " (--init_checkpoint is used only when output_dir has no checkpoint.)"
         elif init_checkpoint:
-            message = self.warm_start(init_checkpoint, init_from_group0)
+            message = self.warm_start(init_checkpoint, init_from_group0, config_file)
         else:
             message = "Training from a random initialisation (no checkpoint, no --init_checkpoint)."
         self._log(message)
@@ -224,19 +234,24 @@ class Trainer:
             latest = numbered[-1][1] if numbered else None
         return latest
 
-    def warm_start(self, init_checkpoint: str, init_from_group0: bool = False) -> str:
-        """Loads model weights only (optimizer fresh, step 0), from either checkpoint format."""
-        path = checkpoints.resolve_checkpoint_path(init_checkpoint)
-        if checkpoints.is_object_based_checkpoint(path):
-            checkpoints.restore_object_checkpoint(self.model, path)
-            return f"Initialised the model from albert_tf checkpoint {path}."
-        report = checkpoints.load_tf1_checkpoint(self.model, path, init_from_group0=init_from_group0)
+    def warm_start(self, init_checkpoint: str, init_from_group0: bool = False,
+                   config_file: str | None = None) -> str:
+        """Loads model weights only (optimizer fresh, step 0), from either checkpoint format.
+
+        Logs the load report (loaded / missing / unused variables; a WARNING for heads left at
+        their random initial values) and raises CheckpointMismatchError when an encoder variable is
+        missing or a shape differs (naming ``config_file``).
+        """
+        report = checkpoints.load_checkpoint(self.model, init_checkpoint, init_from_group0,
+                                             config_file)
         self._log(report.format())
         report.require_complete_encoder()
-        return f"Initialised the model from reference checkpoint {path}."
+        return f"Initialised the model from {report.kind} checkpoint {report.checkpoint}."
 
     def restore_weights(self, path: str) -> None:
-        """Loads only the model weights of one of our checkpoints (for evaluation / prediction)."""
+        """Loads only the model weights of one of our checkpoints (for evaluation / prediction);
+        CheckpointMismatchError when it was written by another model (e.g. an edited config)."""
+        checkpoints.require_same_model(self.model, path)
         self.checkpoint_for_model().read(path).expect_partial().assert_existing_objects_matched()
 
     def checkpoint_for_model(self) -> tf.train.Checkpoint:

@@ -10,17 +10,26 @@ Flag names and defaults are the reference's, plus --num_workers, --chunk_documen
 --skip_invalid_lines. The algorithm is the reference's (deliberate differences listed in
 data_prep/pretraining_instances.py), applied to chunks of --chunk_documents whole documents: the
 document shuffle, the random-document segments B and the final instance shuffle happen within a chunk.
-Output: the TFRecords and ``<first output>.stats.json``.
+Output: the TFRecords and ``<first output>.stats.json``, each written under a temporary name and
+renamed when the whole run succeeded. An output that is also an input (or the tokenizer file), or
+named twice, is refused before any work. Ctrl-C, SIGTERM or an error stops the workers and removes
+the temporary files; after a kill -9 the workers die too, and the next run writing the same output
+removes its temporary files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import sys
+from concurrent.futures.process import BrokenProcessPool
+
 from absl import app, flags, logging
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.tokenization import FullTokenizer, TokenizerError
+from albert_tf.io_utils import OutputPathError, check_output_paths, expand_input_patterns
 from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
-from albert_tf.io_utils import expand_input_patterns
 from data_prep.pretraining_corpus import CorpusError
 from data_prep.pretraining_instances import InstanceConfig, MaskingConfig
 from data_prep.pretraining_pipeline import generate_pretraining_data, stats_path
@@ -117,30 +126,76 @@ def _generation_config() -> GenerationConfig:
                             random_seed=FLAGS.random_seed, do_lower_case=FLAGS.do_lower_case)
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    _validate_flags()
-    if FLAGS.spm_model_file and FLAGS.vocab_file:
-        logging.info("--vocab_file is not used: --spm_model_file is given")
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that it stops and cleans up the same way."""
+
+
+def _raise_terminated(signum: int, frame) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_stops_like_ctrl_c():
+    """Within the block SIGTERM (kill, a job scheduler's stop) raises Terminated."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
-                                  do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
-        input_files = expand_input_patterns(FLAGS.input_file)
-        output_files = _output_files()
-        logging.info("reading %d input files, writing %s", len(input_files), ", ".join(output_files))
-        summary = generate_pretraining_data(
-            input_files, output_files, ChunkProcessor(tokenizer, _generation_config()),
-            chunk_documents=FLAGS.chunk_documents, num_workers=FLAGS.num_workers,
-            skip_invalid_lines=FLAGS.skip_invalid_lines)
-    except (CorpusError, TokenizerError, OSError) as err:
-        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
-        raise SystemExit(f"create_pretraining_data: error: {err}") from err
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _check_paths(input_files: list[str], output_files: list[str]) -> None:
+    """Refuses outputs that would replace an input, the tokenizer or one another (OutputPathError)."""
+    inputs = [("--input_file", path) for path in input_files]
+    inputs += [(f"--{name}", FLAGS[name].value) for name in ("spm_model_file", "vocab_file")
+               if FLAGS[name].value]
+    outputs = [("--output_file", path) for path in output_files]
+    outputs.append(("the statistics file", stats_path(output_files[0])))
+    check_output_paths(outputs, inputs)
+
+
+def _run() -> None:
+    """Checks the paths, loads the tokenizer and writes the records and their statistics."""
+    input_files = expand_input_patterns(FLAGS.input_file)
+    output_files = _output_files()
+    _check_paths(input_files, output_files)
+    tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
+                              do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
+    logging.info("reading %d input files, writing %s", len(input_files), ", ".join(output_files))
+    summary = generate_pretraining_data(
+        input_files, output_files, ChunkProcessor(tokenizer, _generation_config()),
+        chunk_documents=FLAGS.chunk_documents, num_workers=FLAGS.num_workers,
+        skip_invalid_lines=FLAGS.skip_invalid_lines)
     logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order label 1); "
                  "statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
                  stats_path(output_files[0]))
 
 
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    _validate_flags()
+    if FLAGS.spm_model_file and FLAGS.vocab_file:
+        logging.info("--vocab_file is not used: --spm_model_file is given")
+    # Every way the run can stop early ends in one line and leaves no output and no temporary file.
+    with _sigterm_stops_like_ctrl_c():
+        try:
+            _run()
+        except (CorpusError, TokenizerError, OutputPathError, OSError) as err:
+            # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
+            raise SystemExit(f"create_pretraining_data: error: {err}") from err
+        except BrokenProcessPool as err:
+            raise SystemExit("create_pretraining_data: error: a worker process died (killed for "
+                             "lack of memory?); nothing was written. Try fewer --num_workers or a "
+                             "smaller --chunk_documents") from err
+        except KeyboardInterrupt as err:
+            signum = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+            cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            print(f"create_pretraining_data: stopped by {cause}; nothing was written",
+                  file=sys.stderr)
+            raise SystemExit(128 + signum) from err  # the shell's status for a process so stopped
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.tokenization import FullTokenizer
 from data_prep.glue_features import (cached_glue_features, convert_examples_to_features,
                                      parse_glue_example, truncate_seq_pair)
@@ -59,6 +59,8 @@ def main(argv: list[str]) -> None:
     unknown = [split for split in FLAGS.splits if split not in SPLITS]
     if unknown:
         raise app.UsageError(f"--splits: unknown {unknown}; expected some of {list(SPLITS)}")
+    for split in FLAGS.splits:  # every file exists before any is built
+        task.processor().split_path(FLAGS.data_dir, split)
     tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
                               spm_model_file=FLAGS.spm_model_file)
     for split in FLAGS.splits:
@@ -71,4 +73,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

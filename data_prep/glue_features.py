@@ -36,8 +36,10 @@ from data_prep.glue_processors import InputExample
 from data_prep.glue_tasks import glue_task
 from data_prep.tf_example import float_feature, int64_feature, serialize_example
 
-# Bump when the bytes written for the same inputs change (every cached GLUE feature file is rebuilt).
-FEATURES_VERSION = 1
+# Bump when the bytes written for the same inputs change, or when inputs accepted before are now
+# refused (every cached GLUE feature file is rebuilt, so its TSV is read and checked again).
+# 2: STS-B scores outside 0..5 (nan included) and files without examples are refused.
+FEATURES_VERSION = 2
 
 # Number of examples whose pieces are logged, as the reference does, to eyeball the preprocessing.
 _NUM_EXAMPLES_TO_LOG = 3

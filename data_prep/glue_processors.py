@@ -6,10 +6,14 @@ the reference's header rule, columns, label lists and guids, and every text fiel
 label names) through ``process_text`` (SentencePiece mode: ``preprocess_text(lower=do_lower_case)``;
 WordPiece mode: unchanged, the tokenizer normalizes).
 
-Where the reference would crash later or silently read garbage, we fail at once with the file and line:
-a row whose column count differs from the file's header (or from the fixed count of a headerless file),
-an unknown label name, an unparsable STS-B score. The one exception is QQP's labelled files, where the
-reference skips rows that have too few columns; we skip them too and log how many.
+Where the reference would crash later, train on garbage or silently read garbage, we fail at once
+with the file and line: a line that is not UTF-8, a row whose column count differs from the file's
+header (or from the fixed count of a headerless file), an unknown label name, an STS-B score that is
+not a number from 0 to 5 (``nan``, negative or above 5: the reference trains on it), and a file
+without a single example (a header-only train file would otherwise end the training loop with
+"End of sequence"). Lines are numbered as an editor shows them (see ``read_tsv``). The one exception
+is QQP's labelled files, where the reference skips rows that have too few columns; we skip them too
+and log how many.
 
 Test files. GLUE's own test files carry no labels (and a different column layout for CoLA, SST-2, QQP,
 QNLI); their examples get ``label=None``. A test file in the *labelled* layout (its header names the
@@ -24,10 +28,9 @@ MNLI's labels and only a test split. Every file is read through ``tf.io.gfile`` 
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import logging
+import math
 import os
 from typing import Iterator
 
@@ -83,7 +86,8 @@ class GlueProcessor:
     """Base class: reads one task's TSV files into ``InputExample`` lists.
 
     Subclasses set ``task_dir``, ``labels`` (None for regression), ``split_files``, ``labelled_layout``
-    (train/dev) and ``test_layout`` (GLUE's unlabelled test file).
+    (train/dev) and ``test_layout`` (GLUE's unlabelled test file); regression tasks also set
+    ``score_range``, the closed interval of valid scores.
     """
 
     task_dir: str = ""
@@ -91,6 +95,7 @@ class GlueProcessor:
     split_files: dict[str, str] = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
     labelled_layout: RowLayout
     test_layout: RowLayout
+    score_range: tuple[float, float]
     skip_short_rows: bool = False
 
     def __init__(self, use_spm: bool = True, do_lower_case: bool = True):
@@ -184,6 +189,12 @@ class GlueProcessor:
         if num_skipped:
             logging.warning("%s: skipped %d rows with fewer than %d columns (as the reference does)",
                             path, num_skipped, expected_columns)
+        if not examples:
+            found = (f"all {num_skipped} rows have fewer than {expected_columns} columns" if num_skipped
+                     else "the file has only its header line" if layout.has_header
+                     else "the file is empty")
+            raise GlueDataError(f"{path}: no examples ({found}); expected at least one row of "
+                                f"{expected_columns} tab-separated columns")
         return examples
 
     def _example(self, path: str, line_number: int, row: list[str], split: str,
@@ -199,38 +210,46 @@ class GlueProcessor:
 
     def _label(self, path: str, line_number: int, cell: str) -> str | float:
         if self.labels is None:
-            try:
-                return float(cell)
-            except ValueError:
-                raise GlueDataError(f"{path}:{line_number}: expected a real-valued score, "
-                                    f"found {cell!r}") from None
+            return self._score(path, line_number, cell)
         label = self.process_text(cell)
         if label not in self.labels:
             raise GlueDataError(f"{path}:{line_number}: unknown label {cell!r}; expected one of "
                                 f"{list(self.labels)}")
         return label
 
+    def _score(self, path: str, line_number: int, cell: str) -> float:
+        """The regression label of one row: a finite number within ``score_range``."""
+        low, high = self.score_range
+        try:
+            score = float(cell)
+        except ValueError:
+            score = math.nan
+        if not (math.isfinite(score) and low <= score <= high):
+            raise GlueDataError(f"{path}:{line_number}: expected a score from {low:g} to {high:g}, "
+                                f"found {cell!r}")
+        return score
+
 
 def read_tsv(path: str) -> Iterator[tuple[int, list[str]]]:
     """Yields (1-based line number, cells) for every line of a UTF-8 TSV file, quotes kept literally.
 
-    Reads like the reference's ``csv.reader(delimiter="\\t", quotechar=None)``; CRLF and LF endings both
-    work. The file is read whole through ``tf.io.gfile``. A csv or UTF-8 decoding error raises
-    ``GlueDataError`` naming the file and line.
+    Cells are split at tabs with no quote handling, as the reference's
+    ``csv.reader(delimiter="\\t", quotechar=None)`` splits them (an empty line has no cells). A line
+    ends at "\\n", "\\r\\n" or a lone "\\r" (files saved with old Mac line endings read too), and
+    every line number this module reports counts lines that way, as editors do. The file is read whole
+    through ``tf.io.gfile``; a line that is not valid UTF-8 raises ``GlueDataError`` naming the file,
+    the line and the offending byte.
     """
     with tf.io.gfile.GFile(path, "rb") as handle:
         data = handle.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line_number = data.count(b"\n", 0, error.start) + 1
-        raise GlueDataError(f"{path}:{line_number}: unreadable TSV line: {error}") from error
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
-    try:
-        for row in reader:
-            yield reader.line_num, row
-    except csv.Error as error:
-        raise GlueDataError(f"{path}:{reader.line_num + 1}: unreadable TSV line: {error}") from error
+    for line_number, raw_line in enumerate(data.splitlines(), start=1):
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise GlueDataError(
+                f"{path}:{line_number}: not valid UTF-8 (byte {raw_line[error.start]:#04x} at byte "
+                f"{error.start + 1} of the line: {error.reason}); GLUE files are UTF-8 text") from None
+        yield line_number, line.split("\t") if line else []
 
 
 # -- the tasks -------------------------------------------------------------------------------------
@@ -267,6 +286,7 @@ class StsbProcessor(GlueProcessor):
 
     task_dir = "STS-B"
     labels = None
+    score_range = (0.0, 5.0)  # the similarity scale of the STS-B annotations
     labelled_layout = RowLayout(text_a=7, text_b=8, label=-1, guid=0, label_header="score")
     test_layout = RowLayout(text_a=7, text_b=8, guid=0)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from albert_tf.io_utils import atomic_write_text, temporary_path
+from albert_tf.io_utils import atomic_write_text, check_output_paths, temporary_path
 
 
 class RoundRobinRecordWriter:
@@ -22,6 +22,8 @@ class RoundRobinRecordWriter:
     def __init__(self, output_files: list[str]):
         if not output_files:
             raise ValueError("no output file given")
+        # Two writers renamed to one path would keep only the second's records.
+        check_output_paths([("output file", path) for path in output_files])
         self.output_files = output_files
         self.records_written = 0
         self._writers: list[tf.io.TFRecordWriter] = []

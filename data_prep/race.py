@@ -40,7 +40,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.tokenization import FullTokenizer
 from data_prep.feature_cache import FeatureFile, RecordSink, cached_feature_file, write_feature_file
 from data_prep.race_features import (NUM_CHOICES, RaceFeatures, check_lengths, serialize_race_features,
@@ -357,4 +357,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

@@ -41,9 +41,9 @@ import re
 import time
 from typing import Sequence
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.tokenization import FullTokenizer, TokenizerError
 from data_prep.feature_cache import (FeatureCacheError, FeatureFile, RecordSink, cached_feature_file,
                                      sidecar_path, write_feature_file)
@@ -205,4 +205,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

@@ -22,9 +22,9 @@ from typing import Iterator, Sequence
 
 import sentencepiece as spm
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
-from albert_tf import flag_definitions
+from albert_tf import cli, flag_definitions
 from albert_tf.io_utils import atomic_open, atomic_write_text, expand_input_patterns
 from albert_tf.tokenization import preprocess_text
 
@@ -169,4 +169,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    cli.run(main)

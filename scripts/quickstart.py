@@ -64,8 +64,7 @@ def main() -> None:
           f"  pretraining data:    {records} (+ .stats.json)\n"
           f"  checkpoints:         {model_dir}/model.ckpt-* and model.ckpt-best\n"
           f"  eval results:        {model_dir}/eval_results.txt\n"
-          f"  TensorBoard:         .venv/bin/python -m tensorboard.main --logdir {model_dir}"
-          "  (pip install tensorboard first)")
+          f"  TensorBoard:         .venv/bin/python -m tensorboard.main --logdir {model_dir}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
-"""Reference TF1 checkpoints: load (names, variants, slots, groups), errors, export round trip, CLI."""
+"""Checkpoints: reference TF1 load (names, variants, slots, groups), albert_tf (object-based) load
+and its report, shape and model mismatches, export round trip, and the conversion command (which
+never overwrites without --overwrite and never writes into another run's directory)."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -8,10 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints import (export_tf1_checkpoint, load_tf1_checkpoint,
-                                   restore_object_checkpoint, tf1_variable_map)
+from albert_tf.checkpoints import (CheckpointMismatchError, checkpoint_root, export_tf1_checkpoint,
+                                   load_checkpoint, load_tf1_checkpoint, object_variable_paths,
+                                   require_same_model, restore_object_checkpoint, tf1_variable_map)
 from albert_tf.config import AlbertConfig
-from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.convert_checkpoint import (ConversionError, albert_tf_to_tf1, check_output_dir,
+                                          tf1_to_albert_tf)
+from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
 from albert_tf.modeling import AlbertModel
 from tests import numpy_albert
 from tests.shared_setup import REPO_ROOT, subprocess_env
@@ -99,13 +105,14 @@ def test_missing_encoder_variables_are_reported_and_can_be_required(tmp_path):
         report.require_complete_encoder()
 
 
-def test_shape_mismatch_names_variable_and_both_shapes(tmp_path):
+def test_shape_mismatch_names_checkpoint_config_variable_and_both_shapes(tmp_path):
     written = small_config(vocab_size=30)
     write_reference_checkpoint(str(tmp_path / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(written), with_slots=False)
     model = AlbertPretrainingModel(small_config(vocab_size=31))
-    with pytest.raises(ValueError, match=r"bert/embeddings/word_embeddings.*\(30, 8\).*\(31, 8\)"):
-        load_tf1_checkpoint(model, str(tmp_path))
+    with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-123.*my_config\.json.*"
+                       r"bert/embeddings/word_embeddings.*\(30, 8\).*\(31, 8\)"):
+        load_tf1_checkpoint(model, str(tmp_path), config_file="my_config.json")
 
 
 def test_nonexistent_checkpoint_is_an_error(tmp_path):
@@ -140,6 +147,9 @@ def test_export_then_reload_is_bit_exact(tmp_path):
     assert not any(n.endswith(("adam_m", "adam_v")) for n in stored)
     assert tf.train.latest_checkpoint(str(tmp_path / "export")).endswith("model.ckpt")
     assert not [f for f in os.listdir(tmp_path / "export") if "tmp" in f]
+    shutil.copytree(tmp_path / "export", tmp_path / "copied")  # the state file names it relatively
+    assert tf.train.latest_checkpoint(str(tmp_path / "copied")) == str(tmp_path / "copied" /
+                                                                       "model.ckpt")
     reloaded = AlbertPretrainingModel(cfg)
     report = load_tf1_checkpoint(reloaded, prefix)
     assert report.missing == [] and report.unused == []
@@ -180,3 +190,170 @@ def test_conversion_command_both_directions(tmp_path):
     back = tf.train.load_checkpoint(str(tmp_path / "back" / "model.ckpt"))
     for name, value in values.items():
         np.testing.assert_array_equal(back.get_tensor(name), value)
+
+
+# ---------------------------------------------------------- albert_tf (object-based) checkpoints
+def save_object_checkpoint(model, directory, step=1):
+    """An albert_tf checkpoint of ``model`` as the scripts write one; returns its prefix."""
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(directory),
+                                         max_to_keep=None, checkpoint_name="model.ckpt")
+    return manager.save(checkpoint_number=step)
+
+
+def test_object_variable_paths_are_where_tf_train_checkpoint_saves_each_variable(tmp_path):
+    for model in (AlbertPretrainingModel(small_config()), AlbertModel(small_config())):
+        root = checkpoint_root(model)
+        prefix = root.write(str(tmp_path / type(model).__name__))
+        saved = {name for name, _ in tf.train.list_variables(prefix)
+                 if name.endswith("/.ATTRIBUTES/VARIABLE_VALUE")}
+        paths = object_variable_paths(root)
+        assert {"/".join(p) + "/.ATTRIBUTES/VARIABLE_VALUE" for p in paths} == saved
+        assert len(paths) == len(model.weights)
+        assert all(p[:2] == ("model", "albert") for p in paths if "albert" in p)
+
+
+def test_another_tasks_checkpoint_loads_the_encoder_and_reports_heads_left_random(tmp_path):
+    cfg = small_config()
+    classifier = AlbertClassifierModel(cfg, 3)
+    save_object_checkpoint(classifier, tmp_path, step=7)
+    model = AlbertPretrainingModel(cfg)
+    report = load_checkpoint(model, str(tmp_path))
+    heads = [name for name in tf1_variable_map(model) if name.startswith("cls/")]
+    assert report.kind == "albert_tf" and report.checkpoint.endswith("model.ckpt-7")
+    assert report.missing == heads and len(heads) == 7
+    assert report.unused == ["model/classifier/output_bias", "model/classifier/output_weights"]
+    assert f"WARNING: 7 head variable(s) are not in {report.checkpoint}" in report.format()
+    report.require_complete_encoder()  # missing heads are allowed (and reported)
+    loaded = tf1_variable_map(model)
+    for name, variable in tf1_variable_map(classifier.albert).items():
+        np.testing.assert_array_equal(loaded[name].numpy(), variable.numpy())
+
+
+def test_object_checkpoint_with_fewer_groups_needs_init_from_group0(tmp_path):
+    one_group = AlbertPretrainingModel(small_config(num_hidden_groups=1))
+    save_object_checkpoint(one_group, tmp_path)
+    report = load_checkpoint(AlbertPretrainingModel(small_config()), str(tmp_path))
+    assert report.missing and all("/group_1/" in name for name in report.missing)
+    with pytest.raises(CheckpointMismatchError, match="encoder variable.*group_1"):
+        report.require_complete_encoder()
+    grown = AlbertPretrainingModel(small_config())
+    report = load_checkpoint(grown, str(tmp_path), init_from_group0=True)
+    assert report.missing == [] and report.unused == []
+    np.testing.assert_allclose(run_model(grown, small_config())["mlm_logits"].numpy(),
+                               run_model(one_group, small_config())["mlm_logits"].numpy(),
+                               atol=1e-5)
+
+
+def test_object_checkpoint_shape_mismatch_is_one_error_and_changes_nothing(tmp_path):
+    save_object_checkpoint(AlbertPretrainingModel(small_config(vocab_size=30)), tmp_path)
+    model = AlbertPretrainingModel(small_config(vocab_size=31))
+    before = [variable.numpy() for variable in model.weights]
+    with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-1.*my_config\.json.*"
+                       r"bert/embeddings/word_embeddings.*\(30, 8\).*\(31, 8\)"):
+        load_checkpoint(model, str(tmp_path), config_file="my_config.json")
+    for value, variable in zip(before, model.weights):
+        np.testing.assert_array_equal(value, variable.numpy())
+
+
+def test_require_same_model_accepts_only_the_model_that_wrote_the_checkpoint(tmp_path):
+    cfg = small_config()
+    prefix = save_object_checkpoint(AlbertPretrainingModel(cfg), tmp_path / "ours")
+    require_same_model(AlbertPretrainingModel(cfg), prefix)
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"c\.json.*lacks 2 .*output_weights.*holds 7 .*model/mlm_head"):
+        require_same_model(AlbertClassifierModel(cfg, 2), prefix, "c.json")
+    wider = AlbertPretrainingModel(small_config(intermediate_size=20))
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"ffn_1/intermediate/dense/kernel has shape \(12, 16\) in the "
+                             r"checkpoint, the model expects \(12, 20\)"):
+        require_same_model(wider, prefix)
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg), with_slots=False)
+    with pytest.raises(CheckpointMismatchError, match="reference TF1 checkpoint"):
+        require_same_model(AlbertPretrainingModel(cfg), str(tmp_path / "ref" / "model.ckpt-123"))
+
+
+# ---------------------------------------------------------------------- the conversion command
+def test_conversion_replaces_an_earlier_one_only_with_overwrite(tmp_path):
+    cfg = small_config()
+    shapes = numpy_albert.reference_variable_shapes(cfg)
+    first = write_reference_checkpoint(str(tmp_path / "a" / "model.ckpt"), shapes, seed=0)
+    second = write_reference_checkpoint(str(tmp_path / "b" / "model.ckpt"), shapes, seed=1)
+    out = str(tmp_path / "out")
+    pooler = "model/albert/pooler/kernel/.ATTRIBUTES/VARIABLE_VALUE"
+
+    def stored_pooler():
+        return tf.train.load_checkpoint(tf.train.latest_checkpoint(out)).get_tensor(pooler)
+
+    prefix = tf1_to_albert_tf(cfg, str(tmp_path / "a"), out)
+    assert prefix == os.path.join(out, "model.ckpt-0")
+    np.testing.assert_array_equal(stored_pooler(), first["bert/pooler/dense/kernel"])
+    with pytest.raises(ConversionError, match=r"model\.ckpt-0 already exists.*--overwrite"):
+        tf1_to_albert_tf(cfg, str(tmp_path / "b"), out)
+    np.testing.assert_array_equal(stored_pooler(), first["bert/pooler/dense/kernel"])
+    tf1_to_albert_tf(cfg, str(tmp_path / "b"), out, overwrite=True)
+    np.testing.assert_array_equal(stored_pooler(), second["bert/pooler/dense/kernel"])
+    with pytest.raises(ConversionError, match="is a file"):
+        check_output_dir(str(tmp_path / "a" / "checkpoint"), "model.ckpt", overwrite=True)
+
+
+def test_conversion_never_writes_into_a_training_runs_directory(tmp_path):
+    cfg = small_config()
+    config_file = tmp_path / "config.json"
+    config_file.write_text(cfg.to_json_string())
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg))
+    run = tmp_path / "run"
+    save_object_checkpoint(AlbertPretrainingModel(cfg), run, step=2)
+    state, files = (run / "checkpoint").read_bytes(), sorted(os.listdir(run))
+
+    result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
+                             f"--albert_config_file={config_file}",
+                             f"--tf1_checkpoint={tmp_path / 'ref'}", f"--output_dir={run}",
+                             "--overwrite"],
+                            capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT)
+    assert result.returncode == 1
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert f"--output_dir={run} holds other checkpoints (model.ckpt-2)" in last_line
+    with pytest.raises(ConversionError, match=r"model\.ckpt-2"):  # the other direction
+        albert_tf_to_tf1(cfg, str(run), str(run), overwrite=True)
+    assert (run / "checkpoint").read_bytes() == state and sorted(os.listdir(run)) == files
+
+
+def test_conversion_flags_must_name_the_right_format(tmp_path):
+    cfg = small_config()
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg), with_slots=False)
+    save_object_checkpoint(AlbertPretrainingModel(cfg), tmp_path / "ours")
+    with pytest.raises(ConversionError,
+                       match="ref is a reference TF1 checkpoint.*--tf1_checkpoint"):
+        albert_tf_to_tf1(cfg, str(tmp_path / "ref"), str(tmp_path / "out"))
+    with pytest.raises(ConversionError, match="ours is an albert_tf checkpoint.*--checkpoint"):
+        tf1_to_albert_tf(cfg, str(tmp_path / "ours"), str(tmp_path / "out"))
+    with pytest.raises(ConversionError, match="--checkpoint: .*nowhere"):
+        albert_tf_to_tf1(cfg, str(tmp_path / "nowhere"), str(tmp_path / "out"))
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_conversion_writes_only_what_the_source_holds(tmp_path):
+    cfg = small_config()
+    classifier = AlbertClassifierModel(cfg, 3)
+    save_object_checkpoint(classifier, tmp_path / "cls")
+    _, prefix, count = albert_tf_to_tf1(cfg, str(tmp_path / "cls"), str(tmp_path / "tf1"))
+    encoder = tf1_variable_map(classifier.albert)
+    stored = tf.train.load_checkpoint(prefix)
+    assert set(stored.get_variable_to_shape_map()) == set(encoder) | {"global_step"}
+    assert count == len(encoder)
+    for name, variable in encoder.items():
+        np.testing.assert_array_equal(stored.get_tensor(name), variable.numpy())
+
+    # A reference checkpoint without heads converts to an encoder-only albert_tf checkpoint, so a
+    # warm start from it reports the heads as missing instead of loading random ones.
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg, with_heads=False))
+    converted = tf1_to_albert_tf(cfg, str(tmp_path / "ref"), str(tmp_path / "converted"))
+    assert not [name for name, _ in tf.train.list_variables(converted) if "_head/" in name]
+    model = AlbertPretrainingModel(cfg)
+    report = load_checkpoint(model, converted)
+    assert report.missing == [name for name in tf1_variable_map(model) if name.startswith("cls/")]
+    assert report.missing_encoder() == []

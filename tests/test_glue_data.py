@@ -289,15 +289,123 @@ def test_unknown_label_names_file_and_line(tmp_path):
         get_processor("rte").get_dev_examples(str(tmp_path))
 
 
-def test_bad_stsb_score_and_missing_file(tmp_path):
-    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
-              "sentence2", "score"]
-    path = write_tsv(tmp_path / "STS-B" / "dev.tsv", [header, ["0", "g", "f", "y", "o", "s", "s", "A", "B",
-                                                               "high"]], line_ending="\r\n")
-    with pytest.raises(GlueDataError, match=rf"{path}:2: expected a real-valued score, found 'high'"):
-        get_processor("sts-b").get_dev_examples(str(tmp_path))
+def stsb_lines_with_score(score: str, row: int = 3) -> list[bytes]:
+    """The real STS-B train file's lines (CRLF endings) with the score of 1-based line ``row`` replaced."""
+    with open(os.path.join(GLUE_DIR, "STS-B", "train.tsv"), "rb") as handle:
+        lines = handle.read().split(b"\r\n")
+    cells = lines[row - 1].split(b"\t")
+    lines[row - 1] = b"\t".join(cells[:-1] + [score.encode()])
+    return lines
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "-0.5", "5.01", "inf", "-inf", "high", ""])
+def test_stsb_score_outside_0_to_5_names_file_and_line(tmp_path, score):
+    path = tmp_path / "STS-B" / "train.tsv"
+    path.parent.mkdir()
+    path.write_bytes(b"\r\n".join(stsb_lines_with_score(score)))
+    with pytest.raises(GlueDataError, match=rf"^{path}:3: expected a score from 0 to 5, "
+                                            rf"found '{score}'$"):
+        get_processor("sts-b").get_train_examples(str(tmp_path))
+
+
+def test_stsb_scores_0_and_5_are_valid(tmp_path):
+    path = tmp_path / "STS-B" / "train.tsv"
+    path.parent.mkdir()
+    lines = stsb_lines_with_score("0")
+    lines[3] = stsb_lines_with_score("5.000", row=4)[3]
+    path.write_bytes(b"\r\n".join(lines))
+    labels = [e.label for e in get_processor("sts-b").get_train_examples(str(tmp_path))]
+    expected = [float(row[9]) for row in raw_rows(os.path.join(GLUE_DIR, "STS-B", "train.tsv"))[1:]]
+    expected[1], expected[2] = 0.0, 5.0
+    assert labels == expected
+
+
+def test_missing_split_names_the_expected_path(tmp_path):
     with pytest.raises(GlueDataError, match=r"train file .* not found: .*STS-B/train.tsv"):
         get_processor("sts-b").get_train_examples(str(tmp_path))
+
+
+def rte_lines(count: int) -> list[bytes]:
+    """The first ``count`` lines of the real RTE train file, without their line endings."""
+    with open(os.path.join(GLUE_DIR, "RTE", "train.tsv"), "rb") as handle:
+        return handle.read().split(b"\n")[:count]
+
+
+def join_lines(lines: list[bytes], endings: dict[int, bytes], default: bytes = b"\n") -> bytes:
+    """The lines joined, line i (1-based) ended by ``endings.get(i, default)``."""
+    return b"".join(line + endings.get(number, default) for number, line in enumerate(lines, 1))
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_invalid_utf8_is_reported_at_its_line(tmp_path, ending):
+    lines = rte_lines(200)
+    lines[150] = lines[150].replace(b" ", b" \xff", 1)  # line 151
+    path = tmp_path / "RTE" / "train.tsv"
+    path.parent.mkdir()
+    path.write_bytes(join_lines(lines, {}, default=ending))
+    byte = lines[150].index(b"\xff") + 1
+    with pytest.raises(GlueDataError, match=rf"^{path}:151: not valid UTF-8 \(byte 0xff at byte "
+                                            rf"{byte} of the line"):
+        get_processor("rte").get_train_examples(str(tmp_path))
+
+
+def test_every_error_counts_lone_carriage_returns_as_line_ends(tmp_path):
+    """Three lines ended by a lone CR before line 151: the decoding error and the column-count error
+    name the same line (151), the line on which each fault was written."""
+    lone_cr = {10: b"\r", 50: b"\r", 100: b"\r"}
+    path = tmp_path / "RTE" / "train.tsv"
+    path.parent.mkdir()
+    lines = rte_lines(200)
+    lines[150] += b"\textra"
+    path.write_bytes(join_lines(lines, lone_cr))
+    with pytest.raises(GlueDataError, match=rf"^{path}:151: expected 4 tab-separated columns, found 5"):
+        get_processor("rte").get_train_examples(str(tmp_path))
+    lines = rte_lines(200)
+    lines[150] = b"\xc3" + lines[150]
+    path.write_bytes(join_lines(lines, lone_cr))
+    with pytest.raises(GlueDataError, match=rf"^{path}:151: not valid UTF-8 \(byte 0xc3 at byte 1 "):
+        get_processor("rte").get_train_examples(str(tmp_path))
+    lines = rte_lines(8)
+    lines[5] = lines[5] + b"\xe2\x82"  # a truncated 3-byte sequence on line 6 of an old-Mac file
+    path.write_bytes(join_lines(lines, {}, default=b"\r"))
+    with pytest.raises(GlueDataError, match=rf"^{path}:6: not valid UTF-8"):
+        get_processor("rte").get_train_examples(str(tmp_path))
+
+
+def test_old_mac_line_endings_read_like_lf(tmp_path):
+    lines = rte_lines(30)
+    for name, ending in (("lf", b"\n"), ("cr", b"\r")):
+        (tmp_path / name / "RTE").mkdir(parents=True)
+        (tmp_path / name / "RTE" / "train.tsv").write_bytes(join_lines(lines, {}, default=ending))
+    processor = get_processor("rte")
+    from_cr = processor.get_train_examples(str(tmp_path / "cr"))
+    assert len(from_cr) == 29 and from_cr == processor.get_train_examples(str(tmp_path / "lf"))
+
+
+@pytest.mark.parametrize("task, content, found", [
+    ("rte", "index\tsentence1\tsentence2\tlabel\n", "the file has only its header line"),
+    ("sts-b", "\t".join(["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                          "sentence1", "sentence2", "score"]) + "\r\n", "the file has only its header line"),
+    ("cola", "", "the file is empty"),
+    ("qqp", "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n1\t2\t3\tWhy?\n",
+     "all 1 rows have fewer than 6 columns"),
+])
+def test_a_split_without_examples_is_an_error(tmp_path, task, content, found):
+    processor = get_processor(task)
+    path = tmp_path / processor.task_dir / "train.tsv"
+    path.parent.mkdir()
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(GlueDataError, match=rf"^{path}: no examples \({found}\)"):
+        processor.get_train_examples(str(tmp_path))
+
+
+def test_header_only_train_file_builds_no_feature_file(tmp_path, en8k):
+    (tmp_path / "glue" / "RTE").mkdir(parents=True)
+    path = tmp_path / "glue" / "RTE" / "train.tsv"
+    path.write_bytes(rte_lines(1)[0] + b"\n")
+    with pytest.raises(GlueDataError, match=rf"^{path}: no examples"):
+        cached_glue_features("rte", str(tmp_path / "glue"), "train", en8k, 64, str(tmp_path / "cache"))
+    assert not (tmp_path / "cache").exists() or os.listdir(tmp_path / "cache") == []
 
 
 # -- features --------------------------------------------------------------------------------------
@@ -510,14 +618,6 @@ def test_gcs_like_paths_go_through_gfile(en8k):
     tf.io.gfile.rmtree(root)
 
 
-def test_undecodable_tsv_names_the_line(tmp_path):
-    path = tmp_path / "RTE" / "dev.tsv"
-    path.parent.mkdir()
-    path.write_bytes(b"index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\tentailment\n1\t\xff.\tB.\tentailment\n")
-    with pytest.raises(GlueDataError, match=rf"{path}:3: unreadable TSV line"):
-        get_processor("rte").get_dev_examples(str(tmp_path))
-
-
 # -- command line ----------------------------------------------------------------------------------
 
 def test_command_line_writes_caches_and_prints_recipe(tmp_path):
@@ -534,3 +634,15 @@ def test_command_line_writes_caches_and_prints_recipe(tmp_path):
                                      "--train_step=3598", "--save_checkpoints_steps=100",
                                      "--train_batch_size=16", "--max_seq_length=512", "--optimizer=adamw",
                                      "--do_lower_case"]
+
+
+def test_command_line_checks_every_split_exists_before_building(tmp_path):
+    (tmp_path / "glue" / "RTE").mkdir(parents=True)
+    (tmp_path / "glue" / "RTE" / "train.tsv").write_bytes(b"\n".join(rte_lines(9)) + b"\n")
+    command = [sys.executable, "-m", "data_prep.glue", "--task_name=rte",
+               f"--data_dir={tmp_path / 'glue'}", f"--spm_model_file={EN8K_MODEL}",
+               f"--cached_dir={tmp_path / 'cache'}", "--max_seq_length=64", "--splits=train,dev"]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert f"dev file of task directory 'RTE' not found: {tmp_path / 'glue'}/RTE/dev.tsv" in result.stderr
+    assert not (tmp_path / "cache").exists()  # the train split was not built first

@@ -21,7 +21,8 @@ PACKAGES = ("albert_tf", "data_prep")
 
 # The only albert_tf modules allowed to import absl.flags or read FLAGS.
 FLAG_MODULES = {"albert_tf.flag_definitions", "albert_tf.run_flags"}
-ENTRY_MODULES = {"albert_tf.convert_checkpoint", "albert_tf.model_report"}  # each a `__main__` CLI
+ENTRY_MODULES = {"albert_tf.convert_checkpoint", "albert_tf.export_hub",
+                 "albert_tf.model_report"}  # each a `__main__` CLI
 ALLOWED_FLAG_READERS = FLAG_MODULES | ENTRY_MODULES
 
 

@@ -1,10 +1,16 @@
-"""Atomic outputs: complete or absent, never half-written."""
+"""Atomic outputs (complete or absent, never half-written; temporaries of killed runs cleaned up),
+input patterns that never match what is not data, and output paths that would lose data."""
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
-from albert_tf.io_utils import atomic_open, atomic_write_text, temporary_path
+from albert_tf.io_utils import (OutputPathError, atomic_open, atomic_write_text, check_output_paths,
+                                expand_input_patterns, is_temporary_path, temporary_path)
+from tests.shared_setup import subprocess_env
 
 
 def test_file_appears_only_when_the_block_succeeds(tmp_path):
@@ -32,3 +38,92 @@ def test_directory_variant(tmp_path):
     with temporary_path(str(target)) as temporary:
         os.makedirs(os.path.join(temporary, "variables"))
     assert os.listdir(target) == ["variables"]
+
+
+# --- temporaries of killed runs -------------------------------------------------------------------
+
+def test_temporaries_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
+    """A process killed (SIGKILL) inside temporary_path leaves its temporary; the next write of the
+    same path removes it, and keeps those of other outputs."""
+    target, other = tmp_path / "out.tfrecord", tmp_path / "other.tfrecord"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(target), str(other)], env=subprocess_env(),
+        capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = sorted(os.listdir(tmp_path))
+    assert len(left) == 2 and all(is_temporary_path(name) for name in left)
+    atomic_write_text(str(target), "complete")
+    remaining = sorted(os.listdir(tmp_path))
+    assert "out.tfrecord" in remaining and len(remaining) == 2
+    assert [name for name in remaining if name != "out.tfrecord"][0].startswith(".other.tfrecord.")
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from albert_tf.io_utils import temporary_path
+with temporary_path(sys.argv[2]) as other, temporary_path(sys.argv[1]) as temporary:
+    for path in (other, temporary):
+        with open(path, "w") as handle:
+            handle.write("half")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_temporary_of_a_live_writer_is_left_alone(tmp_path):
+    target = tmp_path / "out.txt"
+    with atomic_open(str(target)) as handle:
+        handle.write("first writer, still running")
+        atomic_write_text(str(target), "second writer")  # sees the first writer's temporary
+        assert target.read_text() == "second writer"
+        assert len(os.listdir(tmp_path)) == 2  # the first writer's temporary is still there
+    assert target.read_text() == "first writer, still running"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+# --- input patterns ---------------------------------------------------------------------------------
+
+def test_wildcards_skip_temporaries_statistics_and_hidden_files(tmp_path):
+    for name in ("a.tfrecord", "b.tfrecord", "a.tfrecord.stats.json", ".notes.tfrecord"):
+        (tmp_path / name).write_text("x")
+    with temporary_path(str(tmp_path / "c.tfrecord")) as temporary:
+        open(temporary, "w").close()  # a write in progress (or of a killed run)
+        names = [os.path.basename(path) for path in expand_input_patterns(f"{tmp_path}/*")]
+        assert names == ["a.tfrecord", "b.tfrecord"]
+        # A hidden pattern matches hidden files, as in the shell, but never temporaries.
+        hidden = [os.path.basename(path) for path in expand_input_patterns(f"{tmp_path}/.*")]
+        assert hidden == [".notes.tfrecord"]
+        with pytest.raises(FileNotFoundError, match=r"\*\.json' matches no file"):
+            expand_input_patterns(f"{tmp_path}/*.json")
+    # A file named without wildcards is used as it is.
+    assert expand_input_patterns(str(tmp_path / "a.tfrecord.stats.json")) == [
+        str(tmp_path / "a.tfrecord.stats.json")]
+
+
+# --- output paths ----------------------------------------------------------------------------------
+
+def test_outputs_that_are_inputs_or_repeated_are_refused(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("text\n")
+    (tmp_path / "sub").mkdir()
+    os.symlink(corpus, tmp_path / "link.txt")
+    os.link(corpus, tmp_path / "hard.txt")
+    inputs = [("--input_file", str(corpus))]
+    for spelling in (str(corpus), str(tmp_path / "sub" / ".." / "corpus.txt"),
+                     os.path.relpath(corpus), str(tmp_path / "link.txt"), str(tmp_path / "hard.txt")):
+        with pytest.raises(OutputPathError, match=r"--output_file '.*' is also an input "
+                                                  r"\(--input_file '.*corpus.txt'\)"):
+            check_output_paths([("--output_file", spelling)], inputs)
+    new = str(tmp_path / "new.tfrecord")
+    for second in (new, str(tmp_path / "sub" / ".." / "new.tfrecord")):
+        with pytest.raises(OutputPathError, match="are the same file"):
+            check_output_paths([("--output_file", new), ("--output_file", second)], inputs)
+    check_output_paths([("--output_file", new), ("--output_file", new + "2")], inputs)  # fine
+
+
+def test_outputs_that_cannot_be_written_are_refused(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(OutputPathError, match="is a directory"):
+        check_output_paths([("--output_file", str(tmp_path))])
+    with pytest.raises(OutputPathError, match="a_file' is a file, not a directory"):
+        check_output_paths([("--output_file", str(tmp_path / "a_file" / "deeper" / "o.tfrecord"))])
+    check_output_paths([("--output_file", str(tmp_path / "new_dir" / "deeper" / "o.tfrecord"))])

@@ -320,9 +320,11 @@ def test_rte_train_sweep_predict_export(tmp_path):
                           zip(test_guids, probabilities.argmax(-1))]
     assert [e.guid for e in examples] == test_guids
 
-    # The SavedModel gives the Keras model's numbers (its text signature needs tf-text's ops).
+    # The SavedModels give the Keras model's numbers (the text signature needs tf-text's ops; the
+    # ids-only one is loaded without them in tests/test_export_tasks.py).
     import tensorflow_text  # noqa: F401
-    loaded = tf.saved_model.load(str(export_dir))
+    assert sorted(os.listdir(export_dir)) == ["ids_only", "with_text"]
+    loaded = tf.saved_model.load(str(export_dir / "with_text"))
     serve = loaded.signatures["serving_default"]
     outputs = serve(**{k: tf.constant(v[:7, :30]) for k, v in test_inputs.items()})
     keras_logits = model({k: v[:7, :30] for k, v in test_inputs.items()}, training=False)["logits"]
@@ -330,7 +332,9 @@ def test_rte_train_sweep_predict_export(tmp_path):
                                atol=1e-6)
     np.testing.assert_array_equal(outputs["predictions"].numpy(), keras_logits.numpy().argmax(-1))
     assert float(outputs["threshold"]) == 0.25
-    assert (export_dir / "assets.extra" / "labels.txt").read_text() == "entailment\nnot_entailment\n"
+    for variant in ("ids_only", "with_text"):
+        assert (export_dir / variant / "assets.extra" / "labels.txt").read_text() == \
+            "entailment\nnot_entailment\n"
 
     # serve_text: raw strings in, the numbers of data_prep's features (pairs truncated to S, and
     # single sentences where text_b is empty or blank).
@@ -480,3 +484,73 @@ def test_run_glue_sh_uses_the_recipe_in_two_phases(tmp_path):
         "--do_train", "--nodo_eval", "--nodo_predict", "--strategy=mirrored"]
     assert evaluate.split() == ["run_classifier.py"] + recipe + [
         "--nodo_train", "--do_eval", "--do_predict", "--strategy=mirrored"]
+
+
+# -- inputs checked before the first step ----------------------------------------------------------
+
+def assert_stopped_before_training(result, output_dir, *culprits):
+    """Exit status 1, one message naming each culprit (no traceback), no training step taken (no
+    checkpoint written); returns the names of the files in output_dir."""
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    for culprit in culprits:
+        assert culprit in result.stderr
+    assert "End of sequence" not in result.stderr
+    written = os.listdir(output_dir) if os.path.isdir(output_dir) else []
+    assert not [name for name in written if name.startswith(("model.ckpt", "checkpoint"))]
+    return written
+
+
+def test_header_only_train_file_stops_before_training(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=0, files=("train",))
+    output_dir = tmp_path / "out"
+    result = run_classifier(*common_flags("rte", data_dir, write_config(tmp_path / "c.json"),
+                                          output_dir), "--do_train", "--train_step=2", check=False)
+    assert_stopped_before_training(
+        result, output_dir, f"{data_dir}/RTE/train.tsv: no examples (the file has only its header line)")
+
+
+def test_missing_dev_file_stops_before_training(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=8, files=("train", "test"))
+    output_dir = tmp_path / "out"
+    result = run_classifier(*common_flags("rte", data_dir, write_config(tmp_path / "c.json"),
+                                          output_dir),
+                            "--do_train", "--do_eval", "--do_predict", "--train_step=2", check=False)
+    written = assert_stopped_before_training(result, output_dir, f"not found: {data_dir}/RTE/dev.tsv")
+    assert not [name for name in written if ".tf_record" in name]  # no split was built either
+
+
+def test_malformed_test_file_stops_before_training(tmp_path):
+    """--do_predict reads test.tsv only after training and the sweep: its rows are checked first."""
+    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=8)
+    test_file = data_dir / "RTE" / "test.tsv"
+    lines = test_file.read_bytes().split(b"\n")
+    lines[5] = lines[5].replace(b" ", b" \xff", 1)
+    test_file.write_bytes(b"\n".join(lines))
+    output_dir = tmp_path / "out"
+    result = run_classifier(*common_flags("rte", data_dir, write_config(tmp_path / "c.json"),
+                                          output_dir),
+                            "--do_train", "--do_eval", "--do_predict", "--train_step=2", check=False)
+    assert_stopped_before_training(result, output_dir, f"{test_file}:6: not valid UTF-8")
+
+
+def test_stsb_nan_score_stops_before_training(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "STS-B", rows=9, files=("train", "dev"))
+    train_file = data_dir / "STS-B" / "train.tsv"
+    lines = train_file.read_text(encoding="utf-8").split("\n")
+    lines[3] = lines[3].rsplit("\t", 1)[0] + "\tnan"
+    train_file.write_text("\n".join(lines), encoding="utf-8")
+    output_dir = tmp_path / "out"
+    result = run_classifier(*common_flags("sts-b", data_dir, write_config(tmp_path / "c.json"),
+                                          output_dir), "--do_train", "--do_eval", "--train_step=2",
+                            check=False)
+    assert_stopped_before_training(result, output_dir,
+                                   f"{train_file}:4: expected a score from 0 to 5, found 'nan'")
+
+
+def test_predict_without_eval_or_best_checkpoint_stops_before_training(tmp_path, rte_dir):
+    output_dir = tmp_path / "out"
+    result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json"),
+                                          output_dir), "--do_train", "--do_predict", "--train_step=2",
+                            check=False)
+    assert_stopped_before_training(result, output_dir, f"{output_dir}/model.ckpt-best does not exist",
+                                   "--do_eval")

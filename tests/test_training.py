@@ -1,14 +1,16 @@
-"""The shared training loop on pretraining: learning, accumulation, warm start, non-finite stop."""
+"""The shared training loop on pretraining: learning, accumulation, warm start (and its report),
+resume (and a config edited in between), non-finite stop."""
 
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf import optimization
-from albert_tf.checkpoints import load_tf1_checkpoint
-from albert_tf.heads import AlbertPretrainingModel
+from albert_tf.checkpoints import CheckpointMismatchError, load_tf1_checkpoint, tf1_variable_map
+from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
 from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training import EvalSet, NonFiniteLossError, RunConfig, Trainer
 from tests import numpy_albert
@@ -19,14 +21,15 @@ from tests.tf1_fixtures import write_reference_checkpoint
 SEQ, PREDICTIONS = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
 
-def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, steps=40, **run):
+def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, steps=40, log=None,
+                 **run):
     run_config = RunConfig(output_dir=str(tmp_path), **{
         "train_batch_size": 16, "num_train_steps": steps, "save_checkpoints_steps": steps,
         "iterations_per_loop": 10, **run})
     optimizer_fn = lambda: optimization.create_optimizer(  # noqa: E731
         optimizer, learning_rate=learning_rate, num_train_steps=steps, num_warmup_steps=5)
     return Trainer(tf.distribute.get_strategy(), PretrainingTask(config or tiny_config()),
-                   optimizer_fn, run_config, log=lambda message: None)
+                   optimizer_fn, run_config, log=log or (lambda message: None))
 
 
 def reference_data(is_training):
@@ -124,8 +127,9 @@ def test_albert_tf_checkpoint_as_init_and_missing_init_is_an_error(tmp_path):
     first.train(synthetic_dataset_fn())
     second = make_trainer(tmp_path / "b", steps=2)
     assert "albert_tf checkpoint" in second.initialize(str(tmp_path / "a"))
-    np.testing.assert_array_equal(second.model.albert.pooler.kernel.numpy(),
-                                  first.model.albert.pooler.kernel.numpy())
+    # Every variable, including those the checkpoint stores under the optimizer's object path.
+    for ours, theirs in zip(second.model.weights, first.model.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert second.global_step == 0  # warm start: weights only, fresh optimizer
     with pytest.raises(FileNotFoundError, match="nowhere"):
         make_trainer(tmp_path / "c").initialize(str(tmp_path / "nowhere" / "model.ckpt"))
@@ -140,7 +144,6 @@ def test_bfloat16_with_xla_trains(tmp_path):
         assert all(v.dtype == "float32" for v in trainer.model.trainable_variables)
         assert np.isfinite(trainer.history[-1]["loss"])
     finally:
-        import keras
         keras.mixed_precision.set_global_policy("float32")
 
 
@@ -152,3 +155,62 @@ def test_resume_falls_back_to_newest_checkpoint_when_state_names_a_renamed_one(t
     resumed = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2)
     assert resumed.latest_checkpoint().endswith("model.ckpt-2")
     assert "Resumed from" in resumed.initialize() and resumed.global_step == 2
+
+
+def test_warm_start_from_another_tasks_checkpoint_reports_the_heads_left_random(tmp_path):
+    config = tiny_config()
+    classifier = AlbertClassifierModel(config, 3)
+    prefix = tf.train.Checkpoint(model=classifier).write(str(tmp_path / "cls" / "model.ckpt-7"))
+    logged = []
+    trainer = make_trainer(tmp_path / "run", config=config, log=logged.append)
+    message = trainer.initialize(prefix)
+    assert message == f"Initialised the model from albert_tf checkpoint {prefix}."
+    report = "\n".join(logged)
+    assert f"WARNING: 7 head variable(s) are not in {prefix}" in report
+    assert "cls/predictions/output_bias" in report
+    assert "cls/seq_relationship/output_weights" in report
+    assert "unused checkpoint variables (2): model/classifier/output_bias" in report
+    loaded = tf1_variable_map(trainer.model)
+    for name, variable in tf1_variable_map(classifier.albert).items():
+        np.testing.assert_array_equal(loaded[name].numpy(), variable.numpy())
+
+
+def test_warm_start_missing_encoder_variables_is_an_error_unless_grown_from_group0(tmp_path):
+    one_group = AlbertPretrainingModel(tiny_config())
+    prefix = tf.train.Checkpoint(model=one_group).write(str(tmp_path / "one" / "model.ckpt-1"))
+    two_groups = tiny_config(num_hidden_groups=2)
+    with pytest.raises(CheckpointMismatchError, match=r"lacks \d+ encoder variable.*group_1"):
+        make_trainer(tmp_path / "a", config=two_groups).initialize(prefix)
+    grown = make_trainer(tmp_path / "b", config=two_groups)
+    grown.initialize(prefix, init_from_group0=True)
+    groups = grown.model.albert.transformer.groups
+    np.testing.assert_array_equal(groups[1][0].query.kernel.numpy(),
+                                  one_group.albert.transformer.groups[0][0].query.kernel.numpy())
+    np.testing.assert_array_equal(groups[0][0].query.kernel.numpy(),
+                                  groups[1][0].query.kernel.numpy())
+
+
+def test_resume_or_evaluation_after_editing_the_config_is_one_clear_error(tmp_path):
+    make_trainer(tmp_path, steps=4).manager.save(checkpoint_number=2)
+    wider = make_trainer(tmp_path, config=tiny_config(hidden_size=48), steps=4)
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"model\.ckpt-2 does not fit the model of albert_config\.json: "
+                             r"bert/encoder/embedding_hidden_mapping_in/kernel has shape "
+                             r"\(16, 32\) in the checkpoint, the model expects \(16, 48\)"):
+        wider.initialize(config_file="albert_config.json")
+    with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-2 .*\(16, 32\).*\(16, 48\)"):
+        wider.restore_weights(str(tmp_path / "model.ckpt-2"))  # what the evaluation sweep calls
+    regrouped = make_trainer(tmp_path, config=tiny_config(num_hidden_groups=2), steps=4)
+    with pytest.raises(CheckpointMismatchError, match=r"another model .* lacks \d+ .*group_1"):
+        regrouped.initialize(str(tmp_path / "elsewhere"))
+    try:  # another --dtype: a LossScaleOptimizer's state, not LAMB's
+        float16 = make_trainer(tmp_path, steps=4, dtype="float16")
+        with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-2 holds the state of "
+                                                          r"another optimizer .*--dtype"):
+            float16.initialize()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert wider.global_step == 0 and regrouped.global_step == 0 and float16.global_step == 0
+    same = make_trainer(tmp_path, steps=4)
+    assert same.initialize(str(tmp_path / "elsewhere")).startswith(
+        "Resumed from " + str(tmp_path / "model.ckpt-2"))

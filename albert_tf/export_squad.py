@@ -1,0 +1,135 @@
+"""SavedModel export of a fine-tuned SQuAD model (v1.1 or v2.0) in the layout of albert_tf/export.py,
+and the reference's post-processing of its text signature's outputs.
+
+``serving_default`` takes the feature records' inputs:
+
+- v1.1: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] -> ``start_logits``,
+  ``end_logits`` float32 [batch, seq];
+- v2.0: the same plus ``p_mask`` int32 [batch, seq] (1 where no answer can lie: question, [SEP],
+  padding; 0 at [CLS] and the context) -> the answer verifier's beam: ``start_top_log_probs``,
+  ``start_top_index`` [batch, k] (the k = start_n_top best starts, best first),
+  ``end_top_log_probs``, ``end_top_index`` [batch, k * k'] (the k' = end_n_top best ends of start i
+  at i * k' + j) and ``cls_logits`` [batch] (higher: more likely unanswerable). seq >= max(k, k').
+
+``serve_text``: ``question``, ``context`` string [batch] -> the outputs above for the first window
+of the features (``QuestionContextPacker``: the question's first max_query_length pieces, the
+context's first max_seq_length - 3 - len(question); the rest of a longer context is not read), on
+rows of max_seq_length as the features are, plus ``input_ids`` and, per position, ``char_start``
+/ ``char_end`` int32 [batch, max_seq_length]: the code points [start, end) of the context the token
+comes from, -1 where the position holds no context token.
+
+A client cuts the answer out of its context without Python:
+
+- v1.1: the pair s <= e of context positions (char_start >= 0) with e - s < max_answer_length (30)
+  and the largest start_logits[s] + end_logits[e] (the reference ranks the pairs of the 20 best
+  starts and ends); the answer is ``context[char_start[s]:char_end[e]]``;
+- v2.0: the same over the beam: s = start_top_index[i], e = end_top_index[i * k' + j], scored
+  start_top_log_probs[i] + end_top_log_probs[i * k' + j]; no answer where cls_logits is at least
+  the threshold tuned on dev data (run_squad's null_score_diff_threshold).
+
+``postprocess_text_outputs`` runs the reference's post-processing (n-best lists, probabilities, v2
+null odds) on those outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.export import ServingModule, has_text_signature, ids_specs, text_specs, write_export
+from albert_tf.squad import MODEL_INPUTS, V1_OUTPUTS, V2_OUTPUTS, AlbertSquadModel
+from albert_tf.squad_postprocessing import (SquadExample, SquadFeature, SquadPostprocessingError,
+                                            V1Predictions, V1RawResult, V2Predictions, V2RawResult,
+                                            postprocess_v1, postprocess_v2)
+from albert_tf.text_packing import QuestionContextPacker
+from albert_tf.tokenization import FullTokenizer
+
+TEXT_FEATURES = ("input_ids", "char_start", "char_end")
+
+
+class SquadServing(ServingModule):
+    """The SQuAD model's signatures (see the module doc); ``packer`` adds ``serve_text``."""
+
+    def __init__(self, model: AlbertSquadModel, packer: QuestionContextPacker | None = None):
+        super().__init__(model, name="albert_squad_serving")
+        self.packer = packer
+        self.output_names = V2_OUTPUTS if model.version_2 else V1_OUTPUTS
+        self.define_signatures(ids_specs(MODEL_INPUTS + (("p_mask",) if model.version_2 else ())),
+                               text_specs("question", "context") if packer is not None else None)
+
+    def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
+                         p_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        inputs = {"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
+                  "segment_ids": segment_ids}
+        if self.model.version_2:
+            beam = max(self.model.head.start_n_top, self.model.head.end_n_top)
+            long_enough = tf.debugging.assert_greater_equal(
+                tf.shape(input_ids)[-1], beam,
+                message=f"SQuAD 2.0 inputs need at least {beam} positions (start_n_top, end_n_top); "
+                        "pad them with p_mask 1")
+            with tf.control_dependencies([long_enough]):
+                inputs["p_mask"] = tf.identity(p_mask)
+        outputs = self.model(inputs, training=False)
+        return {name: outputs[name] for name in self.output_names}
+
+    def outputs_from_text(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        features = self.packer(question, context)
+        outputs = self.serve_features(features)
+        return {**outputs, **{name: features[name] for name in TEXT_FEATURES}}
+
+
+def export_squad(model: AlbertSquadModel, export_dir: str, tokenizer: FullTokenizer | None = None,
+                 max_seq_length: int = 384, max_query_length: int = 64) -> str:
+    """Writes the SQuAD model's export to ``export_dir`` (see the module doc); returns the path.
+
+    tokenizer (SentencePiece mode) adds ``with_text``, with the features' ``max_seq_length`` and
+    ``max_query_length``. Raises ValueError for lengths the features reject.
+    """
+    if max_seq_length <= max_query_length + 3:
+        raise ValueError(f"max_seq_length ({max_seq_length}) must exceed max_query_length + 3 "
+                         f"({max_query_length + 3}).")
+
+    def serving_module(with_text: bool) -> SquadServing:
+        packer = (QuestionContextPacker(tokenizer, max_seq_length, max_query_length) if with_text
+                  else None)
+        return SquadServing(model, packer)
+
+    return write_export(export_dir, serving_module, has_text_signature(tokenizer))
+
+
+def postprocess_text_outputs(question_ids: Sequence[str], contexts: Sequence[str],
+                             outputs: Mapping[str, np.ndarray], n_best_size: int = 20,
+                             max_answer_length: int = 30) -> V1Predictions | V2Predictions:
+    """The reference's post-processing of ``serve_text`` outputs (v2 when they hold cls_logits).
+
+    question_ids, contexts: one per row of the outputs, in order (the contexts as sent). Every row is
+    its question's only window, each context token in its max-context window. A row without
+    context tokens gets the reference's answer for a question without windows. Returns what
+    ``postprocess_v1`` / ``postprocess_v2`` return: predictions, n-best lists (and null odds).
+    """
+    char_start, char_end = np.asarray(outputs["char_start"]), np.asarray(outputs["char_end"])
+    if not len(question_ids) == len(contexts) == len(char_start):
+        raise SquadPostprocessingError(
+            f"{len(question_ids)} question ids and {len(contexts)} contexts for "
+            f"{len(char_start)} output rows; expected one of each per row")
+    version_2 = "cls_logits" in outputs
+    examples, features, results = [], [], []
+    for row, (question_id, context) in enumerate(zip(question_ids, contexts)):
+        examples.append(SquadExample(question_id, context))
+        positions = np.flatnonzero(char_start[row] >= 0)
+        if positions.size == 0:
+            continue
+        features.append(SquadFeature(
+            unique_id=row, example_index=row, doc_offset=int(positions[0]),
+            tok_start_to_orig_index=tuple(char_start[row, positions].tolist()),
+            tok_end_to_orig_index=tuple((char_end[row, positions] - 1).tolist()),
+            max_context=np.ones(positions.size, bool)))
+        if version_2:
+            results.append(V2RawResult(row, *(outputs[name][row] for name in V2_OUTPUTS)))
+        else:
+            results.append(V1RawResult(row, *(outputs[name][row] for name in V1_OUTPUTS)))
+    if version_2:
+        return postprocess_v2(examples, features, results, n_best_size, max_answer_length)
+    return postprocess_v1(examples, features, results, n_best_size, max_answer_length)

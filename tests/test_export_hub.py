@@ -1,0 +1,391 @@
+"""The hub-style encoder export and the preprocessing model (python -m albert_tf.export_hub).
+
+The exports are written by the command line and loaded in fresh Python processes that import only
+tensorflow (the encoder) or tensorflow and tensorflow_text (the preprocessing model), never
+albert_tf; their outputs are compared with the Keras model's and the Python features' on real text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import checkpoints, export_hub, optimization
+from albert_tf.classifier import ClassifierTask
+from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
+from albert_tf.training import RunConfig, Trainer
+from data_prep.glue_features import build_features, convert_example
+from data_prep.glue_processors import InputExample, Sst2Processor, read_tsv
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
+
+SEQ = 48  # the export's preprocessing length
+PACK_SEQ = 20  # an explicit seq_length given to bert_pack_inputs
+MLM_POSITIONS = 5
+
+# ---------------------------------------------------------------------------------------- real text
+
+
+def rte_pairs(count: int = 40) -> list[tuple[str, str]]:
+    rows = list(read_tsv(os.path.join(GLUE_DIR, "RTE", "dev.tsv")))[1:count + 1]
+    return [(cells[1], cells[2]) for _, cells in rows]
+
+
+def sst2_sentences(count: int = 60) -> list[str]:
+    rows = list(read_tsv(os.path.join(GLUE_DIR, "SST-2", "dev.tsv")))[1:count + 1]
+    return [cells[0] for _, cells in rows]
+
+
+def squad_pairs() -> list[tuple[str, str]]:
+    """(question, context) of the first question of every paragraph of the SQuAD samples."""
+    pairs = []
+    for name in ("dev-v1.1-sample.json", "dev-v2.0-sample.json"):
+        with open(os.path.join(SHARED_DATA_DIR, "squad", name), encoding="utf-8") as handle:
+            for article in json.load(handle)["data"]:
+                for paragraph in article["paragraphs"]:
+                    pairs.append((paragraph["qas"][0]["question"], paragraph["context"]))
+    return pairs
+
+
+def wikipedia_lines(count: int = 60) -> list[str]:
+    with open(os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt"), encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle if line.strip() and not line.startswith("<")]
+    return lines[:count]
+
+
+def python_features(text_a: str, text_b: str, seq_length: int, tokenizer) -> list[list[int]]:
+    """input_ids, input_mask, segment_ids of the GLUE feature code for raw texts (b may be "")."""
+    processor = Sst2Processor()
+    example = InputExample("x", processor.process_text(text_a), processor.process_text(text_b),
+                           None)
+    features = convert_example(example, None, seq_length, tokenizer)
+    return [features.input_ids, features.input_mask, features.segment_ids]
+
+
+# ---------------------------------------------------------------------------------------- fixtures
+
+
+def run_python(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=600)
+
+
+def export_command(**flags: str) -> list[str]:
+    return [sys.executable, "-m", "albert_tf.export_hub", f"--spm_model_file={EN8K_MODEL}",
+            "--do_lower_case", *(f"--{name}={value}" for name, value in flags.items())]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A pretraining run directory: ``model.ckpt-best`` (the weights to export) and a newer
+    ``model.ckpt-7`` with other weights, which the state file names as the latest."""
+    directory = tmp_path_factory.mktemp("pretraining_run")
+    config = tiny_config()
+    keras.utils.set_random_seed(3)
+    best, newer = AlbertPretrainingModel(config), AlbertPretrainingModel(config)
+    for variable in best.weights:  # non-zero biases and LayerNorm offsets too
+        variable.assign(variable + np.random.normal(0.0, 0.05, variable.shape))
+    tf.train.Checkpoint(model=best).write(str(directory / "model.ckpt-best"))
+    newer_prefix = tf.train.Checkpoint(model=newer).write(str(directory / "model.ckpt-7"))
+    tf.compat.v1.train.update_checkpoint_state(str(directory), newer_prefix)
+    config.to_json_file(str(directory / "albert_config.json"))
+    return types.SimpleNamespace(directory=directory, config=config, model=best)
+
+
+@pytest.fixture(scope="module")
+def exports(source, tmp_path_factory):
+    """The command line's exports; the encoder is then moved to another directory."""
+    root = tmp_path_factory.mktemp("exports")
+    written = root / "written" / "albert_hub"
+    result = subprocess.run(
+        export_command(albert_config_file=source.directory / "albert_config.json",
+                       checkpoint=source.directory, export_path=written,
+                       preprocessing_export_path=root / "preprocessing", max_seq_length=SEQ),
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "model.ckpt-best" in result.stdout
+    moved = root / "moved" / "albert_hub"
+    moved.parent.mkdir()
+    shutil.move(str(written), str(moved))
+    return types.SimpleNamespace(encoder=moved, preprocessing=root / "preprocessing")
+
+
+# ------------------------------------------------------- one fresh process runs both exports
+
+FRESH_PROCESS_SCRIPT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+
+encoder_dir, preprocessing_dir, inputs_file, texts_file, arrays_file, json_file = sys.argv[1:]
+report = {}
+
+# 1. The encoder, with tensorflow alone.
+loaded = tf.saved_model.load(encoder_dir)
+inputs = {k: tf.constant(v) for k, v in np.load(inputs_file).items()}
+ids = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
+arrays = {}
+for name in ("tokens", "sop", "serving_default"):
+    for key, value in loaded.signatures[name](**ids).items():
+        arrays[f"{name}/{key}"] = value.numpy()
+for key, value in loaded.signatures["mlm"](**ids, mlm_positions=inputs["mlm_positions"]).items():
+    arrays[f"mlm/{key}"] = value.numpy()
+arrays["function/sop_log_probs"] = loaded.sop(ids)["sop_log_probs"].numpy()
+layer = tf.keras.layers.TFSMLayer(encoder_dir, call_endpoint="tokens")
+symbolic = {name: tf.keras.Input((None,), dtype="int32", name=name) for name in ids}
+arrays["keras/pooled_output"] = tf.keras.Model(symbolic, layer(symbolic))(ids)["pooled_output"]
+np.savez(arrays_file, **arrays)
+tokenization = loaded.signatures["tokenization_info"]()
+report["vocab_file"] = tokenization["vocab_file"].numpy().decode()
+report["do_lower_case"] = bool(tokenization["do_lower_case"].numpy())
+report["signatures"] = {
+    name: {"inputs": {k: [s.dtype.name, s.shape.as_list()]
+                      for k, s in function.structured_input_signature[1].items()},
+           "outputs": sorted(function.structured_outputs)}
+    for name, function in loaded.signatures.items()}
+report["imported"] = sorted({m.split(".")[0] for m in sys.modules} & {"albert_tf",
+                                                                      "tensorflow_text"})
+
+# 2. The preprocessing model (on its own; its copy inside the encoder export), with tensorflow_text.
+import tensorflow_text  # registers the SentencePiece op
+
+texts = json.load(open(texts_file))
+a, b = tf.constant(texts["text_a"]), tf.constant(texts["text_b"])
+as_lists = lambda outputs: {k: v.numpy().tolist() for k, v in outputs.items()}
+preprocessing = tf.saved_model.load(preprocessing_dir)
+signature = as_lists(preprocessing.signatures["serving_default"](text_a=a, text_b=b))
+tokens_a, tokens_b = preprocessing.tokenize(a), preprocessing.tokenize(b)
+report["preprocessing"] = {
+    "tokenize": preprocessing.tokenize(tf.constant(texts["lines"])).to_list(),
+    "signature": signature,
+    "function": as_lists(preprocessing.preprocess({"text_a": a, "text_b": b})),
+    "pack_pair": as_lists(preprocessing.bert_pack_inputs([tokens_a, tokens_b])),
+    "pack_single": as_lists(preprocessing.bert_pack_inputs([tokens_a],
+                                                           seq_length=texts["pack_seq"])),
+}
+inside = tf.saved_model.load(encoder_dir + "/preprocessing")
+report["inside_signature"] = as_lists(inside.signatures["serving_default"](text_a=a, text_b=b))
+json.dump(report, open(json_file, "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_run(exports, source, en8k, tmp_path_factory):
+    """Both exports run in one fresh Python process: the moved encoder on ids of real text (RTE
+    pairs, SST-2 sentences) with the Keras model's outputs on the same inputs; the preprocessing
+    model on SQuAD (question, context) and RTE pairs, SST-2 sentences and Wikipedia lines."""
+    work = tmp_path_factory.mktemp("fresh_run")
+    features = [python_features(a, b, SEQ, en8k) for a, b in rte_pairs(6)]
+    features += [python_features(text, "", SEQ, en8k) for text in sst2_sentences(6)]
+    input_ids, input_mask, segment_ids = (np.array(column, np.int32) for column in zip(*features))
+    rng = np.random.default_rng(0)
+    positions = np.stack([rng.choice(int(mask.sum()), MLM_POSITIONS, replace=False)
+                          for mask in input_mask]).astype(np.int32)
+    inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids,
+              "mlm_positions": positions}
+    np.savez(work / "inputs.npz", **inputs)
+    pairs = squad_pairs() + rte_pairs() + [(text, "") for text in sst2_sentences()]
+    lines = wikipedia_lines() + [context for _, context in squad_pairs()] + sst2_sentences()
+    texts = {"text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs], "lines": lines,
+             "pack_seq": PACK_SEQ}
+    (work / "texts.json").write_text(json.dumps(texts))
+    result = run_python(FRESH_PROCESS_SCRIPT, str(exports.encoder), str(exports.preprocessing),
+                        str(work / "inputs.npz"), str(work / "texts.json"),
+                        str(work / "arrays.npz"), str(work / "report.json"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    keras_outputs = source.model({**inputs, "masked_lm_positions": positions}, training=False)
+    return types.SimpleNamespace(exported=dict(np.load(work / "arrays.npz")),
+                                 report=json.loads((work / "report.json").read_text()),
+                                 keras=keras_outputs, texts=texts, pairs=pairs)
+
+
+# ------------------------------------------------------------------------------ the encoder export
+
+
+def assert_close(exported: np.ndarray, expected: tf.Tensor) -> None:
+    expected = np.asarray(expected)
+    assert exported.shape == expected.shape
+    assert np.max(np.abs(exported - expected)) <= 1e-5
+
+
+def test_tokens_and_serving_default_equal_the_encoder(fresh_run):
+    for signature in ("tokens", "serving_default"):
+        for output in ("sequence_output", "pooled_output"):
+            assert_close(fresh_run.exported[f"{signature}/{output}"], fresh_run.keras[output])
+    assert_close(fresh_run.exported["keras/pooled_output"], fresh_run.keras["pooled_output"])
+
+
+def test_sop_and_mlm_equal_the_pretraining_heads(fresh_run):
+    keras_outputs = fresh_run.keras
+    sop_log_probs = tf.nn.log_softmax(keras_outputs["sop_logits"], axis=-1)
+    assert_close(fresh_run.exported["sop/sop_log_probs"], sop_log_probs)
+    assert_close(fresh_run.exported["function/sop_log_probs"], sop_log_probs)
+    assert_close(fresh_run.exported["sop/pooled_output"], keras_outputs["pooled_output"])
+    mlm_logits = keras_outputs["mlm_logits"]
+    assert_close(fresh_run.exported["mlm/mlm_logits"],
+                 tf.reshape(mlm_logits, [-1, mlm_logits.shape[-1]]))
+    assert_close(fresh_run.exported["mlm/sequence_output"], keras_outputs["sequence_output"])
+
+
+def test_signatures_are_the_reference_modules_and_load_with_tensorflow_alone(fresh_run):
+    signatures = fresh_run.report["signatures"]
+    assert sorted(signatures) == ["mlm", "serving_default", "sop", "tokenization_info", "tokens"]
+    ids = {name: ["int32", [None, None]] for name in ("input_ids", "input_mask", "segment_ids")}
+    assert signatures["tokens"]["inputs"] == signatures["sop"]["inputs"] == ids
+    assert signatures["mlm"]["inputs"] == {**ids, "mlm_positions": ["int32", [None, None]]}
+    assert signatures["tokens"]["outputs"] == ["pooled_output", "sequence_output"]
+    assert signatures["sop"]["outputs"] == ["pooled_output", "sequence_output", "sop_log_probs"]
+    assert signatures["mlm"]["outputs"] == ["mlm_logits", "pooled_output", "sequence_output"]
+    assert signatures["tokenization_info"] == {"inputs": {},
+                                               "outputs": ["do_lower_case", "vocab_file"]}
+    assert fresh_run.report["imported"] == []  # neither albert_tf nor tensorflow_text
+
+
+def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, fresh_run):
+    vocab_file = fresh_run.report["vocab_file"]
+    assert os.path.dirname(vocab_file) == str(exports.encoder / "assets")
+    with open(vocab_file, "rb") as exported, open(EN8K_MODEL, "rb") as original:
+        assert exported.read() == original.read()
+    assert fresh_run.report["do_lower_case"] is True
+    config = json.loads((exports.encoder / "assets" / export_hub.CONFIG_ASSET).read_text())
+    assert config["vocab_size"] == 8000 and config["hidden_size"] == 32
+
+
+# -------------------------------------------------------------------------- the preprocessing model
+
+
+def test_tokenize_equals_full_tokenizer_on_real_text(fresh_run, en8k):
+    expected = [en8k.encode_text(line) for line in fresh_run.texts["lines"]]
+    assert fresh_run.report["preprocessing"]["tokenize"] == expected
+
+
+def rows(packed: dict[str, list]) -> list[list[list[int]]]:
+    return [list(row) for row in zip(packed["input_ids"], packed["input_mask"],
+                                     packed["segment_ids"])]
+
+
+def test_text_signature_equals_the_python_features(fresh_run, en8k):
+    expected = [python_features(a, b, SEQ, en8k) for a, b in fresh_run.pairs]
+    assert any(sum(mask) == SEQ for _, mask, _ in expected)  # some pairs are truncated
+    assert any(1 not in segments for _, _, segments in expected)  # some are single sentences
+    preprocessing = fresh_run.report["preprocessing"]
+    assert rows(preprocessing["signature"]) == expected
+    assert rows(preprocessing["function"]) == expected
+    assert rows(fresh_run.report["inside_signature"]) == expected  # the copy in the encoder
+
+
+def test_bert_pack_inputs_packs_like_the_python_features(fresh_run, en8k):
+    texts = fresh_run.texts
+    ids_a = [en8k.encode_text(text) for text in texts["text_a"]]
+    ids_b = [en8k.encode_text(text) for text in texts["text_b"]]
+    pairs = [build_features(a, b, SEQ, en8k.cls_id, en8k.sep_id, 0) for a, b in zip(ids_a, ids_b)]
+    singles = [build_features(a, None, PACK_SEQ, en8k.cls_id, en8k.sep_id, 0) for a in ids_a]
+    preprocessing = fresh_run.report["preprocessing"]
+    for packed, features in ((preprocessing["pack_pair"], pairs),
+                             (preprocessing["pack_single"], singles)):
+        assert rows(packed) == [[f.input_ids, f.input_mask, f.segment_ids] for f in features]
+
+
+# ------------------------------------------------------------------- fine-tuning from the export
+
+
+def classifier_trainer(output_dir, config) -> Trainer:
+    return Trainer(tf.distribute.get_strategy(), ClassifierTask(config, ("accuracy",), 3),
+                   lambda: optimization.create_optimizer("adamw", 1e-4, 10, 0),
+                   RunConfig(output_dir=str(output_dir)), log=lambda message: None)
+
+
+def test_fine_tuning_from_the_export_starts_from_the_checkpoints_encoder(exports, source,
+                                                                         tmp_path):
+    from_export = classifier_trainer(tmp_path / "from_export", source.config)
+    message = from_export.initialize(init_checkpoint=str(exports.encoder))
+    assert str(exports.encoder) in message
+    from_checkpoint = classifier_trainer(tmp_path / "from_checkpoint", source.config)
+    from_checkpoint.initialize(init_checkpoint=str(source.directory / "model.ckpt-best"))
+    exported_weights = [w.numpy() for w in from_export.model.albert.weights]
+    assert len(exported_weights) == len(source.model.albert.weights)
+    for exported, loaded, original in zip(exported_weights, from_checkpoint.model.albert.weights,
+                                          source.model.albert.weights):
+        np.testing.assert_array_equal(exported, loaded.numpy())
+        np.testing.assert_array_equal(exported, original.numpy())
+
+
+# --------------------------------------------------------------------- checkpoints and errors
+
+
+def test_a_directory_exports_its_best_checkpoint_not_its_latest(source):
+    assert tf.train.latest_checkpoint(str(source.directory)).endswith("model.ckpt-7")
+    assert export_hub.checkpoint_to_export(str(source.directory)) == str(
+        source.directory / "model.ckpt-best")
+
+
+def test_a_reference_tf1_checkpoint_loads_with_its_heads(source, tmp_path):
+    prefix = checkpoints.export_tf1_checkpoint(source.model, str(tmp_path / "model.ckpt"))
+    model = AlbertPretrainingModel(source.config)
+    assert export_hub.load_pretraining_weights(model, prefix).startswith("reference checkpoint")
+    for loaded, original in zip(model.weights, source.model.weights):
+        np.testing.assert_array_equal(loaded.numpy(), original.numpy())
+
+
+def test_a_fine_tuned_checkpoint_without_heads_is_refused(source, tmp_path):
+    classifier = AlbertClassifierModel(source.config, 2)
+    prefix = tf.train.Checkpoint(model=classifier).write(str(tmp_path / "model.ckpt-1"))
+    with pytest.raises(export_hub.HubExportError, match="lacks the MLM and SOP heads"):
+        export_hub.load_pretraining_weights(AlbertPretrainingModel(source.config), prefix)
+
+
+def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
+    missing = str(tmp_path / "nowhere" / "model.ckpt-best")
+    with pytest.raises(export_hub.HubExportError, match="nowhere"):
+        export_hub.checkpoint_to_export(missing)
+    with pytest.raises(export_hub.HubExportError, match="No checkpoint found"):
+        export_hub.checkpoint_to_export(str(tmp_path))
+
+
+def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
+    existing = tmp_path / "export"
+    existing.mkdir()
+    (existing / "saved_model.pb").write_text("an earlier export")
+    with pytest.raises(export_hub.HubExportError, match="not an empty directory"):
+        export_hub.export_encoder(source.model, en8k, str(existing), SEQ)
+    assert (existing / "saved_model.pb").read_text() == "an earlier export"
+
+
+@pytest.mark.parametrize("overrides, seq_length, message", [
+    ({"vocab_size": 9000}, SEQ, "does not match the 8000 pieces"),
+    ({}, 200, "exceeds the config's max_position_embeddings=128"),
+])
+def test_a_config_that_does_not_fit_is_refused(en8k, tmp_path, overrides, seq_length, message):
+    model = AlbertPretrainingModel(tiny_config(**overrides))
+    with pytest.raises(export_hub.HubExportError, match=message):
+        export_hub.export_encoder(model, en8k, str(tmp_path / "export"), seq_length)
+    assert not (tmp_path / "export").exists()
+
+
+def test_a_failed_export_leaves_nothing(tmp_path):
+    def fail(directory):
+        os.makedirs(os.path.join(directory, "variables"))
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        export_hub._save_new_directory(str(tmp_path / "export"), fail)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_command_reports_bad_input_without_a_traceback(source, tmp_path):
+    result = subprocess.run(
+        export_command(albert_config_file=source.directory / "albert_config.json",
+                       checkpoint=tmp_path / "nowhere", export_path=tmp_path / "export"),
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 1
+    assert "export_hub: error: --checkpoint:" in result.stderr
+    assert "nowhere" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "export").exists()

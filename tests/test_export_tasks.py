@@ -1,0 +1,478 @@
+"""Fine-tuned exports of every task on real data: GLUE, RACE, SQuAD v1.1 and v2.0.
+
+Every export is loaded in a fresh process that imports only tensorflow (``ids_only``) or tensorflow
+and tensorflow_text (``with_text``); its outputs must equal the Keras model's (max-abs <= 1e-5) and
+its text signatures' ids the Python features' (SST-2 sentences, Wikipedia lines, the RACE and SQuAD
+samples, long texts truncated). The SQuAD character spans cut the reference's texts, and the
+post-processing of the text signature's outputs equals the reference's on the same windows.
+run_race.py and run_squad.py write their exports with --export_dir end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import squad_postprocessing
+from albert_tf.export import export_classifier
+from albert_tf.export_race import export_multiple_choice
+from albert_tf.export_squad import export_squad, postprocess_text_outputs
+from albert_tf.heads import AlbertClassifierModel
+from albert_tf.multiple_choice import AlbertMultipleChoiceModel
+from albert_tf.span_tokenizer import SpanTokenizer
+from albert_tf.squad import AlbertSquadModel
+from albert_tf.text_packing import fill_in_options
+from albert_tf.tokenization import FullTokenizer
+from data_prep.glue_features import build_features
+from data_prep.race import convert_examples, fill_in_option, race_sources, read_race_examples
+from data_prep.squad_examples import read_squad_examples
+from data_prep.squad_features import FeatureConverter, FeatureSettings, tokenize_paragraph
+from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, REPO_ROOT,
+                                SHARED_DATA_DIR, subprocess_env, tiny_config)
+
+RACE_DATA = os.path.join(SHARED_DATA_DIR, "race")
+SQUAD_SAMPLES = {version: os.path.join(SHARED_DATA_DIR, "squad", f"dev-v{version}-sample.json")
+                 for version in ("1.1", "2.0")}
+GLUE_SEQ = 128
+RACE_SEQ, RACE_QA = 96, 24
+SQUAD_SEQ, SQUAD_QUERY = 128, 32
+
+# Loads SavedModels in a process of its own and calls their signatures. argv: a JSON list of calls
+# {"export", "signature", "inputs" (.npz), "outputs" (.npz)}, then "text" to import
+# tensorflow_text first. A signature "keras:<function>" calls the function through
+# keras.layers.TFSMLayer instead. A call that raises writes the error's type and message instead.
+LOADER = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+if sys.argv[2] == "text":
+    import tensorflow_text  # registers the SentencePiece op of the text signatures
+for call in json.loads(sys.argv[1]):
+    try:
+        inputs = {name: tf.constant(value) for name, value in np.load(call["inputs"]).items()}
+        if call["signature"].startswith("keras:"):
+            import keras
+            layer = keras.layers.TFSMLayer(call["export"], call_endpoint=call["signature"][6:])
+            outputs = layer(inputs)
+        else:
+            signature = tf.saved_model.load(call["export"]).signatures[call["signature"]]
+            outputs = signature(**inputs)
+        outputs = {name: value.numpy() for name, value in outputs.items()}
+    except Exception as error:
+        outputs = {"error": np.array(f"{type(error).__name__}: {error}")}
+    np.savez(call["outputs"], **outputs)
+loaded = sorted({name.split(".")[0] for name in sys.modules} & {"albert_tf", "data_prep", "tests"})
+assert not loaded, loaded
+"""
+
+
+def serve(directory, calls: dict[str, tuple], with_text: bool) -> dict[str, dict]:
+    """Runs {label: (SavedModel dir, signature, inputs)} in one fresh process; returns the outputs
+    of each label."""
+    directory.mkdir()
+    specs = []
+    for label, (export, signature, inputs) in calls.items():
+        paths = [str(directory / f"{label}_{kind}.npz") for kind in ("in", "out")]
+        np.savez(paths[0], **inputs)
+        specs.append({"export": str(export), "signature": signature, "inputs": paths[0],
+                      "outputs": paths[1]})
+    result = subprocess.run([sys.executable, "-c", LOADER, json.dumps(specs),
+                             "text" if with_text else "ids"], capture_output=True, text=True,
+                            env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return {label: dict(np.load(spec["outputs"])) for label, spec in zip(calls, specs)}
+
+
+def strings(values) -> np.ndarray:
+    return np.array(list(values), dtype=str)
+
+
+def padded(rows, length: int) -> np.ndarray:
+    """int32 [len(rows), length] rows cut or zero-padded to ``length``."""
+    return np.array([list(row)[:length] + [0] * (length - len(row)) for row in rows], np.int32)
+
+
+def assert_close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-5)
+
+
+# -- real data and what the Python features make of it ------------------------------------------------
+
+def glue_texts() -> list[tuple[str, str]]:
+    """(text_a, text_b): SST-2 sentences alone, and Wikipedia lines as long pairs (truncated)."""
+    with open(os.path.join(GLUE_DIR, "SST-2", "dev.tsv"), encoding="utf-8") as handle:
+        sentences = [line.split("\t")[0] for line in handle.read().splitlines()[1:13]]
+    with open(os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt"), encoding="utf-8") as handle:
+        lines = [line for line in handle.read().splitlines() if len(line) > 80][:12]
+    return [(s, "") for s in sentences] + list(zip(lines[::2], lines[1::2]))
+
+
+def glue_features(tokenizer: FullTokenizer, texts) -> dict[str, np.ndarray]:
+    features = [build_features(tokenizer.encode_text(a), tokenizer.encode_text(b) if b else None,
+                               GLUE_SEQ, tokenizer.cls_id, tokenizer.sep_id, 0) for a, b in texts]
+    return {name: np.array([getattr(f, name) for f in features], np.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+
+
+def race_raw_questions() -> list[dict]:
+    """article, question and options of every sample question, as the JSON files hold them, in the
+    reader's order (middle, then high; files sorted)."""
+    questions = []
+    for source in race_sources(RACE_DATA, "dev"):
+        with open(source.path, encoding="utf-8") as handle:
+            article = json.load(handle)
+        questions += [{"article": article["article"], "question": question, "options": options}
+                      for question, options in zip(article["questions"], article["options"])]
+    return questions
+
+
+def race_features(tokenizer: FullTokenizer) -> dict[str, np.ndarray]:
+    examples = read_race_examples(race_sources(RACE_DATA, "dev")).examples
+    features = list(convert_examples(examples, tokenizer, RACE_SEQ, RACE_QA))
+    return {name: np.array([getattr(f, name) for f in features], np.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+
+
+def squad_first_windows(tokenizer: FullTokenizer, version: str):
+    """(questions, the Python features' first window of each) of a SQuAD sample."""
+    examples = read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
+    converter = FeatureConverter(tokenizer.sp_model, tokenizer.do_lower_case,
+                                 FeatureSettings(SQUAD_SEQ, 64, SQUAD_QUERY), is_training=False)
+    return examples, [converter.convert(example, index)[0] for index, example in enumerate(examples)]
+
+
+def squad_inputs(windows, version_2: bool) -> dict[str, np.ndarray]:
+    names = ("input_ids", "input_mask", "segment_ids") + (("p_mask",) if version_2 else ())
+    return {name: np.array([getattr(w, name) for w in windows], np.int32) for name in names}
+
+
+# -- the exports, built once --------------------------------------------------------------------------
+
+def spread_heads(model, seed: int = 0):
+    """Gives the head's weight matrices unit variance: a random encoder's outputs differ little
+    between examples, and the scores (arg-max, top-k) must differ well beyond float rounding."""
+    rng = np.random.default_rng(seed)
+    for name, variable in model.tf1_head_variables().items():
+        if name.endswith(("kernel", "output_weights")):
+            variable.assign(rng.normal(size=variable.shape))
+    return model
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, en8k):
+    """Tiny random models of every task and their exports."""
+    root = tmp_path_factory.mktemp("exports")
+    config = tiny_config()
+    models = {"glue": AlbertClassifierModel(config, num_labels=2),
+              "race": AlbertMultipleChoiceModel(config),
+              "squad1": AlbertSquadModel(config),
+              "squad2": AlbertSquadModel(config, version_2=True)}
+    for model in models.values():
+        spread_heads(model)
+    export_classifier(models["glue"], str(root / "glue"), threshold=0.25,
+                      assets={"labels.txt": "0\n1\n"}, tokenizer=en8k, max_seq_length=GLUE_SEQ)
+    export_multiple_choice(models["race"], str(root / "race"), en8k, RACE_SEQ, RACE_QA)
+    for name in ("squad1", "squad2"):
+        export_squad(models[name], str(root / name), en8k, SQUAD_SEQ, SQUAD_QUERY)
+    return root, models
+
+
+@pytest.fixture(scope="module")
+def served(exports, en8k, tmp_path_factory):
+    """Every signature called on real data, in two fresh processes: {label: outputs}."""
+    root, _ = exports
+    texts, race = glue_texts(), race_raw_questions()
+    squad = {name: read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
+             for name, version in (("squad1", "1.1"), ("squad2", "2.0"))}
+    too_long = {name: np.ones((2, 129), np.int32) for name in ("input_ids", "input_mask",
+                                                               "segment_ids")}
+    ids_only = {
+        "glue": (root / "glue" / "ids_only", "serving_default", glue_features(en8k, texts)),
+        "glue_too_long": (root / "glue" / "ids_only", "serving_default", too_long),
+        # A SavedModel holding the SentencePiece op does not load without tensorflow_text.
+        "glue_with_text": (root / "glue" / "with_text", "serving_default", too_long),
+        "race": (root / "race" / "ids_only", "serving_default", race_features(en8k)),
+        "race_keras": (root / "race" / "ids_only", "keras:serve", race_features(en8k)),
+        "squad1": (root / "squad1" / "ids_only", "serving_default",
+                   squad_inputs(squad_first_windows(en8k, "1.1")[1], version_2=False)),
+        "squad2": (root / "squad2" / "ids_only", "serving_default",
+                   squad_inputs(squad_first_windows(en8k, "2.0")[1], version_2=True)),
+    }
+    with_text = {
+        "glue_text": (root / "glue" / "with_text", "serve_text",
+                      {"text_a": strings(a for a, _ in texts), "text_b": strings(b for _, b in texts)}),
+        "race_text": (root / "race" / "with_text", "serve_text",
+                      {"article": strings(q["article"] for q in race),
+                       "question": strings(q["question"] for q in race),
+                       "options": np.array([q["options"] for q in race], dtype=str)}),
+        **{f"{name}_text": (root / name / "with_text", "serve_text",
+                            {"question": strings(e.question_text for e in examples),
+                             "context": strings(e.paragraph_text for e in examples)})
+           for name, examples in squad.items()},
+    }
+    with_text["squad2_text_keras"] = (root / "squad2" / "with_text", "keras:serve_text",
+                                      with_text["squad2_text"][2])
+    directory = tmp_path_factory.mktemp("served")
+    return {**serve(directory / "ids", ids_only, with_text=False),
+            **serve(directory / "text", with_text, with_text=True)}
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    return exp / exp.sum(-1, keepdims=True)
+
+
+# -- the layout ---------------------------------------------------------------------------------------
+
+def test_layout_keras_loading_and_long_ids(exports, served):
+    """ids_only loads with tensorflow alone, with_text needs tensorflow_text; TFSMLayer calls
+    ``serve`` / ``serve_text``; ids longer than the position embeddings are a clear error."""
+    root, _ = exports
+    assert "error" not in served["glue"] and "error" not in served["race"]
+    assert served["race_keras"].keys() == served["race"].keys()
+    for key, value in served["race"].items():
+        np.testing.assert_array_equal(served["race_keras"][key], value)
+    assert served["squad2_text_keras"].keys() == served["squad2_text"].keys()
+    for key, value in served["squad2_text"].items():
+        np.testing.assert_array_equal(served["squad2_text_keras"][key], value)
+    assert "Op type not registered 'Sentencepiece" in str(served["glue_with_text"]["error"])
+    assert "longer than this model takes: max_position_embeddings 128" in str(
+        served["glue_too_long"]["error"])
+    for variant in ("ids_only", "with_text"):
+        assert (root / "glue" / variant / "assets.extra" / "labels.txt").read_text() == "0\n1\n"
+
+
+def test_an_export_never_overwrites_and_rejects_bad_lengths(tmp_path):
+    model = AlbertMultipleChoiceModel(tiny_config())
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("keep")
+    with pytest.raises(FileExistsError, match="not empty"):
+        export_multiple_choice(model, str(tmp_path / "taken"), max_seq_length=RACE_SEQ,
+                               max_qa_length=RACE_QA)
+    assert (tmp_path / "taken" / "file").read_text() == "keep"
+    with pytest.raises(ValueError, match="max_qa_length"):
+        export_multiple_choice(model, str(tmp_path / "new"), max_seq_length=20, max_qa_length=18)
+    with pytest.raises(ValueError, match="max_query_length"):
+        export_squad(AlbertSquadModel(tiny_config()), str(tmp_path / "new"), max_seq_length=35)
+    assert not (tmp_path / "new").exists()
+
+
+# -- GLUE -----------------------------------------------------------------------------------------------
+
+def test_glue_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
+    _, models = exports
+    features = glue_features(en8k, glue_texts())
+    logits = models["glue"](features, training=False)["logits"].numpy()
+    for label in ("glue", "glue_text"):
+        assert_close(served[label]["probabilities"], softmax(logits))
+        np.testing.assert_array_equal(served[label]["predictions"], logits.argmax(-1))
+        assert float(served[label]["threshold"]) == 0.25
+    ids = served["glue_text"]["input_ids"]
+    np.testing.assert_array_equal(padded(ids, GLUE_SEQ), features["input_ids"])
+    assert ids.shape[1] == GLUE_SEQ  # the Wikipedia pairs were truncated to the sequence length
+
+
+# -- RACE -----------------------------------------------------------------------------------------------
+
+def test_race_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
+    _, models = exports
+    features = race_features(en8k)
+    assert features["input_ids"].shape == (31, 4, RACE_SEQ)
+    assert features["input_mask"][:, :, -1].all()  # every article was cut
+    probabilities = softmax(models["race"](features, training=False)["logits"].numpy())
+    for label in ("race", "race_text"):
+        assert_close(served[label]["probabilities"], probabilities)
+        np.testing.assert_array_equal(served[label]["predictions"], probabilities.argmax(-1))
+    ids = served["race_text"]["input_ids"]
+    np.testing.assert_array_equal(ids, features["input_ids"][:, :, :ids.shape[2]])
+
+
+def test_fill_in_options_is_the_readers_rule():
+    questions = ["the cat is _ .", "_ and _", "why?", "", "_"]
+    options = [["a", "b c", "", "_"]] * len(questions)
+    filled = fill_in_options(tf.constant(questions), tf.constant(options)).numpy()
+    assert [[text.decode() for text in row] for row in filled] == [
+        [fill_in_option(q, o) for o in row] for q, row in zip(questions, options)]
+
+
+# -- SQuAD ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
+def test_squad_export_equals_the_keras_model_and_the_python_features(exports, served, en8k, name,
+                                                                      version):
+    _, models = exports
+    examples, windows = squad_first_windows(en8k, version)
+    inputs = squad_inputs(windows, version_2=name == "squad2")
+    assert inputs["input_mask"][:, -1].any()  # some contexts were cut after the first window
+    expected = {key: value.numpy() for key, value in models[name](inputs, training=False).items()}
+    text = served[f"{name}_text"]
+    np.testing.assert_array_equal(text["input_ids"], inputs["input_ids"])
+    for label in (name, f"{name}_text"):
+        keys = set(served[label]) - {"input_ids", "char_start", "char_end"}
+        assert keys == {"start_logits", "end_logits"} if name == "squad1" else {
+            "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
+            "cls_logits"}
+        for key in keys:
+            if key.endswith("_index"):
+                np.testing.assert_array_equal(served[label][key], expected[key])
+            else:
+                assert_close(served[label][key], expected[key])
+    # Each context token's span cuts the text the reference's offsets cut (stripped).
+    for example, window, starts, ends in zip(examples, windows, text["char_start"], text["char_end"]):
+        positions = np.flatnonzero(starts >= 0)
+        assert positions.tolist() == list(range(window.doc_offset,
+                                                window.doc_offset + len(positions)))
+        context = example.paragraph_text
+        assert [context[s:e].strip() for s, e in zip(starts[positions], ends[positions])] == [
+            context[s:e + 1].strip() for s, e in zip(window.tok_start_to_orig_index,
+                                                     window.tok_end_to_orig_index)]
+
+
+@pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
+def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k, name, version):
+    examples, windows = squad_first_windows(en8k, version)
+    outputs = served[f"{name}_text"]
+    ours = postprocess_text_outputs([e.qas_id for e in examples],
+                                    [e.paragraph_text for e in examples], outputs,
+                                    n_best_size=20, max_answer_length=30)
+    # The reference's post-processing on the Python features' windows and the export's scores.
+    features = [squad_postprocessing.SquadFeature(
+        unique_id=i, example_index=i, doc_offset=w.doc_offset,
+        tok_start_to_orig_index=tuple(w.tok_start_to_orig_index),
+        tok_end_to_orig_index=tuple(w.tok_end_to_orig_index),
+        max_context=np.ones(len(w.tok_start_to_orig_index), bool)) for i, w in enumerate(windows)]
+    reference_examples = [squad_postprocessing.SquadExample(e.qas_id, e.paragraph_text)
+                          for e in examples]
+    if name == "squad1":
+        results = [squad_postprocessing.V1RawResult(i, outputs["start_logits"][i],
+                                                    outputs["end_logits"][i])
+                   for i in range(len(windows))]
+        reference = squad_postprocessing.postprocess_v1(reference_examples, features, results)
+        assert ours.predictions == reference.predictions
+    else:
+        results = [squad_postprocessing.V2RawResult(i, *(outputs[key][i] for key in (
+            "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
+            "cls_logits"))) for i in range(len(windows))]
+        reference = squad_postprocessing.postprocess_v2(reference_examples, features, results)
+        assert ours.best_texts == reference.best_texts and ours.null_odds == reference.null_odds
+    assert ours.nbest == reference.nbest
+    assert sum(len(entries) for entries in ours.nbest.values()) > 3 * len(examples)
+
+
+def test_squad_postprocessing_without_context_tokens_and_bad_rows():
+    outputs = {"start_logits": np.zeros((1, 6)), "end_logits": np.zeros((1, 6)),
+               "char_start": np.full((1, 6), -1), "char_end": np.full((1, 6), -1)}
+    result = postprocess_text_outputs(["q"], ["   "], outputs)
+    assert result.predictions == {"q": "empty"}  # the reference's answer without a window
+    with pytest.raises(squad_postprocessing.SquadPostprocessingError, match="2 question ids"):
+        postprocess_text_outputs(["q", "r"], ["a", "b"], outputs)
+
+
+# -- character spans ------------------------------------------------------------------------------------
+
+def span_texts(tokenizer: FullTokenizer, texts: list[str]):
+    """Per text: (its ids, the stripped text of each token's span, the reference's) ."""
+    spans = SpanTokenizer(tokenizer)(tf.constant(texts))
+    rows = zip(texts, *(spans[key].to_list() for key in ("ids", "char_start", "char_end")))
+    for text, ids, starts, ends in rows:
+        paragraph = tokenize_paragraph(text, tokenizer.sp_model, tokenizer.do_lower_case)
+        ours = [text[s:e].strip() for s, e in zip(starts, ends)]
+        reference = [text[s:e + 1].strip() for s, e in zip(paragraph.tok_start_to_orig_index,
+                                                            paragraph.tok_end_to_orig_index)]
+        yield text, ids, ours, reference, paragraph.piece_ids
+
+
+def test_spans_cut_the_references_texts_on_wikipedia_and_special_characters(en8k):
+    with open(os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt"), encoding="utf-8") as handle:
+        texts = [line for line in handle.read().splitlines() if line.strip()]
+    texts.append("  Café\tNAÏVE ﬁne  ΟΔΟΣ in 30, days; x$45, ok ☃ Ⅻ\u00a0end e\u0301 \u02dc b ")
+    dummy_prefixes = 0
+    for text, ids, ours, reference, piece_ids in span_texts(en8k, texts):
+        assert ids == en8k.encode_text(text) == piece_ids, text
+        assert ours == reference, text
+        # A lone "▁" first (before "<doc" or "Gender"): the reference's first character.
+        dummy_prefixes += ids[0] == en8k.sp_model.PieceToId("▁") and ours[0] != ""
+    assert dummy_prefixes >= 5
+
+
+def test_spans_of_digit_comma_sub_pieces():
+    german = FullTokenizer(spm_model_file=GERMAN_30K_MODEL, do_lower_case=True)
+    texts = ["Im Jahr 2014, kam er.", "Die Saison 1997/12, und am 03/12, und 5/07, 6/09,"]
+    cut = set()
+    for text, ids, ours, reference, _ in span_texts(german, texts):
+        assert ids == german.encode_text(text)
+        assert len(ids) > len(german.sp_model.EncodeAsIds(text.lower()))  # the rule split pieces
+        assert ours == reference
+        cut.update(ours)
+    assert {"2014", "12", "09", ","} <= cut  # sub-pieces of "▁2014," and "/09," without the comma
+
+
+# -- the scripts ----------------------------------------------------------------------------------------
+
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
+                            env=subprocess_env())
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def best_checkpoint_model(model, output_dir):
+    tf.train.Checkpoint(model=model).read(str(output_dir / "model.ckpt-best")).expect_partial()
+    return model
+
+
+def test_run_race_exports_the_best_checkpoint(tmp_path, en8k):
+    data_dir = tmp_path / "data"
+    (data_dir / "RACE").mkdir(parents=True)
+    for split in ("train", "dev"):
+        os.symlink(os.path.join(RACE_DATA, "RACE", "dev"), data_dir / "RACE" / split)
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
+    result = run_script("run_race.py", f"--data_dir={data_dir}", f"--albert_config_file={config}",
+                        f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
+                        f"--max_seq_length={RACE_SEQ}", f"--max_qa_length={RACE_QA}",
+                        "--train_step=2", "--save_checkpoints_steps=2", "--train_batch_size=4",
+                        "--eval_batch_size=8", f"--export_dir={export_dir}")
+    assert f"to {export_dir}" in result.stdout
+    race = race_raw_questions()[:5]
+    (outputs,) = serve(tmp_path / "served", {"race": (
+        export_dir / "with_text", "serve_text",
+        {"article": strings(q["article"] for q in race), "question": strings(q["question"] for q in race),
+         "options": np.array([q["options"] for q in race], dtype=str)})}, with_text=True).values()
+    model = best_checkpoint_model(AlbertMultipleChoiceModel(tiny_config()), output_dir)
+    features = {key: value[:5] for key, value in race_features(en8k).items()}
+    assert_close(outputs["probabilities"],
+                 softmax(model(features, training=False)["logits"].numpy()))
+
+
+def test_run_squad_exports_the_best_checkpoint(tmp_path, en8k):
+    """--export_dir alone exports an output_dir's model.ckpt-best (here a v2 model's, written as a
+    sweep leaves it)."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
+    model = spread_heads(AlbertSquadModel(tiny_config(), version_2=True))
+    output_dir.mkdir()
+    tf.train.Checkpoint(model=model).write(str(output_dir / "model.ckpt-best"))
+    result = run_script("run_squad.py", f"--albert_config_file={config}",
+                        f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
+                        "--version_2_with_negative", f"--max_seq_length={SQUAD_SEQ}",
+                        f"--max_query_length={SQUAD_QUERY}", f"--export_dir={export_dir}")
+    assert f"to {export_dir}" in result.stdout
+    examples, windows = squad_first_windows(en8k, "2.0")
+    (outputs,) = serve(tmp_path / "served", {"squad": (
+        export_dir / "with_text", "serve_text",
+        {"question": strings(e.question_text for e in examples),
+         "context": strings(e.paragraph_text for e in examples)})}, with_text=True).values()
+    expected = model(squad_inputs(windows, version_2=True), training=False)
+    np.testing.assert_array_equal(outputs["end_top_index"], expected["end_top_index"])
+    for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
+        assert_close(outputs[key], expected[key].numpy())
