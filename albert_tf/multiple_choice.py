@@ -139,12 +139,14 @@ def write_choice_predictions(path: str, example_ids: Sequence[str],
     """
     real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
     probabilities = np.asarray(outputs["probabilities"])[real]
+    # The model's own arg-max of the logits, as the metrics count it (probabilities may tie).
+    choices = np.asarray(outputs["predictions"]).reshape(-1)[real]
     if len(probabilities) != len(example_ids):
         raise ValueError(f"Got {len(probabilities)} real predictions for {len(example_ids)} "
                          "questions.")
     predictions = {
-        example_id: {"answer": chr(ord("A") + int(np.argmax(row))),
+        example_id: {"answer": chr(ord("A") + int(choice)),
                      "probabilities": [float(p) for p in row]}
-        for example_id, row in zip(example_ids, probabilities)}
+        for example_id, row, choice in zip(example_ids, probabilities, choices)}
     atomic_write_text(path, json.dumps(predictions, indent=2) + "\n")
     return path

@@ -84,7 +84,8 @@ def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
     assert set(predictions) == set(gold) and len(gold) == 31
     for entry in predictions.values():
         assert np.sum(entry["probabilities"]) == pytest.approx(1.0, abs=1e-5)
-        assert entry["answer"] == "ABCD"[int(np.argmax(entry["probabilities"]))]
+        chosen = entry["probabilities"]["ABCD".index(entry["answer"])]
+        assert chosen >= max(entry["probabilities"]) - 1e-6  # the most probable (up to ties)
     results = dict(line.split(" = ") for line in
                    (output_dir / "predict_results.txt").read_text().splitlines())
     correct = [predictions[qid]["answer"] == answer for qid, (_, answer) in gold.items()]
