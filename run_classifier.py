@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import tensorflow as tf
 from absl import app, flags
 
 from albert_tf import classifier, cli, export, flag_definitions, run_flags
 from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.evaluation import (best_checkpoint_prefix, restore_best_checkpoint,
+                                  run_checkpoint_sweep)
 from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import EvalSet, Trainer
@@ -62,11 +62,7 @@ def validate_flags() -> None:
                              "--export_dir.")
     run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
     if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
-        best_prefix = os.path.join(FLAGS.output_dir, BEST_PREFIX)
-        if not tf.io.gfile.exists(best_prefix + ".index"):
-            raise app.UsageError(f"{best_prefix} does not exist: --do_predict and --export_dir use the "
-                                 "best checkpoint, which --do_eval selects; add --do_eval (or run it "
-                                 "first).")
+        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
 
 
 def check_input_splits(run: Run) -> None:

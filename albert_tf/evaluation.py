@@ -34,14 +34,21 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     return best_step, best
 
 
-def restore_best_checkpoint(trainer: Trainer) -> str:
-    """Loads ``model.ckpt-best`` of the output_dir into the model; returns its prefix.
+def best_checkpoint_prefix(output_dir: str) -> str:
+    """The prefix of ``model.ckpt-best`` in ``output_dir``.
 
     Raises FileNotFoundError when no sweep has selected it yet.
     """
-    best_prefix = os.path.join(trainer.config.output_dir, BEST_PREFIX)
+    best_prefix = os.path.join(output_dir, BEST_PREFIX)
     if not tf.io.gfile.exists(best_prefix + ".index"):
         raise FileNotFoundError(f"{best_prefix} does not exist: prediction and export use the best "
-                                "checkpoint, which --do_eval selects; run --do_eval first.")
+                                "checkpoint, which --do_eval selects; add --do_eval (or run it "
+                                "first).")
+    return best_prefix
+
+
+def restore_best_checkpoint(trainer: Trainer) -> str:
+    """Loads ``model.ckpt-best`` of the output_dir into the model; returns its prefix."""
+    best_prefix = best_checkpoint_prefix(trainer.config.output_dir)
     trainer.restore_weights(best_prefix)
     return best_prefix
