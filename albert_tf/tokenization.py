@@ -160,8 +160,13 @@ def load_vocab(vocab_file: str) -> dict[str, int]:
     SentencePiece ``.vocab`` files (``piece<TAB>score``) therefore load too. A blank line is the token
     " "; a repeated token keeps its first id; ids are consecutive in order of first appearance.
     """
+    return _parse_vocab(_read_bytes(vocab_file, "vocab file"), vocab_file)
+
+
+def _parse_vocab(data: bytes, vocab_file: str) -> dict[str, int]:
+    """``load_vocab`` on the file's bytes; ``vocab_file`` names it in errors."""
     try:
-        text = _read_bytes(vocab_file, "vocab file").decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise TokenizerError(f"vocab file {vocab_file} is not UTF-8 text: {err}") from err
     vocab: dict[str, int] = {}
@@ -335,24 +340,37 @@ class FullTokenizer:
 
     def __init__(self, vocab_file: str | None = None, do_lower_case: bool = True,
                  spm_model_file: str | None = None):
-        self.do_lower_case = do_lower_case
-        self.sp_model: spm.SentencePieceProcessor | None = None
         if spm_model_file:
-            self.source_file = spm_model_file
-            source_bytes = _read_bytes(spm_model_file, "SentencePiece model file")
-            self.sp_model = load_sentencepiece_model(source_bytes, spm_model_file)
-            self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
-            required = SPECIAL_PIECES
+            self._load(True, spm_model_file, _read_bytes(spm_model_file, "SentencePiece model file"),
+                       do_lower_case)
         elif vocab_file:
-            self.source_file = vocab_file
-            source_bytes = _read_bytes(vocab_file, "vocab file")
-            self.vocab = load_vocab(vocab_file)
-            self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
-            self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
-            required = (WORDPIECE_UNK,) + SPECIAL_PIECES
+            self._load(False, vocab_file, _read_bytes(vocab_file, "vocab file"), do_lower_case)
         else:
             raise TokenizerError("FullTokenizer needs spm_model_file (SentencePiece) or vocab_file "
                                  "(WordPiece); both are empty")
+
+    def __reduce__(self):
+        """Pickles as the model or vocabulary bytes, so that a process on another machine (a Beam
+        worker) rebuilds the same tokenizer without reading the file."""
+        return (_unpickle_full_tokenizer,
+                (self.sp_model is not None, self.source_file, self._source_bytes, self.do_lower_case))
+
+    def _load(self, uses_sentencepiece: bool, source_file: str, source_bytes: bytes,
+              do_lower_case: bool) -> None:
+        """Builds the tokenizer from the SentencePiece model's or the vocab file's bytes."""
+        self.do_lower_case = do_lower_case
+        self.sp_model: spm.SentencePieceProcessor | None = None
+        self.source_file = source_file
+        self._source_bytes = source_bytes
+        if uses_sentencepiece:
+            self.sp_model = load_sentencepiece_model(source_bytes, source_file)
+            self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
+            required = SPECIAL_PIECES
+        else:
+            self.vocab = _parse_vocab(source_bytes, source_file)
+            self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+            self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+            required = (WORDPIECE_UNK,) + SPECIAL_PIECES
         missing = [piece for piece in required if piece not in self.vocab]
         if missing:
             kind = "SentencePiece model" if self.sp_model else "vocab file"
@@ -462,6 +480,13 @@ class FullTokenizer:
     @property
     def uses_sentencepiece(self) -> bool:
         return self.sp_model is not None
+
+
+def _unpickle_full_tokenizer(uses_sentencepiece: bool, source_file: str, source_bytes: bytes,
+                             do_lower_case: bool) -> FullTokenizer:
+    tokenizer = FullTokenizer.__new__(FullTokenizer)
+    tokenizer._load(uses_sentencepiece, source_file, source_bytes, do_lower_case)
+    return tokenizer
 
 
 # ---------------------------------------------------------------------------------------------------

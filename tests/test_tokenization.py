@@ -7,6 +7,7 @@ sub-parts the reference re-encodes.
 """
 
 import os
+import pickle
 
 import pytest
 import sentencepiece as spm
@@ -400,3 +401,21 @@ def test_in_graph_tokenizer_survives_saved_model(en8k, en8k_graph, tmp_path):
 def test_in_graph_needs_sentencepiece(reference_vocab_file):
     with pytest.raises(TokenizerError, match="WordPiece"):
         tokenization.InGraphTokenizer.from_full_tokenizer(FullTokenizer(vocab_file=reference_vocab_file))
+
+
+def test_full_tokenizer_pickles_as_its_model_bytes(en8k, reference_vocab_file, tmp_path):
+    """A pickled tokenizer (as a Beam worker on another machine gets it) needs no file and tokenizes
+    exactly as the original."""
+    text = "Unbelievable, the 1,000 runners finished; naïve Zürich résumé!"
+    wordpiece = FullTokenizer(vocab_file=reference_vocab_file, do_lower_case=False)
+    for original in (en8k, wordpiece):
+        copy = pickle.loads(pickle.dumps(original))
+        assert copy.tokenize_text(text) == original.tokenize_text(text)
+        assert copy.vocab == original.vocab
+        assert copy.fingerprint == original.fingerprint
+        assert copy.do_lower_case == original.do_lower_case
+    moved = tmp_path / "moved.model"
+    moved.write_bytes(open(EN8K_MODEL, "rb").read())
+    pickled = pickle.dumps(FullTokenizer(spm_model_file=str(moved)))
+    moved.unlink()
+    assert pickle.loads(pickled).tokenize_text(text) == en8k.tokenize_text(text)
