@@ -56,9 +56,13 @@ _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .
                          r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
 
 
-def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = ()) -> None:
-    """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing."""
-    app.run(guarded(main, checks))
+def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
+        flags_parser: Callable[[list[str]], list[str]] = app.parse_flags_with_usage) -> None:
+    """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
+
+    ``flags_parser``: absl's by default (an unknown flag is an error); it returns the arguments that
+    ``main`` receives."""
+    app.run(guarded(main, checks), flags_parser=flags_parser)
 
 
 def guarded(main: Callable[[list[str]], Any],

@@ -20,6 +20,7 @@ removes its temporary files.
 from __future__ import annotations
 
 import contextlib
+import logging as logging_module
 import signal
 import sys
 from concurrent.futures.process import BrokenProcessPool
@@ -78,6 +79,12 @@ flag_definitions.define("max_seq_length", "max_predictions_per_seq", "num_worker
 flags.DEFINE_bool("skip_invalid_lines", False,
                   "Skip and count input lines that are not valid UTF-8 instead of stopping with an "
                   "error naming the file and line.")
+flags.DEFINE_string("runner", None,
+                    "Run as an Apache Beam pipeline on this runner (DirectRunner, DataflowRunner, "
+                    "FlinkRunner, SparkRunner, ...) instead of local processes: the same output "
+                    "bytes. Every other Beam pipeline option (--project, --region, --temp_location, "
+                    "--flink_master, --direct_num_workers, ...) is passed on to Beam. Needs "
+                    "`pip install -r requirements-beam.txt`.")
 
 
 def _output_files() -> list[str]:
@@ -154,18 +161,65 @@ def _check_paths(input_files: list[str], output_files: list[str]) -> None:
     check_output_paths(outputs, inputs)
 
 
-def _run() -> None:
-    """Checks the paths, loads the tokenizer and writes the records and their statistics."""
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, except that with --runner the flags it does not know are left in the
+    returned arguments, as Beam pipeline options. Without --runner an unknown flag is an error."""
+    try:
+        remaining = FLAGS(argv, known_only=True)
+    except flags.Error:
+        remaining = None  # absl's parser below reports it
+    if remaining is None or not FLAGS.runner:
+        return app.parse_flags_with_usage(argv)
+    return remaining
+
+
+@contextlib.contextmanager
+def _quiet_beam_import():
+    """Hides the warnings Apache Beam logs on import about Google Cloud libraries it does not need."""
+    root = logging_module.getLogger()
+    previous = root.level
+    root.setLevel(logging_module.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(previous)
+
+
+def _beam_options(beam_args: list[str]):
+    """The Beam pipeline options of --runner and ``beam_args`` (UsageError when unusable)."""
+    try:
+        with _quiet_beam_import():
+            from data_prep import pretraining_beam  # pylint: disable=import-outside-toplevel
+    except ModuleNotFoundError as err:
+        raise app.UsageError(f"--runner needs Apache Beam, which is not installed ({err}): "
+                             "pip install -r requirements-beam.txt") from err
+    try:
+        return pretraining_beam.pipeline_options(FLAGS.runner, beam_args, FLAGS.num_workers,
+                                                 FLAGS["num_workers"].present)
+    except (ValueError, ImportError) as err:
+        raise app.UsageError(f"--runner={FLAGS.runner}: {err}") from err
+
+
+def _run(beam_options) -> None:
+    """Checks the paths, loads the tokenizer and writes the records and their statistics, on local
+    processes or, given ``beam_options``, as a Beam pipeline."""
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = _output_files()
     _check_paths(input_files, output_files)
     tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
                               do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
-    logging.info("reading %d input files, writing %s", len(input_files), ", ".join(output_files))
-    summary = generate_pretraining_data(
-        input_files, output_files, ChunkProcessor(tokenizer, _generation_config()),
-        chunk_documents=FLAGS.chunk_documents, num_workers=FLAGS.num_workers,
-        skip_invalid_lines=FLAGS.skip_invalid_lines)
+    processor = ChunkProcessor(tokenizer, _generation_config())
+    logging.info("reading %d input files, writing %s%s", len(input_files), ", ".join(output_files),
+                 f" (Beam {FLAGS.runner})" if beam_options else "")
+    if beam_options is None:
+        summary = generate_pretraining_data(
+            input_files, output_files, processor, chunk_documents=FLAGS.chunk_documents,
+            num_workers=FLAGS.num_workers, skip_invalid_lines=FLAGS.skip_invalid_lines)
+    else:
+        from data_prep import pretraining_beam  # pylint: disable=import-outside-toplevel
+        summary = pretraining_beam.write_with_beam(
+            input_files, output_files, processor, FLAGS.chunk_documents, FLAGS.skip_invalid_lines,
+            beam_options)
     logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order label 1); "
                  "statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
@@ -173,15 +227,16 @@ def _run() -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
+    if len(argv) > 1 and not FLAGS.runner:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     _validate_flags()
+    beam_options = _beam_options(argv[1:]) if FLAGS.runner else None
     if FLAGS.spm_model_file and FLAGS.vocab_file:
         logging.info("--vocab_file is not used: --spm_model_file is given")
     # Every way the run can stop early ends in one line and leaves no output and no temporary file.
     with _sigterm_stops_like_ctrl_c():
         try:
-            _run()
+            _run(beam_options)
         except (CorpusError, TokenizerError, OutputPathError, OSError) as err:
             # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
             raise SystemExit(f"create_pretraining_data: error: {err}") from err
@@ -198,4 +253,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, flags_parser=_parse_flags)

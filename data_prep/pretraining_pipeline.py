@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator
 from absl import logging
 
 from albert_tf.io_utils import STATISTICS_SUFFIX
-from data_prep.pretraining_chunks import ChunkProcessor, ChunkResult
+from data_prep.pretraining_chunks import ChunkProcessor, ChunkResult, GenerationConfig
 from data_prep.pretraining_corpus import CorpusError, CorpusReader, DocumentChunk
 from data_prep.pretraining_stats import GenerationStats
 from data_prep.pretraining_writer import RoundRobinRecordWriter, write_json
@@ -152,16 +152,28 @@ def generate_pretraining_data(input_files: list[str], output_files: list[str], p
                 writer.write(record)
             stats.merge(result.stats)
             progress.update(reader.documents_read, stats.instances)
-        if stats.instances == 0:
-            more = len(input_files) - 3
-            shown = ", ".join(input_files[:3]) + (f" and {more} more" if more > 0 else "")
-            raise CorpusError(f"no documents in {shown}: every line is blank or empty "
-                              "after cleaning (expected one sentence per line, blank lines between "
-                              "documents)")
+        check_not_empty(stats.instances, input_files)
     progress.update(reader.documents_read, stats.instances, final=True)
     stats.invalid_lines_skipped = reader.invalid_lines_skipped
-    summary = stats.summary()
-    summary["settings"] = {**dataclasses.asdict(processor.config), "chunk_documents": chunk_documents,
-                           "input_files": input_files, "output_files": output_files}
+    summary = run_summary(stats, processor.config, chunk_documents, input_files, output_files)
     write_json(stats_path(output_files[0]), summary)
+    return summary
+
+
+def check_not_empty(instances: int, input_files: list[str]) -> None:
+    """Raises CorpusError when the corpus gave no instance at all."""
+    if instances == 0:
+        more = len(input_files) - 3
+        shown = ", ".join(input_files[:3]) + (f" and {more} more" if more > 0 else "")
+        raise CorpusError(f"no documents in {shown}: every line is blank or empty "
+                          "after cleaning (expected one sentence per line, blank lines between "
+                          "documents)")
+
+
+def run_summary(stats: GenerationStats, config: GenerationConfig, chunk_documents: int,
+                input_files: list[str], output_files: list[str]) -> dict[str, Any]:
+    """The statistics file's content: ``stats.summary()`` plus the run's settings."""
+    summary = stats.summary()
+    summary["settings"] = {**dataclasses.asdict(config), "chunk_documents": chunk_documents,
+                           "input_files": input_files, "output_files": output_files}
     return summary

@@ -51,5 +51,10 @@ class RoundRobinRecordWriter:
 
 
 def write_json(path: str, value: Any) -> None:
-    """Writes ``value`` as indented JSON to ``path`` (temporary name, then rename)."""
-    atomic_write_text(path, json.dumps(value, indent=2, sort_keys=False) + "\n")
+    """Writes ``value`` as ``summary_json`` to ``path`` (temporary name, then rename)."""
+    atomic_write_text(path, summary_json(value))
+
+
+def summary_json(value: Any) -> str:
+    """The statistics file's text: indented JSON, keys in insertion order."""
+    return json.dumps(value, indent=2, sort_keys=False) + "\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the requirements into .venv and runs the test suite (fast tests; add `-m slow` for the long ones).
+# Installs the requirements (and the optional Apache Beam ones, which the tests cover) into .venv and
+# runs the test suite (fast tests; add `-m slow` for the long ones).
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$repo_root/scripts/setup_venv.sh"
+bash "$repo_root/scripts/setup_venv.sh" "$repo_root/requirements-beam.txt"
 cd "$repo_root"
 exec .venv/bin/python -m pytest -q "$@"
