@@ -11,8 +11,10 @@ import sys
 
 import pytest
 from absl import app
+from absl.testing import flagsaver
 
-from data_prep import pretraining_beam
+import data_prep
+from data_prep import create_pretraining_data, pretraining_beam
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
 from tests.test_create_pretraining_data import (parsed_flags, read_records, rte_documents,  # noqa: F401
                                                 run_cli, write_corpus)
@@ -137,8 +139,7 @@ def test_bad_runner_or_option_is_a_usage_error(tmp_path, runner, beam_args, mess
 
 
 def run_cli_with_arguments(arguments: list[str], **flag_values) -> None:
-    from absl.testing import flagsaver  # pylint: disable=import-outside-toplevel
-    from data_prep import create_pretraining_data  # pylint: disable=import-outside-toplevel
+    """main() with ``arguments`` left over by the flag parser (Beam options)."""
     with flagsaver.flagsaver(**flag_values):
         create_pretraining_data.main(["create_pretraining_data", *arguments])
 
@@ -182,3 +183,13 @@ def test_unknown_flag_without_runner_is_absl_error(tmp_path):
     assert completed.returncode == 1
     assert "Unknown command line flag 'dupe_factr'" in completed.stderr
     assert "dupe_factor" in completed.stderr  # absl's suggestion
+
+
+def test_runner_without_beam_installed_names_the_requirements_file(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "apache_beam", None)  # "import apache_beam" fails
+    monkeypatch.delitem(sys.modules, "data_prep.pretraining_beam")
+    monkeypatch.delattr(data_prep, "pretraining_beam")
+    with pytest.raises(app.UsageError, match="--runner needs Apache Beam, which is not installed .*"
+                                             "pip install -r requirements-beam.txt"):
+        run_cli(runner="DirectRunner", input_file=str(tmp_path / "none.txt"),
+                output_file=str(tmp_path / "o.tfrecord"), **SETTINGS)
