@@ -9,7 +9,8 @@ The stages, each parallel over its elements:
 3. process: ``ChunkProcessor.process`` (seeded by --random_seed and the chunk index) -> the chunk's
    records and statistics;
 4. place: the record counts give each chunk's first corpus-wide record number k0; record k goes to
-   output file ``k % n`` at position ``k // n``, as the single-machine round-robin writer puts it;
+   output file ``k % n`` at position ``k // n``, as the single-machine round-robin writer puts it
+   (a chunk's records are split by j % n in stage 3, so each part goes whole to one file);
 5. write: each output file's records, in chunk order, to the temporary name the driver chose; the
    statistics of every chunk, summed by a combiner, to the statistics file's temporary name.
 
@@ -206,23 +207,25 @@ def build_pipeline(pipeline: beam.Pipeline, input_files: list[str], output_paths
               | "KeyByChunk" >> beam.Map(_key_by_chunk, first_documents, chunk_documents)
               | "GroupChunks" >> beam.GroupByKey()
               | "AssembleChunks" >> beam.MapTuple(_assemble_chunk))
-    results = chunks | "ProcessChunks" >> beam.ParDo(_ProcessChunk(processor))
+    num_files = len(output_paths)
+    results = chunks | "ProcessChunks" >> beam.ParDo(_ProcessChunk(processor, num_files)).with_outputs(
+        _ProcessChunk.PARTS, main="summaries")
 
     first_records = beam.pvalue.AsSingleton(
-        results
-        | "RecordCounts" >> beam.MapTuple(lambda index, records, stats: (index, len(records)))
+        results.summaries
+        | "RecordCounts" >> beam.MapTuple(lambda index, count, stats: (index, count))
         | "FirstRecords" >> _FirstNumbers())
-    num_files = len(output_paths)
     every_file = pipeline | "ListOutputs" >> beam.Create([(index, None) for index in range(num_files)])
-    parts = results | "PlaceRecords" >> beam.FlatMap(_records_by_file, first_records, num_files)
-    _ = ((parts, every_file)
+    placed = results[_ProcessChunk.PARTS] | "PlaceParts" >> beam.Map(_place_part, first_records,
+                                                                     num_files)
+    _ = ((placed, every_file)
          | "AllParts" >> beam.Flatten()
          | "GroupByFile" >> beam.GroupByKey()
          | "WriteFiles" >> beam.Map(_write_output_file, output_paths))
 
     skipped = file_counts | "SkippedLines" >> beam.MapTuple(
         lambda index, documents, invalid: GenerationStats(invalid_lines_skipped=invalid))
-    chunk_stats = results | "ChunkStats" >> beam.MapTuple(lambda index, records, stats: stats)
+    chunk_stats = results.summaries | "ChunkStats" >> beam.MapTuple(lambda index, count, stats: stats)
     settings = (processor.config, chunk_documents, *summary_settings)
     _ = ((chunk_stats, skipped)
          | "AllStats" >> beam.Flatten()
@@ -283,31 +286,36 @@ def _first(pair: tuple) -> Any:
 
 
 class _ProcessChunk(beam.DoFn):
-    """DocumentChunk -> (chunk index, serialized records in output order, GenerationStats)."""
+    """DocumentChunk -> (chunk index, number of records, GenerationStats), and on the output
+    ``PARTS``: (chunk index, r, the records j with j % num_files == r, in order) for each r.
 
-    def __init__(self, processor: ChunkProcessor):
+    Record j of the chunk will be record k0 + j of the run (k0: the records of all earlier chunks),
+    so part r goes whole to output file (k0 + r) % num_files.
+    """
+
+    PARTS = "parts"
+
+    def __init__(self, processor: ChunkProcessor, num_files: int):
         self._processor = processor
+        self._num_files = num_files
         self._chunks = beam.metrics.Metrics.counter(COUNTERS, "chunks_processed")
         self._instances = beam.metrics.Metrics.counter(COUNTERS, "instances")
 
-    def process(self, chunk: DocumentChunk) -> Iterator[tuple[int, list[bytes], GenerationStats]]:
+    def process(self, chunk: DocumentChunk) -> Iterator[Any]:
         result = self._processor.process(chunk)
         self._chunks.inc()
         self._instances.inc(len(result.records))
-        yield chunk.index, result.records, result.stats
+        for residue in range(min(self._num_files, len(result.records))):
+            yield beam.pvalue.TaggedOutput(
+                self.PARTS, (chunk.index, residue, result.records[residue::self._num_files]))
+        yield chunk.index, len(result.records), result.stats
 
 
-def _records_by_file(result: tuple[int, list[bytes], GenerationStats],
-                     first_records: dict[int, int], num_files: int
-                     ) -> Iterator[tuple[int, tuple[int, list[bytes]]]]:
-    """A chunk's result -> (output file, (chunk index, its records for that file, in order))."""
-    index, records, _ = result
-    first = first_records[index]
-    for file_index in range(num_files):
-        # Record j of the chunk is record first + j of the run: file (first + j) % num_files.
-        part = records[(file_index - first) % num_files::num_files]
-        if part:
-            yield file_index, (index, part)
+def _place_part(part: tuple[int, int, list[bytes]], first_records: dict[int, int],
+                num_files: int) -> tuple[int, tuple[int, list[bytes]]]:
+    """(chunk index, r, records) -> (output file, (chunk index, records))."""
+    index, residue, records = part
+    return (first_records[index] + residue) % num_files, (index, records)
 
 
 def _write_output_file(grouped: tuple[int, Iterable[tuple[int, list[bytes]] | None]],
