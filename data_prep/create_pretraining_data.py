@@ -189,13 +189,13 @@ def _beam_options(beam_args: list[str]):
     """The Beam pipeline options of --runner and ``beam_args`` (UsageError when unusable)."""
     try:
         with _quiet_beam_import():
-            from data_prep import pretraining_beam  # pylint: disable=import-outside-toplevel
+            from data_prep import beam_pipeline  # pylint: disable=import-outside-toplevel
     except ModuleNotFoundError as err:
         raise app.UsageError(f"--runner needs Apache Beam, which is not installed ({err}): "
                              "pip install -r requirements-beam.txt") from err
     try:
-        return pretraining_beam.pipeline_options(FLAGS.runner, beam_args, FLAGS.num_workers,
-                                                 FLAGS["num_workers"].present)
+        return beam_pipeline.pipeline_options(FLAGS.runner, beam_args, FLAGS.num_workers,
+                                              FLAGS["num_workers"].present)
     except (ValueError, ImportError) as err:
         raise app.UsageError(f"--runner={FLAGS.runner}: {err}") from err
 

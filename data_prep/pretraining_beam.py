@@ -25,84 +25,24 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
-import os
-import re
-import sys
-import tempfile
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
 import tensorflow as tf
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.portability.api import beam_provision_api_pb2
-from apache_beam.runners.portability.fn_api_runner import fn_runner
-from apache_beam.runners.portability.portable_runner import JobServiceHandle
-from apache_beam.runners.runner import PipelineState
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from albert_tf.io_utils import temporary_path
+from data_prep import beam_pipeline
 from data_prep.pretraining_chunks import ChunkProcessor
 from data_prep.pretraining_corpus import CorpusError, CorpusReader, DocumentChunk
 from data_prep.pretraining_pipeline import check_not_empty, run_summary, stats_path
 from data_prep.pretraining_stats import GenerationStats
 from data_prep.pretraining_writer import summary_json
 
-DIRECT_RUNNER = "DirectRunner"
-# What DirectRunner runs: Beam's DirectRunner would first try PrismRunner, which downloads a binary.
-LOCAL_RUNNER = "FnApiRunner"
 COUNTERS = "create_pretraining_data"  # namespace of the progress counters a runner's UI shows
-
-# Loggers of the local runner that repeat a worker's error, which reaches the driver as the
-# runner's exception anyway (CRITICAL: silent), and its workers' start-up chatter.
-_ERROR_ECHOES = ("apache_beam.runners.common", "apache_beam.runners.worker.bundle_processor",
-                 "apache_beam.runners.worker.sdk_worker",
-                 "apache_beam.runners.portability.local_job_service")
-_QUIET_WORKER_LOGGERS = {"__main__": "ERROR", "apache_beam.options.pipeline_options": "ERROR",
-                         **{name: "CRITICAL" for name in _ERROR_ECHOES}}
-
-# A user error raised on a worker reaches the driver as text: "<module.Class>: <message>
-# [while running '<stage>']" inside the runner's own exception.
-_WORKER_USER_ERROR = re.compile(
-    r"^(?:[\w.]+\.)?(?:CorpusError|FileNotFoundError|PermissionError|NotFoundError|"
-    r"PermissionDeniedError): (?P<message>.+?)(?: \[while running '[^']*'\])?$", re.MULTILINE)
-_STAGE_SUFFIX = re.compile(r" \[while running '[^']*'\]$")
-
-
-def pipeline_options(runner: str, beam_args: list[str], num_workers: int,
-                     num_workers_given: bool) -> PipelineOptions:
-    """Beam options for ``runner`` from the command line's remaining arguments ``beam_args``.
-
-    DirectRunner: Beam's local runner (FnApiRunner), ``num_workers`` processes (multi-process mode
-    when more than one), quiet worker logs. Other runners: ``num_workers`` is passed on when given
-    (Dataflow's initial worker count). An option given in ``beam_args`` wins. Raises ValueError for
-    an unknown runner or option, ImportError for a runner whose Beam extra is not installed.
-    """
-    is_direct = runner.lower() in ("direct", DIRECT_RUNNER.lower())
-    runner = LOCAL_RUNNER if is_direct else runner
-    beam.runners.create_runner(runner)  # fails now on a misspelt runner, not after the set-up
-    given = PipelineOptions(beam_args)
-    beam_logger = logging.getLogger("apache_beam.options.pipeline_options")
-    previous_level = beam_logger.level
-    beam_logger.setLevel(logging.ERROR)  # our message below replaces Beam's "Discarding ..." warning
-    try:
-        known = set(given.get_all_options())
-        unknown = sorted(set(given.get_all_options(retain_unknown_options=True)) - known)
-        explicit = given.get_all_options(drop_default=True)
-    finally:
-        beam_logger.setLevel(previous_level)
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join('--' + name for name in unknown)}: neither a "
-                         "create_pretraining_data flag nor a Beam pipeline option")
-    defaults: dict[str, Any] = {}
-    if is_direct:
-        defaults = {"direct_num_workers": num_workers,
-                    "direct_running_mode": "multi_processing" if num_workers > 1 else "in_memory",
-                    "default_sdk_harness_log_level": "WARNING",
-                    "sdk_harness_log_level_overrides": _QUIET_WORKER_LOGGERS}
-    elif num_workers_given:
-        defaults = {"num_workers": num_workers}
-    overrides = {name: value for name, value in defaults.items() if name not in explicit}
-    return PipelineOptions(beam_args, runner=runner, **overrides)
+# Errors of a worker that are the user's to fix (a bad input line, a missing or unreadable file).
+_WORKER_USER_ERRORS = ("CorpusError", "FileNotFoundError", "PermissionError", "NotFoundError",
+                       "PermissionDeniedError")
 
 
 def write_with_beam(input_files: list[str], output_files: list[str], processor: ChunkProcessor,
@@ -111,78 +51,24 @@ def write_with_beam(input_files: list[str], output_files: list[str], processor: 
     """Runs the pipeline to completion and renames its outputs; returns the statistics summary.
 
     Same arguments and result as ``pretraining_pipeline.generate_pretraining_data``, which writes the
-    same bytes on one machine; ``options`` picks the runner and its settings.
+    same bytes on one machine; ``options`` (``beam_pipeline.pipeline_options``) pick the runner.
     """
     targets = [stats_path(output_files[0])] + output_files
+    local = beam_pipeline.is_local(options)
     with contextlib.ExitStack() as stack:
         # Renamed in reverse order on success: the outputs first, the statistics file last.
         stats_temporary, *output_temporaries = [stack.enter_context(temporary_path(path))
                                                 for path in targets]
-        runner = _runner(options)
-        stack.enter_context(_quiet_beam_logs(local=runner is not None))
-        if runner is not None:
-            stack.enter_context(_stderr_shown_only_for_bugs())
-        pipeline = beam.Pipeline(runner=runner, options=options)
+        stack.enter_context(beam_pipeline.quiet_beam_logs(local))
+        pipeline = beam_pipeline.new_pipeline(options)
         build_pipeline(pipeline, input_files, output_temporaries, stats_temporary, processor,
                        chunk_documents, skip_invalid_lines,
                        summary_settings=(input_files, output_files))
-        _run_to_completion(pipeline)
+        beam_pipeline.run_to_completion(pipeline, local, CorpusError, _WORKER_USER_ERRORS)
         with tf.io.gfile.GFile(stats_temporary, "r") as handle:
             summary = json.load(handle)
         check_not_empty(summary["instances"], input_files)
     return summary
-
-
-def _runner(options: PipelineOptions) -> beam.runners.PipelineRunner | None:
-    """The local runner, given the options its worker processes read; None (the options' runner)
-    for the others."""
-    if options.view_as(StandardOptions).runner != LOCAL_RUNNER:
-        return None
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
-
-
-@contextlib.contextmanager
-def _quiet_beam_logs(local: bool) -> Iterator[None]:
-    """Within the block Beam does not log how it reads this module's type hints; the local runner
-    logs warnings only, and no echo of a worker's error."""
-    levels = {"apache_beam.typehints": logging.WARNING}
-    if local:
-        levels.update({"apache_beam": logging.WARNING,
-                       **{name: logging.CRITICAL for name in _ERROR_ECHOES}})
-    previous = {name: logging.getLogger(name).level for name in levels}
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
-    try:
-        yield
-    finally:
-        for name, level in previous.items():
-            logging.getLogger(name).setLevel(level)
-
-
-@contextlib.contextmanager
-def _stderr_shown_only_for_bugs() -> Iterator[None]:
-    """Captures what is written to the standard error (file descriptor 2, which the local runner's
-    worker processes inherit and print their errors' tracebacks on) within the block, and shows it
-    afterwards only if the block raised an error that is not the user's (not a CorpusError)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        except CorpusError:
-            raise
-        except BaseException:
-            sys.stderr.flush()
-            captured.seek(0)
-            os.write(saved, captured.read())
-            raise
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def build_pipeline(pipeline: beam.Pipeline, input_files: list[str], output_paths: list[str],
@@ -353,30 +239,3 @@ def _write_stats(stats: GenerationStats, path: str, settings: tuple) -> None:
         handle.write(summary_json(run_summary(stats, *settings)))
 
 
-def _run_to_completion(pipeline: beam.Pipeline) -> None:
-    """Runs ``pipeline`` and waits for it. A user error on a worker (a bad input line, a missing
-    file) is raised again here as CorpusError with its message; an interrupt cancels a remote job."""
-    result = None
-    try:
-        result = pipeline.run()
-        state = result.wait_until_finish()
-    except BaseException as error:
-        if result is not None:
-            with contextlib.suppress(Exception):
-                result.cancel()
-        message = _worker_user_error(error)
-        if message is not None:
-            raise CorpusError(message) from error
-        raise
-    if state != PipelineState.DONE:
-        raise RuntimeError(f"the Beam pipeline ended in state {state}; nothing was written")
-
-
-def _worker_user_error(error: BaseException) -> str | None:
-    """The message of a user error raised on a worker, from the runner's exception; else None."""
-    if isinstance(error, (CorpusError, OSError)):  # an in-process runner re-raises the same class
-        return _STAGE_SUFFIX.sub("", str(error))
-    if isinstance(error, (KeyboardInterrupt, SystemExit)):
-        return None
-    match = _WORKER_USER_ERROR.search(str(error))
-    return match["message"] if match else None

@@ -1,6 +1,7 @@
-"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining_beam.py) against the
-single-machine command: the same bytes in every output file and the same statistics file, whatever
-the runner's parallelism; bad input and bad options as clear errors; Beam imported only when asked."""
+"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining_beam.py and beam_pipeline.py)
+against the single-machine command: the same bytes in every output file and the same statistics
+file, whatever the runner's parallelism; bad input and bad options as clear errors; Beam imported
+only when asked."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from absl import app
 from absl.testing import flagsaver
 
 import data_prep
-from data_prep import create_pretraining_data, pretraining_beam
+from data_prep import beam_pipeline, create_pretraining_data
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
 from tests.test_create_pretraining_data import (parsed_flags, read_records, rte_documents,  # noqa: F401
                                                 run_cli, write_corpus)
@@ -145,15 +146,15 @@ def run_cli_with_arguments(arguments: list[str], **flag_values) -> None:
 
 
 def test_pipeline_options_for_each_runner():
-    direct = pretraining_beam.pipeline_options("DirectRunner", [], 3, False).get_all_options()
-    assert direct["runner"] == pretraining_beam.LOCAL_RUNNER
+    direct = beam_pipeline.pipeline_options("DirectRunner", [], 3, False).get_all_options()
+    assert direct["runner"] == beam_pipeline.LOCAL_RUNNER
     assert (direct["direct_num_workers"], direct["direct_running_mode"]) == (3, "multi_processing")
-    explicit = pretraining_beam.pipeline_options(
+    explicit = beam_pipeline.pipeline_options(
         "DirectRunner", ["--direct_running_mode=multi_threading"], 1, False).get_all_options()
     assert explicit["direct_running_mode"] == "multi_threading"  # the user's option wins
-    flink = pretraining_beam.pipeline_options("FlinkRunner", ["--parallelism=8"], 4, True)
+    flink = beam_pipeline.pipeline_options("FlinkRunner", ["--parallelism=8"], 4, True)
     assert flink.get_all_options()["num_workers"] == 4 and flink.get_all_options()["parallelism"] == 8
-    assert pretraining_beam.pipeline_options("FlinkRunner", [], 4, False).get_all_options()[
+    assert beam_pipeline.pipeline_options("FlinkRunner", [], 4, False).get_all_options()[
         "num_workers"] is None
 
 
@@ -187,8 +188,8 @@ def test_unknown_flag_without_runner_is_absl_error(tmp_path):
 
 def test_runner_without_beam_installed_names_the_requirements_file(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "apache_beam", None)  # "import apache_beam" fails
-    monkeypatch.delitem(sys.modules, "data_prep.pretraining_beam")
-    monkeypatch.delattr(data_prep, "pretraining_beam")
+    monkeypatch.delitem(sys.modules, "data_prep.beam_pipeline")
+    monkeypatch.delattr(data_prep, "beam_pipeline")
     with pytest.raises(app.UsageError, match="--runner needs Apache Beam, which is not installed .*"
                                              "pip install -r requirements-beam.txt"):
         run_cli(runner="DirectRunner", input_file=str(tmp_path / "none.txt"),
