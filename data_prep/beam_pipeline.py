@@ -75,6 +75,18 @@ def pipeline_options(runner: str, beam_args: list[str], num_workers: int,
     return PipelineOptions(beam_args, runner=runner, **overrides)
 
 
+def check_paths_reach_workers(options: PipelineOptions, paths: Sequence[tuple[str, str]]) -> None:
+    """Raises ValueError naming the flag and path of a local path under Dataflow, whose workers
+    cannot see this machine's files (caught now rather than when the job fails). ``paths``:
+    (flag, path) pairs. Other runners may share a file system with this machine."""
+    if options.view_as(StandardOptions).runner.lower() not in ("dataflow", "dataflowrunner"):
+        return
+    for flag, path in paths:
+        if "://" not in path:
+            raise ValueError(f"{flag} {path!r} is a local path, which Dataflow's workers cannot "
+                             "read or write: use gs://...")
+
+
 def is_local(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner == LOCAL_RUNNER
 

@@ -206,6 +206,11 @@ def _run(beam_options) -> None:
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = _output_files()
     _check_paths(input_files, output_files)
+    if beam_options is not None:
+        from data_prep import beam_pipeline  # pylint: disable=import-outside-toplevel
+        beam_pipeline.check_paths_reach_workers(
+            beam_options, [("--input_file", path) for path in input_files]
+            + [("--output_file", path) for path in output_files])
     tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
                               do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
     processor = ChunkProcessor(tokenizer, _generation_config())

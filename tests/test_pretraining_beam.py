@@ -139,6 +139,16 @@ def test_bad_runner_or_option_is_a_usage_error(tmp_path, runner, beam_args, mess
                                output_file=str(tmp_path / "o.tfrecord"), **SETTINGS)
 
 
+def test_dataflow_refuses_local_paths_before_any_work(tmp_path):
+    corpus = write_corpus(tmp_path / "c.txt", rte_documents(5))
+    with pytest.raises(ValueError, match=r"--input_file '.*c\.txt' is a local path, which "
+                                         r"Dataflow's workers cannot read or write: use gs://"):
+        run_cli_with_arguments(["--project=p", "--region=r", "--temp_location=gs://b/tmp"],
+                               runner="DataflowRunner", input_file=corpus,
+                               output_file=str(tmp_path / "o.tfrecord"), **SETTINGS)
+    assert os.listdir(tmp_path) == ["c.txt"]
+
+
 def run_cli_with_arguments(arguments: list[str], **flag_values) -> None:
     """main() with ``arguments`` left over by the flag parser (Beam options)."""
     with flagsaver.flagsaver(**flag_values):
