@@ -43,10 +43,11 @@ def last_line_number(path: str) -> int:
         return len(handle.read().splitlines())
 
 
-def run_and_read(output_files: list[str], **flag_values) -> tuple[list[bytes], str]:
+def run_and_read(output_files: list[str], beam_args: tuple[str, ...] = (),
+                 **flag_values) -> tuple[list[bytes], str]:
     """Runs the command; returns every output file's bytes and the statistics file's text, then
     removes them so that the next run writes the same paths."""
-    run_cli(output_file=",".join(output_files), **flag_values)
+    run_cli_with_arguments(list(beam_args), output_file=",".join(output_files), **flag_values)
     contents = []
     for path in output_files:
         with open(path, "rb") as handle:
@@ -59,12 +60,18 @@ def run_and_read(output_files: list[str], **flag_values) -> tuple[list[bytes], s
     return contents, stats
 
 
-@pytest.mark.parametrize("beam_workers", [1, 2])
-def test_beam_writes_the_bytes_of_the_single_machine_command(corpus, tmp_path, beam_workers):
+@pytest.mark.parametrize("runner, beam_workers, beam_args", [
+    ("DirectRunner", 1, ()),  # in this process
+    ("DirectRunner", 2, ()),  # two worker processes
+    # Through a job service and the portable worker harness, as Flink and Spark run it.
+    ("PortableRunner", 1, ("--job_endpoint=embed", "--environment_type=LOOPBACK")),
+])
+def test_beam_writes_the_bytes_of_the_single_machine_command(corpus, tmp_path, runner, beam_workers,
+                                                              beam_args):
     outputs = [str(tmp_path / f"train-{index}.tfrecord") for index in range(3)]
     flag_values = dict(SETTINGS, input_file=corpus, chunk_documents=40, skip_invalid_lines=True)
     expected, expected_stats = run_and_read(outputs, num_workers=2, **flag_values)
-    written, stats = run_and_read(outputs, runner="DirectRunner", num_workers=beam_workers,
+    written, stats = run_and_read(outputs, beam_args, runner=runner, num_workers=beam_workers,
                                   **flag_values)
 
     assert [len(content) for content in written] == [len(content) for content in expected]
