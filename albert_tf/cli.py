@@ -21,11 +21,12 @@ in its first seconds, before any model is built.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 import tensorflow as tf
 from absl import app
@@ -95,6 +96,20 @@ def quiet_tensorflow_logging() -> None:
         return
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     absl_logging.get_absl_handler().addFilter(_drop_tensorflow_info)
+
+
+@contextlib.contextmanager
+def logger_levels(levels: Mapping[str, int]) -> Iterator[None]:
+    """Within the block each named logger ("" is the root logger) has the given level; the previous
+    levels come back after it."""
+    previous = {name: logging.getLogger(name).level for name in levels}
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, level in previous.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _drop_tensorflow_info(record: logging.LogRecord) -> bool:

@@ -23,6 +23,8 @@ from apache_beam.runners.portability.fn_api_runner import fn_runner
 from apache_beam.runners.portability.portable_runner import JobServiceHandle
 from apache_beam.runners.runner import PipelineState
 
+from albert_tf.cli import logger_levels
+
 DIRECT_RUNNER = "DirectRunner"
 LOCAL_RUNNER = "FnApiRunner"
 
@@ -51,15 +53,11 @@ def pipeline_options(runner: str, beam_args: list[str], num_workers: int,
     runner = LOCAL_RUNNER if is_direct else runner
     beam.runners.create_runner(runner)  # fails now on a misspelt runner, not after the set-up
     given = PipelineOptions(beam_args)
-    options_logger = logging.getLogger("apache_beam.options.pipeline_options")
-    previous_level = options_logger.level
-    options_logger.setLevel(logging.ERROR)  # the error below replaces Beam's "Discarding ..." warning
-    try:
+    # The error below replaces Beam's "Discarding unparseable args" warning.
+    with logger_levels({"apache_beam.options.pipeline_options": logging.ERROR}):
         known = set(given.get_all_options())
         unknown = sorted(set(given.get_all_options(retain_unknown_options=True)) - known)
         explicit = given.get_all_options(drop_default=True)
-    finally:
-        options_logger.setLevel(previous_level)
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join('--' + name for name in unknown)}: neither a "
                          "flag of this command nor a Beam pipeline option")
@@ -102,22 +100,14 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     return beam.Pipeline(runner=runner, options=options)
 
 
-@contextlib.contextmanager
-def quiet_beam_logs(local: bool) -> Iterator[None]:
-    """Within the block Beam does not log how it reads type hints; the local runner logs warnings
-    only, and no echo of a worker's error."""
+def quiet_beam_logs(local: bool) -> contextlib.AbstractContextManager:
+    """A context within which Beam does not log how it reads type hints; the local runner logs
+    warnings only, and no echo of a worker's error."""
     levels = {"apache_beam.typehints": logging.WARNING}
     if local:
         levels.update({"apache_beam": logging.WARNING,
                        **{name: logging.CRITICAL for name in _ERROR_ECHOES}})
-    previous = {name: logging.getLogger(name).level for name in levels}
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
-    try:
-        yield
-    finally:
-        for name, level in previous.items():
-            logging.getLogger(name).setLevel(level)
+    return logger_levels(levels)
 
 
 def run_to_completion(pipeline: beam.Pipeline, local: bool, user_error: type[Exception],
@@ -158,9 +148,9 @@ def _user_error_message(error: BaseException, names: Sequence[str]) -> str | Non
     if isinstance(error, (KeyboardInterrupt, SystemExit)):
         return None
     alternatives = "|".join(re.escape(name) for name in names)
-    match = re.search(rf"^(?:[\w.]+\.)?(?:{alternatives}): (?P<message>.+?)"
-                      r"(?: \[while running '[^']*'\])?$", str(error), re.MULTILINE)
-    return match["message"] if match else None
+    match = re.search(rf"^(?:[\w.]+\.)?(?:{alternatives}): (?P<message>.+)$", str(error),
+                      re.MULTILINE)
+    return _STAGE_SUFFIX.sub("", match["message"]) if match else None
 
 
 @contextlib.contextmanager

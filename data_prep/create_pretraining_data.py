@@ -173,22 +173,11 @@ def _parse_flags(argv: list[str]) -> list[str]:
     return remaining
 
 
-@contextlib.contextmanager
-def _quiet_beam_import():
-    """Hides the warnings Apache Beam logs on import about Google Cloud libraries it does not need."""
-    root = logging_module.getLogger()
-    previous = root.level
-    root.setLevel(logging_module.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(previous)
-
-
 def _beam_options(beam_args: list[str]):
     """The Beam pipeline options of --runner and ``beam_args`` (UsageError when unusable)."""
     try:
-        with _quiet_beam_import():
+        # Beam warns on import about Google Cloud libraries it does not need here.
+        with cli.logger_levels({"": logging_module.ERROR}):
             from data_prep import beam_pipeline  # pylint: disable=import-outside-toplevel
     except ModuleNotFoundError as err:
         raise app.UsageError(f"--runner needs Apache Beam, which is not installed ({err}): "
@@ -206,11 +195,6 @@ def _run(beam_options) -> None:
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = _output_files()
     _check_paths(input_files, output_files)
-    if beam_options is not None:
-        from data_prep import beam_pipeline  # pylint: disable=import-outside-toplevel
-        beam_pipeline.check_paths_reach_workers(
-            beam_options, [("--input_file", path) for path in input_files]
-            + [("--output_file", path) for path in output_files])
     tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
                               do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
     processor = ChunkProcessor(tokenizer, _generation_config())

@@ -53,6 +53,9 @@ def write_with_beam(input_files: list[str], output_files: list[str], processor: 
     Same arguments and result as ``pretraining_pipeline.generate_pretraining_data``, which writes the
     same bytes on one machine; ``options`` (``beam_pipeline.pipeline_options``) pick the runner.
     """
+    beam_pipeline.check_paths_reach_workers(
+        options, [("--input_file", path) for path in input_files]
+        + [("--output_file", path) for path in output_files])
     targets = [stats_path(output_files[0])] + output_files
     local = beam_pipeline.is_local(options)
     with contextlib.ExitStack() as stack:

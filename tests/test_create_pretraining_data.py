@@ -36,10 +36,11 @@ def parsed_flags():
         FLAGS.mark_as_parsed()
 
 
-def run_cli(**flag_values):
-    """Runs the script's main() in-process with the given flags (others at their defaults)."""
+def run_cli(arguments=(), **flag_values):
+    """Runs the script's main() in-process with the given flags (others at their defaults) and the
+    ``arguments`` the flag parser left over (Beam pipeline options)."""
     with flagsaver.flagsaver(**flag_values):
-        create_pretraining_data.main(["create_pretraining_data"])
+        create_pretraining_data.main(["create_pretraining_data", *arguments])
 
 
 def read_records(path):

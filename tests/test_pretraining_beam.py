@@ -12,10 +12,9 @@ import sys
 
 import pytest
 from absl import app
-from absl.testing import flagsaver
 
 import data_prep
-from data_prep import beam_pipeline, create_pretraining_data
+from data_prep import beam_pipeline
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
 from tests.test_create_pretraining_data import (parsed_flags, read_records, rte_documents,  # noqa: F401
                                                 run_cli, write_corpus)
@@ -47,7 +46,7 @@ def run_and_read(output_files: list[str], beam_args: tuple[str, ...] = (),
                  **flag_values) -> tuple[list[bytes], str]:
     """Runs the command; returns every output file's bytes and the statistics file's text, then
     removes them so that the next run writes the same paths."""
-    run_cli_with_arguments(list(beam_args), output_file=",".join(output_files), **flag_values)
+    run_cli(beam_args, output_file=",".join(output_files), **flag_values)
     contents = []
     for path in output_files:
         with open(path, "rb") as handle:
@@ -142,7 +141,7 @@ def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path):
 def test_bad_runner_or_option_is_a_usage_error(tmp_path, runner, beam_args, message):
     with pytest.raises(app.UsageError, match=f"--runner={runner}: .*{message}".replace("(", r"\(")
                        .replace(")", r"\)")):
-        run_cli_with_arguments(beam_args, runner=runner, input_file=str(tmp_path / "none.txt"),
+        run_cli(beam_args, runner=runner, input_file=str(tmp_path / "none.txt"),
                                output_file=str(tmp_path / "o.tfrecord"), **SETTINGS)
 
 
@@ -150,16 +149,10 @@ def test_dataflow_refuses_local_paths_before_any_work(tmp_path):
     corpus = write_corpus(tmp_path / "c.txt", rte_documents(5))
     with pytest.raises(ValueError, match=r"--input_file '.*c\.txt' is a local path, which "
                                          r"Dataflow's workers cannot read or write: use gs://"):
-        run_cli_with_arguments(["--project=p", "--region=r", "--temp_location=gs://b/tmp"],
+        run_cli(["--project=p", "--region=r", "--temp_location=gs://b/tmp"],
                                runner="DataflowRunner", input_file=corpus,
                                output_file=str(tmp_path / "o.tfrecord"), **SETTINGS)
     assert os.listdir(tmp_path) == ["c.txt"]
-
-
-def run_cli_with_arguments(arguments: list[str], **flag_values) -> None:
-    """main() with ``arguments`` left over by the flag parser (Beam options)."""
-    with flagsaver.flagsaver(**flag_values):
-        create_pretraining_data.main(["create_pretraining_data", *arguments])
 
 
 def test_pipeline_options_for_each_runner():
