@@ -15,16 +15,19 @@ import math
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import classifier, cli, export, flag_definitions, run_flags
-from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.evaluation import (best_checkpoint_prefix, restore_best_checkpoint,
-                                  run_checkpoint_sweep)
-from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
-from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import EvalSet, Trainer
-from data_prep.feature_cache import FeatureFile
-from data_prep.glue import GlueDataError, cached_glue_features, parse_glue_example
-from data_prep.glue_tasks import GlueTask, glue_task
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, restore_best_checkpoint,
+                                                  run_checkpoint_sweep)
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
+from albert_tf.tasks.classification import serving, task
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import Trainer
+from data_prep.classification.features import cached_glue_features, parse_glue_example
+from data_prep.classification.glue_tasks import GlueTask, glue_task
+from data_prep.classification.processors import GlueDataError
+from data_prep.common.feature_cache import FeatureFile
 
 FLAGS = flags.FLAGS
 
@@ -113,7 +116,7 @@ def predict(run: Run) -> None:
         test_file = run.features(key, "test", FLAGS.predict_batch_size)
         outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
         guids = test_file.metadata["guids"]
-        paths = classifier.write_predictions(run.trainer.config.output_dir, guids, outputs,
+        paths = task.write_predictions(run.trainer.config.output_dir, guids, outputs,
                                              run.task.labels,
                                              suffix=f"_{suffix}" if suffix else "")
         print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
@@ -122,7 +125,7 @@ def predict(run: Run) -> None:
 def export_saved_model(run: Run) -> None:
     threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
     labels = run.task.labels
-    export.export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
+    serving.export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
                              assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                              tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length)
     print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
@@ -139,7 +142,7 @@ def main(argv):
     tokenizer = run_flags.tokenizer_from_flags(config)
     if FLAGS.do_train:
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    classifier_task = classifier.ClassifierTask(config, task.metric_kinds, task.num_labels,
+    classifier_task = task.ClassifierTask(config, task.metric_kinds, task.num_labels,
                                                 task.is_regression)
     run = Run(task, tokenizer,
               run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
@@ -157,4 +160,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, checks=[run_flags.check_output_directories])
+    error_boundary.run(main, checks=[run_flags.check_output_directories])

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from albert_tf import cli, flag_definitions, run_flags
-from albert_tf.checkpoint_sweep import SweepPolicy
-from albert_tf.evaluation import run_checkpoint_sweep
-from albert_tf.io_utils import expand_input_patterns
-from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
-from albert_tf.training import EvalSet, Trainer
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
+from albert_tf.files.paths import expand_input_patterns
+from albert_tf.files.records import require_records
+from albert_tf.tasks.pretraining.records import check_pretraining_files
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import Trainer
 
 FLAGS = flags.FLAGS
 
@@ -43,6 +46,26 @@ def validate_flags() -> None:
                              "and not supported; create masked data with create_pretraining_data.")
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("Nothing to do: set --do_train and/or --do_eval.")
+
+
+def check_pretraining_inputs() -> None:
+    """run_pretraining's checks before work (its --input_file and --eval_input_file).
+
+    The config loads and fits --max_seq_length; the first records of every training file (with
+    --do_train) and evaluation file (with --do_eval) have the lengths --max_seq_length and
+    --max_predictions_per_seq say and token ids below the config's vocab_size; the evaluation files
+    hold one --eval_batch_size batch at least.
+    """
+    values = flags.FLAGS
+    config = run_flags.load_config(values.albert_config_file, values.max_seq_length)
+    train_patterns = values.input_file if values.do_train else None
+    eval_patterns = (values.eval_input_file or values.input_file) if values.do_eval else None
+    for patterns in dict.fromkeys(p for p in (train_patterns, eval_patterns) if p):
+        check_pretraining_files(expand_input_patterns(patterns), values.max_seq_length,
+                                values.max_predictions_per_seq, config.vocab_size,
+                                values.albert_config_file)
+    if eval_patterns:
+        require_records(expand_input_patterns(eval_patterns), values.eval_batch_size)
 
 
 def evaluate(trainer: Trainer) -> None:
@@ -81,5 +104,5 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
-    cli.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
-                          run_flags.check_pretraining_inputs])
+    error_boundary.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
+                          check_pretraining_inputs])

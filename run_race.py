@@ -27,19 +27,20 @@ import os
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import cli, flag_definitions, run_flags
-from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy, format_metrics
-from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
-from albert_tf.export_race import export_multiple_choice
-from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
-from albert_tf.io_utils import atomic_write_text
-from albert_tf.multiple_choice import (MultipleChoiceContext, MultipleChoiceTask,
-                                       write_choice_predictions)
-from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import EvalSet, Trainer
-from data_prep.feature_cache import FeatureFile
-from data_prep.race import race_feature_file
-from data_prep.race_features import parse_race_record
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy, format_metrics
+from albert_tf.files.atomic import atomic_write_text
+from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
+from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
+                                                  write_choice_predictions)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import Trainer
+from data_prep.common.feature_cache import FeatureFile
+from data_prep.multiple_choice.feature_file import race_feature_file
+from data_prep.multiple_choice.features import parse_race_record
 
 FLAGS = flags.FLAGS
 
@@ -152,4 +153,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, checks=[run_flags.check_output_directories])
+    error_boundary.run(main, checks=[run_flags.check_output_directories])

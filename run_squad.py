@@ -26,16 +26,19 @@ import os
 
 from absl import app, flags
 
-from albert_tf import cli, flag_definitions, run_flags
-from albert_tf.checkpoint_sweep import BEST_PREFIX, SweepPolicy, list_checkpoints
-from albert_tf.evaluation import restore_best_checkpoint, run_checkpoint_sweep
-from albert_tf.export_squad import export_squad
-from albert_tf.input_pipeline import record_eval_dataset, record_train_dataset_fn
-from albert_tf.squad import SquadEvalContext, SquadSettings, SquadTask
-from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import EvalSet, Trainer
-from data_prep.feature_cache import FeatureFile
-from data_prep.squad import parse_squad_record, squad_feature_file
+from albert_tf.checkpoints.files import list_checkpoints
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
+from albert_tf.tasks.question_answering.serving import export_squad
+from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import Trainer
+from data_prep.common.feature_cache import FeatureFile
+from data_prep.question_answering.feature_file import squad_feature_file
+from data_prep.question_answering.features import parse_squad_record
 
 FLAGS = flags.FLAGS
 # The reference shuffles its training questions with random.Random(12345) before conversion.
@@ -171,4 +174,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, checks=[run_flags.check_output_directories])
+    error_boundary.run(main, checks=[run_flags.check_output_directories])

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from absl import flags
 
-from albert_tf import cli, flag_definitions
-from albert_tf.config import AlbertConfig
-from albert_tf.heads import AlbertPretrainingModel
-from albert_tf.parameters import format_parameter_report, parameter_report, training_memory_bytes
+from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.parameters import (format_parameter_report, parameter_report,
+                                         training_memory_bytes)
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 
 # Bytes per activation value for each --dtype.
 _COMPUTE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -49,4 +50,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    cli.run(main)
+    error_boundary.run(main)

@@ -35,10 +35,10 @@ SAMPLE_INTERVAL_S = 0.05
 def run_generation(settings: dict) -> dict:
     """Inside the measured process: generates the records and times the generation itself."""
     sys.path.insert(0, REPO_ROOT)
-    from albert_tf.tokenization import FullTokenizer
-    from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
-    from data_prep.pretraining_instances import InstanceConfig
-    from data_prep.pretraining_pipeline import generate_pretraining_data
+    from albert_tf.tokenization.full_tokenizer import FullTokenizer
+    from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
+    from data_prep.pretraining.instances import InstanceConfig
+    from data_prep.pretraining.pipeline import generate_pretraining_data
 
     tokenizer = FullTokenizer(spm_model_file=MODEL)
     config = GenerationConfig(InstanceConfig(max_seq_length=128), dupe_factor=settings["dupe_factor"])

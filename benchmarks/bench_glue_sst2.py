@@ -39,7 +39,7 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from data_prep.train_sentencepiece import train_sentencepiece  # noqa: E402
+from data_prep.pretraining.vocabulary import train_sentencepiece  # noqa: E402
 
 SST2_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "glue", "SST-2")
 

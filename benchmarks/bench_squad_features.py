@@ -33,8 +33,8 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.tokenization import FullTokenizer  # noqa: E402
-from data_prep.squad import write_squad_feature_file  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
 
 SQUAD_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "squad")
 SPM_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")

@@ -37,10 +37,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf.config import AlbertConfig
-from albert_tf.export import IDS_ONLY, export_classifier
-from albert_tf.heads import AlbertClassifierModel
-from albert_tf.tflite_export import SIGNATURE_KEY, export_tflite
+from albert_tf.models.config import AlbertConfig
+from albert_tf.serving.saved_model import IDS_ONLY
+from albert_tf.serving.tflite import SIGNATURE_KEY
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.classification.serving import export_classifier, export_classifier_tflite
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -127,7 +128,7 @@ def main(argv: list[str]) -> None:
         export_dir = export_classifier(model, os.path.join(scratch, "export"))
         saved_model_dir = os.path.join(export_dir, IDS_ONLY)
         start = time.perf_counter()
-        tflite_path = export_tflite(model, os.path.join(scratch, "model.tflite"), seq_length)
+        tflite_path = export_classifier_tflite(model, os.path.join(scratch, "model.tflite"), seq_length)
         print(f"TFLite conversion: {time.perf_counter() - start:.1f} s", flush=True)
         sizes = {"SavedModel": directory_bytes(saved_model_dir),
                  "TFLite": os.path.getsize(tflite_path)}

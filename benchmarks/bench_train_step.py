@@ -54,11 +54,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf.config import AlbertConfig
-from albert_tf.optimization import create_optimizer
-from albert_tf.pretraining import PretrainingTask
-from albert_tf.input_pipeline import DatasetFn
-from albert_tf.training import DTYPE_POLICIES, RunConfig, Trainer
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.pretraining.task import PretrainingTask
+from albert_tf.training.input_pipeline import DatasetFn
+from albert_tf.training.optimization import create_optimizer
+from albert_tf.training.trainer import DTYPE_POLICIES, RunConfig, Trainer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUGE_STEPS = 10 ** 9

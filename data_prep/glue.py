@@ -1,4 +1,4 @@
-"""GLUE data preparation: what callers use of the GLUE modules, and a command line.
+"""TODO(split) GLUE data preparation: what callers use of the GLUE modules, and a command line.
 
 API (re-exported from ``glue_tasks``, ``glue_processors`` and ``glue_features``): the task table
 ``GLUE_TASKS`` / ``glue_task`` / ``get_processor``, ``InputExample``, ``GlueDataError``,
@@ -16,18 +16,11 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from albert_tf import cli, flag_definitions
-from albert_tf.tokenization import FullTokenizer
-from data_prep.glue_features import (cached_glue_features, convert_examples_to_features,
-                                     parse_glue_example, truncate_seq_pair)
-from data_prep.glue_processors import SPLITS, GlueDataError, InputExample
-from data_prep.glue_tasks import GLUE_TASKS, get_processor, glue_task
-
-__all__ = [
-    "GLUE_TASKS", "GlueDataError", "InputExample", "cached_glue_features",
-    "convert_examples_to_features", "get_processor", "glue_task", "parse_glue_example",
-    "truncate_seq_pair",
-]
+from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.classification.features import cached_glue_features
+from data_prep.classification.glue_tasks import glue_task
+from data_prep.classification.processors import SPLITS, GlueDataError
 
 FLAGS = flags.FLAGS
 
@@ -73,4 +66,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    cli.run(main)
+    error_boundary.run(main)

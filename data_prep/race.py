@@ -1,4 +1,4 @@
-"""RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
+"""TODO(split) RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
 
 Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and level middle/high,
 read in the order middle, high (``middle_only`` / ``high_only`` read one level). Each level
@@ -29,294 +29,17 @@ Features and records: data_prep/race_features.py. Command line::
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import functools
-import json
-import logging
-import os
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf import cli, flag_definitions
-from albert_tf.tokenization import FullTokenizer
-from data_prep.feature_cache import FeatureFile, RecordSink, cached_feature_file, write_feature_file
-from data_prep.race_features import (NUM_CHOICES, RaceFeatures, check_lengths, serialize_race_features,
-                                     question_features)
-from data_prep.text_fields import normalize_field
-
-SPLITS = ("train", "dev", "test")
-LEVELS = ("middle", "high")
-ALL_TXT = "all.txt"
-ANSWER_LETTERS = "ABCD"
-_ARTICLE_KEYS = ("id", "article", "questions", "options", "answers")
-
-# Bump when the records written for the same inputs and settings change (invalidates cached files).
-FORMAT_VERSION = 1
-
-
-class RaceDataError(ValueError):
-    """A RACE file is missing or malformed; the message names the file (line) and question."""
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceSource:
-    """One file read for a level: an all.txt (one JSON article per line) or one article's file."""
-
-    level: str
-    path: str
-    one_article_per_line: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceExample:
-    """One question.
-
-    example_id: "<article id>-<question index>" (0-based index within the article), unique per split.
-    article: the normalized article text (shared by the article's questions).
-    qa_texts: NUM_CHOICES normalized question+option texts, option A first.
-    label_id: 0-3 for the answer letters A-D.
-    """
-
-    example_id: str
-    level: str
-    article: str
-    qa_texts: tuple[str, ...]
-    label_id: int
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceExamples:
-    """What a read produced: the examples in reading order and what ``skip_invalid`` dropped."""
-
-    examples: list[RaceExample]
-    num_skipped_questions: int = 0
-    num_skipped_articles: int = 0
-
-
-# -- reading ---------------------------------------------------------------------------------------
-
-def race_sources(data_dir: str, split: str, middle_only: bool = False,
-                 high_only: bool = False) -> list[RaceSource]:
-    """The files to read for ``split``, levels in the order middle, high.
-
-    Raises RaceDataError for an unknown split, both level restrictions at once, a missing level
-    directory, or one with neither all.txt nor *.txt files.
-    """
-    if split not in SPLITS:
-        raise RaceDataError(f"unknown RACE split {split!r}; expected one of {list(SPLITS)}")
-    if middle_only and high_only:
-        raise RaceDataError("middle_only and high_only exclude each other; give at most one")
-    levels = ["middle"] if middle_only else ["high"] if high_only else list(LEVELS)
-    sources = []
-    for level in levels:
-        directory = os.path.join(data_dir, "RACE", split, level)
-        if not tf.io.gfile.isdir(directory):
-            raise RaceDataError(f"RACE directory not found: {directory} (expected "
-                                f"<data_dir>/RACE/{split}/{level}/ holding all.txt or *.txt)")
-        names = tf.io.gfile.listdir(directory)
-        if ALL_TXT in names:
-            sources.append(RaceSource(level, os.path.join(directory, ALL_TXT), True))
-            continue
-        files = [os.path.join(directory, name) for name in sorted(names) if name.endswith(".txt")]
-        files = [path for path in files if not tf.io.gfile.isdir(path)]
-        if not files:
-            raise RaceDataError(f"{directory}: no all.txt and no *.txt article files")
-        sources.extend(RaceSource(level, path, False) for path in files)
-    return sources
-
-
-def read_race_examples(sources: Sequence[RaceSource], use_spm: bool = True, do_lower_case: bool = True,
-                       skip_invalid: bool = False) -> RaceExamples:
-    """The examples of ``sources`` in order (see the module docstring for the rules).
-
-    use_spm / do_lower_case: normalize as a SentencePiece (or WordPiece) tokenizer with that casing
-    expects. Raises RaceDataError on the first invalid article or question unless ``skip_invalid``.
-    """
-    reader = _Reader(functools.partial(normalize_field, use_spm=use_spm, do_lower_case=do_lower_case),
-                     skip_invalid)
-    examples = [example for source in sources for example in reader.read(source)]
-    return RaceExamples(examples, reader.num_skipped_questions, reader.num_skipped_articles)
-
-
-class _Reader:
-    """Reads sources one after another, remembering article ids (they must be unique) and skips."""
-
-    def __init__(self, process_text: Callable[[str], str], skip_invalid: bool):
-        self._process_text = process_text
-        self._skip_invalid = skip_invalid
-        self._article_places: dict[str, str] = {}
-        self.num_skipped_questions = 0
-        self.num_skipped_articles = 0
-
-    def read(self, source: RaceSource) -> Iterator[RaceExample]:
-        for place, raw in _raw_articles(source):
-            try:
-                article = self._parse_article(raw, place)
-            except RaceDataError as error:
-                self._skip(error, "article")
-                continue
-            text = self._process_text(article["article"])
-            for index in range(len(article["questions"])):
-                try:
-                    yield self._example(article, index, text, source.level, place)
-                except RaceDataError as error:
-                    self._skip(error, "question")
-
-    def _skip(self, error: RaceDataError, what: str) -> None:
-        if not self._skip_invalid:
-            raise error
-        logging.warning("skipping invalid %s: %s", what, error)
-        if what == "article":
-            self.num_skipped_articles += 1
-        else:
-            self.num_skipped_questions += 1
-
-    def _parse_article(self, raw: bytes, place: str) -> dict:
-        try:
-            article = json.loads(raw.decode("utf-8-sig"))
-        except UnicodeDecodeError as error:
-            raise RaceDataError(f"{place}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-        except json.JSONDecodeError as error:
-            raise RaceDataError(f"{place}: malformed JSON: {error.msg} (line {error.lineno} "
-                                f"column {error.colno} of the article)") from None
-        if not isinstance(article, dict):
-            raise RaceDataError(f"{place}: expected a JSON object with keys {list(_ARTICLE_KEYS)}, "
-                                f"found {type(article).__name__}")
-        missing = [key for key in _ARTICLE_KEYS if key not in article]
-        if missing:
-            raise RaceDataError(f"{place}: article lacks the keys {missing}")
-        for key, kind in (("id", str), ("article", str), ("questions", list), ("options", list),
-                          ("answers", list)):
-            if not isinstance(article[key], kind):
-                raise RaceDataError(f"{place}: {key!r} must be a {'string' if kind is str else 'list'}, "
-                                    f"found {type(article[key]).__name__}")
-        counts = [len(article[key]) for key in ("questions", "options", "answers")]
-        if len(set(counts)) != 1:
-            raise RaceDataError(f"{place}: article {article['id']!r} has {counts[0]} questions, "
-                                f"{counts[1]} option lists and {counts[2]} answers; expected equal counts")
-        first_place = self._article_places.setdefault(article["id"], place)
-        if first_place != place:
-            raise RaceDataError(f"{place}: article id {article['id']!r} was already read from "
-                                f"{first_place}")
-        return article
-
-    def _example(self, article: dict, index: int, text: str, level: str, place: str) -> RaceExample:
-        where = f"{place}: question {index} of article {article['id']!r}"
-        question, options, answer = (article[key][index] for key in ("questions", "options", "answers"))
-        if not isinstance(question, str):
-            raise RaceDataError(f"{where}: the question must be a string, found {type(question).__name__}")
-        if not isinstance(options, list) or len(options) != NUM_CHOICES:
-            found = len(options) if isinstance(options, list) else type(options).__name__
-            raise RaceDataError(f"{where}: expected {NUM_CHOICES} options, found {found}")
-        if not all(isinstance(option, str) for option in options):
-            raise RaceDataError(f"{where}: every option must be a string")
-        if not isinstance(answer, str) or len(answer) != 1 or answer not in ANSWER_LETTERS:
-            raise RaceDataError(f"{where}: expected an answer letter from {list(ANSWER_LETTERS)}, "
-                                f"found {answer!r}")
-        question = self._process_text(question)
-        qa_texts = tuple(fill_in_option(question, self._process_text(option)) for option in options)
-        return RaceExample(example_id=f"{article['id']}-{index}", level=level, article=text,
-                           qa_texts=qa_texts, label_id=ANSWER_LETTERS.index(answer))
-
-
-def fill_in_option(question: str, option: str) -> str:
-    """The question with every "_" replaced by ``option``; without a "_", question + " " + option."""
-    if "_" in question:
-        return question.replace("_", option)
-    return question + " " + option
-
-
-def _raw_articles(source: RaceSource) -> Iterator[tuple[str, bytes]]:
-    """(place, undecoded JSON text) per article; place is "path:line" for all.txt, else the path."""
-    with tf.io.gfile.GFile(source.path, "rb") as handle:
-        content = handle.read()
-    if not source.one_article_per_line:
-        yield source.path, content
-        return
-    for line_number, line in enumerate(content.split(b"\n"), start=1):
-        if line.strip():
-            yield f"{source.path}:{line_number}", line
-
-
-# -- features and records --------------------------------------------------------------------------
-
-def convert_examples(examples: Iterable[RaceExample], tokenizer: FullTokenizer, max_seq_length: int,
-                     max_qa_length: int) -> Iterator[RaceFeatures]:
-    """Features of each example (reference ``convert_single_example``), in order.
-
-    The article is tokenized once for consecutive questions of the same article (same pieces).
-    """
-    check_lengths(max_seq_length, max_qa_length)
-    article, article_ids = None, []
-    for example in examples:
-        if example.article != article:
-            article = example.article
-            article_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(article))
-        yield question_features(article_ids, example.qa_texts, example.label_id, tokenizer,
-                                max_seq_length, max_qa_length)
-
-
-def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: FullTokenizer,
-                       max_seq_length: int, max_qa_length: int) -> dict:
-    """Writes one record per example to ``sink``; returns the metadata of the file.
-
-    Metadata: ``example_ids`` and ``levels`` (one entry per record, in record order), ``num_examples``
-    per level, ``num_skipped_questions``, ``num_skipped_articles``, ``max_seq_length``, ``max_qa_length``.
-    """
-    for features in convert_examples(examples.examples, tokenizer, max_seq_length, max_qa_length):
-        sink.write(serialize_race_features(features))
-    levels = [example.level for example in examples.examples]
-    per_level = collections.Counter(levels)
-    return {
-        "example_ids": [example.example_id for example in examples.examples],
-        "levels": levels,
-        "num_examples": {level: per_level[level] for level in LEVELS},
-        "num_skipped_questions": examples.num_skipped_questions,
-        "num_skipped_articles": examples.num_skipped_articles,
-        "max_seq_length": max_seq_length,
-        "max_qa_length": max_qa_length,
-    }
-
-
-def _records_builder(sources: Sequence[RaceSource], tokenizer: FullTokenizer, max_seq_length: int,
-                     max_qa_length: int, skip_invalid: bool) -> Callable[[RecordSink], dict]:
-    """The ``build`` callback of the feature-file writers: reads ``sources`` and writes their records."""
-    def build(sink: RecordSink) -> dict:
-        examples = read_race_examples(sources, use_spm=tokenizer.uses_sentencepiece,
-                                      do_lower_case=tokenizer.do_lower_case, skip_invalid=skip_invalid)
-        if not examples.examples:
-            raise RaceDataError(f"no valid questions in {[source.path for source in sources]}")
-        return write_race_records(sink, examples, tokenizer, max_seq_length, max_qa_length)
-    return build
-
-
-def race_feature_file(data_dir: str, split: str, tokenizer: FullTokenizer, max_seq_length: int,
-                      max_qa_length: int, cache_dir: str, middle_only: bool = False,
-                      high_only: bool = False, skip_invalid: bool = False) -> FeatureFile:
-    """The records of ``split`` in ``cache_dir``: reused when nothing that determines them changed
-    (settings, tokenizer, the bytes of the files read), else written (metadata: ``write_race_records``).
-
-    Raises RaceDataError for missing or invalid data (see ``read_race_examples``), ValueError for
-    lengths ``check_lengths`` rejects.
-    """
-    check_lengths(max_seq_length, max_qa_length)
-    sources = race_sources(data_dir, split, middle_only=middle_only, high_only=high_only)
-    settings = {
-        "format_version": FORMAT_VERSION,
-        "max_seq_length": max_seq_length,
-        "max_qa_length": max_qa_length,
-        "middle_only": middle_only,
-        "high_only": high_only,
-        "skip_invalid": skip_invalid,
-    }
-    return cached_feature_file(cache_dir, "race", split, settings, tokenizer.fingerprint,
-                               [source.path for source in sources],
-                               _records_builder(sources, tokenizer, max_seq_length, max_qa_length,
-                                                skip_invalid))
-
+from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.common.feature_cache import write_feature_file
+from data_prep.multiple_choice.feature_file import race_records_builder
+from data_prep.multiple_choice.features import check_lengths
+from data_prep.multiple_choice.reader import SPLITS, race_sources
 
 # -- command line ----------------------------------------------------------------------------------
 
@@ -343,7 +66,7 @@ def main(argv: Sequence[str]) -> None:
         sources = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
                                high_only=FLAGS.high_only)
         feature_file = write_feature_file(
-            FLAGS.output_file, _records_builder(sources, tokenizer, FLAGS.max_seq_length,
+            FLAGS.output_file, race_records_builder(sources, tokenizer, FLAGS.max_seq_length,
                                                 FLAGS.max_qa_length, FLAGS.skip_invalid))
     except (ValueError, OSError, tf.errors.OpError) as error:
         # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
@@ -357,4 +80,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    cli.run(main)
+    error_boundary.run(main)

@@ -1,4 +1,4 @@
-"""SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
+"""TODO(split) SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
 
 The features are the reference's (``squad_features``: windows, max-context map, p_mask, labels,
 unique ids from 1000000000) with its character alignment (``squad_alignment``), in the input's
@@ -36,132 +36,17 @@ re-exported from their modules. Command line::
 from __future__ import annotations
 
 import os
-import random
-import re
 import time
 from typing import Sequence
 
-from absl import flags, logging
+from absl import flags
 
-from albert_tf import cli, flag_definitions
-from albert_tf.tokenization import FullTokenizer, TokenizerError
-from data_prep.feature_cache import (FeatureCacheError, FeatureFile, RecordSink, cached_feature_file,
-                                     sidecar_path, write_feature_file)
-from data_prep.squad_examples import (SquadDataError, SquadExample, parse_squad_examples,
-                                      read_squad_examples)
-from data_prep.squad_features import (FIRST_UNIQUE_ID, FeatureSettings, SquadFeature,
-                                      convert_examples, convert_questions, feature_metadata,
-                                      feature_record, parse_squad_record, squad_feature_spec,
-                                      with_unique_id)
-
-__all__ = [
-    "FIRST_UNIQUE_ID", "FeatureSettings", "SquadDataError", "SquadExample", "SquadFeature",
-    "build_squad_features", "convert_examples", "convert_questions", "feature_metadata",
-    "feature_record", "parse_squad_examples", "parse_squad_record", "read_squad_examples",
-    "squad_feature_file", "squad_feature_spec", "with_unique_id", "write_squad_feature_file",
-]
-
-# Bump when the records or the metadata change for the same inputs (invalidates cached files).
-FEATURE_VERSION = 1
-# Questions between two progress lines in the log.
-_PROGRESS_QUESTIONS = 10000
-
-
-def _sentencepiece_model(tokenizer: FullTokenizer):
-    if tokenizer.sp_model is None:
-        raise SquadDataError(f"SQuAD features need a SentencePiece model (--spm_model_file); "
-                             f"{tokenizer.source_file} is a WordPiece vocabulary")
-    return tokenizer.sp_model
-
-
-def _eval_examples_metadata(examples: Sequence[SquadExample]) -> dict:
-    """The paragraphs (each once) and the per-question fields post-processing reads."""
-    positions: dict[int, int] = {}  # the reader's paragraph index -> position in ``paragraphs``
-    paragraphs: list[str] = []
-    rows = []
-    for example in examples:
-        position = positions.setdefault(example.paragraph_index, len(paragraphs))
-        if position == len(paragraphs):
-            paragraphs.append(example.paragraph_text)
-        rows.append({"qas_id": example.qas_id, "paragraph_index": position,
-                     "answers": list(example.answers)})
-    return {"paragraphs": paragraphs, "examples": rows}
-
-
-def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
-                         tokenizer: FullTokenizer, settings: FeatureSettings, is_training: bool,
-                         num_workers: int = 1) -> dict:
-    """Writes every feature record of ``examples`` to ``sink`` in question order, with the
-    reference's unique ids; returns the sidecar metadata (see the module doc)."""
-    features: list[dict] = []
-    dropped: list[str] = []
-    unique_id = FIRST_UNIQUE_ID
-    questions = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
-                                  settings, is_training, num_workers, with_metadata=not is_training)
-    for done, question in enumerate(questions, start=1):
-        if question.windows is None:
-            qas_id = examples[question.example_index].qas_id
-            logging.warning("question %s dropped: its paragraph does not align with its pieces "
-                            "(the reference's MISMATCH DETECTED)", qas_id)
-            dropped.append(qas_id)
-        for record, metadata in question.windows or ():
-            sink.write(with_unique_id(record, unique_id))
-            if metadata is not None:
-                features.append({"unique_id": unique_id, **metadata})
-            unique_id += 1
-        if done % _PROGRESS_QUESTIONS == 0:
-            logging.info("converted %d/%d questions: %d features, %d dropped", done, len(examples),
-                         unique_id - FIRST_UNIQUE_ID, len(dropped))
-    metadata = {
-        "is_training": is_training, "max_seq_length": settings.max_seq_length,
-        "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
-        "do_lower_case": tokenizer.do_lower_case, "num_questions": len(examples),
-        "num_features": unique_id - FIRST_UNIQUE_ID, "dropped_qas_ids": dropped,
-    }
-    if not is_training:
-        metadata.update(_eval_examples_metadata(examples), features=features)
-    return metadata
-
-
-def write_squad_feature_file(input_file: str, output_file: str, tokenizer: FullTokenizer,
-                             max_seq_length: int = 384, doc_stride: int = 128,
-                             max_query_length: int = 64, is_training: bool = False,
-                             num_workers: int = 1) -> FeatureFile:
-    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically."""
-    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
-    examples = read_squad_examples(input_file, is_training)
-    return write_feature_file(
-        output_file,
-        lambda sink: build_squad_features(sink, examples, tokenizer, settings, is_training,
-                                          num_workers))
-
-
-def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length: int,
-                       doc_stride: int, max_query_length: int, is_training: bool, cache_dir: str,
-                       num_workers: int = 1, shuffle_seed: int | None = None) -> FeatureFile:
-    """The cached feature file of a SQuAD JSON file: reused when its input file, tokenizer and
-    settings are unchanged, else rebuilt (``data_prep.feature_cache``).
-
-    shuffle_seed: shuffle the questions with ``random.Random(shuffle_seed)`` before conversion, as
-    the reference does with its training questions (seed 12345), so that the small shuffle buffer
-    of the training input does not see the questions of one paragraph together.
-    """
-    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
-    split = ("train" if is_training else "eval") + "-" + re.sub(
-        r"[^A-Za-z0-9_.-]", "_", os.path.basename(input_file))
-
-    def build(sink: RecordSink) -> dict:
-        examples = read_squad_examples(input_file, is_training)
-        if shuffle_seed is not None:
-            random.Random(shuffle_seed).shuffle(examples)
-        return build_squad_features(sink, examples, tokenizer, settings, is_training, num_workers)
-
-    cache_settings = {"feature_version": FEATURE_VERSION, "is_training": is_training,
-                      "max_seq_length": max_seq_length, "doc_stride": doc_stride,
-                      "max_query_length": max_query_length, "shuffle_seed": shuffle_seed}
-    return cached_feature_file(cache_dir, "squad", split, cache_settings, tokenizer.fingerprint,
-                               [input_file], build)
-
+from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.model_files import TokenizerError
+from data_prep.common.feature_cache import FeatureCacheError, sidecar_path
+from data_prep.question_answering.examples import SquadDataError
+from data_prep.question_answering.feature_file import write_squad_feature_file
 
 # -- command line ------------------------------------------------------------------------------------
 
@@ -205,4 +90,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    cli.run(main)
+    error_boundary.run(main)

@@ -1,4 +1,4 @@
-"""Trains a SentencePiece unigram model with the reference ALBERT recipe.
+"""TODO(split) Trains a SentencePiece unigram model with the reference ALBERT recipe.
 
 The recipe of the released 30k-clean model: pad 0 ``<pad>``, unk 1 ``<unk>``, no BOS/EOS, control symbols
 [CLS] [SEP] [MASK] (ids 2-4), user-defined symbols ( ) " - . – £ € (ids 5-12), character_coverage
@@ -16,120 +16,14 @@ model's pieces match the text it will see. Blank lines (document separators) are
 
 from __future__ import annotations
 
-import io
 import os
-from typing import Iterator, Sequence
+from typing import Sequence
 
-import sentencepiece as spm
-import tensorflow as tf
 from absl import flags, logging
 
-from albert_tf import cli, flag_definitions
-from albert_tf.io_utils import atomic_open, atomic_write_text, expand_input_patterns
-from albert_tf.tokenization import preprocess_text
-
-PAD_ID = 0
-UNK_ID = 1
-CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
-USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
-DEFAULT_CHARACTER_COVERAGE = 0.99995
-
-
-class TrainSentencePieceError(RuntimeError):
-    """Training failed; the message says why and what to change."""
-
-
-class _NormalizedLines:
-    """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded."""
-
-    def __init__(self, files: Sequence[str], do_lower_case: bool):
-        self.files = files
-        self.do_lower_case = do_lower_case
-        self.count = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for path in self.files:
-            with tf.io.gfile.GFile(path, "rb") as handle:
-                for number, raw in enumerate(handle, start=1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as err:
-                        raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
-                                         f"{err.start}); fix or remove the line") from None
-                    text = preprocess_text(line, lower=self.do_lower_case)
-                    if text:
-                        self.count += 1
-                        yield text
-
-
-def _vocab_text(model_bytes: bytes) -> str:
-    """The ``.vocab`` file spm_train writes: ``piece<TAB>score`` per id, score printed as C++ does (%g)."""
-    processor = spm.SentencePieceProcessor()
-    processor.LoadFromSerializedProto(model_bytes)
-    return "".join(f"{processor.IdToPiece(i)}\t{processor.GetScore(i):g}\n"
-                   for i in range(processor.GetPieceSize()))
-
-
-def train_sentencepiece(input_files: str | Sequence[str],
-                        model_prefix: str,
-                        vocab_size: int = 30000,
-                        input_sentence_size: int = 10_000_000,
-                        shuffle_input_sentence: bool = True,
-                        character_coverage: float = DEFAULT_CHARACTER_COVERAGE,
-                        do_lower_case: bool = True,
-                        num_threads: int = 1,
-                        hard_vocab_limit: bool = True,
-                        quiet: bool = False) -> str:
-    """Trains a unigram model with the ALBERT recipe; returns the path of ``<model_prefix>.model``.
-
-    input_files: comma-separated glob patterns, or a list of patterns; one sentence per line.
-    input_sentence_size: at most this many sentences are used (sampled when shuffle_input_sentence);
-      0 = all; SentencePiece rejects 1-100.
-    hard_vocab_limit: when False, vocab_size is a soft limit (SentencePiece may make fewer pieces).
-    quiet: only SentencePiece warnings on stderr (its INFO log is the progress display otherwise).
-    """
-    if vocab_size <= len(CONTROL_SYMBOLS) + len(USER_DEFINED_SYMBOLS) + 2:
-        raise ValueError(f"vocab_size={vocab_size} leaves no room for learned pieces after the 13 "
-                         "special and user-defined pieces")
-    if 0 < input_sentence_size <= 100:
-        raise ValueError(f"input_sentence_size={input_sentence_size}: SentencePiece needs 0 (use every "
-                         "sentence) or more than 100")
-    files = expand_input_patterns(input_files)
-    lines = _NormalizedLines(files, do_lower_case)
-    model_writer = io.BytesIO()
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
-            model_writer=model_writer,
-            model_type="unigram",
-            vocab_size=vocab_size,
-            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=-1, eos_id=-1,
-            # Lists, not comma-joined strings: SentencePiece parses strings as CSV, where a lone '"'
-            # starts a quoted field and swallows the rest of the symbols.
-            control_symbols=list(CONTROL_SYMBOLS),
-            user_defined_symbols=list(USER_DEFINED_SYMBOLS),
-            character_coverage=character_coverage,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=shuffle_input_sentence,
-            hard_vocab_limit=hard_vocab_limit,
-            num_threads=num_threads,
-            minloglevel=1 if quiet else 0)
-    except RuntimeError as err:
-        message = str(err)
-        if "Vocabulary size" in message and "too high" in message:
-            raise TrainSentencePieceError(
-                f"--vocab_size={vocab_size} is too large for this corpus ({lines.count} non-blank lines "
-                f"from {len(files)} file(s)). SentencePiece says: {message.strip()} Use a smaller "
-                "--vocab_size, more text, or --nohard_vocab_limit (vocab_size becomes an upper bound)."
-            ) from err
-        if lines.count == 0:
-            raise TrainSentencePieceError(f"no non-blank lines in the input files {files}") from err
-        raise TrainSentencePieceError(f"SentencePiece training failed: {message.strip()}") from err
-    model_bytes = model_writer.getvalue()
-    atomic_write_text(model_prefix + ".vocab", _vocab_text(model_bytes))
-    with atomic_open(model_prefix + ".model", "wb") as handle:
-        handle.write(model_bytes)
-    return model_prefix + ".model"
+from albert_tf.cli import error_boundary, flag_definitions
+from data_prep.pretraining.vocabulary import (DEFAULT_CHARACTER_COVERAGE, TrainSentencePieceError,
+                                              train_sentencepiece)
 
 
 def _define_flags() -> None:
@@ -169,4 +63,4 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    cli.run(main)
+    error_boundary.run(main)

@@ -12,7 +12,7 @@ import pytest
 # imports it).
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests.shared_setup import EN8K_MODEL
 
 

@@ -7,16 +7,16 @@ one JSON line: per-step losses and the max-abs weight difference after training.
 import json
 import sys
 
-from albert_tf import distribute
+from albert_tf.training import distribute
 
 distribute.configure_logical_cpus(2)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import optimization  # noqa: E402
-from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn  # noqa: E402
-from albert_tf.training import RunConfig, Trainer  # noqa: E402
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
+from albert_tf.training import optimization  # noqa: E402
+from albert_tf.training.trainer import RunConfig, Trainer  # noqa: E402
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS,  # noqa: E402
                                 REFERENCE_SEQ_LENGTH, tiny_config)
 

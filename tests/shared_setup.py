@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 
-from albert_tf.config import AlbertConfig
+from albert_tf.models.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data")

@@ -22,7 +22,7 @@ import tempfile
 
 import sentencepiece as spm
 
-from data_prep.train_sentencepiece import train_sentencepiece
+from data_prep.pretraining.vocabulary import train_sentencepiece
 from tests.shared_setup import SHARED_DATA_DIR
 
 WIKI_CORPUS = os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt")

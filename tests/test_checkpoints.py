@@ -11,14 +11,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints import (CheckpointMismatchError, checkpoint_root, export_tf1_checkpoint,
-                                   load_checkpoint, load_tf1_checkpoint, object_variable_paths,
-                                   require_same_model, restore_object_checkpoint, tf1_variable_map)
-from albert_tf.config import AlbertConfig
-from albert_tf.convert_checkpoint import (ConversionError, albert_tf_to_tf1, check_output_dir,
-                                          tf1_to_albert_tf)
-from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
-from albert_tf.modeling import AlbertModel
+from albert_tf.checkpoints.conversion import (ConversionError, albert_tf_to_tf1, check_output_dir,
+                                              tf1_to_albert_tf)
+from albert_tf.checkpoints.object_format import (checkpoint_root, object_variable_paths,
+                                                 require_same_model, restore_object_checkpoint)
+from albert_tf.checkpoints.report import CheckpointMismatchError
+from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.encoder import AlbertModel
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
 from tests.shared_setup import REPO_ROOT, subprocess_env
 from tests.tf1_fixtures import write_reference_checkpoint
@@ -285,13 +289,13 @@ def test_conversion_replaces_an_earlier_one_only_with_overwrite(tmp_path):
     def stored_pooler():
         return tf.train.load_checkpoint(tf.train.latest_checkpoint(out)).get_tensor(pooler)
 
-    prefix = tf1_to_albert_tf(cfg, str(tmp_path / "a"), out)
+    prefix = tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "a"), out)
     assert prefix == os.path.join(out, "model.ckpt-0")
     np.testing.assert_array_equal(stored_pooler(), first["bert/pooler/dense/kernel"])
     with pytest.raises(ConversionError, match=r"model\.ckpt-0 already exists.*--overwrite"):
-        tf1_to_albert_tf(cfg, str(tmp_path / "b"), out)
+        tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "b"), out)
     np.testing.assert_array_equal(stored_pooler(), first["bert/pooler/dense/kernel"])
-    tf1_to_albert_tf(cfg, str(tmp_path / "b"), out, overwrite=True)
+    tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "b"), out, overwrite=True)
     np.testing.assert_array_equal(stored_pooler(), second["bert/pooler/dense/kernel"])
     with pytest.raises(ConversionError, match="is a file"):
         check_output_dir(str(tmp_path / "a" / "checkpoint"), "model.ckpt", overwrite=True)
@@ -316,7 +320,7 @@ def test_conversion_never_writes_into_a_training_runs_directory(tmp_path):
     last_line = result.stderr.strip().splitlines()[-1]
     assert f"--output_dir={run} holds other checkpoints (model.ckpt-2)" in last_line
     with pytest.raises(ConversionError, match=r"model\.ckpt-2"):  # the other direction
-        albert_tf_to_tf1(cfg, str(run), str(run), overwrite=True)
+        albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(run), str(run), overwrite=True)
     assert (run / "checkpoint").read_bytes() == state and sorted(os.listdir(run)) == files
 
 
@@ -327,11 +331,11 @@ def test_conversion_flags_must_name_the_right_format(tmp_path):
     save_object_checkpoint(AlbertPretrainingModel(cfg), tmp_path / "ours")
     with pytest.raises(ConversionError,
                        match="ref is a reference TF1 checkpoint.*--tf1_checkpoint"):
-        albert_tf_to_tf1(cfg, str(tmp_path / "ref"), str(tmp_path / "out"))
+        albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(tmp_path / "ref"), str(tmp_path / "out"))
     with pytest.raises(ConversionError, match="ours is an albert_tf checkpoint.*--checkpoint"):
-        tf1_to_albert_tf(cfg, str(tmp_path / "ours"), str(tmp_path / "out"))
+        tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "ours"), str(tmp_path / "out"))
     with pytest.raises(ConversionError, match="--checkpoint: .*nowhere"):
-        albert_tf_to_tf1(cfg, str(tmp_path / "nowhere"), str(tmp_path / "out"))
+        albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(tmp_path / "nowhere"), str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
 
 
@@ -339,7 +343,7 @@ def test_conversion_writes_only_what_the_source_holds(tmp_path):
     cfg = small_config()
     classifier = AlbertClassifierModel(cfg, 3)
     save_object_checkpoint(classifier, tmp_path / "cls")
-    _, prefix, count = albert_tf_to_tf1(cfg, str(tmp_path / "cls"), str(tmp_path / "tf1"))
+    _, prefix, count = albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(tmp_path / "cls"), str(tmp_path / "tf1"))
     encoder = tf1_variable_map(classifier.albert)
     stored = tf.train.load_checkpoint(prefix)
     assert set(stored.get_variable_to_shape_map()) == set(encoder) | {"global_step"}
@@ -351,7 +355,7 @@ def test_conversion_writes_only_what_the_source_holds(tmp_path):
     # warm start from it reports the heads as missing instead of loading random ones.
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(cfg, with_heads=False))
-    converted = tf1_to_albert_tf(cfg, str(tmp_path / "ref"), str(tmp_path / "converted"))
+    converted = tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "ref"), str(tmp_path / "converted"))
     assert not [name for name, _ in tf.train.list_variables(converted) if "_head/" in name]
     model = AlbertPretrainingModel(cfg)
     report = load_checkpoint(model, converted)

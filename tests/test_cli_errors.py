@@ -1,4 +1,4 @@
-"""The error boundary of every script (albert_tf/cli.py) and the checks before work.
+"""The error boundary of every script (albert_tf/error_boundary.py) and the checks before work.
 
 A user's mistake ends in one line, ``<program>: error: <culprit>``, with exit status 1 and no
 traceback, before any work: empty, corrupt or mismatched TFRecords, a config whose vocabulary is
@@ -20,14 +20,15 @@ import pytest
 import tensorflow as tf
 from absl import app
 
-from albert_tf import cli
-from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
-from albert_tf.config import AlbertConfig
-from albert_tf.input_pipeline import RecordFileError, record_eval_dataset, record_train_dataset_fn
-from albert_tf.pretraining import pretraining_dataset_fn
-from albert_tf.pretraining_data import (PretrainingDataError, check_pretraining_files,
-                                        parse_pretraining_example)
-from albert_tf.training import NonFiniteLossError
+from albert_tf.cli import error_boundary
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
+from albert_tf.files.records import RecordFileError
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.pretraining.records import (PretrainingDataError, check_pretraining_files,
+                                                 parse_pretraining_example)
+from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
+from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.trainer import NonFiniteLossError
 from tests.shared_setup import (EN8K_MODEL, REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS,
                                 REFERENCE_SEQ_LENGTH, REPO_ROOT, subprocess_env, tiny_config)
 
@@ -37,9 +38,9 @@ S, M = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 def run_guarded(main, monkeypatch, capsys, checks=()):
     """Runs ``main`` behind the boundary as the program ``run_thing.py``: (exit code, stderr)."""
     monkeypatch.setattr(sys, "argv", ["run_thing.py"])
-    monkeypatch.delenv(cli.TRACEBACK_VARIABLE, raising=False)
+    monkeypatch.delenv(error_boundary.TRACEBACK_VARIABLE, raising=False)
     with pytest.raises(SystemExit) as exit_info:
-        cli.guarded(main, checks)(["run_thing.py"])
+        error_boundary.guarded(main, checks)(["run_thing.py"])
     return exit_info.value.code, capsys.readouterr().err
 
 
@@ -91,10 +92,10 @@ def test_checks_run_before_main_and_stop_it(monkeypatch, capsys, tmp_path):
 def test_bugs_and_the_traceback_variable_keep_the_traceback(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["run_thing.py"])
     with pytest.raises(TypeError):  # not a user error: a bug keeps its traceback
-        cli.guarded(raising(TypeError("unsupported operand")))(["run_thing.py"])
-    monkeypatch.setenv(cli.TRACEBACK_VARIABLE, "1")
+        error_boundary.guarded(raising(TypeError("unsupported operand")))(["run_thing.py"])
+    monkeypatch.setenv(error_boundary.TRACEBACK_VARIABLE, "1")
     with pytest.raises(ValueError, match="bad value"):
-        cli.guarded(raising(ValueError("bad value")))(["run_thing.py"])
+        error_boundary.guarded(raising(ValueError("bad value")))(["run_thing.py"])
     assert capsys.readouterr().err == ""
 
 
@@ -115,7 +116,7 @@ def test_graph_errors_are_cut_to_their_cause(monkeypatch, capsys):
     dataset = pretraining_dataset_fn([REFERENCE_RECORDS], S // 2, M, is_training=False)(8, 0)
     with pytest.raises(tf.errors.InvalidArgumentError) as parse_error:
         next(iter(dataset))
-    message = cli.user_error_message(parse_error.value)
+    message = error_boundary.user_error_message(parse_error.value)
     assert f"Values size: {S} but output shape: [{S // 2}]" in message
     assert "user-defined function" not in message and "\n" not in message
 
@@ -144,7 +145,7 @@ def test_a_corrupt_record_met_during_a_run_names_its_file(tmp_path):
             for _ in dataset:
                 pass
         assert bad not in error.value.message  # TensorFlow names no file
-        message = cli.user_error_message(error.value)
+        message = error_boundary.user_error_message(error.value)
         assert message.startswith(f"{bad}: ") and "truncated or corrupt" in message
         assert re.search(r"(corrupted|truncated) record at \d+", message)
 
@@ -308,7 +309,7 @@ def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
         "    logging.info('own progress line')\n"
         f"    tf.train.Checkpoint(v=tf.Variable(1.0)).write({str(tmp_path / 'ckpt')!r})\n"
         "    raise ValueError('the culprit')\n\n"
-        "cli.run(main)\n")
+        "error_boundary.run(main)\n")
     result = run_command(str(tool))
     assert_one_line_error(result, "my_tool", "the culprit")
     assert "own progress line" in result.stderr
@@ -324,9 +325,9 @@ def test_tensorboard_is_a_requirement_and_reads_the_trainer_scalars(tmp_path):
     from tensorboard import context
     from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
 
-    from albert_tf.optimization import create_optimizer
-    from albert_tf.pretraining import PretrainingTask
-    from albert_tf.training import RunConfig, Trainer
+    from albert_tf.tasks.pretraining.task import PretrainingTask
+    from albert_tf.training.optimization import create_optimizer
+    from albert_tf.training.trainer import RunConfig, Trainer
 
     with open(os.path.join(REPO_ROOT, "requirements.txt"), encoding="utf-8") as handle:
         pins = dict(line.strip().split("==") for line in handle if "==" in line)

@@ -9,10 +9,10 @@ import uuid
 import pytest
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig, ConfigError
-from albert_tf.heads import AlbertPretrainingModel
-from albert_tf.parameters import (encoder_parameter_count, heads_parameter_count,
-                                  parameter_report, training_memory_bytes)
+from albert_tf.models.config import AlbertConfig, ConfigError
+from albert_tf.models.parameters import (encoder_parameter_count, heads_parameter_count,
+                                         parameter_report, training_memory_bytes)
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 CONFIG_DIR = os.path.join(REPO_ROOT, "configs")

@@ -16,12 +16,12 @@ import tensorflow as tf
 from absl import app, flags
 from absl.testing import flagsaver
 
-from albert_tf.pretraining_data import parse_pretraining_example
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.tasks.pretraining.records import parse_pretraining_example
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep import create_pretraining_data
-from data_prep.pretraining_chunks import ChunkProcessor, GenerationConfig
-from data_prep.pretraining_instances import InstanceConfig
-from data_prep.pretraining_pipeline import generate_pretraining_data
+from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
+from data_prep.pretraining.instances import InstanceConfig
+from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT
 

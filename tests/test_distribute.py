@@ -9,7 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf.distribute import STRATEGY_NAMES, configure_logical_cpus, create_strategy
+from albert_tf.training.distribute import STRATEGY_NAMES, configure_logical_cpus, create_strategy
 from tests.shared_setup import REPO_ROOT, free_ports, subprocess_env
 
 
@@ -81,7 +81,7 @@ def test_configure_logical_cpus_rejects_bad_counts():
 
 _LOGICAL_CPUS_SCRIPT = r"""
 import json
-from albert_tf.distribute import configure_logical_cpus, create_strategy
+from albert_tf.training.distribute import configure_logical_cpus, create_strategy
 configure_logical_cpus(2)
 import tensorflow as tf
 strategy = create_strategy("mirrored")
@@ -111,7 +111,7 @@ def test_logical_cpus_make_a_two_replica_mirrored_strategy():
 
 _WORKER_SCRIPT = r"""
 import json
-from albert_tf.distribute import create_strategy
+from albert_tf.training.distribute import create_strategy
 strategy = create_strategy("multi_worker_mirrored")
 import tensorflow as tf
 task = strategy.cluster_resolver.task_id

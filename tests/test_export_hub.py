@@ -19,12 +19,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints, export_hub, optimization
-from albert_tf.classifier import ClassifierTask
-from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
-from albert_tf.training import RunConfig, Trainer
-from data_prep.glue_features import build_features, convert_example
-from data_prep.glue_processors import InputExample, Sst2Processor, read_tsv
+from albert_tf.checkpoints import tf1_format
+from albert_tf.serving.saved_model import save_new_directory
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.classification.task import ClassifierTask
+from albert_tf.tasks.pretraining.hub_export import (CONFIG_ASSET, HubExportError,
+                                                    checkpoint_to_export, export_encoder,
+                                                    load_pretraining_weights)
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.training import optimization
+from albert_tf.training.trainer import RunConfig, Trainer
+from data_prep.classification.features import build_features, convert_example
+from data_prep.classification.processors import InputExample, Sst2Processor, read_tsv
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
 
 SEQ = 48  # the export's preprocessing length
@@ -255,7 +261,7 @@ def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, 
     with open(vocab_file, "rb") as exported, open(EN8K_MODEL, "rb") as original:
         assert exported.read() == original.read()
     assert fresh_run.report["do_lower_case"] is True
-    config = json.loads((exports.encoder / "assets" / export_hub.CONFIG_ASSET).read_text())
+    config = json.loads((exports.encoder / "assets" / CONFIG_ASSET).read_text())
     assert config["vocab_size"] == 8000 and config["hidden_size"] == 32
 
 
@@ -323,14 +329,14 @@ def test_fine_tuning_from_the_export_starts_from_the_checkpoints_encoder(exports
 
 def test_a_directory_exports_its_best_checkpoint_not_its_latest(source):
     assert tf.train.latest_checkpoint(str(source.directory)).endswith("model.ckpt-7")
-    assert export_hub.checkpoint_to_export(str(source.directory)) == str(
+    assert checkpoint_to_export(str(source.directory)) == str(
         source.directory / "model.ckpt-best")
 
 
 def test_a_reference_tf1_checkpoint_loads_with_its_heads(source, tmp_path):
-    prefix = checkpoints.export_tf1_checkpoint(source.model, str(tmp_path / "model.ckpt"))
+    prefix = tf1_format.export_tf1_checkpoint(source.model, str(tmp_path / "model.ckpt"))
     model = AlbertPretrainingModel(source.config)
-    assert export_hub.load_pretraining_weights(model, prefix).startswith("reference checkpoint")
+    assert load_pretraining_weights(model, prefix).startswith("reference checkpoint")
     for loaded, original in zip(model.weights, source.model.weights):
         np.testing.assert_array_equal(loaded.numpy(), original.numpy())
 
@@ -338,24 +344,24 @@ def test_a_reference_tf1_checkpoint_loads_with_its_heads(source, tmp_path):
 def test_a_fine_tuned_checkpoint_without_heads_is_refused(source, tmp_path):
     classifier = AlbertClassifierModel(source.config, 2)
     prefix = tf.train.Checkpoint(model=classifier).write(str(tmp_path / "model.ckpt-1"))
-    with pytest.raises(export_hub.HubExportError, match="lacks the MLM and SOP heads"):
-        export_hub.load_pretraining_weights(AlbertPretrainingModel(source.config), prefix)
+    with pytest.raises(HubExportError, match="lacks the MLM and SOP heads"):
+        load_pretraining_weights(AlbertPretrainingModel(source.config), prefix)
 
 
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
     missing = str(tmp_path / "nowhere" / "model.ckpt-best")
-    with pytest.raises(export_hub.HubExportError, match="nowhere"):
-        export_hub.checkpoint_to_export(missing)
-    with pytest.raises(export_hub.HubExportError, match="No checkpoint found"):
-        export_hub.checkpoint_to_export(str(tmp_path))
+    with pytest.raises(HubExportError, match="nowhere"):
+        checkpoint_to_export(missing)
+    with pytest.raises(HubExportError, match="No checkpoint found"):
+        checkpoint_to_export(str(tmp_path))
 
 
 def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
     existing = tmp_path / "export"
     existing.mkdir()
     (existing / "saved_model.pb").write_text("an earlier export")
-    with pytest.raises(export_hub.HubExportError, match="not an empty directory"):
-        export_hub.export_encoder(source.model, en8k, str(existing), SEQ)
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        export_encoder(source.model, en8k, str(existing), SEQ)
     assert (existing / "saved_model.pb").read_text() == "an earlier export"
 
 
@@ -365,8 +371,8 @@ def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
 ])
 def test_a_config_that_does_not_fit_is_refused(en8k, tmp_path, overrides, seq_length, message):
     model = AlbertPretrainingModel(tiny_config(**overrides))
-    with pytest.raises(export_hub.HubExportError, match=message):
-        export_hub.export_encoder(model, en8k, str(tmp_path / "export"), seq_length)
+    with pytest.raises(HubExportError, match=message):
+        export_encoder(model, en8k, str(tmp_path / "export"), seq_length)
     assert not (tmp_path / "export").exists()
 
 
@@ -376,7 +382,7 @@ def test_a_failed_export_leaves_nothing(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        export_hub._save_new_directory(str(tmp_path / "export"), fail)
+        save_new_directory(str(tmp_path / "export"), fail)
     assert os.listdir(tmp_path) == []
 
 

@@ -19,22 +19,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import squad_postprocessing
-from albert_tf.export import export_classifier
-from albert_tf.export_race import export_multiple_choice
-from albert_tf.export_squad import export_squad, postprocess_text_outputs
-from albert_tf.heads import AlbertClassifierModel
-from albert_tf.multiple_choice import AlbertMultipleChoiceModel
-from albert_tf.span_tokenizer import SpanTokenizer
-from albert_tf.squad import AlbertSquadModel
-from albert_tf.text_packing import fill_in_options
-from albert_tf.tokenization import FullTokenizer
-from data_prep.glue_features import build_features
-from data_prep.race import convert_examples, fill_in_option, race_sources, read_race_examples
-from data_prep.squad_examples import read_squad_examples
-from data_prep.squad_features import FeatureConverter, FeatureSettings, tokenize_paragraph
-from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, REPO_ROOT,
-                                SHARED_DATA_DIR, subprocess_env, tiny_config)
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.classification.serving import export_classifier
+from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
+from albert_tf.tasks.multiple_choice.serving import export_multiple_choice, fill_in_options
+from albert_tf.tasks.question_answering import postprocessing
+from albert_tf.tasks.question_answering.model import AlbertSquadModel
+from albert_tf.tasks.question_answering.serving import export_squad, postprocess_text_outputs
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.spans import SpanTokenizer
+from data_prep.classification.features import build_features
+from data_prep.multiple_choice.reader import (convert_examples, fill_in_option, race_sources,
+                                              read_race_examples)
+from data_prep.question_answering.examples import read_squad_examples
+from data_prep.question_answering.features import (FeatureConverter, FeatureSettings,
+                                                   tokenize_paragraph)
+from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR,
+                                subprocess_env, tiny_config)
 
 RACE_DATA = os.path.join(SHARED_DATA_DIR, "race")
 SQUAD_SAMPLES = {version: os.path.join(SHARED_DATA_DIR, "squad", f"dev-v{version}-sample.json")
@@ -252,7 +253,7 @@ def test_an_export_never_overwrites_and_rejects_bad_lengths(tmp_path):
     model = AlbertMultipleChoiceModel(tiny_config())
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("keep")
-    with pytest.raises(FileExistsError, match="not empty"):
+    with pytest.raises(FileExistsError, match="not an empty directory"):
         export_multiple_choice(model, str(tmp_path / "taken"), max_seq_length=RACE_SEQ,
                                max_qa_length=RACE_QA)
     assert (tmp_path / "taken" / "file").read_text() == "keep"
@@ -342,24 +343,24 @@ def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k
                                     [e.paragraph_text for e in examples], outputs,
                                     n_best_size=20, max_answer_length=30)
     # The reference's post-processing on the Python features' windows and the export's scores.
-    features = [squad_postprocessing.SquadFeature(
+    features = [postprocessing.SquadFeature(
         unique_id=i, example_index=i, doc_offset=w.doc_offset,
         tok_start_to_orig_index=tuple(w.tok_start_to_orig_index),
         tok_end_to_orig_index=tuple(w.tok_end_to_orig_index),
         max_context=np.ones(len(w.tok_start_to_orig_index), bool)) for i, w in enumerate(windows)]
-    reference_examples = [squad_postprocessing.SquadExample(e.qas_id, e.paragraph_text)
+    reference_examples = [postprocessing.SquadExample(e.qas_id, e.paragraph_text)
                           for e in examples]
     if name == "squad1":
-        results = [squad_postprocessing.V1RawResult(i, outputs["start_logits"][i],
+        results = [postprocessing.V1RawResult(i, outputs["start_logits"][i],
                                                     outputs["end_logits"][i])
                    for i in range(len(windows))]
-        reference = squad_postprocessing.postprocess_v1(reference_examples, features, results)
+        reference = postprocessing.postprocess_v1(reference_examples, features, results)
         assert ours.predictions == reference.predictions
     else:
-        results = [squad_postprocessing.V2RawResult(i, *(outputs[key][i] for key in (
+        results = [postprocessing.V2RawResult(i, *(outputs[key][i] for key in (
             "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
             "cls_logits"))) for i in range(len(windows))]
-        reference = squad_postprocessing.postprocess_v2(reference_examples, features, results)
+        reference = postprocessing.postprocess_v2(reference_examples, features, results)
         assert ours.best_texts == reference.best_texts and ours.null_odds == reference.null_odds
     assert ours.nbest == reference.nbest
     assert sum(len(entries) for entries in ours.nbest.values()) > 3 * len(examples)
@@ -370,7 +371,7 @@ def test_squad_postprocessing_without_context_tokens_and_bad_rows():
                "char_start": np.full((1, 6), -1), "char_end": np.full((1, 6), -1)}
     result = postprocess_text_outputs(["q"], ["   "], outputs)
     assert result.predictions == {"q": "empty"}  # the reference's answer without a window
-    with pytest.raises(squad_postprocessing.SquadPostprocessingError, match="2 question ids"):
+    with pytest.raises(postprocessing.SquadPostprocessingError, match="2 question ids"):
         postprocess_text_outputs(["q", "r"], ["a", "b"], outputs)
 
 

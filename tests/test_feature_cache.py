@@ -15,11 +15,12 @@ import uuid
 import pytest
 import tensorflow as tf
 
-from albert_tf.tokenization import FullTokenizer, preprocess_text
-from data_prep import feature_cache
-from data_prep.feature_cache import (FeatureCacheError, FeatureFile, cached_feature_file,
-                                     file_fingerprints, read_feature_file, sidecar_path,
-                                     write_feature_file)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.normalization import preprocess_text
+from data_prep.common import feature_cache
+from data_prep.common.feature_cache import (FeatureCacheError, FeatureFile, cached_feature_file,
+                                            file_fingerprints, read_feature_file, sidecar_path,
+                                            write_feature_file)
 from tests.shared_setup import EN8K_MODEL
 
 

@@ -9,7 +9,8 @@ import sys
 import pytest
 from absl import flags
 
-from albert_tf import distribute, flag_definitions, optimization, training
+from albert_tf.cli import flag_definitions
+from albert_tf.training import distribute, optimization, trainer
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 # The reference scripts' defaults (their flag definitions), for the flags the scripts share.
@@ -64,7 +65,7 @@ def test_scripts_keep_the_reference_defaults(module):
 def test_the_table_agrees_with_the_library():
     assert set(flag_definitions.OPTIMIZERS) == set(optimization.OPTIMIZER_NAMES)
     assert set(flag_definitions.STRATEGIES) == set(distribute.STRATEGY_NAMES)
-    assert set(flag_definitions.DTYPES) == set(training.DTYPE_POLICIES)
+    assert set(flag_definitions.DTYPES) == set(trainer.DTYPE_POLICIES)
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
                    + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS)
     assert set(every_group) <= set(flag_definitions.SPECS)

@@ -20,14 +20,17 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
-from albert_tf.tokenization import FullTokenizer, preprocess_text
-from data_prep import feature_cache, glue_features
-from data_prep.feature_cache import read_feature_file, sidecar_path, write_feature_file
-from data_prep.glue import (GLUE_TASKS, GlueDataError, InputExample, cached_glue_features,
-                            convert_examples_to_features, get_processor, glue_task, parse_glue_example,
-                            truncate_seq_pair)
-from data_prep.glue_features import build_features, convert_example, serialize_glue_features, write_features
-from data_prep.glue_processors import read_tsv
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.normalization import preprocess_text
+from data_prep.classification.features import (build_features, cached_glue_features,
+                                               convert_example, convert_examples_to_features,
+                                               padding_features, parse_glue_example,
+                                               serialize_glue_features, truncate_seq_pair,
+                                               write_features)
+from data_prep.classification.glue_tasks import GLUE_TASKS, get_processor, glue_task
+from data_prep.classification.processors import GlueDataError, InputExample, read_tsv
+from data_prep.common import feature_cache
+from data_prep.common.feature_cache import read_feature_file, sidecar_path, write_feature_file
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
 
@@ -480,7 +483,7 @@ def test_label_ids_and_unlabelled_placeholder(en8k):
 def test_tfrecord_round_trip(tmp_path, is_regression):
     label = 3.25 if is_regression else 1
     features = [build_features([10, 11], [20], 8, 2, 3, label),
-                glue_features.padding_features(8, is_regression)]
+                padding_features(8, is_regression)]
     path = str(tmp_path / "f.tf_record")
     assert write_feature_file(path, lambda sink: {"n": write_features(sink, features, is_regression)}
                               ).metadata == {"n": 2}

@@ -1,9 +1,16 @@
 """The layering of albert_tf/ and data_prep/, checked on the source (parsed with ast, not imported).
 
-- no import cycle between project modules (module-level and function-level imports alike);
-- albert_tf never imports data_prep;
-- library modules never touch absl flags: only the flag modules and the command-line entry modules
-  listed below may import ``absl.flags`` or read ``FLAGS``.
+The folders are the architecture: each package has core capability folders, task folders and, at its
+top, its commands (``python -m albert_tf.<command>``, ``python -m data_prep.<command>``). Rules:
+
+- no import cycle between project modules (module-level and function-level imports alike), nor
+  between capability folders (the picture of the tree is a DAG);
+- core folders never import ``albert_tf/tasks/``; a task never imports another task (in either
+  package); a ``data_prep`` task folder may use the ``albert_tf`` task of its own name;
+- albert_tf never imports data_prep; nothing imports a command;
+- every top-level module is a command (it has a ``__main__`` block) and every folder is a package;
+- library modules never touch absl flags: only the flag modules of ``albert_tf/cli/`` and the
+  commands may import ``absl.flags`` or read ``FLAGS``.
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ from tests import shared_setup
 REPO_ROOT = pathlib.Path(shared_setup.REPO_ROOT)
 PACKAGES = ("albert_tf", "data_prep")
 
-# The only albert_tf modules allowed to import absl.flags or read FLAGS.
-FLAG_MODULES = {"albert_tf.flag_definitions", "albert_tf.run_flags"}
-ENTRY_MODULES = {"albert_tf.convert_checkpoint", "albert_tf.export_hub",
-                 "albert_tf.model_report"}  # each a `__main__` CLI
-ALLOWED_FLAG_READERS = FLAG_MODULES | ENTRY_MODULES
+# The capability folders that hold no task (everything else in albert_tf is under tasks/).
+ALBERT_TF_CORE = ("files", "models", "tokenization", "checkpoints", "training", "evaluation",
+                  "serving", "cli")
+DATA_PREP_CORE = ("common",)
+# The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
+FLAG_MODULES = {"albert_tf.cli.flag_definitions", "albert_tf.cli.run_flags"}
 
 
 def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:
@@ -139,16 +147,52 @@ def format_cycles(cycles: list[list[str]]) -> str:
 # -------------------------------------------------------------------------------------------------
 # The project itself.
 
+def folder_of(module: str) -> str:
+    """The capability folder a module belongs to: ``albert_tf.models``, ``albert_tf.tasks.squad``
+    style for tasks (``albert_tf.tasks.<task>``), ``data_prep.<folder>``; a command is its own."""
+    parts = module.split(".")
+    depth = 3 if parts[:2] == ["albert_tf", "tasks"] else 2
+    return ".".join(parts[:depth])
+
+
+def task_of(module: str) -> str | None:
+    """The task a module belongs to (``question_answering``), or None for core and commands."""
+    parts = module.split(".")
+    if parts[:2] == ["albert_tf", "tasks"] and len(parts) > 3:
+        return parts[2]
+    if parts[0] == "data_prep" and len(parts) > 2 and parts[1] not in DATA_PREP_CORE:
+        return parts[1]
+    return None
+
+
+def is_command(module: str, path: pathlib.Path) -> bool:
+    """A module directly in a package folder (not ``__init__``)."""
+    return len(module.split(".")) == 2 and path.name != "__init__.py"
+
+
+@pytest.fixture(scope="module")
+def modules() -> dict[str, pathlib.Path]:
+    return discover_modules(REPO_ROOT, PACKAGES)
+
+
 @pytest.fixture(scope="module")
 def project_graph() -> dict[str, set[str]]:
     return import_graph(REPO_ROOT, PACKAGES)
 
 
+def edges(graph: dict[str, set[str]]):
+    return ((module, target) for module, targets in sorted(graph.items())
+            for target in sorted(targets))
+
+
 def test_the_project_has_modules_and_edges(project_graph):
     """Guards the checks below against parsing nothing."""
-    assert "albert_tf.modeling" in project_graph and "data_prep.glue" in project_graph
-    assert "albert_tf.config" in project_graph["albert_tf.modeling"]
-    assert "albert_tf.modeling" in project_graph["albert_tf.checkpoints"]
+    assert "albert_tf.models.encoder" in project_graph and "data_prep.glue" in project_graph
+    assert "albert_tf.models.config" in project_graph["albert_tf.models.encoder"]
+    assert "albert_tf.models.encoder" in project_graph["albert_tf.checkpoints.tf1_names"]
+    assert task_of("albert_tf.tasks.question_answering.model") == "question_answering"
+    assert task_of("data_prep.question_answering.features") == "question_answering"
+    assert task_of("albert_tf.models.heads") is None and task_of("data_prep.common.tf_example") is None
 
 
 def test_no_import_cycles(project_graph):
@@ -156,25 +200,62 @@ def test_no_import_cycles(project_graph):
     assert not cycles, f"import cycle(s): {format_cycles(cycles)}"
 
 
+def test_no_cycle_between_folders(project_graph):
+    folder_graph: dict[str, set[str]] = {}
+    for module, target in edges(project_graph):
+        if folder_of(module) != folder_of(target):
+            folder_graph.setdefault(folder_of(module), set()).add(folder_of(target))
+    cycles = find_cycles(folder_graph)
+    assert not cycles, f"folder cycle(s): {format_cycles(cycles)}"
+
+
 def test_albert_tf_never_imports_data_prep(project_graph):
-    offending = sorted(f"{module} imports {target}" for module, targets in project_graph.items()
-                       if module.split(".")[0] == "albert_tf"
-                       for target in targets if target.split(".")[0] == "data_prep")
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if module.split(".")[0] == "albert_tf" and target.split(".")[0] == "data_prep"]
     assert not offending, "; ".join(offending)
 
 
-def test_only_flag_and_entry_modules_touch_absl_flags():
-    modules = discover_modules(REPO_ROOT, ("albert_tf",))
-    offending = [use for module, path in modules.items() if module not in ALLOWED_FLAG_READERS
+def test_core_folders_never_import_tasks(project_graph):
+    core = tuple(f"albert_tf.{name}" for name in ALBERT_TF_CORE) + tuple(
+        f"data_prep.{name}" for name in DATA_PREP_CORE)
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if folder_of(module) in core and task_of(target) is not None]
+    assert not offending, "; ".join(offending)
+
+
+def test_a_task_never_imports_another_task(project_graph):
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if task_of(module) and task_of(target) and task_of(module) != task_of(target)]
+    assert not offending, "; ".join(offending)
+
+
+def test_nothing_imports_a_command(project_graph, modules):
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if is_command(target, modules[target])]
+    assert not offending, "; ".join(offending)
+
+
+def test_top_level_modules_are_commands_and_folders_are_packages(modules):
+    commands = [module for module, path in modules.items() if is_command(module, path)]
+    assert "albert_tf.export_hub" in commands and "data_prep.create_pretraining_data" in commands
+    not_commands = [module for module in commands if not has_main_block(modules[module])]
+    assert not not_commands, f"top-level modules without a __main__ block: {not_commands}"
+    for package in PACKAGES:
+        folders = [path for path in (REPO_ROOT / package).rglob("*")
+                   if path.is_dir() and path.name != "__pycache__"]
+        assert folders and all((folder / "__init__.py").is_file() for folder in folders)
+
+
+def test_only_flag_modules_and_commands_touch_absl_flags(modules):
+    offending = [use for module, path in modules.items()
+                 if module not in FLAG_MODULES and not is_command(module, path)
                  for use in flag_uses(path)]
     assert not offending, ("library modules must not import absl.flags or read FLAGS (allowed: "
-                           f"{sorted(ALLOWED_FLAG_READERS)}):\n" + "\n".join(offending))
+                           f"{sorted(FLAG_MODULES)} and the commands):\n" + "\n".join(offending))
 
 
-def test_the_allowed_flag_readers_exist_and_entry_modules_are_commands():
-    modules = discover_modules(REPO_ROOT, ("albert_tf",))
-    assert ALLOWED_FLAG_READERS <= set(modules), sorted(ALLOWED_FLAG_READERS - set(modules))
-    assert all(has_main_block(modules[name]) for name in ENTRY_MODULES)
+def test_the_flag_modules_exist(modules):
+    assert FLAG_MODULES <= set(modules), sorted(FLAG_MODULES - set(modules))
 
 
 # -------------------------------------------------------------------------------------------------

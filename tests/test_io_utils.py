@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from albert_tf.io_utils import (OutputPathError, atomic_open, atomic_write_text, check_output_paths,
-                                expand_input_patterns, is_temporary_path, temporary_path)
+from albert_tf.files.atomic import atomic_open, atomic_write_text, is_temporary_path, temporary_path
+from albert_tf.files.paths import OutputPathError, check_output_paths, expand_input_patterns
 from tests.shared_setup import subprocess_env
 
 
@@ -60,7 +60,7 @@ def test_temporaries_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
 
 KILLED_WRITER = """
 import os, signal, sys
-from albert_tf.io_utils import temporary_path
+from albert_tf.files.atomic import temporary_path
 with temporary_path(sys.argv[2]) as other, temporary_path(sys.argv[1]) as temporary:
     for path in (other, temporary):
         with open(path, "w") as handle:

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints import tf1_variable_map
-from albert_tf.config import AlbertConfig
-from albert_tf.heads import AlbertPretrainingModel, ClassifierHead
-from albert_tf.modeling import AlbertModel
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.encoder import AlbertModel
+from albert_tf.models.heads import ClassifierHead
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
 
 TOLERANCE = 1e-5

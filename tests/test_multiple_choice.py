@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints
-from albert_tf.config import AlbertConfig
-from albert_tf.multiple_choice import (AlbertMultipleChoiceModel, MultipleChoiceContext,
-                                       MultipleChoiceTask)
+from albert_tf.checkpoints import tf1_format
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
+from albert_tf.tasks.multiple_choice.task import MultipleChoiceContext, MultipleChoiceTask
 from tests import numpy_albert
 from tests.tf1_fixtures import write_reference_checkpoint
 
@@ -42,7 +42,7 @@ def test_logits_and_loss_equal_numpy_with_reference_weights(tmp_path):
     shapes.update({"output_weights": (1, config.hidden_size), "output_bias": (1,)})
     weights = write_reference_checkpoint(str(tmp_path / "model.ckpt"), shapes)
     model = AlbertMultipleChoiceModel(config, dropout_prob=0.0)  # training=True = inference
-    report = checkpoints.load_tf1_checkpoint(model, str(tmp_path))
+    report = tf1_format.load_tf1_checkpoint(model, str(tmp_path))
     assert report.missing == [] and report.unused == []
 
     batch = choice_batch()
@@ -69,7 +69,7 @@ def test_logits_and_loss_equal_numpy_with_reference_weights(tmp_path):
 
 def test_head_names_export_round_trip(tmp_path):
     model = AlbertMultipleChoiceModel(small_config())
-    prefix = checkpoints.export_tf1_checkpoint(model, str(tmp_path / "model.ckpt"))
+    prefix = tf1_format.export_tf1_checkpoint(model, str(tmp_path / "model.ckpt"))
     shapes = dict(tf.train.list_variables(prefix))
     assert shapes["output_weights"] == [1, 16] and shapes["output_bias"] == [1]
     assert not model.is_regression

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.optimization import (OPTIMIZER_NAMES, AdamWeightDecay, Lamb, WarmupPolynomialDecay,
-                                    clip_gradients, create_optimizer)
+from albert_tf.training.optimization import (OPTIMIZER_NAMES, AdamWeightDecay, Lamb,
+                                             WarmupPolynomialDecay, clip_gradients,
+                                             create_optimizer)
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 # Variables named as the model names them; (decayed, adapted) written out by hand from the reference's rules:
@@ -320,11 +321,11 @@ def test_factory_rejects_unknown_names(name):
 _MIRRORED_SCRIPT = r"""
 import json
 import numpy as np
-from albert_tf.distribute import configure_logical_cpus, create_strategy
+from albert_tf.training.distribute import configure_logical_cpus, create_strategy
 configure_logical_cpus(2)
 import keras
 import tensorflow as tf
-from albert_tf.optimization import create_optimizer
+from albert_tf.training.optimization import create_optimizer
 
 rng = np.random.default_rng(0)
 x = rng.normal(size=(8, 4)).astype(np.float32)

@@ -14,10 +14,10 @@ import pytest
 from absl import app
 
 import data_prep
-from data_prep import beam_pipeline
+from data_prep.common import beam_runner
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
-from tests.test_create_pretraining_data import (parsed_flags, read_records, rte_documents,  # noqa: F401
-                                                run_cli, write_corpus)
+from tests.test_create_pretraining_data import (parsed_flags, read_records,  # noqa: F401
+                                                rte_documents, run_cli, write_corpus)
 
 SETTINGS = dict(spm_model_file=EN8K_MODEL, max_seq_length=64, max_predictions_per_seq=10,
                 dupe_factor=2, random_seed=3)
@@ -156,15 +156,15 @@ def test_dataflow_refuses_local_paths_before_any_work(tmp_path):
 
 
 def test_pipeline_options_for_each_runner():
-    direct = beam_pipeline.pipeline_options("DirectRunner", [], 3, False).get_all_options()
-    assert direct["runner"] == beam_pipeline.LOCAL_RUNNER
+    direct = beam_runner.pipeline_options("DirectRunner", [], 3, False).get_all_options()
+    assert direct["runner"] == beam_runner.LOCAL_RUNNER
     assert (direct["direct_num_workers"], direct["direct_running_mode"]) == (3, "multi_processing")
-    explicit = beam_pipeline.pipeline_options(
+    explicit = beam_runner.pipeline_options(
         "DirectRunner", ["--direct_running_mode=multi_threading"], 1, False).get_all_options()
     assert explicit["direct_running_mode"] == "multi_threading"  # the user's option wins
-    flink = beam_pipeline.pipeline_options("FlinkRunner", ["--parallelism=8"], 4, True)
+    flink = beam_runner.pipeline_options("FlinkRunner", ["--parallelism=8"], 4, True)
     assert flink.get_all_options()["num_workers"] == 4 and flink.get_all_options()["parallelism"] == 8
-    assert beam_pipeline.pipeline_options("FlinkRunner", [], 4, False).get_all_options()[
+    assert beam_runner.pipeline_options("FlinkRunner", [], 4, False).get_all_options()[
         "num_workers"] is None
 
 

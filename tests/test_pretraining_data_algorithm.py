@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from albert_tf.tokenization import is_start_piece_sp, is_start_piece_wordpiece
-from data_prep.pretraining_instances import (CLS, IN_ORDER, MASK, RANDOM_DOCUMENT, SEP, SWAPPED,
+from albert_tf.tokenization.sentencepiece import is_start_piece_sp
+from albert_tf.tokenization.wordpiece import is_start_piece_wordpiece
+from data_prep.pretraining.instances import (CLS, IN_ORDER, MASK, RANDOM_DOCUMENT, SEP, SWAPPED,
                                              InstanceConfig, MaskingConfig,
                                              create_instances_from_document,
                                              create_masked_lm_predictions, group_candidate_words,

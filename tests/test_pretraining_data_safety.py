@@ -18,7 +18,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from data_prep import create_pretraining_data
-from data_prep.pretraining_chunks import ChunkProcessor
+from data_prep.pretraining.chunks import ChunkProcessor
 from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REPO_ROOT, subprocess_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

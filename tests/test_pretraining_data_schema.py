@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.pretraining_data import parse_pretraining_example, pretraining_feature_spec
-from data_prep.pretraining_example import (FEATURE_KINDS, FLOAT, encode_varint,
+from albert_tf.tasks.pretraining.records import parse_pretraining_example, pretraining_feature_spec
+from data_prep.pretraining.records import (FEATURE_KINDS, FLOAT, encode_varint,
                                            serialize_pretraining_example)
 from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH
 

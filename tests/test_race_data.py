@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_prep.feature_cache import read_feature_file, write_feature_file
-from data_prep.race import (RaceDataError, RaceExamples, convert_examples, fill_in_option,
-                            race_feature_file, race_sources, read_race_examples, write_race_records)
-from data_prep.race_features import (choice_row, check_lengths, serialize_race_features,
-                                     parse_race_record, question_features, race_feature_spec)
+from data_prep.common.feature_cache import read_feature_file, write_feature_file
+from data_prep.multiple_choice.feature_file import race_feature_file, write_race_records
+from data_prep.multiple_choice.features import (check_lengths, choice_row, parse_race_record,
+                                                question_features, race_feature_spec,
+                                                serialize_race_features)
+from data_prep.multiple_choice.reader import (RaceDataError, RaceExamples, convert_examples,
+                                              fill_in_option, race_sources, read_race_examples)
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 
 RACE_DIR = os.path.join(SHARED_DATA_DIR, "race")

@@ -9,14 +9,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints
-from albert_tf.checkpoint_sweep import SweepPolicy, sweep_checkpoints
-from albert_tf.classifier import ClassifierTask, write_predictions
-from albert_tf.config import AlbertConfig
-from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
-from albert_tf.text_packing import pair_lengths
-from albert_tf.tokenization import FullTokenizer, preprocess_text
-from data_prep.glue import InputExample, convert_examples_to_features, get_processor, truncate_seq_pair
+from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
+from albert_tf.models.config import AlbertConfig
+from albert_tf.serving.text_packing import pair_lengths
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.normalization import preprocess_text
+from data_prep.classification.features import convert_examples_to_features, truncate_seq_pair
+from data_prep.classification.glue_tasks import get_processor
+from data_prep.classification.processors import InputExample
 from tests import numpy_albert, shared_setup
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
 
@@ -47,7 +52,7 @@ def test_classifier_logits_are_pooled_times_weights_plus_bias():
     inputs = random_inputs()
     logits = model(inputs, training=False)["logits"].numpy()
     weights = {name: variable.numpy() for name, variable in
-               checkpoints.tf1_variable_map(model).items()}
+               tf1_variable_map(model).items()}
     pooled = numpy_albert.forward(weights, config, inputs["input_ids"], inputs["input_mask"],
                                   inputs["segment_ids"])["pooled_output"]
     expected = pooled @ weights["output_weights"].T + weights["output_bias"]
@@ -74,19 +79,19 @@ def test_head_reference_names_round_trip_and_warm_start_from_pretraining(tmp_pat
     config = tiny_config()
     model = AlbertClassifierModel(config, num_labels=2)
     model.classifier.output_bias.assign([0.5, -0.5])
-    prefix = checkpoints.export_tf1_checkpoint(model, str(tmp_path / "cls" / "model.ckpt"))
+    prefix = export_tf1_checkpoint(model, str(tmp_path / "cls" / "model.ckpt"))
     shapes = dict(tf.train.list_variables(prefix))
     assert shapes["output_weights"] == [2, 32] and shapes["output_bias"] == [2]
     restored = AlbertClassifierModel(config, num_labels=2)
-    report = checkpoints.load_tf1_checkpoint(restored, prefix)
+    report = load_tf1_checkpoint(restored, prefix)
     assert report.missing == [] and report.unused == []
     np.testing.assert_array_equal(restored.classifier.output_weights.numpy(),
                                   model.classifier.output_weights.numpy())
     np.testing.assert_array_equal(restored.classifier.output_bias.numpy(), [0.5, -0.5])
     # A pretraining checkpoint: the encoder loads, only the new head is missing.
-    pretrained = checkpoints.export_tf1_checkpoint(AlbertPretrainingModel(config),
+    pretrained = export_tf1_checkpoint(AlbertPretrainingModel(config),
                                                    str(tmp_path / "pre" / "model.ckpt"))
-    report = checkpoints.load_tf1_checkpoint(AlbertClassifierModel(config, 2), pretrained)
+    report = load_tf1_checkpoint(AlbertClassifierModel(config, 2), pretrained)
     assert sorted(report.missing) == ["output_bias", "output_weights"]
     report.require_complete_encoder()
     assert any(name.startswith("cls/") for name in report.unused)
@@ -270,7 +275,7 @@ def softmax(logits):
 def test_rte_train_sweep_predict_export(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=40)
     config = tiny_config()
-    pretrained = checkpoints.export_tf1_checkpoint(AlbertPretrainingModel(config),
+    pretrained = export_tf1_checkpoint(AlbertPretrainingModel(config),
                                                    str(tmp_path / "pretrained" / "model.ckpt"))
     output_dir, export_dir = tmp_path / "out", tmp_path / "export"
     result = run_classifier(

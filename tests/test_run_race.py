@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import checkpoints
-from albert_tf.multiple_choice import AlbertMultipleChoiceModel
+from albert_tf.checkpoints import tf1_format
+from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
 
 RACE_DEV = os.path.join(SHARED_DATA_DIR, "race", "RACE", "dev")
@@ -58,7 +58,7 @@ def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
     # A checkpoint in the reference's names, head included (as a RACE run of the reference writes).
     reference = AlbertMultipleChoiceModel(tiny_config())
     reference.scorer.output_bias.assign([0.25])
-    init = checkpoints.export_tf1_checkpoint(reference, str(tmp_path / "ref" / "model.ckpt"))
+    init = tf1_format.export_tf1_checkpoint(reference, str(tmp_path / "ref" / "model.ckpt"))
     result = run_race(*common_flags(tmp_path, race_dir), f"--init_checkpoint={init}",
                       "--do_predict", "--train_step=6", "--warmup_step=1",
                       "--save_checkpoints_steps=3", "--train_batch_size=4", "--eval_batch_size=8",

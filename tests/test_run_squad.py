@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from albert_tf import checkpoints
-from albert_tf.squad import AlbertSquadModel
+from albert_tf.checkpoints import tf1_format
+from albert_tf.tasks.question_answering.model import AlbertSquadModel
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
 
 V1_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
@@ -81,7 +81,7 @@ def test_v2_train_sweep_predict_files(tmp_path):
 
 
 def test_v1_predict_only_from_a_reference_checkpoint_never_waits(tmp_path):
-    init = checkpoints.export_tf1_checkpoint(AlbertSquadModel(tiny_config()),
+    init = tf1_format.export_tf1_checkpoint(AlbertSquadModel(tiny_config()),
                                              str(tmp_path / "ref" / "model.ckpt"))
     result = run_squad(*common_flags(tmp_path), f"--init_checkpoint={init}",
                        f"--predict_file={V1_SAMPLE}", "--do_predict", "--max_seq_length=128",

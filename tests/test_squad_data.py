@@ -18,13 +18,16 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf.tokenization import FullTokenizer, preprocess_text
-from data_prep.feature_cache import read_feature_file
-from data_prep.squad import (FIRST_UNIQUE_ID, FeatureSettings, SquadDataError, convert_examples,
-                             convert_questions, feature_metadata, parse_squad_examples,
-                             parse_squad_record, read_squad_examples, squad_feature_file,
-                             write_squad_feature_file)
-from data_prep.squad_alignment import IndexFiller, align_characters
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.normalization import preprocess_text
+from data_prep.common.feature_cache import read_feature_file
+from data_prep.question_answering.alignment import IndexFiller, align_characters
+from data_prep.question_answering.examples import (SquadDataError, parse_squad_examples,
+                                                   read_squad_examples)
+from data_prep.question_answering.feature_file import squad_feature_file, write_squad_feature_file
+from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
+                                                   convert_examples, convert_questions,
+                                                   feature_metadata, parse_squad_record)
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 from tests.spm_fixtures import write_wordpiece_vocab
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
-from albert_tf.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
-from albert_tf.squad_heads import (SquadHeadError, SquadV1Head, SquadV2Head, squad_v1_loss,
-                                   squad_v2_loss)
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.question_answering.heads import (SquadHeadError, SquadV1Head, SquadV2Head,
+                                                      squad_v1_loss, squad_v2_loss)
+from albert_tf.training.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 TOLERANCE = 1e-5
 HIDDEN = 8

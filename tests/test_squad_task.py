@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints
-from albert_tf.squad import AlbertSquadModel, SquadEvalContext, SquadSettings, SquadTask
-from data_prep.squad import write_squad_feature_file
+from albert_tf.checkpoints import tf1_format
+from albert_tf.tasks.question_answering.model import AlbertSquadModel
+from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
+from data_prep.question_answering.feature_file import write_squad_feature_file
 from tests import numpy_albert
 from tests.shared_setup import SHARED_DATA_DIR, tiny_config
 from tests.tf1_fixtures import write_reference_checkpoint
@@ -49,9 +50,9 @@ def test_reference_checkpoint_loads_completely_and_exports_back(tmp_path, versio
     shapes.update(head_shapes(version_2, config.hidden_size))
     values = write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"), shapes)
     model = AlbertSquadModel(config, version_2=version_2)
-    report = checkpoints.load_tf1_checkpoint(model, str(tmp_path / "ref"))
+    report = tf1_format.load_tf1_checkpoint(model, str(tmp_path / "ref"))
     assert report.missing == [] and report.unused == []
-    exported = checkpoints.export_tf1_checkpoint(model, str(tmp_path / "out" / "model.ckpt"))
+    exported = tf1_format.export_tf1_checkpoint(model, str(tmp_path / "out" / "model.ckpt"))
     reader = tf.train.load_checkpoint(exported)
     for name, value in values.items():
         np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
@@ -63,7 +64,7 @@ def test_v1_logits_are_the_sequence_output_times_the_reference_weights(tmp_path)
     shapes.update(head_shapes(False, config.hidden_size))
     weights = write_reference_checkpoint(str(tmp_path / "model.ckpt"), shapes)
     model = AlbertSquadModel(config)
-    checkpoints.load_tf1_checkpoint(model, str(tmp_path))
+    tf1_format.load_tf1_checkpoint(model, str(tmp_path))
     rng = np.random.default_rng(0)
     inputs = {"input_ids": rng.integers(0, 8000, (2, 10)).astype(np.int32),
               "input_mask": np.ones((2, 10), np.int32),

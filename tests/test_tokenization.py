@@ -13,9 +13,13 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf import tokenization
-from albert_tf.tokenization import (BasicTokenizer, FullTokenizer, TokenizerError, WordpieceTokenizer,
-                                    encode_ids, encode_pieces, is_start_piece_sp, preprocess_text)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.in_graph import InGraphTokenizer
+from albert_tf.tokenization.model_files import TokenizerError
+from albert_tf.tokenization.normalization import preprocess_text
+from albert_tf.tokenization.sentencepiece import encode_ids, encode_pieces, is_start_piece_sp
+from albert_tf.tokenization.wordpiece import (BasicTokenizer, WordpieceTokenizer, is_control,
+                                              is_punctuation, is_whitespace, load_vocab)
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GERMAN_30K_MODEL, SHARED_DATA_DIR
 
@@ -301,23 +305,23 @@ def test_wordpiece_tokenizer():
 
 def test_character_classes():
     for char in (" ", "\t", "\r", "\n", "\u00A0"):
-        assert tokenization.is_whitespace(char)
+        assert is_whitespace(char)
     for char in ("A", "-"):
-        assert not tokenization.is_whitespace(char)
-    assert tokenization.is_control("\u0005")
+        assert not is_whitespace(char)
+    assert is_control("\u0005")
     for char in ("A", " ", "\t", "\r", "\U0001F4A9"):
-        assert not tokenization.is_control(char)
+        assert not is_control(char)
     for char in ("-", "$", "`", ".", "\u00bf"):
-        assert tokenization.is_punctuation(char)
+        assert is_punctuation(char)
     for char in ("A", " ", "7"):
-        assert not tokenization.is_punctuation(char)
+        assert not is_punctuation(char)
 
 
 def test_load_vocab_formats(tmp_path):
     path = tmp_path / "mixed.vocab"
     path.write_text("a\t-1.5\n\nb 2\na\nc\n", encoding="utf-8")
-    assert tokenization.load_vocab(str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
-    vocab = tokenization.load_vocab(EN8K_MODEL.replace(".model", ".vocab"))
+    assert load_vocab(str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
+    vocab = load_vocab(EN8K_MODEL.replace(".model", ".vocab"))
     processor = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
     assert len(vocab) == processor.GetPieceSize()
     assert all(vocab[processor.IdToPiece(i)] == i for i in range(0, processor.GetPieceSize(), 97))
@@ -326,8 +330,8 @@ def test_load_vocab_formats(tmp_path):
 # --- InGraphTokenizer: identical ids to FullTokenizer.encode_text (serving = training) -----------
 
 @pytest.fixture(scope="module")
-def en8k_graph(en8k) -> tokenization.InGraphTokenizer:
-    return tokenization.InGraphTokenizer.from_full_tokenizer(en8k)
+def en8k_graph(en8k) -> InGraphTokenizer:
+    return InGraphTokenizer.from_full_tokenizer(en8k)
 
 
 def _all_code_point_texts(chunk: int = 64) -> list[str]:
@@ -348,7 +352,7 @@ def test_in_graph_ids_equal_python_on_real_text(en8k, en8k_graph):
 
 
 def test_in_graph_digit_comma_rule(german):
-    graph = tokenization.InGraphTokenizer.from_full_tokenizer(german)
+    graph = InGraphTokenizer.from_full_tokenizer(german)
     texts = ["Saison 1997/12, und", "Im Jahr 2014, kam er.", "am 03/12, und 5/07, 6/09,", "x$45, 1,2,"]
     fired = [any(p.endswith(",") and len(p) > 1 and p[-2].isdigit()
                  for p in german.sp_model.EncodeAsPieces(t)) for t in texts]
@@ -358,7 +362,7 @@ def test_in_graph_digit_comma_rule(german):
 
 def test_in_graph_digit_comma_rule_on_toy_model():
     sp = _sp_with_extra_pieces(EN8K_MODEL, ["$45,", "▁1990,"])
-    graph = tokenization.InGraphTokenizer(sp.serialized_model_proto(), do_lower_case=True)
+    graph = InGraphTokenizer(sp.serialized_model_proto(), do_lower_case=True)
     texts = ["x$45, 1990,", "In 1990, it cost US$45, yes"]
     expected = [encode_ids(sp, preprocess_text(t, lower=True)) for t in texts]
     assert any(sp.PieceToId("$45,") == i for t in texts for i in sp.EncodeAsIds(preprocess_text(t, True)))
@@ -368,7 +372,7 @@ def test_in_graph_digit_comma_rule_on_toy_model():
 @pytest.mark.parametrize("lower", [True, False])
 def test_in_graph_normalization_equals_preprocess_text_on_every_code_point(lower):
     with open(EN8K_MODEL, "rb") as handle:
-        graph = tokenization.InGraphTokenizer(handle.read(), do_lower_case=lower)
+        graph = InGraphTokenizer(handle.read(), do_lower_case=lower)
     texts = _all_code_point_texts()
     normalized = graph.normalize(texts).numpy()
     mismatches = [i for i, (text, out) in enumerate(zip(texts, normalized))
@@ -400,7 +404,7 @@ def test_in_graph_tokenizer_survives_saved_model(en8k, en8k_graph, tmp_path):
 
 def test_in_graph_needs_sentencepiece(reference_vocab_file):
     with pytest.raises(TokenizerError, match="WordPiece"):
-        tokenization.InGraphTokenizer.from_full_tokenizer(FullTokenizer(vocab_file=reference_vocab_file))
+        InGraphTokenizer.from_full_tokenizer(FullTokenizer(vocab_file=reference_vocab_file))
 
 
 def test_full_tokenizer_pickles_as_its_model_bytes(en8k, reference_vocab_file, tmp_path):

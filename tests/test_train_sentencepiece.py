@@ -8,7 +8,8 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from data_prep import train_sentencepiece as tsp
+from albert_tf.files.paths import expand_input_patterns
+from data_prep.pretraining import vocabulary
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT
 
@@ -31,7 +32,7 @@ def _proto(path: str) -> sentencepiece_model_pb2.ModelProto:
 def trained(tmp_path_factory):
     directory = tmp_path_factory.mktemp("spm")
     corpus = spm_fixtures.write_fixture_corpus(str(directory / "corpus.txt"))
-    model = tsp.train_sentencepiece(corpus, str(directory / "recipe"), vocab_size=400, num_threads=1,
+    model = vocabulary.train_sentencepiece(corpus, str(directory / "recipe"), vocab_size=400, num_threads=1,
                                     quiet=True)
     return directory, model
 
@@ -68,7 +69,7 @@ def test_outputs_written_atomically(trained):
 def test_vocab_text_matches_spm_train_output():
     # en8k.vocab was written by SentencePiece's own trainer; our writer must produce the same bytes.
     with open(EN8K_MODEL, "rb") as handle:
-        text = tsp._vocab_text(handle.read())
+        text = vocabulary._vocab_text(handle.read())
     with open(EN8K_MODEL.replace(".model", ".vocab"), encoding="utf-8") as handle:
         assert text == handle.read()
 
@@ -77,9 +78,9 @@ def test_lowercasing_and_accent_removal_follow_the_flag(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(spm_fixtures.fixture_corpus_lines() + ["Café Über Ärger"] * 20) + "\n",
                       encoding="utf-8")
-    lower = spm.SentencePieceProcessor(model_file=tsp.train_sentencepiece(
+    lower = spm.SentencePieceProcessor(model_file=vocabulary.train_sentencepiece(
         str(corpus), str(tmp_path / "lower"), vocab_size=300, num_threads=1, quiet=True))
-    cased = spm.SentencePieceProcessor(model_file=tsp.train_sentencepiece(
+    cased = spm.SentencePieceProcessor(model_file=vocabulary.train_sentencepiece(
         str(corpus), str(tmp_path / "cased"), vocab_size=300, do_lower_case=False, num_threads=1,
         quiet=True))
     lower_pieces = [lower.IdToPiece(i) for i in range(13, lower.GetPieceSize())]
@@ -94,17 +95,17 @@ def test_lowercasing_and_accent_removal_follow_the_flag(tmp_path):
 def test_comma_separated_globs(tmp_path):
     for name in ("b1.txt", "a2.txt", "a1.txt"):
         (tmp_path / name).write_text("x\n", encoding="utf-8")
-    files = tsp.expand_input_patterns(f"{tmp_path}/a*.txt, {tmp_path}/b1.txt")
+    files = expand_input_patterns(f"{tmp_path}/a*.txt, {tmp_path}/b1.txt")
     assert [os.path.basename(f) for f in files] == ["a1.txt", "a2.txt", "b1.txt"]
     with pytest.raises(FileNotFoundError, match="nothing-here"):
-        tsp.expand_input_patterns(f"{tmp_path}/a*.txt,{tmp_path}/nothing-here*.txt")
+        expand_input_patterns(f"{tmp_path}/a*.txt,{tmp_path}/nothing-here*.txt")
 
 
 def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
-    with pytest.raises(tsp.TrainSentencePieceError) as info:
-        tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
+    with pytest.raises(vocabulary.TrainSentencePieceError) as info:
+        vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
     message = str(info.value)
     assert "--vocab_size=300" in message and "smaller" in message and "hard_vocab_limit" in message
     assert os.listdir(tmp_path) == ["small.txt"]
@@ -113,7 +114,7 @@ def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
 def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
-    model = tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300,
+    model = vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300,
                                     hard_vocab_limit=False, quiet=True)
     size = spm.SentencePieceProcessor(model_file=model).GetPieceSize()
     assert 13 < size < 300
@@ -122,8 +123,8 @@ def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):
 def test_blank_only_input_is_an_error(tmp_path):
     corpus = tmp_path / "blank.txt"
     corpus.write_text("\n  \n\n", encoding="utf-8")
-    with pytest.raises(tsp.TrainSentencePieceError, match="no non-blank lines"):
-        tsp.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    with pytest.raises(vocabulary.TrainSentencePieceError, match="no non-blank lines"):
+        vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
 
 
 def test_command_line(tmp_path):
@@ -149,7 +150,7 @@ def test_command_line_requires_flags():
 def test_input_sentence_size_samples_and_rejects_tiny_values(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
     with pytest.raises(ValueError, match="input_sentence_size=50"):
-        tsp.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=50)
-    model = tsp.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=101,
+        vocabulary.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=50)
+    model = vocabulary.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=101,
                                     quiet=True)
     assert _proto(model).trainer_spec.input_sentence_size == 101

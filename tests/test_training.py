@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import optimization
-from albert_tf.checkpoints import CheckpointMismatchError, load_tf1_checkpoint, tf1_variable_map
-from albert_tf.heads import AlbertClassifierModel, AlbertPretrainingModel
-from albert_tf.pretraining import PretrainingTask, pretraining_dataset_fn
-from albert_tf.training import EvalSet, NonFiniteLossError, RunConfig, Trainer
+from albert_tf.checkpoints.report import CheckpointMismatchError
+from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
+from albert_tf.training import optimization
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import NonFiniteLossError, RunConfig, Trainer
 from tests import numpy_albert
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH,
                                 tiny_config)

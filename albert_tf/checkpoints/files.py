@@ -1,0 +1,116 @@
+"""TODO(split) Checkpoints: the reference TF1 format (its names <-> Keras variables) and albert_tf's own.
+
+- ``tf1_variable_map(model)``: {reference name: variable} for an encoder or any task model that
+  keeps its encoder in ``.albert`` (task heads add their names through ``tf1_head_variables()``).
+- ``load_checkpoint(model, path)``: the warm start from either format; returns a ``LoadReport`` of
+  loaded / missing / unused variables (reference names), which the scripts print.
+  ``load_tf1_checkpoint`` reads a checkpoint written by the reference (or by
+  ``export_tf1_checkpoint``): optimizer slots and ``global_step`` are ignored,
+  ``layer_normalization`` / ``layer_norm`` spellings of ``LayerNorm`` are accepted.
+  ``load_object_checkpoint`` reads one written by ``tf.train.Checkpoint(model=<task model>)``
+  (albert_tf's runs, conversions, exports), matching variables through the object graph, so a
+  checkpoint of one task warm-starts another.
+  Either way a shape mismatch is a ``CheckpointMismatchError`` naming the variable, both shapes, the
+  checkpoint and (when given) the config file, raised before any variable changes.
+- ``require_same_model(model, path)``: a run's own checkpoint (resume, evaluation) must hold exactly
+  the model's variables, with its shapes: a config edited between runs is one clear error;
+  ``require_same_optimizer`` checks the same of the optimizer's state before a resume.
+- ``export_tf1_checkpoint(model, prefix)``: writes the reference names (no optimizer slots).
+
+The command line that converts a reference checkpoint to an albert_tf checkpoint and back is
+``python -m albert_tf.convert_checkpoint`` (see the README).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import tensorflow as tf
+from google.protobuf import text_encoding
+
+from albert_tf.files.atomic import atomic_write_text
+
+TF2_CHECKPOINT_NAME = "model.ckpt"
+
+
+CHECKPOINT_STATE_FILE = "checkpoint"  # names the latest checkpoint of a directory
+
+
+SAVED_MODEL_FILE = "saved_model.pb"
+
+
+SAVED_MODEL_VARIABLES = ("variables", "variables")  # the checkpoint prefix inside a SavedModel
+
+
+def resolve_checkpoint_path(path: str) -> str:
+    """A checkpoint prefix from a prefix, a directory of checkpoints (its latest) or a SavedModel
+    directory; FileNotFoundError naming the path otherwise.
+
+    A SavedModel's ``variables/variables`` is an object-based checkpoint rooted at the exported
+    module: albert_tf's exports keep their task model in the attribute ``model``, so it reads like
+    a checkpoint of ``tf.train.Checkpoint(model=...)``.
+    """
+    if tf.io.gfile.isdir(path):
+        if tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
+            return os.path.join(path, *SAVED_MODEL_VARIABLES)
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(f"No checkpoint found in directory {path}.")
+        return latest
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"Checkpoint {path} does not exist (no {path}.index).")
+    return path
+
+
+def is_object_based_checkpoint(path: str) -> bool:
+    """True for checkpoints written by tf.train.Checkpoint (albert_tf's own runs)."""
+    names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    return any("/.ATTRIBUTES/" in name for name in names)
+
+
+def write_checkpoint_state(directory: str, name: str) -> None:
+    """Points ``directory``'s ``checkpoint`` state file at the prefix ``name`` alone, atomically.
+    ``name`` is relative to ``directory``, so that the directory can be moved."""
+    entry = f'"{text_encoding.CEscape(name, as_utf8=True)}"'  # a text-format protobuf string
+    atomic_write_text(os.path.join(directory, CHECKPOINT_STATE_FILE),
+                      f"model_checkpoint_path: {entry}\nall_model_checkpoint_paths: {entry}\n")
+
+
+_STEP_PATTERN = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)\.index$")
+
+
+def list_checkpoints(directory: str) -> list[tuple[int, str]]:
+    """[(step, prefix)] of ``model.ckpt-<step>`` in ``directory``, ascending; best excluded."""
+    found = []
+    for path in tf.io.gfile.glob(os.path.join(directory, TF2_CHECKPOINT_NAME + "-*.index")):
+        match = _STEP_PATTERN.search(os.path.basename(path))
+        if match:
+            found.append((int(match.group(1)), path[:-len(".index")]))
+    return sorted(found)
+
+
+def checkpoint_files(prefix: str) -> list[str]:
+    """The files of one checkpoint: its data shards, then the index (written/renamed last)."""
+    return sorted(tf.io.gfile.glob(prefix + ".data-*")) + [prefix + ".index"]
+
+
+def copy_checkpoint(source_prefix: str, target_prefix: str) -> None:
+    """Copies a checkpoint's files; each lands under a temporary name first, the index last."""
+    for path in checkpoint_files(source_prefix):
+        target = target_prefix + path[len(source_prefix):]
+        tf.io.gfile.copy(path, target + ".tmp", overwrite=True)
+        tf.io.gfile.rename(target + ".tmp", target, overwrite=True)
+
+
+def rename_checkpoint(source_prefix: str, target_prefix: str) -> None:
+    """Renames a checkpoint's files (index last, so a reader never sees an index without data)."""
+    for path in checkpoint_files(source_prefix):
+        tf.io.gfile.rename(path, target_prefix + path[len(source_prefix):], overwrite=True)
+
+
+def remove_checkpoint(prefix: str) -> None:
+    """Deletes a checkpoint's files (index first, so it disappears from listings at once)."""
+    for path in reversed(checkpoint_files(prefix)):
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)

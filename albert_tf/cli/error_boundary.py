@@ -1,0 +1,176 @@
+"""The error boundary at the top of every command line: ``cli.run(main)``, not ``app.run(main)``.
+
+A user's mistake ends in one short message on stderr, ``<program>: error: <what is wrong>``, and
+exit status 1, never a traceback. Caught:
+
+- the project's own errors: ``ValueError`` (the project's error classes derive from it),
+  ``OSError`` (``FileNotFoundError``, ``FileExistsError``, ...), ``app.UsageError``, and any other
+  exception class defined in albert_tf/ or data_prep/ (e.g. ``NonFiniteLossError``);
+- the TensorFlow errors that user data and settings cause (a corrupt TFRecord, records of another
+  length, a missing file, out of memory, ...), their graph tracebacks cut down to the message. A
+  corrupt record, which TensorFlow reports without a file name, is traced to its file.
+
+Anything else is a bug and keeps its traceback. ``ALBERT_TF_TRACEBACK=1`` in the environment shows
+the traceback of every error.
+
+``run`` also silences TensorFlow's Python INFO lines (e.g. each checkpoint save's "Sharding callback
+duration"), which would interleave with the progress display; ``--verbosity=1`` keeps them. Checks
+given as ``checks`` run after the flags are parsed and before ``main``: a run that cannot work fails
+in its first seconds, before any model is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
+
+import tensorflow as tf
+from absl import app
+from absl import logging as absl_logging
+
+from albert_tf.files.records import locate_corrupt_record_file
+
+TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
+
+
+_PROJECT_PACKAGES = ("albert_tf.", "data_prep.")
+
+
+_TENSORFLOW_DIR = os.path.dirname(tf.__file__) + os.sep
+
+
+# TensorFlow errors that bad input data, paths or settings raise (others are bugs: traceback).
+_TENSORFLOW_USER_ERRORS = (
+    tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
+    tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
+    tf.errors.FailedPreconditionError, tf.errors.OutOfRangeError, tf.errors.AlreadyExistsError)
+
+
+_HINTS = {
+    tf.errors.ResourceExhaustedError: "out of memory: lower the batch size, or use "
+                                      "--gradient_accumulation_steps or --dtype=bfloat16",
+    tf.errors.OutOfRangeError: "the input ran out of records",
+}
+
+
+# Pieces of TensorFlow's messages that name graph internals, not the problem.
+_FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+
+
+_OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\](\s*name:.*)?$")
+
+
+_USER_FUNCTION = re.compile(r"Error in user-defined function passed to .*? transformation with "
+                            r"iterator: \S+: ")
+
+
+_NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .*|"
+                         r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
+
+
+def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
+        flags_parser: Callable[[list[str]], list[str]] = app.parse_flags_with_usage) -> None:
+    """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
+
+    ``flags_parser``: absl's by default (an unknown flag is an error); it returns the arguments that
+    ``main`` receives."""
+    app.run(guarded(main, checks), flags_parser=flags_parser)
+
+
+def guarded(main: Callable[[list[str]], Any],
+            checks: Sequence[Callable[[], None]] = ()) -> Callable[[list[str]], Any]:
+    """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
+    error exits with status 1 after one line on stderr (see the module doc)."""
+
+    def guarded_main(argv: list[str]) -> Any:
+        quiet_tensorflow_logging()
+        try:
+            for check in checks:
+                check()
+            return main(argv)
+        except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
+            message = user_error_message(error)
+            if message is None or os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
+                raise
+            _exit_with_message(message)
+
+    return guarded_main
+
+
+def quiet_tensorflow_logging() -> None:
+    """TensorFlow's Python code logs warnings and errors only, unless --verbosity is 1 or more.
+
+    TensorFlow logs through its "tensorflow" logger and, in places such as the checkpoint saver,
+    through absl's logger, which the scripts' own INFO lines share: those are filtered by source.
+    """
+    if absl_logging.get_verbosity() >= absl_logging.DEBUG:
+        return
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
+    absl_logging.get_absl_handler().addFilter(_drop_tensorflow_info)
+
+
+@contextlib.contextmanager
+def logger_levels(levels: Mapping[str, int]) -> Iterator[None]:
+    """Within the block each named logger ("" is the root logger) has the given level; the previous
+    levels come back after it."""
+    previous = {name: logging.getLogger(name).level for name in levels}
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, level in previous.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _drop_tensorflow_info(record: logging.LogRecord) -> bool:
+    """False (drop) for a record below WARNING logged by TensorFlow's own Python code."""
+    return record.levelno >= logging.WARNING or not record.pathname.startswith(_TENSORFLOW_DIR)
+
+
+def _exit_with_message(message: str) -> NoReturn:
+    """Prints ``<program>: error: <message>`` on stderr and exits with status 1."""
+    program = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "albert_tf"
+    print(f"{program}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def user_error_message(error: BaseException) -> str | None:
+    """The one-line message of a user error; None for a bug (see the module doc)."""
+    if isinstance(error, tf.errors.OpError):
+        if not isinstance(error, _TENSORFLOW_USER_ERRORS):
+            return None
+        return _tensorflow_error_message(error)
+    defined_here = type(error).__module__.startswith(_PROJECT_PACKAGES)
+    if isinstance(error, (ValueError, OSError, app.UsageError)) or defined_here:
+        return str(error) or type(error).__name__
+    return None
+
+
+def _tensorflow_error_message(error: tf.errors.OpError) -> str:
+    """The cause of a TensorFlow error without graph internals; a corrupt record's file named."""
+    cause = _condense_tensorflow_message(error.message)
+    if isinstance(error, tf.errors.DataLossError):
+        located = locate_corrupt_record_file(cause)
+        if located is not None:
+            path, reason = located
+            return (f"{path}: {reason}: the TFRecord file is truncated or corrupt; recreate it or "
+                    "leave it out of the input")
+        return f"{cause}: a TFRecord input file is truncated or corrupt"
+    hint = _HINTS.get(type(error))
+    return (f"{cause} ({hint})" if hint else cause) + f" ({TRACEBACK_VARIABLE}=1 shows where)"
+
+
+def _condense_tensorflow_message(message: str) -> str:
+    """The lines of a TensorFlow error message that state the problem, joined into one line."""
+    lines = []
+    for line in message.splitlines():
+        if not line.strip() or _NOISE_LINE.match(line):
+            continue
+        line = _USER_FUNCTION.sub("", _FUNCTION_NODE.sub("", line))
+        lines.append(_OP_SUFFIX.sub("", line).strip())
+    return " ".join(line for line in lines if line) or message.strip()

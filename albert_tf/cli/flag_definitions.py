@@ -1,0 +1,175 @@
+"""Every absl flag that more than one script uses, defined once (name, type, default, help).
+
+A script defines the flags it needs by name; where its reference script has another default (e.g.
+``max_seq_length`` 384 for SQuAD, ``learning_rate`` 0.00176 for pretraining) it passes that default::
+
+    from albert_tf import flag_definitions
+    flag_definitions.define("albert_config_file", "output_dir", "max_seq_length", max_seq_length=384)
+    flag_definitions.define(*flag_definitions.TPU_FLAGS, *flag_definitions.LOOP_FLAGS)
+
+Flag names and defaults are the reference's; the flags albert_tf adds are marked as such in the help.
+Only this module and the scripts touch ``absl.flags`` definitions; library modules never read flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from absl import flags
+
+# Kept here (not imported) so that defining flags imports no TensorFlow; tests check they match
+# optimization.OPTIMIZER_NAMES, distribute.STRATEGY_NAMES and training.DTYPE_POLICIES.
+OPTIMIZERS = ("adamw", "lamb")
+
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagSpec:
+    """How to define one flag: the absl ``DEFINE_*`` function, the usual default, the help text."""
+
+    define: Callable[..., Any]
+    default: Any
+    help: str
+    enum_values: tuple[str, ...] | None = None
+
+
+def _enum(default: str, values: tuple[str, ...], help_text: str) -> FlagSpec:
+    return FlagSpec(flags.DEFINE_enum, default, help_text, values)
+
+
+_S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
+
+
+SPECS: dict[str, FlagSpec] = {
+    # -- model, tokenizer and files
+    "albert_config_file": FlagSpec(_S, None, "ALBERT config JSON of the (pretrained) model."),
+    "init_checkpoint": FlagSpec(_S, None, "Warm start: a reference TF1 checkpoint or an albert_tf "
+                                "one (prefix or directory)."),
+    "init_from_group0": FlagSpec(_B, False, "Initialise every group of the model from group_0 of a "
+                                 "1-group checkpoint."),
+    "albert_hub_module_handle": FlagSpec(_S, None, "[Reference flag] TF-Hub module; not supported "
+                                         "(use the released checkpoint with --init_checkpoint)."),
+    "spm_model_file": FlagSpec(_S, None, "SentencePiece model of the pretrained model."),
+    "vocab_file": FlagSpec(_S, None, "WordPiece vocab (one token per line), used only without "
+                           "--spm_model_file."),
+    "do_lower_case": FlagSpec(_B, True, "Lowercase the text (must match the pretrained model)."),
+    "data_dir": FlagSpec(_S, None, "Root folder of the task's data."),
+    "task_name": FlagSpec(_S, None, "The task: a GLUE task (cola, mnli, mismnli, mrpc, rte, sst-2, "
+                          "sts-b, qqp, qnli, wnli; ax: predict only), or race for run_race."),
+    "output_dir": FlagSpec(_S, None, "Checkpoints, eval/predict results and TensorBoard logs."),
+    "cached_dir": FlagSpec(_S, None, "Where feature TFRecords are cached (default --output_dir); a "
+                           "cache is reused only if built from the same inputs and settings."),
+    "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
+    "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
+                            "the output does not depend on it."),
+    # -- sequence geometry
+    "max_seq_length": FlagSpec(_I, 512, "Tokens per sequence, [CLS] and [SEP] included (S)."),
+    "max_predictions_per_seq": FlagSpec(_I, 20, "Masked positions per sequence (M)."),
+    "max_qa_length": FlagSpec(_I, 128, "RACE: question+option pieces kept per choice (the last "
+                              "ones)."),
+    "middle_only": FlagSpec(_B, False, "RACE: only the middle-school questions."),
+    "high_only": FlagSpec(_B, False, "RACE: only the high-school questions."),
+    "skip_invalid": FlagSpec(_B, False, "[albert_tf] Skip (and count) invalid examples instead of "
+                             "stopping at the first with an error naming it."),
+    "doc_stride": FlagSpec(_I, 128, "SQuAD: stride between the document windows of a long "
+                           "paragraph (pieces)."),
+    "max_query_length": FlagSpec(_I, 64, "SQuAD: question pieces kept (the first ones)."),
+    "dropout_prob": FlagSpec(_F, 0.1, "Dropout of the task head in training (RACE: on the pooled "
+                             "output; SQuAD v2: inside the answer classifier)."),
+    # -- what to run
+    "do_train": FlagSpec(_B, False, "Train."),
+    "do_eval": FlagSpec(_B, False, "Evaluate every checkpoint in --output_dir, keep the best as "
+                        "model.ckpt-best."),
+    "do_predict": FlagSpec(_B, False, "Predict the test set with model.ckpt-best."),
+    # -- optimisation
+    "train_batch_size": FlagSpec(_I, 32, "Global train batch."),
+    "eval_batch_size": FlagSpec(_I, 8, "Global eval batch."),
+    "predict_batch_size": FlagSpec(_I, 8, "Global predict batch."),
+    "optimizer": _enum("adamw", OPTIMIZERS, "Optimizer."),
+    "learning_rate": FlagSpec(_F, 5e-5, "Peak learning rate."),
+    "poly_power": FlagSpec(_F, 1.0, "Power of the polynomial decay."),
+    "train_step": FlagSpec(_I, 1000, "Training steps (also the decay horizon and the step the eval "
+                           "sweep waits for)."),
+    "warmup_step": FlagSpec(_I, 0, "Linear warmup steps."),
+    "num_train_steps": FlagSpec(_I, 125000, "Training steps (also the decay horizon)."),
+    "num_warmup_steps": FlagSpec(_I, 3125, "Linear warmup steps."),
+    "start_warmup_step": FlagSpec(_I, 0, "Step at which warmup starts (learning rate 0 before)."),
+    # -- checkpoints and the loop
+    "save_checkpoints_steps": FlagSpec(_I, 1000, "Checkpoint every this many steps (the granularity "
+                                       "of the best-checkpoint selection)."),
+    "keep_checkpoint_max": FlagSpec(_I, 5, "Checkpoints kept while training (0: all)."),
+    "iterations_per_loop": FlagSpec(_I, 1000, "Steps per tf.function call and progress line "
+                                    "(capped at save_checkpoints_steps)."),
+    "max_eval_wait_secs": FlagSpec(_I, 3600, "[albert_tf] --do_eval without --do_train (an eval "
+                                   "job beside training): how long the sweep waits for a new "
+                                   "checkpoint (polling at most every 60 s) before finishing with the "
+                                   "checkpoints it has."),
+    # -- TPU (the reference's; --use_tpu selects the tpu strategy)
+    "use_tpu": FlagSpec(_B, False, "Run on TPU (same as --strategy=tpu)."),
+    "tpu_name": FlagSpec(_S, None, "Cloud TPU name or grpc:// address."),
+    "tpu_zone": FlagSpec(_S, None, "GCE zone of the Cloud TPU."),
+    "gcp_project": FlagSpec(_S, None, "GCP project of the Cloud TPU."),
+    "master": FlagSpec(_S, None, "[Reference flag, unused] TensorFlow master URL; use --tpu_name."),
+    "num_tpu_cores": FlagSpec(_I, 8, "[Reference flag, informational] TPU cores; the TPU strategy "
+                              "uses every core of the slice."),
+    # -- albert_tf's loop
+    "strategy": _enum("one_device", STRATEGIES, "[albert_tf] tf.distribute strategy. "
+                      "multi_worker_mirrored reads TF_CONFIG."),
+    "num_gpus": FlagSpec(_I, 0, "[albert_tf] GPUs for mirrored (0: all visible); one_device takes "
+                         "the first GPU when there is one, else the CPU."),
+    "use_xla": FlagSpec(_B, False, "[albert_tf] XLA-compile the forward and backward pass."),
+    "dtype": _enum("float32", DTYPES, "[albert_tf] Compute precision: float32, or mixed bfloat16 / "
+                   "float16 (float32 variables; float16 adds dynamic loss scaling)."),
+    "gradient_accumulation_steps": FlagSpec(_I, 1, "[albert_tf] Split each train batch into this "
+                                            "many micro-batches and sum their gradients before one "
+                                            "update (train_batch_size stays the global batch)."),
+    "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
+    "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout (Python, "
+                     "NumPy, TF); unset = random, as the reference."),
+    "replay_input_on_resume": FlagSpec(_B, True, "[albert_tf] On restart, skip the batches the run "
+                                       "already consumed so the data order equals an "
+                                       "uninterrupted run (costs one read of the consumed "
+                                       "records)."),
+}
+
+
+TPU_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores")
+
+
+LOOP_FLAGS = ("strategy", "num_gpus", "use_xla", "dtype", "gradient_accumulation_steps",
+              "input_seed", "seed", "replay_input_on_resume")
+
+
+CHECKPOINT_FLAGS = ("save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop")
+
+
+TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
+
+
+# What every fine-tuning script (run_classifier, run_squad, run_race) shares.
+FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module_handle",
+                     *TOKENIZER_FLAGS, "data_dir", "output_dir", "cached_dir", "export_dir",
+                     "max_seq_length", "do_train", "do_eval", "do_predict", "train_batch_size",
+                     "eval_batch_size", "predict_batch_size", "optimizer", "learning_rate",
+                     *CHECKPOINT_FLAGS, "max_eval_wait_secs", *TPU_FLAGS, *LOOP_FLAGS)
+
+
+def define(*names: str, flag_values: flags.FlagValues = flags.FLAGS, **defaults: Any) -> None:
+    """Defines the named flags (in ``flag_values``, absl's global registry by default);
+    ``defaults`` override the usual default of some of them."""
+    unknown = sorted(set(defaults) - set(names))
+    if unknown:
+        raise KeyError(f"default given for flags not being defined: {unknown}")
+    for name in names:
+        spec = SPECS[name]
+        default = defaults.get(name, spec.default)
+        if spec.enum_values is None:
+            spec.define(name, default, spec.help, flag_values=flag_values)
+        else:
+            spec.define(name, default, list(spec.enum_values), spec.help, flag_values=flag_values)

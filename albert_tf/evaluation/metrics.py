@@ -1,0 +1,123 @@
+"""TODO(split) Evaluation metrics on whole NumPy arrays: GLUE and the official SQuAD v1.1 / v2.0 scoring.
+
+GLUE. ``glue_metrics`` computes the metric kinds a task asks for (the task table lives in
+data_prep/glue_tasks.py) under the reference's keys (``eval_accuracy``, ``eval_loss``,
+``matthew_corr``, ``pearson``, ``MSE``) plus ``f1`` and ``spearman``, which the reference lacks but
+the GLUE leaderboard reports. Every metric takes optional per-example weights (``is_real_example``:
+padding examples weigh 0). Degenerate cases return 0 instead of NaN, like the reference's
+``div_no_nan``: MCC with a zero denominator, F1 with no predicted and no true positives,
+Pearson/Spearman with a constant input.
+
+SQuAD. The official evaluation scripts re-derived: answers are normalized (lowercase, punctuation
+removed, articles a/an/the removed, whitespace collapsed) and compared by exact match and by token F1,
+each taking the best over the gold answers and reported in percent. v2.0 adds unanswerable questions
+(gold answer "" after dropping gold answers that normalize to nothing), a no-answer threshold on
+per-question "no-answer probabilities" (``na_probs``, run_squad's ``null_odds``), HasAns/NoAns splits and
+the search for the best threshold (``find_all_best_thresh``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# -- GLUE ------------------------------------------------------------------------------------------
+
+def weights_for(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    if weights is None:
+        return np.ones(values.shape[0], dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if weights.shape[0] != values.shape[0]:
+        raise ValueError(f"weights has {weights.shape[0]} entries, expected {values.shape[0]}")
+    return weights
+
+
+def _as_pair(predictions, labels) -> tuple[np.ndarray, np.ndarray]:
+    predictions = np.asarray(predictions).reshape(-1)
+    labels = np.asarray(labels).reshape(-1)
+    if predictions.shape != labels.shape:
+        raise ValueError(f"predictions has {predictions.shape[0]} entries, labels {labels.shape[0]}")
+    return predictions, labels
+
+
+def safe_div(numerator: float, denominator: float) -> float:
+    return float(numerator / denominator) if denominator != 0 else 0.0
+
+
+def accuracy(predictions, labels, weights=None) -> float:
+    """Weighted fraction of predictions equal to labels (0 when all weights are 0)."""
+    predictions, labels = _as_pair(predictions, labels)
+    w = weights_for(labels, weights)
+    return safe_div(np.sum(w * (predictions == labels)), np.sum(w))
+
+
+def _binary_counts(predictions, labels, weights) -> tuple[float, float, float, float]:
+    """Weighted (tp, tn, fp, fn) with class 1 positive; labels/predictions must be 0/1."""
+    predictions, labels = _as_pair(predictions, labels)
+    for name, values in (("predictions", predictions), ("labels", labels)):
+        if not np.isin(values, (0, 1)).all():
+            raise ValueError(f"binary metric: {name} must be 0/1, found {np.unique(values)[:5]}")
+    w = weights_for(labels, weights)
+    pred, true = predictions == 1, labels == 1
+    return (float(np.sum(w * (pred & true))), float(np.sum(w * (~pred & ~true))),
+            float(np.sum(w * (pred & ~true))), float(np.sum(w * (~pred & true))))
+
+
+def matthews_corrcoef(predictions, labels, weights=None) -> float:
+    """(tp·tn − fp·fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) from weighted counts; 0 if the root is 0."""
+    tp, tn, fp, fn = _binary_counts(predictions, labels, weights)
+    denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return safe_div(tp * tn - fp * fn, denominator)
+
+
+def f1_score(predictions, labels, weights=None) -> float:
+    """Binary F1 of class 1: 2·tp / (2·tp + fp + fn).
+
+    Defined as 0 when 2·tp + fp + fn = 0, i.e. no positive predicted and none true (as scikit-learn's
+    default zero_division).
+    """
+    tp, _, fp, fn = _binary_counts(predictions, labels, weights)
+    return safe_div(2 * tp, 2 * tp + fp + fn)
+
+
+def pearson_correlation(predictions, labels, weights=None) -> float:
+    """Weighted Pearson correlation (weighted means and co-moments); 0 if either input is constant."""
+    x, y = _as_pair(predictions, labels)
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    w = weights_for(y, weights)
+    total = np.sum(w)
+    if total == 0:
+        return 0.0
+    dx = x - np.sum(w * x) / total
+    dy = y - np.sum(w * y) / total
+    return safe_div(np.sum(w * dx * dy), np.sqrt(np.sum(w * dx * dx) * np.sum(w * dy * dy)))
+
+
+def average_ranks(values) -> np.ndarray:
+    """1-based ranks; tied values share the mean of the ranks they span ([10, 20, 20] -> [1, 2.5, 2.5])."""
+    values = np.asarray(values).reshape(-1)
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    ranks = np.empty(values.shape[0], dtype=np.float64)
+    start = 0
+    while start < len(sorted_values):
+        end = start
+        while end + 1 < len(sorted_values) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return ranks
+
+
+def spearman_correlation(predictions, labels, weights=None) -> float:
+    """Pearson correlation of the average ranks, ranked among the examples of non-zero weight."""
+    x, y = _as_pair(predictions, labels)
+    w = weights_for(y, weights)
+    keep = w != 0
+    return pearson_correlation(average_ranks(x[keep]), average_ranks(y[keep]), w[keep])
+
+
+def mean_squared_error(predictions, labels, weights=None) -> float:
+    """Weighted mean of (prediction − label)²."""
+    x, y = _as_pair(predictions, labels)
+    w = weights_for(y, weights)
+    return safe_div(np.sum(w * (x.astype(np.float64) - y) ** 2), np.sum(w))

@@ -1,0 +1,129 @@
+"""TODO(split) The preprocessing model: raw text -> ALBERT inputs in the graph, saved apart from the encoder.
+
+``PreprocessingModule`` follows the layout of tensorflow/models' BERT preprocessing SavedModels
+(``tokenize`` and ``bert_pack_inputs`` as functions, a text signature for serving) with ALBERT's
+tokenizer and the classifier features' truncation, so its ids equal the Python features':
+
+- ``tokenize(texts)``: string [B] -> int32 RaggedTensor [B, (T)], ``FullTokenizer.encode_text`` of
+  every string (normalisation, lowercasing, SentencePiece, digit-comma rule), no [CLS]/[SEP];
+- ``bert_pack_inputs(segments, seq_length=None)``: a list of one or two such ragged ids ->
+  ``input_ids``, ``input_mask``, ``segment_ids`` int32 [B, seq_length] (default: the export's):
+  ``[CLS] a [SEP]`` cut to seq_length - 2 ids, or ``[CLS] a [SEP] b [SEP]`` cut to seq_length - 3 by
+  popping from the end of the longer segment (ties: b), zero-padded; a row whose second segment is
+  empty is packed as a single segment (the Python features' rule for an empty text_b), so
+  ``bert_pack_inputs([tokenize(a), tokenize(b)])`` equals the text signature (unless a non-empty
+  text_b yields no piece);
+- ``preprocess({"text_a": ..., "text_b": ...})`` and the signature ``serving_default`` (the same
+  inputs by name): string [B] each (a ``text_b`` empty after normalisation makes a single-segment
+  example) -> the same three tensors at the export's length.
+
+It holds SentencePiece ops, so a process loading it imports ``tensorflow_text`` first. The
+encoder SavedModel does not hold it (it stays loadable by TensorFlow alone, e.g. the stock
+TensorFlow Serving binary, which has no SentencePiece op).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import tensorflow as tf
+
+from albert_tf.serving.saved_model import save_new_directory
+from albert_tf.serving.text_packing import pad_to_length, truncate_and_pack
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.in_graph import InGraphTokenizer
+
+# A pair needs [CLS], two [SEP] and at least one id of each segment.
+MIN_SEQ_LENGTH = 5
+
+
+_RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32)
+
+
+_TEXTS = tf.TensorSpec([None], tf.string)
+
+
+class PreprocessingError(ValueError):
+    """The preprocessing model cannot be built as asked (the message says why)."""
+
+
+class PreprocessingModule(tf.Module):
+    """Raw text -> ``input_ids``, ``input_mask``, ``segment_ids`` at ``seq_length`` (see above).
+
+    tokenizer: a SentencePiece-mode FullTokenizer (its model and do_lower_case are baked in).
+    Save it with ``tf.saved_model.save(module, path, signatures=module.signatures())`` after
+    ``trace_functions()``.
+    """
+
+    def __init__(self, tokenizer: FullTokenizer, seq_length: int, name: str = "preprocessing"):
+        super().__init__(name=name)
+        if seq_length < MIN_SEQ_LENGTH:
+            raise PreprocessingError(f"seq_length must be at least {MIN_SEQ_LENGTH} ([CLS], two "
+                                     f"[SEP] and one piece per segment), got {seq_length}.")
+        self.tokenizer = InGraphTokenizer.from_full_tokenizer(tokenizer)
+        self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+        self.seq_length = seq_length
+
+    @tf.function(input_signature=[_TEXTS], autograph=False)
+    def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """string [B] -> int32 ids RaggedTensor [B, (T)]."""
+        return self.tokenizer(texts)
+
+    @tf.function(autograph=False)
+    def bert_pack_inputs(self, segments: Sequence[tf.RaggedTensor],
+                         seq_length: int | tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        """One or two ragged int32 ids [B, (T)] -> int32 [B, seq_length] inputs (see the module)."""
+        if len(segments) not in (1, 2):
+            raise PreprocessingError(f"bert_pack_inputs takes one or two segments, got "
+                                     f"{len(segments)}.")
+        first = segments[0]
+        second = segments[1] if len(segments) == 2 else first[:, :0]
+        has_second = second.row_lengths() > 0  # as the features' `if text_b`
+        length = self.seq_length if seq_length is None else seq_length
+        packed = self._pack(first, second, has_second, length)
+        return pad_to_length(packed, length)  # restores the static length where it is known
+
+    @tf.function(input_signature=[{name: tf.TensorSpec([None], tf.string, name=name)
+                                   for name in ("text_a", "text_b")}], autograph=False)
+    def preprocess(self, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``text_a``, ``text_b`` string [B] -> int32 [B, seq_length] inputs; an empty text_b
+        makes a single-segment example. One dict, as the signature's inputs and for TFSMLayer."""
+        normalized_b = self.tokenizer.normalize(texts["text_b"])
+        # A pair only where text_b is non-empty after normalisation (the features' `if text_b`).
+        has_b = tf.strings.length(normalized_b) > 0
+        packed = self._pack(self.tokenizer(texts["text_a"]),
+                            self.tokenizer.encode_normalized(normalized_b), has_b, self.seq_length)
+        return pad_to_length(packed, self.seq_length)
+
+    # One traced graph of the (costly to trace) ragged truncation, shared by every caller.
+    @tf.function(input_signature=[_RAGGED_IDS, _RAGGED_IDS, tf.TensorSpec([None], tf.bool),
+                                  tf.TensorSpec([], tf.int32)], autograph=False)
+    def _pack(self, first: tf.RaggedTensor, second: tf.RaggedTensor, has_second: tf.Tensor,
+              seq_length: tf.Tensor) -> dict[str, tf.Tensor]:
+        tf.debugging.assert_greater_equal(seq_length, MIN_SEQ_LENGTH,
+                                          message=f"seq_length must be >= {MIN_SEQ_LENGTH}")
+        packed = truncate_and_pack(first, second, has_second, seq_length, self.cls_id,
+                                   self.sep_id)
+        return pad_to_length(packed, seq_length)
+
+    def trace_functions(self) -> None:
+        """Traces ``bert_pack_inputs`` for one and two segments, with the default and with a given
+        seq_length, so that a saved module offers every variant."""
+        for count in (1, 2):
+            for seq_length in (None, tf.TensorSpec([], tf.int32, name="seq_length")):
+                self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count, seq_length)
+
+    def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
+        """The SavedModel signatures: ``serving_default`` = ``preprocess``."""
+        return {"serving_default": self.preprocess}
+
+
+def save_preprocessing(module: PreprocessingModule, directory: str) -> None:
+    module.trace_functions()
+    tf.saved_model.save(module, directory, signatures=module.signatures())
+
+
+def export_preprocessing(tokenizer: FullTokenizer, seq_length: int, export_path: str) -> None:
+    """Writes the preprocessing SavedModel (albert_tf.preprocessing) to a new ``export_path``."""
+    module = PreprocessingModule(tokenizer, seq_length)
+    save_new_directory(export_path, lambda directory: save_preprocessing(module, directory))

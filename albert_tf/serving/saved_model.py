@@ -1,0 +1,162 @@
+"""TODO(split) SavedModel exports of fine-tuned models: the layout and writer every task shares, and GLUE's.
+
+Layout. ``write_export(export_dir, ...)`` (behind every script's ``--export_dir``) writes two
+SavedModels of one model:
+
+- ``<export_dir>/ids_only``: signature ``serving_default`` on token ids. It needs TensorFlow alone,
+  so the stock TF Serving binary, which has no SentencePiece op, serves it.
+- ``<export_dir>/with_text`` (SentencePiece models only): the same ``serving_default`` plus
+  ``serve_text`` on raw strings, normalised, tokenised and truncated in the graph exactly as the
+  Python features are. Load it after ``import tensorflow_text``: a SavedModel that holds a
+  SentencePiece op does not load at all without it, whichever signature is called. Hence two.
+
+Files given as ``assets`` (e.g. the label list) go to ``assets.extra`` of each. The directory
+appears only once complete, and an existing non-empty one is never overwritten.
+
+Every ids signature takes int32 ids of any length up to the config's max_position_embeddings (a
+longer input is an InvalidArgument error saying so); a text signature truncates as in training and
+pads to the longest example of its batch.
+
+GLUE (``export_classifier``):
+
+- ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] ->
+  ``probabilities`` float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
+  ``predictions`` int32 [batch] arg-max class id (regression: float32 [batch] score), and
+  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``);
+- ``serve_text``: ``text_a``, ``text_b`` string [batch] (an empty ``text_b`` means a single
+  sentence) -> the same outputs and the packed ``input_ids`` int32 [batch, L]: ``TextPacker``'s
+  ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
+  longer side (ties: b), a single sentence to max_seq_length - 2.
+
+Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
+protobuf step.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import keras
+import tensorflow as tf
+
+from albert_tf.files.atomic import temporary_path
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+
+IDS_ONLY = "ids_only"
+
+
+WITH_TEXT = "with_text"
+
+
+
+
+def ids_specs(names: Sequence[str] = INPUT_NAMES,
+              shape: Sequence[int | None] = (None, None)) -> list[tf.TensorSpec]:
+    """int32 input specs of an ids signature, one per name."""
+    return [tf.TensorSpec(shape, tf.int32, name=name) for name in names]
+
+
+def text_specs(*names: str, shape: Sequence[int | None] = (None,)) -> list[tf.TensorSpec]:
+    """string input specs of a text signature, one per name."""
+    return [tf.TensorSpec(shape, tf.string, name=name) for name in names]
+
+
+class ServingModule(tf.Module):
+    """The Keras model and the serving functions of one export (inference mode, no dropout).
+
+    Subclasses compute their outputs in ``outputs_from_ids(**ids)`` (and
+    ``outputs_from_text(**texts)``) and call ``define_signatures`` last in ``__init__``. The module
+    then has ``serve(ids: dict)`` and, when text inputs are given, ``serve_text(texts: dict)``: one
+    dict argument, as ``keras.layers.TFSMLayer`` calls them; the signatures of the same names
+    (``serving_default`` for ``serve``) take the dict's entries as keyword arguments. A module
+    without text holds no SentencePiece op.
+    """
+
+    def __init__(self, model: keras.Model, name: str):
+        super().__init__(name=name)
+        self.model = model
+        self.max_positions = model.config.max_position_embeddings
+
+    def define_signatures(self, ids_inputs: Sequence[tf.TensorSpec],
+                          text_inputs: Sequence[tf.TensorSpec] | None = None) -> None:
+        self.ids_names = tuple(spec.name for spec in ids_inputs)
+        self.serve = tf.function(self._outputs_from_ids_dict, autograph=False,
+                                 input_signature=[{spec.name: spec for spec in ids_inputs}])
+        if text_inputs is not None:
+            self.serve_text = tf.function(self._outputs_from_texts_dict, autograph=False,
+                                          input_signature=[{spec.name: spec for spec in text_inputs}])
+
+    def _outputs_from_ids_dict(self, ids: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return self.outputs_from_ids(**ids)
+
+    def _outputs_from_texts_dict(self, texts: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return self.outputs_from_text(**texts)
+
+    def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
+        """{signature name: function}: ``serving_default`` and, if defined, ``serve_text``."""
+        signatures = {"serving_default": self.serve}
+        if hasattr(self, "serve_text"):
+            signatures["serve_text"] = self.serve_text
+        return signatures
+
+    def serve_features(self, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``serve`` on the ids inputs among ``features`` (a packer's output)."""
+        return self.serve({name: features[name] for name in self.ids_names})
+
+    def checked_ids(self, input_ids: tf.Tensor) -> tf.Tensor:
+        """``input_ids``, after a check that its last dimension fits the position embeddings."""
+        length_ok = tf.debugging.assert_less_equal(
+            tf.shape(input_ids)[-1], self.max_positions,
+            message=f"input_ids are longer than this model takes: max_position_embeddings "
+                    f"{self.max_positions}; truncate them as the features do")
+        with tf.control_dependencies([length_ok]):
+            return tf.identity(input_ids)
+
+
+def write_export(export_dir: str, serving_module: Callable[[bool], ServingModule],
+                 with_text: bool, assets: Mapping[str, str] | None = None) -> str:
+    """Writes ``export_dir/ids_only`` and, if ``with_text``, ``export_dir/with_text``; returns
+    ``export_dir``.
+
+    serving_module(with_text) builds the module of each SavedModel. assets: {file name: text},
+    written to ``assets.extra`` of each. Raises FileExistsError if ``export_dir`` is not new or
+    empty.
+    """
+    def save(directory: str) -> None:
+        for variant in [IDS_ONLY] + ([WITH_TEXT] if with_text else []):
+            module = serving_module(variant == WITH_TEXT)
+            path = f"{directory}/{variant}"
+            tf.saved_model.save(module, path, signatures=module.signatures())
+            for name, text in (assets or {}).items():
+                tf.io.gfile.makedirs(f"{path}/assets.extra")
+                with tf.io.gfile.GFile(f"{path}/assets.extra/{name}", "w") as handle:
+                    handle.write(text)
+
+    save_new_directory(export_dir, save)
+    return export_dir
+
+
+def has_text_signature(tokenizer: FullTokenizer | None) -> bool:
+    """Whether an export can tokenise in the graph: only with a SentencePiece model."""
+    return tokenizer is not None and tokenizer.sp_model is not None
+
+
+def check_new_directory(path: str, flag: str | None = None) -> None:
+    """Raises FileExistsError unless ``path`` is absent or an empty directory: an export is never
+    written over anything. Commands call it before any work; ``flag`` names the flag in the message."""
+    if tf.io.gfile.exists(path) and (not tf.io.gfile.isdir(path) or tf.io.gfile.listdir(path)):
+        where = f"--{flag}={path}" if flag else path
+        raise FileExistsError(f"{where} exists and is not an empty directory; choose a new "
+                              "directory (an export is never overwritten).")
+
+
+def save_new_directory(path: str, save: Callable[[str], None]) -> None:
+    """Runs ``save(directory)`` on a temporary directory beside ``path`` and renames it to ``path``
+    when ``save`` returns; on any error nothing is left. ``path`` must be new or empty
+    (``check_new_directory``)."""
+    check_new_directory(path)
+    if tf.io.gfile.exists(path):
+        tf.io.gfile.rmtree(path)  # empty: the rename needs the name free
+    with temporary_path(path.rstrip("/")) as directory:
+        save(directory)

@@ -1,0 +1,115 @@
+"""GLUE fine-tuning: the classifier task for the Trainer and the prediction files.
+
+- Loss: mean softmax cross-entropy of the logits (classification); mean squared error of the single
+  output (STS-B regression).
+- Eval outputs per example: ``probabilities`` (softmax [B, C]; STS-B: the raw output [B, 1]),
+  ``predictions`` (arg-max id; STS-B: the score), the per-example loss, labels and
+  ``is_real_example``; ``reduce`` computes the task's metrics with ``albert_tf.metrics.glue_metrics``
+  weighted by ``is_real_example`` (padding examples weigh 0), plus ``loss`` (= ``eval_loss``, the key
+  Estimator added to the reference's results).
+- Prediction files (reference format): ``test_results.tsv``, one line of tab-separated
+  probabilities per real example (STS-B: the score); ``submit_results.tsv``, header
+  ``index\\tprediction`` then ``guid\\t<label name>`` (STS-B: the score).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.files.atomic import atomic_open
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.tasks.classification.metrics import glue_metrics
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.training.task import Features
+
+
+class ClassifierTask:
+    """Fine-tuning of ``AlbertClassifierModel`` on one GLUE task (a ``training.Task``).
+
+    metric_kinds: what ``glue_metrics`` reports (e.g. ("accuracy", "f1") for MRPC).
+    num_labels: classes (1 for a regression). is_regression: one real-valued output (STS-B).
+    """
+
+    def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
+                 is_regression: bool = False):
+        self.config = config
+        self.metric_kinds = tuple(metric_kinds)
+        self.num_labels = num_labels
+        self.is_regression = is_regression
+
+    def build_model(self) -> keras.Model:
+        return AlbertClassifierModel(self.config, self.num_labels, self.is_regression)
+
+    def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
+        return {"examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+
+    def _per_example(self, logits: tf.Tensor, features: Features):
+        """(per-example loss [B], probabilities [B, C] or [B, 1], predictions [B])."""
+        if self.is_regression:
+            scores = logits[:, 0]
+            labels = tf.cast(features["label_ids"], tf.float32)
+            return tf.square(scores - labels), logits, scores
+        labels = tf.cast(features["label_ids"], tf.int32)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        loss = -tf.gather(log_probs, labels, batch_dims=1)
+        return loss, tf.exp(log_probs), tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+    def train_loss(self, model: keras.Model, features: Features,
+                   normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        logits = model(model_inputs(features), training=True)["logits"]
+        per_example_loss, _, predictions = self._per_example(logits, features)
+        logs = {}
+        if not self.is_regression:
+            correct = tf.cast(tf.equal(predictions, tf.cast(features["label_ids"], tf.int32)),
+                              tf.float32)
+            logs["accuracy"] = tf.reduce_sum(correct) / normalizers["examples"]
+        return tf.reduce_sum(per_example_loss) / normalizers["examples"], logs
+
+    def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
+        logits = model(model_inputs(features), training=False)["logits"]
+        per_example_loss, probabilities, predictions = self._per_example(logits, features)
+        return {"probabilities": probabilities, "predictions": predictions,
+                "per_example_loss": per_example_loss, "label_ids": features["label_ids"],
+                "is_real_example": features["is_real_example"]}
+
+    def reduce(self, outputs: Mapping[str, np.ndarray], context: None = None) -> dict[str, float]:
+        """The task's metrics over the real examples of one evaluation (the context is unused)."""
+        metrics = glue_metrics(self.metric_kinds, outputs["predictions"], outputs["label_ids"],
+                               weights=outputs["is_real_example"],
+                               loss=outputs["per_example_loss"])
+        metrics["loss"] = metrics["eval_loss"]
+        return metrics
+
+
+def model_inputs(features: Features) -> dict[str, tf.Tensor]:
+    return {name: features[name] for name in INPUT_NAMES}
+
+
+def write_predictions(output_dir: str, guids: Sequence[str],
+                      outputs: Mapping[str, np.ndarray], label_list: Sequence[str] | None,
+                      suffix: str = "") -> tuple[str, str]:
+    """Writes ``test_results<suffix>.tsv`` and ``submit_results<suffix>.tsv`` for the real examples.
+
+    ``outputs`` come from ``Trainer.predict`` in file order; padding records (is_real_example 0)
+    may follow the real ones and are dropped. Returns the two paths.
+    """
+    real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
+    probabilities = np.asarray(outputs["probabilities"])[real]
+    predictions = np.asarray(outputs["predictions"])[real]
+    if len(probabilities) != len(guids):
+        raise ValueError(f"Got {len(probabilities)} real predictions for {len(guids)} examples.")
+    results_path = os.path.join(output_dir, f"test_results{suffix}.tsv")
+    submit_path = os.path.join(output_dir, f"submit_results{suffix}.tsv")
+    with atomic_open(results_path) as results, atomic_open(submit_path) as submit:
+        submit.write("index\tprediction\n")
+        for guid, row, prediction in zip(guids, probabilities, predictions):
+            results.write("\t".join(str(value) for value in row) + "\n")
+            label = str(prediction) if label_list is None else label_list[int(prediction)]
+            submit.write(f"{guid}\t{label}\n")
+    return results_path, submit_path

@@ -1,0 +1,193 @@
+"""TODO(split) Raw strings -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
+
+The pieces every text signature is built from (classifier, and the tasks' exports):
+
+- ``pair_lengths``: the lengths the Python features' pair truncation leaves (pop from the end of the
+  longer side, ties pop the second), in closed form for a batch;
+- ``keep_first`` / ``keep_last``: cut every row of ragged ids to a per-row length;
+- ``pack_segments``: ``[CLS] first [SEP] second [SEP]`` with segment ids 0 / 1, padded to the longest
+  example of the batch (no second segment: ``[CLS] first [SEP]``);
+- ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
+  Python tokenizer) and packs them with the classifier's truncation rule: a pair to
+  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
+- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
+  with ``fill_in_options`` and the RACE features' truncation;
+- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
+  every context token's character span.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
+                                           write_export)
+from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
+from albert_tf.serving.tflite import TFLiteExportError, export_tflite
+from albert_tf.tasks.question_answering.model import V1_OUTPUTS, V2_OUTPUTS, AlbertSquadModel
+from albert_tf.tasks.question_answering.postprocessing import (SquadExample, SquadFeature,
+                                                               SquadPostprocessingError,
+                                                               V1Predictions, V1RawResult,
+                                                               V2Predictions, V2RawResult,
+                                                               postprocess_v1, postprocess_v2)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.tokenization.spans import SpanTokenizer
+
+
+class QuestionContextPacker(tf.Module):
+    """A question and its context -> the first window of the SQuAD features
+    (data_prep/squad_features.py), with every context token's character span.
+
+    ``packer(question [B], context [B])`` (raw strings) -> int32 [B, max_seq_length]:
+
+    - ``input_ids``, ``input_mask``, ``segment_ids``, ``p_mask``: ``[CLS] query [SEP] context [SEP]``
+      as the features lay it out; the query keeps its first ``max_query_length`` pieces, the context
+      its first ``max_seq_length - 3 - len(query)`` (the first window);
+    - ``char_start``, ``char_end``: the code points ``[start, end)`` of the raw context that the
+      token at each position comes from (``SpanTokenizer``), -1 where the position holds no context
+      token.
+
+    Rows are padded to max_seq_length as the features are (ids 0, p_mask 1), so the model's outputs
+    are those of the features' first window, padding positions included.
+    """
+
+    def __init__(self, tokenizer: FullTokenizer, max_seq_length: int, max_query_length: int,
+                 name: str = "question_context_packer"):
+        super().__init__(name=name)
+        self.tokenizer = SpanTokenizer(tokenizer)
+        self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+        self.max_seq_length = max_seq_length
+        self.max_query_length = max_query_length
+
+    def __call__(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        query = self.tokenizer.normalizer(question)
+        query = keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
+        document = self.tokenizer(context)
+        length = tf.minimum(document["ids"].row_lengths(),
+                            self.max_seq_length - 3 - query.row_lengths())
+        batch = query.nrows()
+        features = pack_segments(query, keep_first(document["ids"], length),
+                                 tf.ones([batch], tf.bool), self.cls_id, self.sep_id)
+        for name in ("char_start", "char_end"):
+            no_span = constant_column(batch, -1)
+            features[name] = tf.concat([no_span, -tf.ones_like(query), no_span,
+                                        keep_first(document[name], length), no_span],
+                                       axis=1).to_tensor(default_value=-1)
+        at_cls = tf.equal(tf.range(tf.shape(features["input_ids"])[1]), 0)
+        features["p_mask"] = tf.where((features["char_start"] >= 0) | at_cls, 0, 1)
+        padding = [[0, 0], [0, self.max_seq_length - tf.shape(features["input_ids"])[1]]]
+        padding_values = {"p_mask": 1, "char_start": -1, "char_end": -1}
+        padded = {name: tf.pad(value, padding, constant_values=padding_values.get(name, 0))
+                  for name, value in features.items()}
+        for value in padded.values():
+            value.set_shape([None, self.max_seq_length])
+        return padded
+
+
+TEXT_FEATURES = ("input_ids", "char_start", "char_end")
+
+
+class SquadServing(ServingModule):
+    """The SQuAD model's signatures (see the module doc); ``packer`` adds ``serve_text``."""
+
+    def __init__(self, model: AlbertSquadModel, packer: QuestionContextPacker | None = None):
+        super().__init__(model, name="albert_squad_serving")
+        self.packer = packer
+        self.output_names = V2_OUTPUTS if model.version_2 else V1_OUTPUTS
+        self.define_signatures(ids_specs(INPUT_NAMES + (("p_mask",) if model.version_2 else ())),
+                               text_specs("question", "context") if packer is not None else None)
+
+    def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
+                         p_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        inputs = {"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
+                  "segment_ids": segment_ids}
+        if self.model.version_2:
+            beam = max(self.model.head.start_n_top, self.model.head.end_n_top)
+            long_enough = tf.debugging.assert_greater_equal(
+                tf.shape(input_ids)[-1], beam,
+                message=f"SQuAD 2.0 inputs need at least {beam} positions (start_n_top, end_n_top); "
+                        "pad them with p_mask 1")
+            with tf.control_dependencies([long_enough]):
+                inputs["p_mask"] = tf.identity(p_mask)
+        outputs = self.model(inputs, training=False)
+        return {name: outputs[name] for name in self.output_names}
+
+    def outputs_from_text(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        features = self.packer(question, context)
+        outputs = self.serve_features(features)
+        return {**outputs, **{name: features[name] for name in TEXT_FEATURES}}
+
+
+def export_squad(model: AlbertSquadModel, export_dir: str, tokenizer: FullTokenizer | None = None,
+                 max_seq_length: int = 384, max_query_length: int = 64) -> str:
+    """Writes the SQuAD model's export to ``export_dir`` (see the module doc); returns the path.
+
+    tokenizer (SentencePiece mode) adds ``with_text``, with the features' ``max_seq_length`` and
+    ``max_query_length``. Raises ValueError for lengths the features reject.
+    """
+    if max_seq_length <= max_query_length + 3:
+        raise ValueError(f"max_seq_length ({max_seq_length}) must exceed max_query_length + 3 "
+                         f"({max_query_length + 3}).")
+
+    def serving_module(with_text: bool) -> SquadServing:
+        packer = (QuestionContextPacker(tokenizer, max_seq_length, max_query_length) if with_text
+                  else None)
+        return SquadServing(model, packer)
+
+    return write_export(export_dir, serving_module, has_text_signature(tokenizer))
+
+
+def postprocess_text_outputs(question_ids: Sequence[str], contexts: Sequence[str],
+                             outputs: Mapping[str, np.ndarray], n_best_size: int = 20,
+                             max_answer_length: int = 30) -> V1Predictions | V2Predictions:
+    """The reference's post-processing of ``serve_text`` outputs (v2 when they hold cls_logits).
+
+    question_ids, contexts: one per row of the outputs, in order (the contexts as sent). Every row is
+    its question's only window, each context token in its max-context window. A row without
+    context tokens gets the reference's answer for a question without windows. Returns what
+    ``postprocess_v1`` / ``postprocess_v2`` return: predictions, n-best lists (and null odds).
+    """
+    char_start, char_end = np.asarray(outputs["char_start"]), np.asarray(outputs["char_end"])
+    if not len(question_ids) == len(contexts) == len(char_start):
+        raise SquadPostprocessingError(
+            f"{len(question_ids)} question ids and {len(contexts)} contexts for "
+            f"{len(char_start)} output rows; expected one of each per row")
+    version_2 = "cls_logits" in outputs
+    examples, features, results = [], [], []
+    for row, (question_id, context) in enumerate(zip(question_ids, contexts)):
+        examples.append(SquadExample(question_id, context))
+        positions = np.flatnonzero(char_start[row] >= 0)
+        if positions.size == 0:
+            continue
+        features.append(SquadFeature(
+            unique_id=row, example_index=row, doc_offset=int(positions[0]),
+            tok_start_to_orig_index=tuple(char_start[row, positions].tolist()),
+            tok_end_to_orig_index=tuple((char_end[row, positions] - 1).tolist()),
+            max_context=np.ones(positions.size, bool)))
+        if version_2:
+            results.append(V2RawResult(row, *(outputs[name][row] for name in V2_OUTPUTS)))
+        else:
+            results.append(V1RawResult(row, *(outputs[name][row] for name in V1_OUTPUTS)))
+    if version_2:
+        return postprocess_v2(examples, features, results, n_best_size, max_answer_length)
+    return postprocess_v1(examples, features, results, n_best_size, max_answer_length)
+
+
+def _tflite_outputs(model: AlbertSquadModel, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    outputs = model(inputs, training=False)
+    return {name: outputs[name] for name in V1_OUTPUTS}
+
+
+def export_squad_tflite(model: AlbertSquadModel, path: str, max_seq_length: int) -> str:
+    """Writes the SQuAD v1.1 model's float32 TFLite model to ``path``: ``start_logits`` and
+    ``end_logits`` float32 [1, max_seq_length], the outputs of the reference's SQuAD v1 TFLite
+    export. The SQuAD 2.0 model (top-k beam over start/end positions) has none, as in the
+    reference: TFLiteExportError. Returns ``path``."""
+    if model.version_2:
+        raise TFLiteExportError("the SQuAD 2.0 model has no TFLite export (the reference had "
+                                "none either); export a SQuAD v1.1 model (version_2=False).")
+    return export_tflite(model, path, max_seq_length, _tflite_outputs)

@@ -1,0 +1,71 @@
+"""TODO(split) The estimator-style loop every script shares: train / evaluate / predict, checkpoints, resume.
+
+A ``Task`` supplies the model and its losses; ``Trainer`` runs it under any tf.distribute strategy:
+
+- training runs ``iterations_per_loop`` steps per ``tf.function`` call (``strategy.run`` inside),
+  optionally XLA-compiling the forward/backward pass, with gradient accumulation and mixed precision;
+- the loss of every replica is normalised by *global* totals (all-reduced), so the summed gradient
+  equals the single-device gradient of the same global batch, and the optimizer (which sums over
+  replicas and then clips) reproduces the reference's single-device update;
+- checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
+  ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
+  step it reached so the data order is that of an uninterrupted run;
+- a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
+  last good checkpoint stays the latest;
+- TensorBoard summaries and a console progress line (step, loss, examples/s, time left).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Protocol
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+Features = Mapping[str, tf.Tensor]
+
+
+class Task(Protocol):
+    """What a script plugs into the Trainer: a model, its losses, its evaluation.
+
+    Losses are *replica contributions*: each replica divides its sums by the global normalizers
+    (``loss_normalizers`` summed over replicas), so the cross-replica sum is the global-batch value.
+    Evaluation is two steps: ``predict_outputs`` per batch on the device (gathered over replicas and
+    concatenated over batches by ``Trainer.predict``), then ``reduce`` on the host, which may also use
+    what the evaluation set carries besides its records (``EvalSet.context``: the examples, the
+    feature file's metadata) and may write prediction files.
+    """
+
+    def build_model(self) -> keras.Model:
+        """The Keras model (built inside the strategy scope)."""
+
+    def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
+        """Local totals (float32 scalars) the losses divide by, e.g. number of examples."""
+
+    def train_loss(self, model: keras.Model, features: Features,
+                   normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """(loss contribution, {name: logged contribution}) for one batch with training=True."""
+
+    def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
+        """Per-example outputs [B, ...] of an eval/predict pass (training=False)."""
+
+    def reduce(self, outputs: Mapping[str, np.ndarray], context: Any) -> dict[str, float]:
+        """Metrics from the concatenated outputs of a whole evaluation set and its context."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSet:
+    """One evaluation input of a task.
+
+    name: prefixes its metric keys ("" for none; MNLI's second set is "mismatched").
+    dataset_fn: () -> the batched, parsed dataset in file order (built anew for every checkpoint).
+    context: whatever the task's ``reduce`` needs besides the outputs (None for pretraining).
+    max_steps: evaluate at most this many batches (None: all).
+    """
+
+    name: str
+    dataset_fn: Callable[[], tf.data.Dataset]
+    context: Any = None
+    max_steps: int | None = None

@@ -1,0 +1,381 @@
+"""TODO(split) The estimator-style loop every script shares: train / evaluate / predict, checkpoints, resume.
+
+A ``Task`` supplies the model and its losses; ``Trainer`` runs it under any tf.distribute strategy:
+
+- training runs ``iterations_per_loop`` steps per ``tf.function`` call (``strategy.run`` inside),
+  optionally XLA-compiling the forward/backward pass, with gradient accumulation and mixed precision;
+- the loss of every replica is normalised by *global* totals (all-reduced), so the summed gradient
+  equals the single-device gradient of the same global batch, and the optimizer (which sums over
+  replicas and then clips) reproduces the reference's single-device update;
+- checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
+  ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
+  step it reached so the data order is that of an uninterrupted run;
+- a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
+  last good checkpoint stays the latest;
+- TensorBoard summaries and a console progress line (step, loss, examples/s, time left).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import time
+from typing import Callable, Iterator, Mapping, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
+from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
+from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.training.input_pipeline import DatasetFn
+from albert_tf.training.task import EvalSet, Features, Task
+
+DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+# TensorBoard's scalar-plugin metadata: written with tf.summary.write, which needs no tensorboard
+# package (TF 2.21 no longer installs it), and read by TensorBoard as ordinary scalars.
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+    data_class=summary_pb2.DATA_CLASS_SCALAR)
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss; the run stops keeping the last good checkpoint."""
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """Loop settings (the reference's RunConfig plus the new flags)."""
+
+    output_dir: str
+    train_batch_size: int = 32
+    num_train_steps: int = 1000
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int | None = 5  # None or 0: keep all
+    iterations_per_loop: int = 1000
+    gradient_accumulation_steps: int = 1
+    use_xla: bool = False
+    dtype: str = "float32"
+    replay_input_on_resume: bool = True
+    seed: int | None = None  # model initialisation and dropout; None: random
+
+    def __post_init__(self):
+        if self.dtype not in DTYPE_POLICIES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPE_POLICIES)}, got {self.dtype!r}.")
+        for name in ("train_batch_size", "num_train_steps", "save_checkpoints_steps",
+                     "iterations_per_loop", "gradient_accumulation_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.train_batch_size % self.gradient_accumulation_steps:
+            raise ValueError(
+                f"train_batch_size ({self.train_batch_size}) must be divisible by "
+                f"gradient_accumulation_steps ({self.gradient_accumulation_steps}).")
+
+    @property
+    def micro_batch_size(self) -> int:
+        """Examples per forward pass: the global batch split into accumulation steps."""
+        return self.train_batch_size // self.gradient_accumulation_steps
+
+
+def set_dtype_policy(dtype: str) -> None:
+    """float32 / bfloat16 / float16 -> Keras global policy (mixed: float32 variables)."""
+    if dtype not in DTYPE_POLICIES:
+        raise ValueError(f"--dtype must be one of {sorted(DTYPE_POLICIES)}, got {dtype!r}.")
+    keras.mixed_precision.set_global_policy(DTYPE_POLICIES[dtype])
+
+
+def replica_sum(values: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """Sums a dict of scalars over all replicas (identity without a strategy)."""
+    context = tf.distribute.get_replica_context()
+    values = {k: tf.cast(v, tf.float32) for k, v in values.items()}
+    return dict(context.all_reduce(tf.distribute.ReduceOp.SUM, values))
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that writes checkpoints, summaries and results."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Trainer:
+    """Runs a Task under a strategy: ``initialize``, ``train``, ``evaluate``, ``predict``."""
+
+    def __init__(self, strategy: tf.distribute.Strategy, task: Task,
+                 optimizer_fn: Callable[[], keras.optimizers.Optimizer], config: RunConfig,
+                 log: Callable[[str], None] = functools.partial(print, flush=True)):
+        self.strategy = strategy
+        self.task = task
+        self.config = config
+        self.chief = is_chief(strategy)
+        self._log = log if self.chief else (lambda message: None)
+        set_dtype_policy(config.dtype)
+        if config.seed is not None:
+            keras.utils.set_random_seed(config.seed)
+        with strategy.scope():
+            self.model = task.build_model()
+            optimizer = optimizer_fn()
+            self.base_optimizer = optimizer
+            if config.dtype == "float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
+            self.optimizer.build(self.model.trainable_variables)
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        checkpoint_dir = config.output_dir if self.chief else os.path.join(
+            config.output_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoint_max or None,
+            checkpoint_name=TF2_CHECKPOINT_NAME)
+        self._train_loop = None
+        self._predict_step = None
+        self._writers: dict[str, tf.summary.SummaryWriter] = {}
+        self.history: list[dict[str, float]] = []  # one entry per training loop, with its "step"
+
+    @property
+    def global_step(self) -> int:
+        return int(self.optimizer.iterations.numpy())
+
+    # ----------------------------------------------------------------------------- initialization
+    def initialize(self, init_checkpoint: str | None = None, init_from_group0: bool = False,
+                   config_file: str | None = None) -> str:
+        """Resumes from the latest checkpoint in output_dir, else warm-starts from ``init_checkpoint``.
+
+        ``init_checkpoint`` may be a reference TF1 checkpoint or an albert_tf one (prefix or
+        directory); one that does not exist is an error. ``config_file`` (the model's config) is
+        named in the errors of a checkpoint that does not fit the model: on resume, the checkpoint
+        must hold exactly the model's variables and shapes and the state of the same optimizer
+        (CheckpointMismatchError otherwise).
+        Returns a one-line description.
+        """
+        latest = self.latest_checkpoint()
+        if latest is not None:
+            require_same_model(self.model, latest, config_file)
+            require_same_optimizer(self.optimizer, latest)
+            # expect_partial: the save counter is not restored (checkpoints are numbered by step).
+            self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
+            message = f"Resumed from {latest} at step {self.global_step}."
+            if init_checkpoint:
+                message += " (--init_checkpoint is used only when output_dir has no checkpoint.)"
+        elif init_checkpoint:
+            message = self.warm_start(init_checkpoint, init_from_group0, config_file)
+        else:
+            message = "Training from a random initialisation (no checkpoint, no --init_checkpoint)."
+        self._log(message)
+        return message
+
+    def latest_checkpoint(self) -> str | None:
+        """The checkpoint to resume from: the state file's, else the newest ``model.ckpt-<step>``.
+
+        The fallback covers a state file that names a checkpoint the GLUE sweep renamed to
+        ``model.ckpt-best`` or deleted.
+        """
+        latest = tf.train.latest_checkpoint(self.config.output_dir)
+        if latest is None:
+            numbered = list_checkpoints(self.config.output_dir)
+            latest = numbered[-1][1] if numbered else None
+        return latest
+
+    def warm_start(self, init_checkpoint: str, init_from_group0: bool = False,
+                   config_file: str | None = None) -> str:
+        """Loads model weights only (optimizer fresh, step 0), from either checkpoint format.
+
+        Logs the load report (loaded / missing / unused variables; a WARNING for heads left at
+        their random initial values) and raises CheckpointMismatchError when an encoder variable is
+        missing or a shape differs (naming ``config_file``).
+        """
+        report = load_checkpoint(self.model, init_checkpoint, init_from_group0,
+                                             config_file)
+        self._log(report.format())
+        report.require_complete_encoder()
+        return f"Initialised the model from {report.kind} checkpoint {report.checkpoint}."
+
+    def restore_weights(self, path: str) -> None:
+        """Loads only the model weights of one of our checkpoints (for evaluation / prediction);
+        CheckpointMismatchError when it was written by another model (e.g. an edited config)."""
+        require_same_model(self.model, path)
+        self.checkpoint_for_model().read(path).expect_partial().assert_existing_objects_matched()
+
+    def checkpoint_for_model(self) -> tf.train.Checkpoint:
+        return tf.train.Checkpoint(model=self.model)
+
+    # ----------------------------------------------------------------------------------- training
+    def _replica_train_step(self, batches: tuple[Features, ...]) -> dict[str, tf.Tensor]:
+        """Runs on each replica: accumulate gradients over the micro-batches, apply once."""
+        variables = self.model.trainable_variables
+        accumulated, logs_total = None, {}
+        for features in batches:
+            dependencies = [] if accumulated is None else [g for g in accumulated if g is not None]
+            with tf.control_dependencies(dependencies):
+                normalizers = replica_sum(self.task.loss_normalizers(features))
+                grads, logs = self._compute_gradients(features, normalizers)
+            if accumulated is None:
+                accumulated = grads
+            else:
+                accumulated = [a if g is None else a + g for a, g in zip(accumulated, grads)]
+            for key, value in logs.items():
+                logs_total[key] = logs_total.get(key, 0.0) + value
+        micro_steps = float(len(batches))
+        if micro_steps > 1:
+            accumulated = [None if g is None else g / micro_steps for g in accumulated]
+            logs_total = {k: v / micro_steps for k, v in logs_total.items()}
+        # Variables the loss does not reach (the pooler, for SQuAD) are skipped, as the reference's
+        # optimizers skip a None gradient.
+        self.optimizer.apply_gradients([(g, v) for g, v in zip(accumulated, variables)
+                                        if g is not None])
+        return logs_total
+
+    def _gradients(self, features: Features, normalizers: Mapping[str, tf.Tensor]):
+        with tf.GradientTape() as tape:
+            loss, logs = self.task.train_loss(self.model, features, normalizers)
+            scaled = (self.optimizer.scale_loss(loss)
+                      if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer) else loss)
+        grads = tape.gradient(scaled, self.model.trainable_variables)
+        grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+        logs = dict(logs, loss=loss)
+        return grads, logs
+
+    def _build_train_loop(self):
+        self._compute_gradients = (tf.function(self._gradients, jit_compile=True)
+                                   if self.config.use_xla else self._gradients)
+        strategy, micro_steps = self.strategy, self.config.gradient_accumulation_steps
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            totals = None
+            nonfinite = tf.constant(0, tf.int32)
+            for _ in tf.range(num_steps):
+                batches = tuple(next(iterator) for _ in range(micro_steps))
+                logs = strategy.run(self._replica_train_step, args=(batches,))
+                logs = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                        for k, v in logs.items()}
+                nonfinite += tf.cast(~tf.math.is_finite(logs["loss"]), tf.int32)
+                totals = logs if totals is None else {k: totals[k] + logs[k] for k in logs}
+            return {k: v / tf.cast(num_steps, tf.float32) for k, v in totals.items()}, nonfinite
+
+        return train_loop
+
+    def _distributed_iterator(self, dataset_fn: DatasetFn, batch_size: int,
+                              skip_batches: int) -> Iterator:
+        dataset = dataset_fn(batch_size, skip_batches)
+        return iter(self.strategy.experimental_distribute_dataset(dataset))
+
+    def train(self, dataset_fn: DatasetFn) -> dict[str, float]:
+        """Trains until ``num_train_steps``; returns the logs of the last loop."""
+        config = self.config
+        start_step = self.global_step
+        if start_step >= config.num_train_steps:
+            self._log(f"Already at step {start_step} >= num_train_steps; nothing to train.")
+            return {}
+        skip = start_step * config.gradient_accumulation_steps if config.replay_input_on_resume else 0
+        iterator = self._distributed_iterator(dataset_fn, config.micro_batch_size, skip)
+        if self._train_loop is None:
+            self._train_loop = self._build_train_loop()
+        step, logs = start_step, {}
+        started = time.time()
+        while step < config.num_train_steps:
+            next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+            num_steps = min(config.iterations_per_loop, next_save - step,
+                            config.num_train_steps - step)
+            loop_started = time.time()
+            tensors, nonfinite = self._train_loop(iterator, tf.constant(num_steps))
+            logs = {k: float(v) for k, v in tensors.items()}
+            previous, step = step, self.global_step
+            if int(nonfinite):
+                raise NonFiniteLossError(
+                    f"Non-finite loss ({logs['loss']}) in {int(nonfinite)} of the steps "
+                    f"{previous + 1}..{previous + num_steps}; stopped without saving. The last good "
+                    f"checkpoint is {self.manager.latest_checkpoint}. Lower --learning_rate, use "
+                    "warmup, or check the input data.")
+            elapsed = time.time() - loop_started
+            logs["learning_rate"] = float(self._current_learning_rate())
+            logs["gradient_norm"] = float(self.base_optimizer.gradient_norm.numpy())
+            logs["examples_per_second"] = num_steps * config.train_batch_size / max(elapsed, 1e-9)
+            self._write_summaries("train", logs, step)
+            self.history.append(dict(logs, step=step))
+            rate = (step - start_step) / max(time.time() - started, 1e-9)
+            left = (config.num_train_steps - step) / max(rate, 1e-9)
+            self._log(f"step {step}/{config.num_train_steps}  loss {logs['loss']:.4f}  "
+                      + "  ".join(f"{k} {v:.4g}" for k, v in sorted(logs.items())
+                                  if k not in ("loss", "examples_per_second"))
+                      + f"  {logs['examples_per_second']:.1f} examples/s  "
+                        f"time left {format_duration(left)}")
+            if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
+                saved = self.manager.save(checkpoint_number=step)
+                self._log(f"Saved checkpoint {saved}")
+        return logs
+
+    def _current_learning_rate(self) -> float:
+        learning_rate = self.base_optimizer.learning_rate
+        return float(learning_rate.numpy() if hasattr(learning_rate, "numpy") else learning_rate)
+
+    # --------------------------------------------------------------------- evaluation / prediction
+    def predict(self, dataset: tf.data.Dataset,
+                max_steps: int | None = None) -> dict[str, np.ndarray]:
+        """Concatenated per-example outputs of ``task.predict_outputs`` over ``dataset``."""
+        strategy = self.strategy
+        if self._predict_step is None:
+            @tf.function
+            def predict_step(features):
+                outputs = strategy.run(lambda f: self.task.predict_outputs(self.model, f),
+                                       args=(features,))
+                return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
+
+            self._predict_step = predict_step
+        collected: dict[str, list[np.ndarray]] = {}
+        for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
+            if max_steps is not None and index >= max_steps:
+                break
+            for key, value in self._predict_step(features).items():
+                collected.setdefault(key, []).append(value.numpy())
+        if not collected:
+            raise ValueError("The evaluation/prediction dataset produced no batch.")
+        return {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+
+    def evaluate(self, eval_set: EvalSet) -> dict[str, float]:
+        """``task.reduce`` of the outputs over one evaluation set, keys prefixed by its name."""
+        outputs = self.predict(eval_set.dataset_fn(), eval_set.max_steps)
+        metrics = self.task.reduce(outputs, eval_set.context)
+        return {(f"{eval_set.name}_{key}" if eval_set.name else key): value
+                for key, value in metrics.items()}
+
+    def evaluate_checkpoint(self, prefix: str, eval_sets: Sequence[EvalSet]) -> dict[str, float]:
+        """Restores the model weights of checkpoint ``prefix`` and evaluates every set.
+
+        This is what every script's checkpoint sweep calls; the sweep adds ``global_step``.
+        """
+        self.restore_weights(prefix)
+        metrics: dict[str, float] = {}
+        for eval_set in eval_sets:
+            metrics.update(self.evaluate(eval_set))
+        return metrics
+
+    # ---------------------------------------------------------------------------------- summaries
+    def _write_summaries(self, name: str, values: Mapping[str, float], step: int) -> None:
+        if not self.chief:
+            return
+        if name not in self._writers:
+            self._writers[name] = tf.summary.create_file_writer(
+                os.path.join(self.config.output_dir, name))
+        with self._writers[name].as_default(step=step):
+            for key, value in values.items():
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    tf.summary.write(key, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
+        self._writers[name].flush()
+
+    def write_eval_summaries(self, metrics: Mapping[str, float], step: int) -> None:
+        self._write_summaries("eval", metrics, step)

@@ -1,0 +1,101 @@
+"""TODO(split) RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
+
+Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and level middle/high,
+read in the order middle, high (``middle_only`` / ``high_only`` read one level). Each level
+directory is read in one of two layouts, chosen per directory:
+
+- ``all.txt`` present (the reference's layout): one JSON article per line, in line order; blank
+  lines are ignored.
+- otherwise (the official RACE release): every ``*.txt`` file holds one JSON article; files are read
+  in sorted file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
+
+An article is ``{"id", "article", "questions", "options", "answers"}``, with one option list of 4 and
+one answer letter "A"-"D" per question. Each question is one example (the reference's
+``RaceProcessor``): label = answer letter - "A"; article, question and options normalized as the
+tokenizer expects (SentencePiece mode: ``preprocess_text`` with ``lower=do_lower_case``); for each
+option, the question with every "_" replaced by the option if it has one, else question + " " + option.
+
+Where the reference would crash or read garbage, reading fails with ``RaceDataError`` naming the file
+(and line, for all.txt) and the question: malformed JSON, missing keys, a question without exactly 4
+options, an answer other than "A"-"D", a repeated article id. With ``skip_invalid=True`` the bad
+question (or the whole article, when the article itself is unusable) is skipped, logged and counted.
+
+Features and records: data_prep/race_features.py. Command line::
+
+    python -m data_prep.race --data_dir=data --split=dev --spm_model_file=30k-clean.model \\
+        --do_lower_case --max_seq_length=512 --max_qa_length=128 --output_file=dev.tfrecord \\
+        [--middle_only | --high_only] [--skip_invalid]
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Callable, Sequence
+
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.multiple_choice.features import check_lengths, serialize_race_features
+from data_prep.multiple_choice.reader import (LEVELS, RaceDataError, RaceExamples, RaceSource,
+                                              convert_examples, race_sources, read_race_examples)
+
+# Bump when the records written for the same inputs and settings change (invalidates cached files).
+FORMAT_VERSION = 1
+
+
+def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: FullTokenizer,
+                       max_seq_length: int, max_qa_length: int) -> dict:
+    """Writes one record per example to ``sink``; returns the metadata of the file.
+
+    Metadata: ``example_ids`` and ``levels`` (one entry per record, in record order), ``num_examples``
+    per level, ``num_skipped_questions``, ``num_skipped_articles``, ``max_seq_length``, ``max_qa_length``.
+    """
+    for features in convert_examples(examples.examples, tokenizer, max_seq_length, max_qa_length):
+        sink.write(serialize_race_features(features))
+    levels = [example.level for example in examples.examples]
+    per_level = collections.Counter(levels)
+    return {
+        "example_ids": [example.example_id for example in examples.examples],
+        "levels": levels,
+        "num_examples": {level: per_level[level] for level in LEVELS},
+        "num_skipped_questions": examples.num_skipped_questions,
+        "num_skipped_articles": examples.num_skipped_articles,
+        "max_seq_length": max_seq_length,
+        "max_qa_length": max_qa_length,
+    }
+
+
+def race_records_builder(sources: Sequence[RaceSource], tokenizer: FullTokenizer, max_seq_length: int,
+                     max_qa_length: int, skip_invalid: bool) -> Callable[[RecordSink], dict]:
+    """The ``build`` callback of the feature-file writers: reads ``sources`` and writes their records."""
+    def build(sink: RecordSink) -> dict:
+        examples = read_race_examples(sources, use_spm=tokenizer.uses_sentencepiece,
+                                      do_lower_case=tokenizer.do_lower_case, skip_invalid=skip_invalid)
+        if not examples.examples:
+            raise RaceDataError(f"no valid questions in {[source.path for source in sources]}")
+        return write_race_records(sink, examples, tokenizer, max_seq_length, max_qa_length)
+    return build
+
+
+def race_feature_file(data_dir: str, split: str, tokenizer: FullTokenizer, max_seq_length: int,
+                      max_qa_length: int, cache_dir: str, middle_only: bool = False,
+                      high_only: bool = False, skip_invalid: bool = False) -> FeatureFile:
+    """The records of ``split`` in ``cache_dir``: reused when nothing that determines them changed
+    (settings, tokenizer, the bytes of the files read), else written (metadata: ``write_race_records``).
+
+    Raises RaceDataError for missing or invalid data (see ``read_race_examples``), ValueError for
+    lengths ``check_lengths`` rejects.
+    """
+    check_lengths(max_seq_length, max_qa_length)
+    sources = race_sources(data_dir, split, middle_only=middle_only, high_only=high_only)
+    settings = {
+        "format_version": FORMAT_VERSION,
+        "max_seq_length": max_seq_length,
+        "max_qa_length": max_qa_length,
+        "middle_only": middle_only,
+        "high_only": high_only,
+        "skip_invalid": skip_invalid,
+    }
+    return cached_feature_file(cache_dir, "race", split, settings, tokenizer.fingerprint,
+                               [source.path for source in sources],
+                               race_records_builder(sources, tokenizer, max_seq_length, max_qa_length,
+                                                skip_invalid))

@@ -1,0 +1,132 @@
+"""RACE questions -> fixed-length multiple-choice features, their TFRecord schema and its parser.
+
+Layout of one choice (row) of max_seq_length S, as the reference's RACE ``convert_single_example``
+builds it::
+
+    input_ids    [CLS] article_1 .. article_n [SEP] qa_1 .. qa_m [SEP] 0 .. 0
+    segment_ids    0       0     ..     0       0     1   ..  1    1   0 .. 0
+    input_mask     1       1     ..     1       1     1   ..  1    1   0 .. 0
+
+qa is the question with the option filled in (see data_prep/race.py). Its pieces keep their LAST
+``max_qa_length``; then the article keeps its first ``S - 3 - m`` pieces. A question has one row per
+option (always 4).
+
+TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``,
+``segment_ids`` int64 [4*S] (the 4 rows concatenated, option A first); ``label_ids`` int64 scalar
+(0-3 for A-D); ``is_real_example`` int64 scalar (always 1: no padding records are written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import tensorflow as tf
+
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.common.tf_example import int64_feature, serialize_example
+
+NUM_CHOICES = 4
+
+
+# The features stored flat as [NUM_CHOICES * S].
+_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceFeatures:
+    """One question as model input: every field is [NUM_CHOICES][S], one row per option."""
+
+    input_ids: list[list[int]]
+    input_mask: list[list[int]]
+    segment_ids: list[list[int]]
+    label_id: int
+
+
+def check_lengths(max_seq_length: int, max_qa_length: int) -> None:
+    """Raises ValueError unless a row can hold [CLS] [SEP] qa [SEP] with up to max_qa_length qa pieces."""
+    if max_qa_length < 1:
+        raise ValueError(f"max_qa_length must be >= 1, got {max_qa_length}")
+    if max_seq_length < max_qa_length + 3:
+        raise ValueError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
+                         f"({max_qa_length + 3}): [CLS], two [SEP] and up to {max_qa_length} "
+                         "question+option pieces")
+
+
+def choice_row(article_ids: Sequence[int], qa_ids: Sequence[int], max_seq_length: int,
+               max_qa_length: int, cls_id: int, sep_id: int) -> tuple[list[int], list[int], list[int]]:
+    """(input_ids, input_mask, segment_ids) of one choice, each of length max_seq_length.
+
+    Expects ``check_lengths(max_seq_length, max_qa_length)`` to hold.
+    """
+    qa_ids = list(qa_ids)[-max_qa_length:]
+    article_ids = list(article_ids)[:max_seq_length - 3 - len(qa_ids)]
+    input_ids = [cls_id] + article_ids + [sep_id] + qa_ids + [sep_id]
+    segment_ids = [0] * (len(article_ids) + 2) + [1] * (len(qa_ids) + 1)
+    padding = [0] * (max_seq_length - len(input_ids))
+    return input_ids + padding, [1] * len(input_ids) + padding, segment_ids + padding
+
+
+def question_features(article_ids: Sequence[int], qa_texts: Sequence[str], label_id: int,
+                      tokenizer: FullTokenizer, max_seq_length: int, max_qa_length: int) -> RaceFeatures:
+    """Features of one question from its article's ids and its 4 normalized question+option texts.
+
+    The qa texts are tokenized with ``tokenizer.tokenize`` (no further normalization: the reader has
+    applied the reference's). Raises ValueError for bad lengths or a qa count other than 4.
+    """
+    check_lengths(max_seq_length, max_qa_length)
+    if len(qa_texts) != NUM_CHOICES:
+        raise ValueError(f"expected {NUM_CHOICES} question+option texts, got {len(qa_texts)}")
+    rows = [choice_row(article_ids, tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)),
+                       max_seq_length, max_qa_length, tokenizer.cls_id, tokenizer.sep_id)
+            for text in qa_texts]
+    input_ids, input_mask, segment_ids = (list(column) for column in zip(*rows))
+    return RaceFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
+                        label_id=label_id)
+
+
+# -- TFRecords -------------------------------------------------------------------------------------
+
+def _flatten(rows: Sequence[Sequence[int]]) -> list[int]:
+    return [value for row in rows for value in row]
+
+
+def serialize_race_features(features: RaceFeatures) -> bytes:
+    """The reference's record: ids/mask/segments int64 [4*S] (rows concatenated), label_ids,
+    is_real_example = 1."""
+    return serialize_example({
+        "input_ids": int64_feature(_flatten(features.input_ids)),
+        "input_mask": int64_feature(_flatten(features.input_mask)),
+        "segment_ids": int64_feature(_flatten(features.segment_ids)),
+        "label_ids": int64_feature([features.label_id]),
+        "is_real_example": int64_feature([1]),
+    })
+
+
+def race_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
+    """``tf.io.parse_example`` spec of a RACE record (flat [4*S] sequences, as stored)."""
+    spec = {name: tf.io.FixedLenFeature([NUM_CHOICES * max_seq_length], tf.int64)
+            for name in _SEQUENCE_FEATURES}
+    spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def parse_race_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
+    """Parses one serialized record (scalar string) or a batch [B]; every feature becomes int32.
+
+    Shapes after parsing: ids/mask/segments reshaped to [4, S] (batch: [B, 4, S]), row i being
+    option i; label_ids and is_real_example [] (batch: [B]).
+    """
+    serialized = tf.convert_to_tensor(serialized, tf.string)
+    if serialized.shape.rank not in (0, 1):
+        raise ValueError(f"expected one serialized record or a vector of them, got shape "
+                         f"{serialized.shape}")
+    choices_shape = [NUM_CHOICES, max_seq_length]
+    if serialized.shape.rank == 1:
+        choices_shape = [-1] + choices_shape
+    parsed = tf.io.parse_example(serialized, race_feature_spec(max_seq_length))
+    result = {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+    for name in _SEQUENCE_FEATURES:
+        result[name] = tf.reshape(result[name], choices_shape)
+    return result

@@ -1,0 +1,153 @@
+"""TODO(split) SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
+
+The features are the reference's (``squad_features``: windows, max-context map, p_mask, labels,
+unique ids from 1000000000) with its character alignment (``squad_alignment``), in the input's
+question order. Unlike the reference, which logs "MISMATCH DETECTED!" and silently drops a question
+whose paragraph does not align, the dropped questions are counted, logged and listed in the sidecar
+(post-processing still writes a prediction for them: no features, so v1 "empty" and v2 "").
+
+Sidecar metadata (``FeatureFile.metadata``)::
+
+    is_training, max_seq_length, doc_stride, max_query_length, do_lower_case
+    num_questions, num_features
+    dropped_qas_ids       ids of the questions without features, in file order
+    eval files only (what post-processing needs, so it never re-reads the input):
+    paragraphs            [raw context text]
+    examples              per question, in file order (example_index = position):
+                          {qas_id, paragraph_index, answers: [gold answer texts]}
+    features              per record, in file order: {unique_id, example_index, doc_span_index,
+                          doc_offset, paragraph_len, tok_start_to_orig_index,
+                          tok_end_to_orig_index, token_is_max_context}: the reference's fields
+                          (token_is_max_context: {"input position": bool}, one per piece of the
+                          window), plus doc_offset, the input position of the window's first piece
+
+Training files carry no per-question or per-feature lists (their labels are in the records), which
+keeps memory bounded by a chunk of questions however large the file.
+
+API: ``squad_feature_file`` (the cached file run_squad reads), ``write_squad_feature_file`` (to a
+given path), ``build_squad_features`` (the builder both use); the readers and converters are
+re-exported from their modules. Command line::
+
+    python -m data_prep.squad --input_file=dev-v2.0.json --output_file=dev.tfrecord \\
+        --spm_model_file=30k-clean.model --do_lower_case --max_seq_length=384 --doc_stride=128 \\
+        --max_query_length=64 --nois_training [--num_workers=2]
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from typing import Sequence
+
+from absl import logging
+
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.common.feature_cache import (FeatureFile, RecordSink, cached_feature_file,
+                                            write_feature_file)
+from data_prep.question_answering.examples import SquadDataError, SquadExample, read_squad_examples
+from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
+                                                   convert_questions, with_unique_id)
+
+# Bump when the records or the metadata change for the same inputs (invalidates cached files).
+FEATURE_VERSION = 1
+
+
+# Questions between two progress lines in the log.
+_PROGRESS_QUESTIONS = 10000
+
+
+def _sentencepiece_model(tokenizer: FullTokenizer):
+    if tokenizer.sp_model is None:
+        raise SquadDataError(f"SQuAD features need a SentencePiece model (--spm_model_file); "
+                             f"{tokenizer.source_file} is a WordPiece vocabulary")
+    return tokenizer.sp_model
+
+
+def _eval_examples_metadata(examples: Sequence[SquadExample]) -> dict:
+    """The paragraphs (each once) and the per-question fields post-processing reads."""
+    positions: dict[int, int] = {}  # the reader's paragraph index -> position in ``paragraphs``
+    paragraphs: list[str] = []
+    rows = []
+    for example in examples:
+        position = positions.setdefault(example.paragraph_index, len(paragraphs))
+        if position == len(paragraphs):
+            paragraphs.append(example.paragraph_text)
+        rows.append({"qas_id": example.qas_id, "paragraph_index": position,
+                     "answers": list(example.answers)})
+    return {"paragraphs": paragraphs, "examples": rows}
+
+
+def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
+                         tokenizer: FullTokenizer, settings: FeatureSettings, is_training: bool,
+                         num_workers: int = 1) -> dict:
+    """Writes every feature record of ``examples`` to ``sink`` in question order, with the
+    reference's unique ids; returns the sidecar metadata (see the module doc)."""
+    features: list[dict] = []
+    dropped: list[str] = []
+    unique_id = FIRST_UNIQUE_ID
+    questions = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
+                                  settings, is_training, num_workers, with_metadata=not is_training)
+    for done, question in enumerate(questions, start=1):
+        if question.windows is None:
+            qas_id = examples[question.example_index].qas_id
+            logging.warning("question %s dropped: its paragraph does not align with its pieces "
+                            "(the reference's MISMATCH DETECTED)", qas_id)
+            dropped.append(qas_id)
+        for record, metadata in question.windows or ():
+            sink.write(with_unique_id(record, unique_id))
+            if metadata is not None:
+                features.append({"unique_id": unique_id, **metadata})
+            unique_id += 1
+        if done % _PROGRESS_QUESTIONS == 0:
+            logging.info("converted %d/%d questions: %d features, %d dropped", done, len(examples),
+                         unique_id - FIRST_UNIQUE_ID, len(dropped))
+    metadata = {
+        "is_training": is_training, "max_seq_length": settings.max_seq_length,
+        "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
+        "do_lower_case": tokenizer.do_lower_case, "num_questions": len(examples),
+        "num_features": unique_id - FIRST_UNIQUE_ID, "dropped_qas_ids": dropped,
+    }
+    if not is_training:
+        metadata.update(_eval_examples_metadata(examples), features=features)
+    return metadata
+
+
+def write_squad_feature_file(input_file: str, output_file: str, tokenizer: FullTokenizer,
+                             max_seq_length: int = 384, doc_stride: int = 128,
+                             max_query_length: int = 64, is_training: bool = False,
+                             num_workers: int = 1) -> FeatureFile:
+    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically."""
+    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
+    examples = read_squad_examples(input_file, is_training)
+    return write_feature_file(
+        output_file,
+        lambda sink: build_squad_features(sink, examples, tokenizer, settings, is_training,
+                                          num_workers))
+
+
+def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length: int,
+                       doc_stride: int, max_query_length: int, is_training: bool, cache_dir: str,
+                       num_workers: int = 1, shuffle_seed: int | None = None) -> FeatureFile:
+    """The cached feature file of a SQuAD JSON file: reused when its input file, tokenizer and
+    settings are unchanged, else rebuilt (``data_prep.feature_cache``).
+
+    shuffle_seed: shuffle the questions with ``random.Random(shuffle_seed)`` before conversion, as
+    the reference does with its training questions (seed 12345), so that the small shuffle buffer
+    of the training input does not see the questions of one paragraph together.
+    """
+    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
+    split = ("train" if is_training else "eval") + "-" + re.sub(
+        r"[^A-Za-z0-9_.-]", "_", os.path.basename(input_file))
+
+    def build(sink: RecordSink) -> dict:
+        examples = read_squad_examples(input_file, is_training)
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(examples)
+        return build_squad_features(sink, examples, tokenizer, settings, is_training, num_workers)
+
+    cache_settings = {"feature_version": FEATURE_VERSION, "is_training": is_training,
+                      "max_seq_length": max_seq_length, "doc_stride": doc_stride,
+                      "max_query_length": max_query_length, "shuffle_seed": shuffle_seed}
+    return cached_feature_file(cache_dir, "squad", split, cache_settings, tokenizer.fingerprint,
+                               [input_file], build)
