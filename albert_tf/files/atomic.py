@@ -1,8 +1,9 @@
-"""TODO(split) File paths for every script: atomic outputs, input glob patterns and checks of output paths.
+"""Atomic outputs: a file or directory appears under its name only when complete.
 
-An output appears under its name only when complete; until then it lives under a temporary name
-beside it (``.<name>.<machine>-<pid>-<random>.tmp``) that input globs never pick up. Works on local
-paths and on anything ``tf.io.gfile`` handles (``gs://...``).
+Until then it lives under a temporary name beside it (``.<name>.<machine>-<pid>-<random>.tmp``),
+which input globs never pick up (albert_tf/files/paths.py skips it) and which is removed when the
+writing block fails. A temporary left by a killed run of this machine is removed by the next write
+of the same path. Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""TODO(split) File paths for every script: atomic outputs, input glob patterns and checks of output paths.
+"""Paths of every command: input glob patterns and checks of output paths before any work.
 
-An output appears under its name only when complete; until then it lives under a temporary name
-beside it (``.<name>.<machine>-<pid>-<random>.tmp``) that input globs never pick up. Works on local
-paths and on anything ``tf.io.gfile`` handles (``gs://...``).
+``expand_input_patterns`` turns comma-separated patterns into files; a wildcard never matches what
+is not data (hidden files, the temporaries of albert_tf/files/atomic.py, ``*.stats.json``
+summaries). ``check_output_paths`` refuses outputs that would replace an input or another output of
+the same run, or that cannot be written, so a run fails in its first seconds rather than after
+hours. Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
 """
 
 from __future__ import annotations

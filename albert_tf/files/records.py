@@ -1,17 +1,14 @@
-"""TODO(split) tf.data pipelines over feature TFRecords, shared by every task's training and evaluation.
+"""Reading TFRecord files, with the checks that turn TensorFlow's silent or nameless failures into
+errors naming the file.
 
-- ``record_train_dataset_fn``: the reference's fine-tuning input: records repeated, shuffled with a
-  buffer of 100 (seeded here), batched with drop_remainder, then parsed.
-- ``record_eval_dataset``: the records in file order, once.
+- ``tfrecord_dataset``: the serialized records of files in order, each file remembered.
+- ``require_records``: a file with no record (which a repeated dataset would search forever) or
+  fewer records than one batch that drops its remainder is a ``RecordFileError`` naming the file.
+- ``locate_corrupt_record_file``: TensorFlow reports a corrupt record inside a training step
+  without a file name; the remembered files are re-read to find it (used by the error boundary,
+  albert_tf/cli/error_boundary.py).
 
-Records are batched before parsing so that a resumed run skips the batches it already consumed
-without parsing them. Every dataset shards by element across workers (``with_data_sharding``).
-
-Record files are checked when a pipeline is built: a file with no record (which a repeated dataset
-would search forever) or fewer records than one batch that drops its remainder is a
-``RecordFileError`` naming the file. Every file a pipeline reads is remembered, so that a corrupt
-record, which TensorFlow reports inside a training step without a file name, can be traced to its
-file (``locate_corrupt_record_file``).
+The pipelines built on these are in albert_tf/training/input_pipeline.py.
 """
 
 from __future__ import annotations
