@@ -4,7 +4,8 @@ Public API:
 - ``AlbertModel(config)`` called on ``{"input_ids", "input_mask", "segment_ids"}`` (int32 [B, S];
   mask and segments optional) returns ``sequence_output`` [B, S, H], ``pooled_output`` [B, H] and
   ``encoder_outputs`` (a list of L*K tensors [B, S, H], one per layer and inner group).
-- ``AlbertPretrainingModel(config)`` (in ``albert_tf.heads``) adds the MLM and SOP heads.
+- ``AlbertPretrainingModel(config)`` (in albert_tf/tasks/pretraining/model.py) adds the MLM and SOP
+  heads; every task model builds on ``AlbertTaskModel`` (albert_tf/models/task_model.py).
 
 Run ``python -m albert_tf.model_report --albert_config_file=...`` for a parameter report.
 """

@@ -1,16 +1,19 @@
-"""TODO(split) Task heads on top of AlbertModel, and the pretraining model, under the reference's variable names.
+"""The heads several task models share, on top of ``AlbertModel``, under the reference's variable names.
 
 - ``MaskedLMHead``: gather at the masked positions -> dense(E, hidden_act) -> LayerNorm -> logits
-  against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
-- the sentence-order head: a ``ClassifierHead`` with 2 labels and no dropout
-  (``cls/seq_relationship``).
-- ``AlbertPretrainingModel``: the encoder plus both heads.
-- ``ClassifierHead`` / ``AlbertClassifierModel``: the reference's GLUE head: dropout 0.1 (fixed, training
-  only) on the pooled output, then ``output_weights`` [num_labels, H] and ``output_bias`` [num_labels]
-  under the reference's root-scoped names; one output for regression (STS-B).
+  against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``):
+  [B, S, H] at positions [B, M] -> float32 [B, M, V].
+- ``ClassifierHead``: the reference's GLUE head: dropout (0.1 by default, fixed, training only) on
+  the pooled output [B, H], then ``output_weights`` [num_labels, H] and ``output_bias``
+  [num_labels] -> float32 [B, num_labels]; one output for regression (STS-B). With 2 labels and no
+  dropout it is also the sentence-order head (``cls/seq_relationship``), and RACE scores each choice
+  with it.
+- ``gather_positions``: [B, S, H] at positions [B, M] -> [B, M, H].
 
-Both models are ``AlbertTaskModel``s: the encoder in ``albert``, the head's reference names in
-``tf1_head_variables()``.
+The models that use them (and give them their reference names) live in their task's folder:
+albert_tf/tasks/pretraining/model.py (MLM + SOP), albert_tf/tasks/classification/model.py,
+albert_tf/tasks/multiple_choice/model.py; the SQuAD heads are in
+albert_tf/tasks/question_answering/heads.py.
 """
 
 from __future__ import annotations
