@@ -1,4 +1,10 @@
-"""Pytest fixtures shared by the test files (their constants and helpers: tests/shared_setup.py)."""
+"""Pytest fixtures shared by the test files (their constants and helpers: tests/shared_setup.py).
+
+Tests that read the real test data (tests.shared_setup.SHARED_DATA_DIR) carry the marker
+``requires_shared_data`` or use a fixture that calls ``require_shared_data()`` (``en8k``). Without the
+data they are skipped, all with one message naming the directory and ALBERT_TF_SHARED_DATA; with the
+environment variable CI set they fail instead, so CI always runs every test.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,28 @@ import pytest
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from tests.shared_setup import EN8K_MODEL
+from tests.shared_setup import EN8K_MODEL, shared_data_missing
+
+
+def require_shared_data() -> None:
+    """Skips the running test when the shared data is missing; fails it instead when CI is set."""
+    reason = shared_data_missing()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``requires_shared_data``: skipped (or failed in CI) before their fixtures run."""
+    if item.get_closest_marker("requires_shared_data") is not None:
+        require_shared_data()
 
 
 @pytest.fixture(scope="session")
 def en8k() -> FullTokenizer:
     """The en8k SentencePiece tokenizer with lowercasing, as the reference's scripts run it."""
+    require_shared_data()
     return FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)

@@ -3,7 +3,10 @@
 Plain constants and functions (importable outside pytest, e.g. by tests/mirrored_equivalence.py);
 the pytest fixtures built on them live in tests/conftest.py.
 
-The real test data lies beside the repository in ../shared/data; the product never reads it.
+The real test data lies beside the repository in ../shared/data, or wherever the environment variable
+ALBERT_TF_SHARED_DATA points; the product never reads it. Tests that need it carry the
+``requires_shared_data`` marker (or use a fixture that needs it); tests/conftest.py skips them when the
+directory is missing, or fails them when the environment variable CI is set.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import socket
 from albert_tf.models.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data")
+SHARED_DATA_ENV = "ALBERT_TF_SHARED_DATA"
+SHARED_DATA_DIR = os.path.abspath(os.path.expanduser(
+    os.environ.get(SHARED_DATA_ENV) or os.path.join(REPO_ROOT, "..", "shared", "data")))
 GLUE_DIR = os.path.join(SHARED_DATA_DIR, "glue")
 PRETRAINING_DIR = os.path.join(SHARED_DATA_DIR, "pretraining")
 
@@ -44,13 +49,28 @@ def tiny_config(**overrides) -> AlbertConfig:
     return AlbertConfig.from_dict(values)
 
 
+def shared_data_missing() -> str | None:
+    """Why tests that need the shared data cannot run: a message naming the directory, or None.
+
+    The message says what to do; it is the one reason every such test is skipped (or failed in CI).
+    """
+    if os.path.isdir(SHARED_DATA_DIR):
+        return None
+    outcome = ("CI is set, so tests that need it fail" if os.environ.get("CI")
+               else "tests that need it are skipped")
+    return (f"shared test data not found at {SHARED_DATA_DIR}; set {SHARED_DATA_ENV} to its location "
+            f"({outcome})")
+
+
 def subprocess_env(**overrides: str) -> dict[str, str]:
     """Environment of a child Python process started by a test.
 
-    The repository is importable (PYTHONPATH), only CPUs are visible, TensorFlow's C++ log shows
-    errors only, and a TF_CONFIG of the calling shell is not inherited. ``overrides`` come last.
+    The repository is importable (PYTHONPATH), the shared data is where the tests look for it
+    (ALBERT_TF_SHARED_DATA, absolute), only CPUs are visible, TensorFlow's C++ log shows errors only,
+    and a TF_CONFIG of the calling shell is not inherited. ``overrides`` come last.
     """
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env[SHARED_DATA_ENV] = SHARED_DATA_DIR
     env.pop("TF_CONFIG", None)
     env.update(overrides)
     return env
