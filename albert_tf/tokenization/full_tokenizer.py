@@ -1,18 +1,14 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
-
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
+"""``FullTokenizer``: the reference's tokenizer, SentencePiece when a model file is given, else WordPiece.
 
 ``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
+``encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code should
+call. ``fingerprint`` identifies mode, casing and model bytes (a feature-cache key); the tokenizer
+pickles as its model bytes, so a Beam worker on another machine rebuilds it without the file.
 
-Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+Differences from the reference, on purpose: a model or vocab lacking [CLS]/[SEP]/[MASK], a missing
+or corrupt file, and an unknown WordPiece token are errors naming the file; no TF-Hub v1
+``from_hub_module``. The modes themselves are in albert_tf/tokenization/sentencepiece.py and
+wordpiece.py; the same contract as TensorFlow ops, for serving, in in_graph.py (identical ids).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
+"""``InGraphTokenizer``: raw strings -> ALBERT ids as TensorFlow ops, for serving signatures that take text.
 
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
-
-``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
-
-Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+The same contract as ``FullTokenizer.encode_text`` (albert_tf/tokenization/full_tokenizer.py) in
+SentencePiece mode, with identical ids: whitespace collapse, NFKD and accent removal, lowercasing,
+SentencePiece (tensorflow_text, same C++ library as Python) and the reference's digit-comma rule,
+each step the in-graph twin of the Python path (see the class). WordPiece mode has no in-graph
+twin. ``SpanTokenizer`` (albert_tf/tokenization/spans.py) builds on it to report character spans.
 """
 
 from __future__ import annotations

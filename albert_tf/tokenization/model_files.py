@@ -1,18 +1,8 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
+"""Reading a tokenizer's model or vocabulary file, and the error every tokenizer module raises.
 
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
-
-``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
-
-Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+``TokenizerError`` is a ``ValueError`` naming the file and the problem (a corrupt model, a vocabulary
+lacking [CLS]/[SEP]/[MASK], ...); the reference raised nothing or a bare exception. A missing file is
+a ``FileNotFoundError`` naming what it is. Files are read through ``tf.io.gfile`` (``gs://`` works).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
+"""The caller-side text normalization of SentencePiece mode (reference ``preprocess_text``).
 
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
-
-``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
-
-Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+In the reference, callers normalize before tokenizing: ``preprocess_text`` collapses whitespace,
+applies NFKD, removes combining characters (accents) and optionally lowercases;
+``convert_to_unicode`` decodes bytes as UTF-8, dropping invalid bytes. ``FullTokenizer.tokenize_text``
+(albert_tf/tokenization/full_tokenizer.py) applies it; ``InGraphTokenizer``
+(albert_tf/tokenization/in_graph.py) reproduces it as TensorFlow ops.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
+"""SentencePiece mode, used by every released ALBERT model: pieces and ids with the reference's rules.
 
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
-
-``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
+- ``encode_pieces`` / ``encode_ids``: the model's pieces plus the reference's digit-comma rule, as
+  it runs on Python 3 (optionally with the reference's subword sampling). The text must already be
+  normalized (``preprocess_text``, albert_tf/tokenization/normalization.py).
+- ``is_start_piece_sp``: the reference's start-piece rule, which whole-word masking uses.
+- ``load_sentencepiece_model``: a processor from model bytes; a corrupt model is a ``TokenizerError``.
+- ``SPECIAL_PIECES``: [CLS], [SEP], [MASK], which every ALBERT vocabulary must hold.
 
 Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+pieces are always str.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""TODO(split) Text -> pieces -> ids, exactly as the reference's tokenization.py does it.
+"""WordPiece mode (a vocab file and no SentencePiece model): BERT's BasicTokenizer + greedy
+longest-match WordpieceTokenizer, with the reference's semantics.
 
-Two modes, as in the reference:
-- SentencePiece (SP) mode, used by every released ALBERT model: callers first normalize the text with
-  ``preprocess_text`` (whitespace collapse, NFKD, accent removal, optional lowercasing), then
-  ``encode_pieces`` applies the model plus the reference's digit-comma rule.
-- WordPiece mode (only a vocab file): BERT's BasicTokenizer + greedy longest-match WordpieceTokenizer.
-
-``FullTokenizer.tokenize`` does NOT normalize (reference semantics: callers preprocess);
-``FullTokenizer.encode_text`` / ``tokenize_text`` do the whole caller-side chain and are what new code
-should call. ``InGraphTokenizer`` is the same contract as TensorFlow ops, for serving: identical ids.
-
-Differences from the reference, on purpose: ``SPIECE_UNDERLINE`` is a str (the reference's is bytes);
-pieces are always str; a model or vocab lacking [CLS]/[SEP]/[MASK], a missing or corrupt file, and an
-unknown WordPiece token are errors naming the file; no TF-Hub v1 ``from_hub_module``.
+BasicTokenizer normalizes by itself (cleanup, optional lowercasing and accent removal, CJK
+characters and punctuation split off); WordpieceTokenizer maps each word to the longest vocabulary
+pieces, ``##`` marking continuations, [UNK] for a word it cannot cover or longer than 200
+characters. ``is_start_piece_wordpiece`` is the start-piece rule of whole-word masking. Unlike the
+reference, a vocab file that is not UTF-8 text is a ``TokenizerError`` naming the file.
 """
 
 from __future__ import annotations
