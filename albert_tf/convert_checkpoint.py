@@ -1,4 +1,4 @@
-"""TODO(split) Command line: converts checkpoints between the reference TF1 format and albert_tf's own.
+"""Command line: converts checkpoints between the reference TF1 format and albert_tf's own.
 
     # reference TF1 checkpoint -> albert_tf checkpoint (output_dir/model.ckpt-0)
     python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
@@ -8,14 +8,12 @@
         --checkpoint=runs/pretrain/ --output_dir=exported/
 
 Both directions go through the pretraining model (encoder + MLM and SOP heads), print the load
-report and require the whole encoder. Only what the source holds is written: a head the source
-lacks is left out of the output, never written with its random initial values.
+report and require the whole encoder; a head the source lacks is left out of the output. An output
+directory holding any other checkpoint is refused; an earlier conversion is replaced only with
+``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
 
-The output directory belongs to the converter. One that holds any other checkpoint (a training
-run's, a released model's) is refused, ``--overwrite`` or not: writing there would change the
-``checkpoint`` state file that run resumes from. An earlier conversion of the same direction is
-replaced only with ``--overwrite``. Flags, source format and output directory are checked before
-anything is loaded.
+This module holds the flags and the wiring only; the conversion is
+albert_tf/checkpoints/conversion.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,19 @@
-"""TODO(split) Command line: converts checkpoints between the reference TF1 format and albert_tf's own.
+"""Converting checkpoints between the reference TF1 format and albert_tf's own (the library of
+``python -m albert_tf.convert_checkpoint``).
 
-    # reference TF1 checkpoint -> albert_tf checkpoint (output_dir/model.ckpt-0)
-    python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
-        --tf1_checkpoint=model.ckpt-best --output_dir=converted/ [--init_from_group0]
-    # albert_tf checkpoint (prefix or directory) -> reference TF1 checkpoint (output_dir/model.ckpt)
-    python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
-        --checkpoint=runs/pretrain/ --output_dir=exported/
+- ``tf1_to_albert_tf``: a reference checkpoint -> ``output_dir/model.ckpt-0`` (albert_tf's format);
+- ``albert_tf_to_tf1``: an albert_tf checkpoint (prefix or directory) -> ``output_dir/model.ckpt``.
 
-Both directions go through the pretraining model (encoder + MLM and SOP heads), print the load
-report and require the whole encoder. Only what the source holds is written: a head the source
-lacks is left out of the output, never written with its random initial values.
+Both load the source into the model they are given (the command gives the pretraining model:
+encoder + MLM and SOP heads), print the load report and require the whole encoder. Only what the
+source holds is written: a head the source lacks is left out of the output, never written with its
+random initial values.
 
-The output directory belongs to the converter. One that holds any other checkpoint (a training
-run's, a released model's) is refused, ``--overwrite`` or not: writing there would change the
-``checkpoint`` state file that run resumes from. An earlier conversion of the same direction is
-replaced only with ``--overwrite``. Flags, source format and output directory are checked before
-anything is loaded.
+The output directory belongs to the converter (``check_output_dir``). One that holds any other
+checkpoint (a training run's, a released model's) is refused, ``overwrite`` or not: writing there
+would change the ``checkpoint`` state file that run resumes from. An earlier conversion of the same
+direction is replaced only with ``overwrite``. Source format and output directory are checked
+before anything is loaded; a refusal is a ``ConversionError``.
 """
 
 from __future__ import annotations

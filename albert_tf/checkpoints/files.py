@@ -1,24 +1,13 @@
-"""TODO(split) Checkpoints: the reference TF1 format (its names <-> Keras variables) and albert_tf's own.
+"""Checkpoint files on disk, whatever the format: names, prefixes, the ``checkpoint`` state file.
 
-- ``tf1_variable_map(model)``: {reference name: variable} for an encoder or any task model that
-  keeps its encoder in ``.albert`` (task heads add their names through ``tf1_head_variables()``).
-- ``load_checkpoint(model, path)``: the warm start from either format; returns a ``LoadReport`` of
-  loaded / missing / unused variables (reference names), which the scripts print.
-  ``load_tf1_checkpoint`` reads a checkpoint written by the reference (or by
-  ``export_tf1_checkpoint``): optimizer slots and ``global_step`` are ignored,
-  ``layer_normalization`` / ``layer_norm`` spellings of ``LayerNorm`` are accepted.
-  ``load_object_checkpoint`` reads one written by ``tf.train.Checkpoint(model=<task model>)``
-  (albert_tf's runs, conversions, exports), matching variables through the object graph, so a
-  checkpoint of one task warm-starts another.
-  Either way a shape mismatch is a ``CheckpointMismatchError`` naming the variable, both shapes, the
-  checkpoint and (when given) the config file, raised before any variable changes.
-- ``require_same_model(model, path)``: a run's own checkpoint (resume, evaluation) must hold exactly
-  the model's variables, with its shapes: a config edited between runs is one clear error;
-  ``require_same_optimizer`` checks the same of the optimizer's state before a resume.
-- ``export_tf1_checkpoint(model, prefix)``: writes the reference names (no optimizer slots).
-
-The command line that converts a reference checkpoint to an albert_tf checkpoint and back is
-``python -m albert_tf.convert_checkpoint`` (see the README).
+- ``resolve_checkpoint_path``: a prefix from a prefix, a directory of checkpoints (its latest) or a
+  SavedModel directory (its ``variables/variables``); ``is_object_based_checkpoint`` tells albert_tf's
+  own format from the reference's TF1 one.
+- ``write_checkpoint_state``: points a directory's ``checkpoint`` file at one prefix, atomically.
+- ``list_checkpoints``, ``checkpoint_files``, ``copy_checkpoint``, ``rename_checkpoint``,
+  ``remove_checkpoint``: the ``model.ckpt-<step>`` checkpoints of a run and their files, moved in an
+  order (index last on arrival, first on removal) so a reader never sees an index without its data.
+  The trainer and the evaluation sweep (albert_tf/evaluation/checkpoint_sweep.py) use them.
 """
 
 from __future__ import annotations

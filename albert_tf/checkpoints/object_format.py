@@ -1,24 +1,18 @@
-"""TODO(split) Checkpoints: the reference TF1 format (its names <-> Keras variables) and albert_tf's own.
+"""albert_tf's own checkpoints: object-based, written by ``tf.train.Checkpoint(model=<task model>)``.
 
-- ``tf1_variable_map(model)``: {reference name: variable} for an encoder or any task model that
-  keeps its encoder in ``.albert`` (task heads add their names through ``tf1_head_variables()``).
-- ``load_checkpoint(model, path)``: the warm start from either format; returns a ``LoadReport`` of
-  loaded / missing / unused variables (reference names), which the scripts print.
-  ``load_tf1_checkpoint`` reads a checkpoint written by the reference (or by
-  ``export_tf1_checkpoint``): optimizer slots and ``global_step`` are ignored,
-  ``layer_normalization`` / ``layer_norm`` spellings of ``LayerNorm`` are accepted.
-  ``load_object_checkpoint`` reads one written by ``tf.train.Checkpoint(model=<task model>)``
-  (albert_tf's runs, conversions, exports), matching variables through the object graph, so a
-  checkpoint of one task warm-starts another.
-  Either way a shape mismatch is a ``CheckpointMismatchError`` naming the variable, both shapes, the
-  checkpoint and (when given) the config file, raised before any variable changes.
+Runs, conversions and exports (a SavedModel's variables) keep the task model under the edge
+``model`` and its encoder under ``model/albert``, so variables match through the object graph and a
+checkpoint of one task warm-starts another.
+
+- ``load_object_checkpoint``: the model's weights that the checkpoint holds (no optimizer state);
+  a shape mismatch is a ``CheckpointMismatchError`` naming the variable, both shapes, the
+  checkpoint and (when given) the config file, raised before any variable changes. Returns a
+  ``LoadReport`` under the reference names (albert_tf/checkpoints/tf1_names.py).
+- ``restore_object_checkpoint``: the same, requiring the whole encoder.
 - ``require_same_model(model, path)``: a run's own checkpoint (resume, evaluation) must hold exactly
   the model's variables, with its shapes: a config edited between runs is one clear error;
   ``require_same_optimizer`` checks the same of the optimizer's state before a resume.
-- ``export_tf1_checkpoint(model, prefix)``: writes the reference names (no optimizer slots).
-
-The command line that converts a reference checkpoint to an albert_tf checkpoint and back is
-``python -m albert_tf.convert_checkpoint`` (see the README).
+- ``checkpoint_root``, ``object_variable_paths``: the object paths albert_tf saves a model under.
 """
 
 from __future__ import annotations
