@@ -21,7 +21,7 @@ from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, restor
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
 from albert_tf.tasks.classification import serving, task
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.input_pipeline import record_eval_dataset
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 from data_prep.classification.features import cached_glue_features, parse_glue_example
@@ -60,9 +60,7 @@ class Run:
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
-        raise app.UsageError("Nothing to do: set --do_train, --do_eval, --do_predict or "
-                             "--export_dir.")
+    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
     run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
     if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
         best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
@@ -92,10 +90,8 @@ def check_input_splits(run: Run) -> None:
 
 def train(run: Run) -> None:
     train_file = run.features(run.task.name, "train")
-    print(f"{run.task.name} train: {train_file.num_records} examples, batch "
-          f"{FLAGS.train_batch_size}, {FLAGS.train_step} steps")
-    run.trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
-    run.trainer.train(record_train_dataset_fn(train_file.path, run.parse, seed=FLAGS.input_seed))
+    run_flags.train_from_flags(run.trainer, train_file.path, run.parse,
+                               f"{run.task.name} train: {train_file.num_records} examples")
 
 
 def evaluate(run: Run) -> None:

@@ -44,8 +44,7 @@ def validate_flags() -> None:
     if FLAGS.masked_lm_budget:
         raise app.UsageError("--masked_lm_budget (online masking) is unfinished in the reference "
                              "and not supported; create masked data with create_pretraining_data.")
-    if not FLAGS.do_train and not FLAGS.do_eval:
-        raise app.UsageError("Nothing to do: set --do_train and/or --do_eval.")
+    run_flags.require_action("do_train", "do_eval")
 
 
 def check_pretraining_inputs() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 
-import tensorflow as tf
 from absl import app, flags
 
 from albert_tf.cli import error_boundary, flag_definitions, run_flags
@@ -35,7 +34,7 @@ from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
 from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
                                                   write_choice_predictions)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.input_pipeline import record_eval_dataset
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 from data_prep.common.feature_cache import FeatureFile
@@ -62,7 +61,6 @@ class Run:
     def __init__(self, tokenizer: FullTokenizer, trainer: Trainer):
         self.tokenizer = tokenizer
         self.trainer = trainer
-        self.on_tpu = isinstance(trainer.strategy, tf.distribute.TPUStrategy)
         self.parse = functools.partial(parse_race_record, max_seq_length=FLAGS.max_seq_length)
 
     def features(self, split: str) -> FeatureFile:
@@ -85,9 +83,7 @@ def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
     if FLAGS.task_name.lower() != "race":
         raise app.UsageError(f"--task_name={FLAGS.task_name}: run_race only runs race.")
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
-        raise app.UsageError("Nothing to do: set --do_train, --do_eval, --do_predict or "
-                             "--export_dir.")
+    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
     if FLAGS.middle_only and FLAGS.high_only:
         raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
     run_flags.require_flags("data_dir", "output_dir", "albert_config_file")
@@ -95,10 +91,8 @@ def validate_flags() -> None:
 
 def train(run: Run) -> None:
     train_file = run.features("train")
-    print(f"race train: {train_file.num_records} questions, batch {FLAGS.train_batch_size}, "
-          f"{FLAGS.train_step} steps")
-    run.trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
-    run.trainer.train(record_train_dataset_fn(train_file.path, run.parse, seed=FLAGS.input_seed))
+    run_flags.train_from_flags(run.trainer, train_file.path, run.parse,
+                               f"race train: {train_file.num_records} questions")
 
 
 def evaluate(run: Run) -> dict[str, float]:

@@ -33,7 +33,7 @@ from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
 from albert_tf.tasks.question_answering.serving import export_squad
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.input_pipeline import record_eval_dataset
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 from data_prep.common.feature_cache import FeatureFile
@@ -84,8 +84,7 @@ def parse_fn(is_training: bool):
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.export_dir):
-        raise app.UsageError("Nothing to do: set --do_train, --do_predict or --export_dir.")
+    run_flags.require_action("do_train", "do_predict", "export_dir")
     run_flags.require_flags("output_dir", "albert_config_file")
     if FLAGS.do_train:
         run_flags.require_flags("train_file")
@@ -124,11 +123,9 @@ def training_steps(train_file: FeatureFile | None) -> tuple[int, int]:
 
 
 def train(trainer: Trainer, train_file: FeatureFile) -> None:
-    print(f"SQuAD train: {train_file.metadata['num_questions']} questions, "
-          f"{train_file.num_records} windows, batch {FLAGS.train_batch_size}, "
-          f"{trainer.config.num_train_steps} steps")
-    trainer.initialize(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file)
-    trainer.train(record_train_dataset_fn(train_file.path, parse_fn(True), seed=FLAGS.input_seed))
+    run_flags.train_from_flags(trainer, train_file.path, parse_fn(True),
+                               f"SQuAD train: {train_file.metadata['num_questions']} questions, "
+                               f"{train_file.num_records} windows")
 
 
 def predict(trainer: Trainer, tokenizer: FullTokenizer, selection_metric: str) -> None:

@@ -343,12 +343,12 @@ def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k
                                     [e.paragraph_text for e in examples], outputs,
                                     n_best_size=20, max_answer_length=30)
     # The reference's post-processing on the Python features' windows and the export's scores.
-    features = [postprocessing.SquadFeature(
+    features = [postprocessing.WindowMetadata(
         unique_id=i, example_index=i, doc_offset=w.doc_offset,
         tok_start_to_orig_index=tuple(w.tok_start_to_orig_index),
         tok_end_to_orig_index=tuple(w.tok_end_to_orig_index),
         max_context=np.ones(len(w.tok_start_to_orig_index), bool)) for i, w in enumerate(windows)]
-    reference_examples = [postprocessing.SquadExample(e.qas_id, e.paragraph_text)
+    reference_examples = [postprocessing.Question(e.qas_id, e.paragraph_text)
                           for e in examples]
     if name == "squad1":
         results = [postprocessing.V1RawResult(i, outputs["start_logits"][i],

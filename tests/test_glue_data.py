@@ -25,12 +25,12 @@ from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.classification.features import (build_features, cached_glue_features,
                                                convert_example, convert_examples_to_features,
                                                padding_features, parse_glue_example,
-                                               serialize_glue_features, truncate_seq_pair,
-                                               write_features)
+                                               serialize_glue_features, write_features)
 from data_prep.classification.glue_tasks import GLUE_TASKS, get_processor, glue_task
 from data_prep.classification.processors import GlueDataError, InputExample, read_tsv
 from data_prep.common import feature_cache
 from data_prep.common.feature_cache import read_feature_file, sidecar_path, write_feature_file
+from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
 
@@ -414,18 +414,12 @@ def test_header_only_train_file_builds_no_feature_file(tmp_path, en8k):
 # -- features --------------------------------------------------------------------------------------
 
 def test_truncate_seq_pair_pops_from_the_longer_end():
-    a, b = [1, 2, 3, 4, 5], [6, 7, 8]
-    truncate_seq_pair(a, b, 6)
-    assert (a, b) == ([1, 2, 3], [6, 7, 8])
-    a, b = [1, 2, 3], [4, 5, 6]
-    truncate_seq_pair(a, b, 5)  # tie: b loses its last item
-    assert (a, b) == ([1, 2, 3], [4, 5])
-    a, b = [1, 2], [3, 4, 5, 6, 7]
-    truncate_seq_pair(a, b, 4)
-    assert (a, b) == ([1, 2], [3, 4])
-    a, b = [1, 2, 3, 4], [5, 6, 7, 8]
-    truncate_seq_pair(a, b, 5)  # 4/4 -> b pops, 4/3 -> a pops, 3/3 -> b pops
-    assert (a, b) == ([1, 2, 3], [5, 6])
+    assert truncate_seq_pair([1, 2, 3, 4, 5], [6, 7, 8], 6) == ([1, 2, 3], [6, 7, 8])
+    # tie: b loses its last item
+    assert truncate_seq_pair([1, 2, 3], [4, 5, 6], 5) == ([1, 2, 3], [4, 5])
+    assert truncate_seq_pair([1, 2], [3, 4, 5, 6, 7], 4) == ([1, 2], [3, 4])
+    # 4/4 -> b pops, 4/3 -> a pops, 3/3 -> b pops
+    assert truncate_seq_pair([1, 2, 3, 4], [5, 6, 7, 8], 5) == ([1, 2, 3], [5, 6])
 
 
 def test_feature_layout_pair_single_and_truncation():

@@ -11,12 +11,13 @@ import pytest
 
 from albert_tf.tokenization.sentencepiece import is_start_piece_sp
 from albert_tf.tokenization.wordpiece import is_start_piece_wordpiece
+from data_prep.common.pair_truncation import truncate_seq_pair
 from data_prep.pretraining.instances import (CLS, IN_ORDER, MASK, RANDOM_DOCUMENT, SEP, SWAPPED,
                                              InstanceConfig, MaskingConfig,
                                              create_instances_from_document,
                                              create_masked_lm_predictions, group_candidate_words,
                                              iter_chunk_instances, ngram_cumulative_probabilities,
-                                             num_to_predict, truncate_seq_pair)
+                                             num_to_predict)
 
 
 class ScriptedRandom:

@@ -19,9 +19,10 @@ from albert_tf.tasks.classification.task import ClassifierTask, write_prediction
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
-from data_prep.classification.features import convert_examples_to_features, truncate_seq_pair
+from data_prep.classification.features import convert_examples_to_features
 from data_prep.classification.glue_tasks import get_processor
 from data_prep.classification.processors import InputExample
+from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import numpy_albert, shared_setup
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
 
@@ -102,7 +103,7 @@ def test_in_graph_pair_truncation_equals_the_reference_loop():
     expected = []
     for a, b, m in cases:
         tokens_a, tokens_b = list(range(a)), list(range(b))
-        truncate_seq_pair(tokens_a, tokens_b, m)
+        tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, m)
         expected.append((len(tokens_a), len(tokens_b)))
     new_a, new_b = pair_lengths(tf.constant([c[0] for c in cases], tf.int64),
                                 tf.constant([c[1] for c in cases], tf.int64),

@@ -36,8 +36,8 @@ def _dataset(source: str) -> list:
         return json.load(handle)["data"]
 
 
-def _examples(dataset) -> list[postprocessing.SquadExample]:
-    return [postprocessing.SquadExample(qa["id"], paragraph["context"])
+def _examples(dataset) -> list[postprocessing.Question]:
+    return [postprocessing.Question(qa["id"], paragraph["context"])
             for article in dataset for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
 
 
@@ -45,7 +45,7 @@ def _inputs(name: str):
     """(golden, dataset, examples, features, raw results) of one golden file."""
     golden = _golden(name)
     dataset = _dataset(golden["settings"]["source"])
-    features = [postprocessing.SquadFeature.from_record(record) for record in golden["features"]]
+    features = [postprocessing.WindowMetadata.from_record(record) for record in golden["features"]]
     result_type = postprocessing.V1RawResult if golden["settings"]["version"] == 1 else postprocessing.V2RawResult
     results = [result_type(**record) for record in golden["raw_results"]]
     return golden, dataset, _examples(dataset), features, results
@@ -170,8 +170,8 @@ PIECE_ENDS = tuple(start + 2 for start in PIECE_STARTS)
 MAX_CONTEXT = {4: True, 5: True, 6: False, 7: True, 8: True}
 
 
-def _window(unique_id: int = 7, max_context: dict = MAX_CONTEXT) -> postprocessing.SquadFeature:
-    return postprocessing.SquadFeature.from_record({
+def _window(unique_id: int = 7, max_context: dict = MAX_CONTEXT) -> postprocessing.WindowMetadata:
+    return postprocessing.WindowMetadata.from_record({
         "unique_id": unique_id, "example_index": 0,
         "tok_start_to_orig_index": list(PIECE_STARTS),
         "tok_end_to_orig_index": list(PIECE_ENDS),
@@ -195,7 +195,7 @@ def _span_text(start: int, end: int) -> str:
 def test_v1_keeps_exactly_the_valid_spans_ranked_by_score(n_best_size, max_answer_length, seed):
     rng = np.random.default_rng(seed)
     start_logits, end_logits = rng.normal(size=10), rng.normal(size=10)
-    output = postprocessing.postprocess_v1([postprocessing.SquadExample("q", PARAGRAPH)], [_window()],
+    output = postprocessing.postprocess_v1([postprocessing.Question("q", PARAGRAPH)], [_window()],
                                [postprocessing.V1RawResult(7, start_logits, end_logits)],
                                n_best_size=n_best_size, max_answer_length=max_answer_length)
     best_starts = np.argsort(-start_logits)[:n_best_size]
@@ -220,7 +220,7 @@ def test_v2_keeps_exactly_the_valid_spans_of_the_beam():
     start_log_probs = [-0.5, -0.6, -0.7, -0.8, -0.9]
     end_log_probs = [-0.1 * (k + 1) for k in range(15)]
     result = postprocessing.V2RawResult(7, start_log_probs, start_index, end_log_probs, end_index, cls_logits=-2.5)
-    output = postprocessing.postprocess_v2([postprocessing.SquadExample("q", PARAGRAPH)], [_window()], [result],
+    output = postprocessing.postprocess_v2([postprocessing.Question("q", PARAGRAPH)], [_window()], [result],
                                max_answer_length=2)
     expected = [(start_index[k // 3], end_index[k], start_log_probs[k // 3] + end_log_probs[k])
                 for k in range(15)
@@ -239,14 +239,14 @@ def test_repeated_pairs_in_a_window_are_averaged_at_their_first_place():
     # Start "bb" (5) twice, each with ends "cc" (6) and "bb" (5): two pairs seen twice.
     result = postprocessing.V2RawResult(7, [-1.0, -2.0], [5, 5], [-0.5, -3.0, -1.5, -0.25], [6, 5, 6, 5],
                             cls_logits=0.0)
-    nbest = postprocessing.postprocess_v2([postprocessing.SquadExample("q", PARAGRAPH)], [_window()], [result]).nbest["q"]
+    nbest = postprocessing.postprocess_v2([postprocessing.Question("q", PARAGRAPH)], [_window()], [result]).nbest["q"]
     assert [(e["text"], e["start_log_prob"], e["end_log_prob"]) for e in nbest] == [
         ("bb cc", -1.5, -1.0), ("bb", -1.5, -1.625)]
 
 
 def test_no_surviving_candidate_gives_the_nonce_entries():
     window = _window(max_context={position: False for position in MAX_CONTEXT})
-    example = postprocessing.SquadExample("q", PARAGRAPH)
+    example = postprocessing.Question("q", PARAGRAPH)
     v1 = postprocessing.postprocess_v1([example], [window], [postprocessing.V1RawResult(7, np.arange(10.0), np.arange(10.0))])
     assert v1.predictions == {"q": "empty"}
     assert v1.nbest["q"] == [{"text": "empty", "probability": 1.0, "start_log_prob": 0.0,
@@ -258,7 +258,7 @@ def test_no_surviving_candidate_gives_the_nonce_entries():
 
 
 def test_null_score_is_the_minimum_over_the_windows():
-    example = postprocessing.SquadExample("q", PARAGRAPH)
+    example = postprocessing.Question("q", PARAGRAPH)
     results = [postprocessing.V2RawResult(uid, [0.0], [5], [0.0], [5], cls_logits=cls)
                for uid, cls in ((7, 0.5), (8, -1.5), (9, 3.0))]
     output = postprocessing.postprocess_v2([example], [_window(uid) for uid in (7, 8, 9)], results)
@@ -276,16 +276,16 @@ def test_doc_offset_is_the_position_after_the_first_sep():
 
 def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset():
     record = _golden("v1.1-sample_S64.json")["features"][3]
-    from_str = postprocessing.SquadFeature.from_record(record)
+    from_str = postprocessing.WindowMetadata.from_record(record)
     with_ints = dict(record, token_is_max_context={int(k): v for k, v in
                                                    record["token_is_max_context"].items()})
-    from_int = postprocessing.SquadFeature.from_record(dict(with_ints, doc_offset=from_str.doc_offset))
+    from_int = postprocessing.WindowMetadata.from_record(dict(with_ints, doc_offset=from_str.doc_offset))
     assert not from_str.max_context.all() and from_str.max_context.any()  # a middle window
     np.testing.assert_array_equal(from_int.max_context, from_str.max_context)
     assert (from_int.doc_offset, from_int.tok_start_to_orig_index) == (
         from_str.doc_offset, from_str.tok_start_to_orig_index)
     with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=1000000003.*positions 12"):
-        postprocessing.SquadFeature.from_record(dict(record, doc_offset=from_str.doc_offset + 1))
+        postprocessing.WindowMetadata.from_record(dict(record, doc_offset=from_str.doc_offset + 1))
 
 
 @pytest.mark.parametrize("change,message", [
@@ -296,7 +296,7 @@ def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset(
 def test_bad_feature_records_name_the_window(change, message):
     record = dict(_golden("v1.1-sample_S64.json")["features"][3], **change)
     with pytest.raises(postprocessing.SquadPostprocessingError, match=message):
-        postprocessing.SquadFeature.from_record(record)
+        postprocessing.WindowMetadata.from_record(record)
 
 
 def test_bad_raw_results_and_missing_windows_are_named():
@@ -306,7 +306,7 @@ def test_bad_raw_results_and_missing_windows_are_named():
         postprocessing.V2RawResult(5, [0.0, 0.0], [1, 2], [0.0] * 3, [1, 2, 3], cls_logits=0.0)
     with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=6: start_top_log_probs must be"):
         postprocessing.V2RawResult(6, [], [], [], [], cls_logits=0.0)
-    example = postprocessing.SquadExample("q1", PARAGRAPH)
+    example = postprocessing.Question("q1", PARAGRAPH)
     with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=7 \\(question 'q1'\\) has no raw"):
         postprocessing.postprocess_v1([example], [_window()], [postprocessing.V1RawResult(8, np.zeros(10), np.zeros(10))])
     with pytest.raises(postprocessing.SquadPostprocessingError, match="example_index 0 is not an index into the 0"):

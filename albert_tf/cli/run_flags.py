@@ -18,6 +18,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.saved_model import check_new_directory
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.distribute import create_strategy
+from albert_tf.training.input_pipeline import ParseFn, record_train_dataset_fn
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.task import Task
 from albert_tf.training.trainer import RunConfig, Trainer
@@ -109,6 +110,24 @@ def require_flags(*names: str) -> None:
     for name in names:
         if flags.FLAGS[name].value in (None, ""):
             raise app.UsageError(f"--{name} is required.")
+
+
+def require_action(*names: str) -> None:
+    """UsageError "Nothing to do: set --a, --b or --c." unless one of the flags ``names`` is set."""
+    if not any(flags.FLAGS[name].value for name in names):
+        options = [f"--{name}" for name in names]
+        raise app.UsageError(f"Nothing to do: set {', '.join(options[:-1])} or {options[-1]}.")
+
+
+def train_from_flags(trainer: Trainer, record_path: str, parse: ParseFn,
+                     description: str) -> None:
+    """--do_train of a fine-tuning script: prints ``description`` (what the records hold) with the
+    batch and step count, warm-starts from --init_checkpoint (or resumes the run in --output_dir)
+    and trains on the feature records at ``record_path``, repeated and shuffled with --input_seed."""
+    values = flags.FLAGS
+    print(f"{description}, batch {values.train_batch_size}, {trainer.config.num_train_steps} steps")
+    trainer.initialize(values.init_checkpoint, config_file=values.albert_config_file)
+    trainer.train(record_train_dataset_fn(record_path, parse, seed=values.input_seed))
 
 
 def reject_hub_module_handle() -> None:

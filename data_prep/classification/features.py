@@ -34,6 +34,7 @@ import tensorflow as tf
 from data_prep.classification.glue_tasks import glue_task
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.common.pair_truncation import truncate_seq_pair
 from data_prep.common.tf_example import float_feature, int64_feature, serialize_example
 
 # Bump when the bytes written for the same inputs change, or when inputs accepted before are now
@@ -71,15 +72,6 @@ class InputFeatures:
     is_real_example: bool = True
 
 
-def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
-    """Pops from the end of the longer list (b on ties) until both together hold <= max_length items."""
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
 def _check_max_seq_length(max_seq_length: int) -> None:
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special tokens), "
@@ -93,7 +85,7 @@ def build_features(ids_a: Sequence[int], ids_b: Sequence[int] | None, max_seq_le
     ids_a = list(ids_a)
     ids_b = list(ids_b) if ids_b else None
     if ids_b is not None:
-        truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
+        ids_a, ids_b = truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
     else:
         ids_a = ids_a[:max_seq_length - 2]
     input_ids = [cls_id] + ids_a + [sep_id]

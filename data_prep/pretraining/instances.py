@@ -30,6 +30,8 @@ import functools
 import random
 from typing import Callable, Iterator, Sequence
 
+from data_prep.common.pair_truncation import truncate_seq_pair
+
 CLS = "[CLS]"
 
 
@@ -144,29 +146,6 @@ def num_to_predict(num_tokens: int, masking: MaskingConfig) -> int:
     ``round`` is Python's (halves to even), as in the reference.
     """
     return min(masking.max_predictions_per_seq, max(1, int(round(num_tokens * masking.masked_lm_prob))))
-
-
-def truncate_seq_pair(tokens_a: list[str], tokens_b: list[str], max_num_tokens: int,
-                      rng: random.Random) -> tuple[list[str], list[str]]:
-    """Shortens the pair to at most ``max_num_tokens`` tokens in total (reference algorithm).
-
-    One token at a time is removed from the longer list (B when lengths are equal), from its front
-    if ``rng.random() < 0.5`` else from its back. The draws are made exactly as the reference makes
-    them, but the lists are sliced once at the end, so a very long sentence costs O(length).
-    """
-    len_a, len_b = len(tokens_a), len(tokens_b)
-    front_a = back_a = front_b = back_b = 0
-    while len_a + len_b > max_num_tokens:
-        from_front = rng.random() < 0.5
-        if len_a > len_b:
-            len_a -= 1
-            front_a += from_front
-            back_a += not from_front
-        else:
-            len_b -= 1
-            front_b += from_front
-            back_b += not from_front
-    return (tokens_a[front_a:len(tokens_a) - back_a], tokens_b[front_b:len(tokens_b) - back_b])
 
 
 @dataclasses.dataclass

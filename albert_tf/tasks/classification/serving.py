@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
-from albert_tf.serving.text_packing import keep_first, pack_segments, pair_lengths
+from albert_tf.serving.text_packing import truncate_and_pack
 from albert_tf.serving.tflite import export_tflite
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -51,12 +51,8 @@ class TextPacker(tf.Module):
         ids_a, ids_b = self.tokenizer(text_a), self.tokenizer.encode_normalized(normalized_b)
         # A pair only where text_b is non-empty after normalisation (the reference's `if text_b`).
         has_b = tf.strings.length(normalized_b) > 0
-        len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
-        pair_a, pair_b = pair_lengths(len_a, len_b, self.max_seq_length - 3)
-        len_a = tf.where(has_b, pair_a, tf.minimum(len_a, self.max_seq_length - 2))
-        len_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
-        return pack_segments(keep_first(ids_a, len_a), keep_first(ids_b, len_b), has_b,
-                             self.cls_id, self.sep_id)
+        return truncate_and_pack(ids_a, ids_b, has_b, self.max_seq_length, self.cls_id,
+                                 self.sep_id)
 
 
 class ClassifierServing(ServingModule):

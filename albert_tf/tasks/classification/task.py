@@ -26,6 +26,8 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.classification.metrics import glue_metrics
 from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.training.per_example import (examples_normalizer, mean_with_accuracy, real_examples,
+                                            softmax_outputs)
 from albert_tf.training.task import Features
 
 
@@ -47,7 +49,7 @@ class ClassifierTask:
         return AlbertClassifierModel(self.config, self.num_labels, self.is_regression)
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
-        return {"examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+        return examples_normalizer(features)
 
     def _per_example(self, logits: tf.Tensor, features: Features):
         """(per-example loss [B], probabilities [B, C] or [B, 1], predictions [B])."""
@@ -55,21 +57,15 @@ class ClassifierTask:
             scores = logits[:, 0]
             labels = tf.cast(features["label_ids"], tf.float32)
             return tf.square(scores - labels), logits, scores
-        labels = tf.cast(features["label_ids"], tf.int32)
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        loss = -tf.gather(log_probs, labels, batch_dims=1)
-        return loss, tf.exp(log_probs), tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return softmax_outputs(logits, features["label_ids"])
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         logits = model(model_inputs(features), training=True)["logits"]
         per_example_loss, _, predictions = self._per_example(logits, features)
-        logs = {}
-        if not self.is_regression:
-            correct = tf.cast(tf.equal(predictions, tf.cast(features["label_ids"], tf.int32)),
-                              tf.float32)
-            logs["accuracy"] = tf.reduce_sum(correct) / normalizers["examples"]
-        return tf.reduce_sum(per_example_loss) / normalizers["examples"], logs
+        loss, logs = mean_with_accuracy(per_example_loss, predictions, features["label_ids"],
+                                        normalizers)
+        return loss, {} if self.is_regression else logs
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         logits = model(model_inputs(features), training=False)["logits"]
@@ -99,9 +95,7 @@ def write_predictions(output_dir: str, guids: Sequence[str],
     ``outputs`` come from ``Trainer.predict`` in file order; padding records (is_real_example 0)
     may follow the real ones and are dropped. Returns the two paths.
     """
-    real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
-    probabilities = np.asarray(outputs["probabilities"])[real]
-    predictions = np.asarray(outputs["predictions"])[real]
+    probabilities, predictions = real_examples(outputs, "probabilities", "predictions")
     if len(probabilities) != len(guids):
         raise ValueError(f"Got {len(probabilities)} real predictions for {len(guids)} examples.")
     results_path = os.path.join(output_dir, f"test_results{suffix}.tsv")

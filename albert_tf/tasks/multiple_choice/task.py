@@ -28,6 +28,8 @@ from albert_tf.files.atomic import atomic_write_text
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
+from albert_tf.training.per_example import (examples_normalizer, mean_with_accuracy, real_examples,
+                                            softmax_outputs)
 from albert_tf.training.task import Features
 
 
@@ -52,23 +54,18 @@ class MultipleChoiceTask:
         return AlbertMultipleChoiceModel(self.config, self.num_choices, self.dropout_prob)
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
-        return {"examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+        return examples_normalizer(features)
 
     def _per_example(self, model: keras.Model, features: Features, training: bool):
         """(per-example loss [B], probabilities [B, C], predictions [B])."""
         logits = model({name: features[name] for name in INPUT_NAMES},
                        training=training)["logits"]
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        loss = -tf.gather(log_probs, tf.cast(features["label_ids"], tf.int32), batch_dims=1)
-        return loss, tf.exp(log_probs), tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return softmax_outputs(logits, features["label_ids"])
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         loss, _, predictions = self._per_example(model, features, training=True)
-        correct = tf.cast(tf.equal(predictions, tf.cast(features["label_ids"], tf.int32)),
-                          tf.float32)
-        return (tf.reduce_sum(loss) / normalizers["examples"],
-                {"accuracy": tf.reduce_sum(correct) / normalizers["examples"]})
+        return mean_with_accuracy(loss, predictions, features["label_ids"], normalizers)
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         loss, probabilities, predictions = self._per_example(model, features, training=False)
@@ -79,10 +76,9 @@ class MultipleChoiceTask:
     def reduce(self, outputs: Mapping[str, np.ndarray],
                context: MultipleChoiceContext | None = None) -> dict[str, float]:
         """eval_accuracy, eval_loss, loss over the real examples; per-level accuracy from the context."""
-        real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
-        predictions = np.asarray(outputs["predictions"]).reshape(-1)[real]
-        labels = np.asarray(outputs["label_ids"]).reshape(-1)[real]
-        loss = float(np.mean(np.asarray(outputs["per_example_loss"])[real]))
+        predictions, labels, losses = real_examples(outputs, "predictions", "label_ids",
+                                                    "per_example_loss")
+        loss = float(np.mean(losses))
         metrics = {"eval_accuracy": accuracy(predictions, labels), "eval_loss": loss,
                    "loss": loss}
         if context is not None:
@@ -102,10 +98,8 @@ def write_choice_predictions(path: str, example_ids: Sequence[str],
     ``outputs`` come from ``Trainer.predict`` in record order; padding records (is_real_example 0)
     may follow the real ones and are dropped. Returns the path.
     """
-    real = np.asarray(outputs["is_real_example"]).reshape(-1) != 0
-    probabilities = np.asarray(outputs["probabilities"])[real]
     # The model's own arg-max of the logits, as the metrics count it (probabilities may tie).
-    choices = np.asarray(outputs["predictions"]).reshape(-1)[real]
+    probabilities, choices = real_examples(outputs, "probabilities", "predictions")
     if len(probabilities) != len(example_ids):
         raise ValueError(f"Got {len(probabilities)} real predictions for {len(example_ids)} "
                          "questions.")

@@ -24,6 +24,7 @@ from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.pretraining.records import parse_pretraining_example
 from albert_tf.training.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_data_sharding
+from albert_tf.training.per_example import examples_normalizer
 from albert_tf.training.task import Features
 
 MLM_DENOMINATOR_EPSILON = 1e-5
@@ -95,7 +96,7 @@ class PretrainingTask:
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
         return {"masked_lm_weight": tf.reduce_sum(features["masked_lm_weights"]),
-                "examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+                **examples_normalizer(features)}
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:

@@ -2,7 +2,7 @@
 
 Reproduces the reference's ``accumulate_predictions_v1/v2``, ``write_predictions_v1/v2`` and
 ``evaluate_v2`` output for output (texts, order, probabilities, files), from plain data: the feature
-builder's per-window metadata (``SquadFeature``), the questions (``SquadExample``) and the model's
+builder's per-window metadata (``WindowMetadata``), the questions (``Question``) and the model's
 outputs per window (``V1RawResult`` / ``V2RawResult``).
 
 Candidates. v1 pairs the ``n_best_size`` best start and end positions of a window (by logit); v2 takes
@@ -64,7 +64,7 @@ class SquadPostprocessingError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class SquadExample:
+class Question:
     """One question: its id and the raw (unnormalized) paragraph its answers are cut from."""
 
     qas_id: str
@@ -72,7 +72,7 @@ class SquadExample:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class SquadFeature:
+class WindowMetadata:
     """What post-processing needs of one window ([CLS] query [SEP] document pieces [SEP]).
 
     unique_id: the window's id (matches the raw result's).
@@ -91,7 +91,7 @@ class SquadFeature:
     max_context: np.ndarray
 
     @classmethod
-    def from_record(cls, record: Mapping) -> "SquadFeature":
+    def from_record(cls, record: Mapping) -> "WindowMetadata":
         """Builds a feature from the feature builder's record (the reference's InputFeatures fields).
 
         Reads ``unique_id``, ``example_index``, ``tok_start_to_orig_index``, ``tok_end_to_orig_index``
@@ -230,7 +230,7 @@ def _best_indexes(logits: np.ndarray, n_best_size: int) -> np.ndarray:
     return np.argsort(-logits, kind="stable")[:n_best_size]
 
 
-def _valid_candidates(feature: SquadFeature, start_positions: np.ndarray, end_positions: np.ndarray,
+def _valid_candidates(feature: WindowMetadata, start_positions: np.ndarray, end_positions: np.ndarray,
                       start_scores: np.ndarray, end_scores: np.ndarray,
                       max_answer_length: int) -> _Candidates:
     """The reference's filters on window positions [N]; survivors keep their order.
@@ -268,7 +268,7 @@ def _merge_repeated_pairs(candidates: _Candidates) -> _Candidates:
     return _Candidates(*(np.array(column) for column in zip(*merged)))
 
 
-def _v1_candidates(feature: SquadFeature, result: V1RawResult, n_best_size: int,
+def _v1_candidates(feature: WindowMetadata, result: V1RawResult, n_best_size: int,
                    max_answer_length: int) -> _Candidates:
     """Every pair of the n_best_size best starts and ends (start-major), filtered."""
     starts = _best_indexes(result.start_logits, n_best_size)
@@ -280,7 +280,7 @@ def _v1_candidates(feature: SquadFeature, result: V1RawResult, n_best_size: int,
                              max_answer_length)
 
 
-def _v2_candidates(feature: SquadFeature, result: V2RawResult, max_answer_length: int) -> _Candidates:
+def _v2_candidates(feature: WindowMetadata, result: V2RawResult, max_answer_length: int) -> _Candidates:
     """Every (start i, its end j) pair of the head's beam, filtered."""
     ends_per_start = result.end_top_index.size // result.start_top_index.size
     return _valid_candidates(feature, np.repeat(result.start_top_index, ends_per_start),
@@ -297,7 +297,7 @@ def _softmax(scores: Sequence[float]) -> list[float]:
     return [value / total for value in exps]
 
 
-def _nbest(example: SquadExample, features: Sequence[SquadFeature],
+def _nbest(example: Question, features: Sequence[WindowMetadata],
            candidates: Sequence[_Candidates], n_best_size: int,
            nonce: tuple[str, float, float]) -> list[dict]:
     """The question's n-best list from its windows' candidates (see the module docstring)."""
@@ -326,8 +326,8 @@ def _nbest(example: SquadExample, features: Sequence[SquadFeature],
             for (text, start, end), probability in zip(entries, probabilities)]
 
 
-def _windows_per_example(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
-                         results: Iterable) -> list[list[tuple[SquadFeature, object]]]:
+def _windows_per_example(examples: Sequence[Question], features: Sequence[WindowMetadata],
+                         results: Iterable) -> list[list[tuple[WindowMetadata, object]]]:
     """(feature, raw result) pairs of each example, in feature order."""
     by_unique_id = {result.unique_id: result for result in results}
     windows: list[list] = [[] for _ in examples]
@@ -344,7 +344,7 @@ def _windows_per_example(examples: Sequence[SquadExample], features: Sequence[Sq
     return windows
 
 
-def postprocess_v1(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
+def postprocess_v1(examples: Sequence[Question], features: Sequence[WindowMetadata],
                    results: Iterable[V1RawResult], n_best_size: int = 20,
                    max_answer_length: int = 30) -> V1Predictions:
     """The reference's v1 predictions and n-best lists.
@@ -364,7 +364,7 @@ def postprocess_v1(examples: Sequence[SquadExample], features: Sequence[SquadFea
     return V1Predictions(predictions, nbest)
 
 
-def postprocess_v2(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
+def postprocess_v2(examples: Sequence[Question], features: Sequence[WindowMetadata],
                    results: Iterable[V2RawResult], n_best_size: int = 20,
                    max_answer_length: int = 30) -> V2Predictions:
     """The reference's v2 best texts, n-best lists and null odds (arguments as ``postprocess_v1``).

@@ -29,11 +29,11 @@ from albert_tf.serving.saved_model import (ServingModule, has_text_signature, id
 from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
 from albert_tf.serving.tflite import TFLiteExportError, export_tflite
 from albert_tf.tasks.question_answering.model import V1_OUTPUTS, V2_OUTPUTS, AlbertSquadModel
-from albert_tf.tasks.question_answering.postprocessing import (SquadExample, SquadFeature,
-                                                               SquadPostprocessingError,
+from albert_tf.tasks.question_answering.postprocessing import (Question, SquadPostprocessingError,
                                                                V1Predictions, V1RawResult,
                                                                V2Predictions, V2RawResult,
-                                                               postprocess_v1, postprocess_v2)
+                                                               WindowMetadata, postprocess_v1,
+                                                               postprocess_v2)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.spans import SpanTokenizer
 
@@ -159,11 +159,11 @@ def postprocess_text_outputs(question_ids: Sequence[str], contexts: Sequence[str
     version_2 = "cls_logits" in outputs
     examples, features, results = [], [], []
     for row, (question_id, context) in enumerate(zip(question_ids, contexts)):
-        examples.append(SquadExample(question_id, context))
+        examples.append(Question(question_id, context))
         positions = np.flatnonzero(char_start[row] >= 0)
         if positions.size == 0:
             continue
-        features.append(SquadFeature(
+        features.append(WindowMetadata(
             unique_id=row, example_index=row, doc_offset=int(positions[0]),
             tok_start_to_orig_index=tuple(char_start[row, positions].tolist()),
             tok_end_to_orig_index=tuple((char_end[row, positions] - 1).tolist()),

@@ -35,11 +35,12 @@ from albert_tf.tasks.question_answering.heads import (DEFAULT_END_N_TOP, DEFAULT
                                                       squad_v2_loss)
 from albert_tf.tasks.question_answering.metrics import squad_v2_scores
 from albert_tf.tasks.question_answering.model import V1_OUTPUTS, V2_OUTPUTS, AlbertSquadModel
-from albert_tf.tasks.question_answering.postprocessing import (SquadExample, SquadFeature,
-                                                               V1RawResult, V2RawResult,
-                                                               evaluate_v1, evaluate_v2,
-                                                               postprocess_v1, postprocess_v2,
+from albert_tf.tasks.question_answering.postprocessing import (Question, V1RawResult, V2RawResult,
+                                                               WindowMetadata, evaluate_v1,
+                                                               evaluate_v2, postprocess_v1,
+                                                               postprocess_v2,
                                                                write_prediction_files)
+from albert_tf.training.per_example import examples_normalizer
 from albert_tf.training.task import Features
 
 
@@ -53,8 +54,8 @@ class SquadEvalContext:
     output_dir: where the prediction files are written.
     """
 
-    examples: Sequence[SquadExample]
-    features: Sequence[SquadFeature]
+    examples: Sequence[Question]
+    features: Sequence[WindowMetadata]
     dataset: Sequence[Mapping]
     output_dir: str
 
@@ -62,17 +63,17 @@ class SquadEvalContext:
     def from_metadata(cls, metadata: Mapping, output_dir: str) -> "SquadEvalContext":
         """The context of an eval feature file, from its sidecar metadata: ``paragraphs`` (raw
         texts), ``examples`` ({qas_id, paragraph_index, answers}, every question in file order) and
-        ``features`` (one record per window, see ``SquadFeature.from_record``)."""
+        ``features`` (one record per window, see ``WindowMetadata.from_record``)."""
         if metadata.get("is_training"):
             raise ValueError("a training feature file has no evaluation metadata; evaluate on "
                              "features built with is_training=False.")
         paragraphs = metadata["paragraphs"]
         rows = metadata["examples"]
-        examples = [SquadExample(row["qas_id"], paragraphs[row["paragraph_index"]]) for row in rows]
+        examples = [Question(row["qas_id"], paragraphs[row["paragraph_index"]]) for row in rows]
         qas = [{"id": row["qas_id"], "answers": [{"text": text} for text in row["answers"]]}
                for row in rows]
         return cls(examples=examples,
-                   features=[SquadFeature.from_record(record) for record in metadata["features"]],
+                   features=[WindowMetadata.from_record(record) for record in metadata["features"]],
                    dataset=[{"paragraphs": [{"qas": qas}]}], output_dir=output_dir)
 
 
@@ -107,7 +108,7 @@ class SquadTask:
                                 s.dropout_prob)
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
-        return {"examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32)}
+        return examples_normalizer(features)
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
