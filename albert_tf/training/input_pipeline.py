@@ -1,4 +1,4 @@
-"""TODO(split) tf.data pipelines over feature TFRecords, shared by every task's training and evaluation.
+"""tf.data pipelines over feature TFRecords, shared by every task's training and evaluation.
 
 - ``record_train_dataset_fn``: the reference's fine-tuning input: records repeated, shuffled with a
   buffer of 100 (seeded here), batched with drop_remainder, then parsed.
@@ -9,9 +9,9 @@ without parsing them. Every dataset shards by element across workers (``with_dat
 
 Record files are checked when a pipeline is built: a file with no record (which a repeated dataset
 would search forever) or fewer records than one batch that drops its remainder is a
-``RecordFileError`` naming the file. Every file a pipeline reads is remembered, so that a corrupt
-record, which TensorFlow reports inside a training step without a file name, can be traced to its
-file (``locate_corrupt_record_file``).
+``RecordFileError`` naming the file. The record reading, those checks and the tracing of a corrupt
+record to its file are albert_tf/files/records.py. Pretraining builds its own pipeline over many
+files (albert_tf/tasks/pretraining/task.py).
 """
 
 from __future__ import annotations

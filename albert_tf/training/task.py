@@ -1,18 +1,12 @@
-"""TODO(split) The estimator-style loop every script shares: train / evaluate / predict, checkpoints, resume.
+"""What a task plugs into the shared ``Trainer`` (albert_tf/training/trainer.py): the ``Task`` protocol.
 
-A ``Task`` supplies the model and its losses; ``Trainer`` runs it under any tf.distribute strategy:
-
-- training runs ``iterations_per_loop`` steps per ``tf.function`` call (``strategy.run`` inside),
-  optionally XLA-compiling the forward/backward pass, with gradient accumulation and mixed precision;
-- the loss of every replica is normalised by *global* totals (all-reduced), so the summed gradient
-  equals the single-device gradient of the same global batch, and the optimizer (which sums over
-  replicas and then clips) reproduces the reference's single-device update;
-- checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
-  ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
-  step it reached so the data order is that of an uninterrupted run;
-- a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
-  last good checkpoint stays the latest;
-- TensorBoard summaries and a console progress line (step, loss, examples/s, time left).
+A ``Task`` supplies the model, its losses and its evaluation; the Trainer runs it under any
+tf.distribute strategy. Losses are replica contributions normalised by *global* totals, so the
+summed gradient equals the single-device gradient of the same global batch (see the protocol).
+Evaluation is ``predict_outputs`` per batch on the device, then ``reduce`` on the host over the
+outputs of a whole ``EvalSet`` and its context (metrics, prediction files). ``Features`` is the
+dict of batched tensors a parsed record gives. Each task's implementation lives in
+albert_tf/tasks/<task>/task.py.
 """
 
 from __future__ import annotations

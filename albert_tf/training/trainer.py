@@ -1,18 +1,25 @@
-"""TODO(split) The estimator-style loop every script shares: train / evaluate / predict, checkpoints, resume.
+"""The estimator-style loop every script shares: train / evaluate / predict, checkpoints, resume.
 
-A ``Task`` supplies the model and its losses; ``Trainer`` runs it under any tf.distribute strategy:
+A ``Task`` (albert_tf/training/task.py) supplies the model and its losses; ``Trainer`` runs it under
+any tf.distribute strategy:
 
 - training runs ``iterations_per_loop`` steps per ``tf.function`` call (``strategy.run`` inside),
-  optionally XLA-compiling the forward/backward pass, with gradient accumulation and mixed precision;
-- the loss of every replica is normalised by *global* totals (all-reduced), so the summed gradient
-  equals the single-device gradient of the same global batch, and the optimizer (which sums over
-  replicas and then clips) reproduces the reference's single-device update;
+  optionally XLA-compiling the forward/backward pass, with gradient accumulation and mixed precision
+  (``DTYPE_POLICIES``, ``set_dtype_policy``);
+- the loss of every replica is normalised by *global* totals (all-reduced, ``replica_sum``), so the
+  summed gradient equals the single-device gradient of the same global batch, and the optimizer
+  (which sums over replicas and then clips) reproduces the reference's single-device update;
 - checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
   ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
   step it reached so the data order is that of an uninterrupted run;
 - a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
   last good checkpoint stays the latest;
-- TensorBoard summaries and a console progress line (step, loss, examples/s, time left).
+- ``evaluate_checkpoint``: restore one checkpoint, predict every ``EvalSet``, reduce to metrics
+  (the sweep over all checkpoints is albert_tf/evaluation/checkpoint_sweep.py);
+- TensorBoard summaries and a console progress line (step, loss, examples/s, time left), written
+  by the chief worker only (``is_chief``).
+
+``RunConfig`` holds the run's settings; the flags that fill it are in albert_tf/cli/run_flags.py.
 """
 
 from __future__ import annotations
