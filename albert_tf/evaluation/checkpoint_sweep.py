@@ -1,7 +1,8 @@
-"""TODO(split) The reference's evaluation sweep: evaluate every saved checkpoint, keep the best as model.ckpt-best.
+"""The reference's evaluation sweep: evaluate every saved checkpoint, keep the best as model.ckpt-best.
 
-Results are appended per checkpoint to ``eval_results.txt`` as "key = value" lines (rewritten
-atomically after each checkpoint). A ``SweepPolicy`` chooses between the reference's two flavours:
+Results are appended per checkpoint to ``eval_results.txt`` as "key = value" lines
+(``format_metrics``; rewritten atomically after each checkpoint). A ``SweepPolicy`` chooses between
+the reference's two flavours:
 
 - pretraining / SQuAD / RACE (``SweepPolicy()``, the default): one pass over the checkpoints present,
   the best one's files copied to ``model.ckpt-best.*`` whenever it improves;
@@ -12,6 +13,10 @@ atomically after each checkpoint). A ``SweepPolicy`` chooses between the referen
   where the reference stops without cleaning up), and finally *renames* the best checkpoint to
   ``model.ckpt-best.*``. Its eval_results.txt writes ``best = <best value before this checkpoint>``
   after each block, as the reference does.
+
+The sweep takes the evaluation as a function of a checkpoint prefix, so it knows no model;
+albert_tf/evaluation/best_checkpoint.py plugs in ``Trainer.evaluate_checkpoint``. Listing, copying,
+renaming and removing checkpoint files is albert_tf/checkpoints/files.py.
 """
 
 from __future__ import annotations
