@@ -10,5 +10,6 @@ checkpoints and the best-checkpoint choice (albert_tf/evaluation/), checkpoint f
 - trainer.py: ``Trainer``: the estimator-style loop, checkpoints, resume; ``RunConfig``; dtype policies.
 - optimization.py: the reference's AdamW and LAMB, gradient clipping, warmup + polynomial decay.
 - input_pipeline.py: tf.data pipelines over feature TFRecords, shared by every fine-tuning task.
+- per_example.py: per-example softmax losses and accuracy of the classifying tasks; real examples.
 - distribute.py: one ``tf.distribute.Strategy`` from a name.
 """
