@@ -56,9 +56,9 @@ def label_counts(examples) -> dict:
 
 def test_sst2_real_splits_counts_labels_and_text():
     processor = get_processor("SST-2")
-    train = processor.get_train_examples(GLUE_DIR)
-    dev = processor.get_dev_examples(GLUE_DIR)
-    test = processor.get_test_examples(GLUE_DIR)
+    train = processor.get_examples(GLUE_DIR, "train")
+    dev = processor.get_examples(GLUE_DIR, "dev")
+    test = processor.get_examples(GLUE_DIR, "test")
     # Counts from SOURCES.md.
     assert len(train) == 60614 and label_counts(train) == {"0": 26786, "1": 33828}
     assert len(dev) == 6735 and label_counts(dev) == {"0": 2994, "1": 3741}
@@ -74,7 +74,7 @@ def test_sst2_real_splits_counts_labels_and_text():
 
 def test_wordpiece_mode_keeps_text_untouched():
     processor = get_processor("sst-2", use_spm=False)
-    dev = processor.get_dev_examples(GLUE_DIR)
+    dev = processor.get_examples(GLUE_DIR, "dev")
     raw = raw_rows(os.path.join(GLUE_DIR, "SST-2", "dev.tsv"))
     assert [e.text_a for e in dev] == [row[0] for row in raw[1:]]
 
@@ -99,8 +99,8 @@ def test_rte_wnli_real_splits(task, counts):
 
 def test_mrpc_literal_quotes_and_crlf():
     processor = get_processor("mrpc", do_lower_case=False)
-    train = processor.get_train_examples(GLUE_DIR)
-    dev = processor.get_dev_examples(GLUE_DIR)
+    train = processor.get_examples(GLUE_DIR, "train")
+    dev = processor.get_examples(GLUE_DIR, "dev")
     raw = raw_rows(os.path.join(GLUE_DIR, "MRPC", "dev.tsv"))
     # Line 2: the second sentence starts with a literal quote; with csv quoting it would swallow the
     # following lines. Line 3 has a quoted span in the middle.
@@ -125,7 +125,7 @@ def test_stsb_float_labels():
         assert all(isinstance(e.label, float) for e in examples)
         assert [e.guid for e in examples] == [row[0] for row in raw]
         assert [e.text_b for e in examples] == [row[8].lower() for row in raw]
-    assert processor.get_dev_examples(GLUE_DIR)[1].label == 4.75
+    assert processor.get_examples(GLUE_DIR, "dev")[1].label == 4.75
 
 
 # -- processors on small files in GLUE's layouts ---------------------------------------------------
@@ -138,11 +138,11 @@ def test_cola_header_only_in_test(tmp_path):
     write_tsv(tmp_path / "CoLA" / "test.tsv", [["index", "sentence"], ["0", "Bill whistled past the house."],
                                                 ["1", "The car honked its way."]])
     processor = get_processor("cola", do_lower_case=False)
-    train = processor.get_train_examples(str(tmp_path))
+    train = processor.get_examples(str(tmp_path), "train")
     assert train == [InputExample("train-0", "Our friends won't buy this analysis.", None, "1"),
                      InputExample("train-1", "They drank the pub.", None, "0")]
-    assert [e.guid for e in processor.get_dev_examples(str(tmp_path))] == ["dev-0", "dev-1"]
-    assert processor.get_test_examples(str(tmp_path)) == [
+    assert [e.guid for e in processor.get_examples(str(tmp_path), "dev")] == ["dev-0", "dev-1"]
+    assert processor.get_examples(str(tmp_path), "test") == [
         InputExample("0", "Bill whistled past the house.", None, None),
         InputExample("1", "The car honked its way.", None, None)]
 
@@ -150,7 +150,7 @@ def test_cola_header_only_in_test(tmp_path):
 def test_sst2_glue_test_layout_is_unlabelled(tmp_path):
     write_tsv(tmp_path / "SST-2" / "test.tsv", [["index", "sentence"], ["0", "uneasy mishmash ."],
                                                  ["1", "a gorgeous film "]])
-    examples = get_processor("sst-2").get_test_examples(str(tmp_path))
+    examples = get_processor("sst-2").get_examples(str(tmp_path), "test")
     assert examples == [InputExample("0", "uneasy mishmash .", None, None),
                         InputExample("1", "a gorgeous film", None, None)]
 
@@ -169,11 +169,11 @@ def test_qqp_short_rows_skipped_and_counted(tmp_path, caplog):
                                                ["0", "Why do rockets look white?", "Why are rockets white?"]])
     processor = get_processor("qqp")
     with caplog.at_level(logging.WARNING):
-        train = processor.get_train_examples(str(tmp_path))
+        train = processor.get_examples(str(tmp_path), "train")
     assert [(e.guid, e.label) for e in train] == [("201359", "0"), ("5", "1")]
     assert "skipped 1 rows" in caplog.text and "train.tsv" in caplog.text
     assert train[1].text_a.startswith("astrology: i am a capricorn")
-    assert processor.get_test_examples(str(tmp_path)) == [
+    assert processor.get_examples(str(tmp_path), "test") == [
         InputExample("0", "why do rockets look white?", "why are rockets white?", None)]
 
 
@@ -206,15 +206,15 @@ def test_mnli_matched_and_mismatched(tmp_path):
     data_dir = str(tmp_path)
     matched, mismatched = get_processor("MNLI"), get_processor("mismnli")
     assert matched.get_labels() == mismatched.get_labels() == ["contradiction", "entailment", "neutral"]
-    assert matched.get_train_examples(data_dir) == mismatched.get_train_examples(data_dir) == [
+    assert matched.get_examples(data_dir, "train") == mismatched.get_examples(data_dir, "train") == [
         InputExample("0", "conceptually cream skimming has two basic dimensions.",
                      "product and geography are what make cream skimming work.", "neutral")]
-    assert matched.get_dev_examples(data_dir)[0].label == "neutral"  # gold_label, not label1
-    assert mismatched.get_dev_examples(data_dir) == [
+    assert matched.get_examples(data_dir, "dev")[0].label == "neutral"  # gold_label, not label1
+    assert mismatched.get_examples(data_dir, "dev") == [
         InputExample("9", "your contribution helped make it possible", "your contributions were of no help.",
                      "contradiction")]
-    assert matched.get_test_examples(data_dir) == [InputExample("3", "a b", "c d", None)]
-    assert mismatched.get_test_examples(data_dir) == [InputExample("4", "e", "f", None)]
+    assert matched.get_examples(data_dir, "test") == [InputExample("3", "a b", "c d", None)]
+    assert mismatched.get_examples(data_dir, "test") == [InputExample("4", "e", "f", None)]
 
 
 def test_qnli_and_ax(tmp_path):
@@ -229,14 +229,14 @@ def test_qnli_and_ax(tmp_path):
         ["0", "The cat sat on the mat.", "The cat did not sit on the mat."]])
     qnli = get_processor("qnli")
     assert qnli.get_labels() == ["entailment", "not_entailment"]
-    assert qnli.get_dev_examples(str(tmp_path))[0].label == "entailment"
-    assert qnli.get_test_examples(str(tmp_path)) == [InputExample("0", "q?", "s.", None)]
+    assert qnli.get_examples(str(tmp_path), "dev")[0].label == "entailment"
+    assert qnli.get_examples(str(tmp_path), "test") == [InputExample("0", "q?", "s.", None)]
     ax = get_processor("ax")
     assert ax.get_labels() == ["contradiction", "entailment", "neutral"]
-    assert ax.get_test_examples(str(tmp_path)) == [
+    assert ax.get_examples(str(tmp_path), "test") == [
         InputExample("0", "the cat sat on the mat.", "the cat did not sit on the mat.", None)]
     with pytest.raises(GlueDataError, match="no 'train' split"):
-        ax.get_train_examples(str(tmp_path))
+        ax.get_examples(str(tmp_path), "train")
 
 
 def test_registry():
@@ -275,13 +275,13 @@ def test_wrong_column_count_names_file_and_line(tmp_path):
         ["index", "sentence1", "sentence2", "label"], ["0", "A.", "B.", "entailment"],
         ["1", "A.", "B.", "entailment", "extra"]])
     with pytest.raises(GlueDataError, match=rf"{path}:3: expected 4 tab-separated columns, found 5"):
-        get_processor("rte").get_train_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "train")
 
 
 def test_short_qqp_test_row_is_an_error(tmp_path):
     path = write_tsv(tmp_path / "QQP" / "test.tsv", [["id", "question1", "question2"], ["0", "Only one?"]])
     with pytest.raises(GlueDataError, match=rf"{path}:2: expected 3"):
-        get_processor("qqp").get_test_examples(str(tmp_path))
+        get_processor("qqp").get_examples(str(tmp_path), "test")
 
 
 def test_unknown_label_names_file_and_line(tmp_path):
@@ -289,7 +289,7 @@ def test_unknown_label_names_file_and_line(tmp_path):
         ["index", "sentence1", "sentence2", "label"], ["0", "A.", "B.", "entailment"],
         ["1", "A.", "B.", "contradiction"]])
     with pytest.raises(GlueDataError, match=rf"{path}:3: unknown label 'contradiction'"):
-        get_processor("rte").get_dev_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "dev")
 
 
 def stsb_lines_with_score(score: str, row: int = 3) -> list[bytes]:
@@ -308,7 +308,7 @@ def test_stsb_score_outside_0_to_5_names_file_and_line(tmp_path, score):
     path.write_bytes(b"\r\n".join(stsb_lines_with_score(score)))
     with pytest.raises(GlueDataError, match=rf"^{path}:3: expected a score from 0 to 5, "
                                             rf"found '{score}'$"):
-        get_processor("sts-b").get_train_examples(str(tmp_path))
+        get_processor("sts-b").get_examples(str(tmp_path), "train")
 
 
 def test_stsb_scores_0_and_5_are_valid(tmp_path):
@@ -317,7 +317,7 @@ def test_stsb_scores_0_and_5_are_valid(tmp_path):
     lines = stsb_lines_with_score("0")
     lines[3] = stsb_lines_with_score("5.000", row=4)[3]
     path.write_bytes(b"\r\n".join(lines))
-    labels = [e.label for e in get_processor("sts-b").get_train_examples(str(tmp_path))]
+    labels = [e.label for e in get_processor("sts-b").get_examples(str(tmp_path), "train")]
     expected = [float(row[9]) for row in raw_rows(os.path.join(GLUE_DIR, "STS-B", "train.tsv"))[1:]]
     expected[1], expected[2] = 0.0, 5.0
     assert labels == expected
@@ -325,7 +325,7 @@ def test_stsb_scores_0_and_5_are_valid(tmp_path):
 
 def test_missing_split_names_the_expected_path(tmp_path):
     with pytest.raises(GlueDataError, match=r"train file .* not found: .*STS-B/train.tsv"):
-        get_processor("sts-b").get_train_examples(str(tmp_path))
+        get_processor("sts-b").get_examples(str(tmp_path), "train")
 
 
 def rte_lines(count: int) -> list[bytes]:
@@ -349,7 +349,7 @@ def test_invalid_utf8_is_reported_at_its_line(tmp_path, ending):
     byte = lines[150].index(b"\xff") + 1
     with pytest.raises(GlueDataError, match=rf"^{path}:151: not valid UTF-8 \(byte 0xff at byte "
                                             rf"{byte} of the line"):
-        get_processor("rte").get_train_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "train")
 
 
 def test_every_error_counts_lone_carriage_returns_as_line_ends(tmp_path):
@@ -362,17 +362,17 @@ def test_every_error_counts_lone_carriage_returns_as_line_ends(tmp_path):
     lines[150] += b"\textra"
     path.write_bytes(join_lines(lines, lone_cr))
     with pytest.raises(GlueDataError, match=rf"^{path}:151: expected 4 tab-separated columns, found 5"):
-        get_processor("rte").get_train_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "train")
     lines = rte_lines(200)
     lines[150] = b"\xc3" + lines[150]
     path.write_bytes(join_lines(lines, lone_cr))
     with pytest.raises(GlueDataError, match=rf"^{path}:151: not valid UTF-8 \(byte 0xc3 at byte 1 "):
-        get_processor("rte").get_train_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "train")
     lines = rte_lines(8)
     lines[5] = lines[5] + b"\xe2\x82"  # a truncated 3-byte sequence on line 6 of an old-Mac file
     path.write_bytes(join_lines(lines, {}, default=b"\r"))
     with pytest.raises(GlueDataError, match=rf"^{path}:6: not valid UTF-8"):
-        get_processor("rte").get_train_examples(str(tmp_path))
+        get_processor("rte").get_examples(str(tmp_path), "train")
 
 
 def test_old_mac_line_endings_read_like_lf(tmp_path):
@@ -381,8 +381,8 @@ def test_old_mac_line_endings_read_like_lf(tmp_path):
         (tmp_path / name / "RTE").mkdir(parents=True)
         (tmp_path / name / "RTE" / "train.tsv").write_bytes(join_lines(lines, {}, default=ending))
     processor = get_processor("rte")
-    from_cr = processor.get_train_examples(str(tmp_path / "cr"))
-    assert len(from_cr) == 29 and from_cr == processor.get_train_examples(str(tmp_path / "lf"))
+    from_cr = processor.get_examples(str(tmp_path / "cr"), "train")
+    assert len(from_cr) == 29 and from_cr == processor.get_examples(str(tmp_path / "lf"), "train")
 
 
 @pytest.mark.parametrize("task, content, found", [
@@ -399,7 +399,7 @@ def test_a_split_without_examples_is_an_error(tmp_path, task, content, found):
     path.parent.mkdir()
     path.write_text(content, encoding="utf-8")
     with pytest.raises(GlueDataError, match=rf"^{path}: no examples \({found}\)"):
-        processor.get_train_examples(str(tmp_path))
+        processor.get_examples(str(tmp_path), "train")
 
 
 def test_header_only_train_file_builds_no_feature_file(tmp_path, en8k):
@@ -442,7 +442,7 @@ def test_feature_layout_pair_single_and_truncation():
 
 def test_stsb_features_with_real_sentencepiece(en8k):
     processor = get_processor("sts-b")
-    examples = processor.get_dev_examples(GLUE_DIR)
+    examples = processor.get_examples(GLUE_DIR, "dev")
     features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k,
                                             pad_to_multiple_of=4)
     sp = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
@@ -604,8 +604,8 @@ def test_gcs_like_paths_go_through_gfile(en8k):
         data = handle.read()  # CRLF line endings and literal quotes
     with tf.io.gfile.GFile(f"{root}/glue/MRPC/train.tsv", "wb") as handle:
         handle.write(data)
-    local = get_processor("mrpc").get_train_examples(GLUE_DIR)
-    assert get_processor("mrpc").get_train_examples(f"{root}/glue") == local
+    local = get_processor("mrpc").get_examples(GLUE_DIR, "train")
+    assert get_processor("mrpc").get_examples(f"{root}/glue", "train") == local
     assert [row for _, row in read_tsv(f"{root}/glue/MRPC/train.tsv")] == raw_rows(
         os.path.join(GLUE_DIR, "MRPC", "train.tsv"))
     features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k, 32, f"{root}/cache")

@@ -19,7 +19,7 @@ from albert_tf.tokenization.model_files import TokenizerError
 from albert_tf.tokenization.normalization import preprocess_text
 from albert_tf.tokenization.sentencepiece import encode_ids, encode_pieces, is_start_piece_sp
 from albert_tf.tokenization.wordpiece import (BasicTokenizer, WordpieceTokenizer, is_control,
-                                              is_punctuation, is_whitespace, load_vocab)
+                                              is_punctuation, is_whitespace, parse_vocab)
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GERMAN_30K_MODEL, SHARED_DATA_DIR
 
@@ -135,7 +135,7 @@ def test_sampling_varies_and_keeps_the_text(en8k):
 # --- FullTokenizer, SentencePiece mode -----------------------------------------------------------
 
 def test_en8k_special_ids(en8k):
-    assert (en8k.pad_id, en8k.unk_id, en8k.cls_id, en8k.sep_id, en8k.mask_id) == (0, 1, 2, 3, 4)
+    assert (en8k.unk_id, en8k.cls_id, en8k.sep_id, en8k.mask_id) == (1, 2, 3, 4)
     assert en8k.vocab_size == 8000
     assert en8k.convert_ids_to_tokens([0, 1, 2, 3, 4]) == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
     assert list(en8k.vocab)[:3] == ["<pad>", "<unk>", "[CLS]"]
@@ -185,8 +185,7 @@ def test_german_model_user_defined_symbols(german):
 def test_tiny_recipe_model_special_ids(tmp_path):
     tokenizer = FullTokenizer(spm_model_file=spm_fixtures.train_tiny_spm(tmp_path, vocab_size=300))
     assert tokenizer.convert_ids_to_tokens(range(5)) == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
-    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
-            tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    assert (tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (1, 2, 3, 4)
 
 
 def test_fingerprint_depends_on_file_and_casing(en8k, german):
@@ -317,11 +316,13 @@ def test_character_classes():
         assert not is_punctuation(char)
 
 
-def test_load_vocab_formats(tmp_path):
+def test_parse_vocab_formats(tmp_path):
     path = tmp_path / "mixed.vocab"
     path.write_text("a\t-1.5\n\nb 2\na\nc\n", encoding="utf-8")
-    assert load_vocab(str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
-    vocab = load_vocab(EN8K_MODEL.replace(".model", ".vocab"))
+    assert parse_vocab(path.read_bytes(), str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
+    en8k_vocab = EN8K_MODEL.replace(".model", ".vocab")
+    with open(en8k_vocab, "rb") as handle:
+        vocab = parse_vocab(handle.read(), en8k_vocab)
     processor = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
     assert len(vocab) == processor.GetPieceSize()
     assert all(vocab[processor.IdToPiece(i)] == i for i in range(0, processor.GetPieceSize(), 97))

@@ -84,11 +84,6 @@ class FullTokenizer:
         digest = hashlib.sha256(f"{mode}\0{int(bool(do_lower_case))}\0".encode("utf-8") + source_bytes)
         self._fingerprint = digest.hexdigest()[:16]
 
-    @classmethod
-    def from_scratch(cls, vocab_file: str | None, do_lower_case: bool,
-                     spm_model_file: str | None) -> "FullTokenizer":
-        """Reference-compatible alias of the constructor."""
-        return cls(vocab_file, do_lower_case, spm_model_file)
 
     # -- tokenization -----------------------------------------------------------------------------
 
@@ -150,10 +145,6 @@ class FullTokenizer:
     def vocab_size(self) -> int:
         return len(self.vocab)
 
-    @property
-    def pad_id(self) -> int:
-        """0: the reference pads every feature with id 0 whatever the vocabulary (0 = <pad> in the recipe)."""
-        return 0
 
     @property
     def unk_id(self) -> int:

@@ -31,17 +31,13 @@ def is_start_piece_wordpiece(piece: str) -> bool:
 # WordPiece mode (BERT's basic + wordpiece tokenizers, reference semantics)
 # ---------------------------------------------------------------------------------------------------
 
-def load_vocab(vocab_file: str) -> dict[str, int]:
-    """Token -> id from a vocab file: one token per line, its first whitespace-separated field.
+def parse_vocab(data: bytes, vocab_file: str) -> dict[str, int]:
+    """Token -> id from the bytes of a vocab file (``vocab_file`` names it in errors): one token per
+    line, its first whitespace-separated field.
 
     SentencePiece ``.vocab`` files (``piece<TAB>score``) therefore load too. A blank line is the token
     " "; a repeated token keeps its first id; ids are consecutive in order of first appearance.
     """
-    return parse_vocab(read_model_file(vocab_file, "vocab file"), vocab_file)
-
-
-def parse_vocab(data: bytes, vocab_file: str) -> dict[str, int]:
-    """``load_vocab`` on the file's bytes; ``vocab_file`` names it in errors."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

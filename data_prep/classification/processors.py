@@ -140,15 +140,6 @@ class GlueProcessor:
         layout = self.labelled_layout if split != "test" else self._test_file_layout(path, rows)
         return self._create_examples(path, rows, split, layout)
 
-    def get_train_examples(self, data_dir: str) -> list[InputExample]:
-        return self.get_examples(data_dir, "train")
-
-    def get_dev_examples(self, data_dir: str) -> list[InputExample]:
-        return self.get_examples(data_dir, "dev")
-
-    def get_test_examples(self, data_dir: str) -> list[InputExample]:
-        return self.get_examples(data_dir, "test")
-
     def process_text(self, text: str) -> str:
         """The reference's normalization of every read field (SP mode: ``preprocess_text``)."""
         return normalize_field(text, self.use_spm, self.do_lower_case)
