@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from albert_tf.tokenization.model_files import TokenizerError, read_model_file
+from albert_tf.tokenization.model_files import TokenizerError
 from albert_tf.tokenization.normalization import convert_to_unicode
 
 WORDPIECE_UNK = "[UNK]"
