@@ -1,4 +1,4 @@
-"""TODO(split) The preprocessing model: raw text -> ALBERT inputs in the graph, saved apart from the encoder.
+"""The preprocessing model: raw text -> ALBERT inputs in the graph, saved apart from the encoder.
 
 ``PreprocessingModule`` follows the layout of tensorflow/models' BERT preprocessing SavedModels
 (``tokenize`` and ``bert_pack_inputs`` as functions, a text signature for serving) with ALBERT's
@@ -20,6 +20,11 @@ tokenizer and the classifier features' truncation, so its ids equal the Python f
 It holds SentencePiece ops, so a process loading it imports ``tensorflow_text`` first. The
 encoder SavedModel does not hold it (it stays loadable by TensorFlow alone, e.g. the stock
 TensorFlow Serving binary, which has no SentencePiece op).
+
+``export_preprocessing`` writes it to a new directory (``python -m albert_tf.export_hub
+--preprocessing_export_path``); the hub-style encoder export
+(albert_tf/tasks/pretraining/hub_export.py) saves it inside its own directory with
+``save_preprocessing``.
 """
 
 from __future__ import annotations
@@ -124,6 +129,6 @@ def save_preprocessing(module: PreprocessingModule, directory: str) -> None:
 
 
 def export_preprocessing(tokenizer: FullTokenizer, seq_length: int, export_path: str) -> None:
-    """Writes the preprocessing SavedModel (albert_tf.preprocessing) to a new ``export_path``."""
+    """Writes the preprocessing SavedModel (``PreprocessingModule``) to a new ``export_path``."""
     module = PreprocessingModule(tokenizer, seq_length)
     save_new_directory(export_path, lambda directory: save_preprocessing(module, directory))

@@ -1,35 +1,28 @@
-"""TODO(split) SavedModel exports of fine-tuned models: the layout and writer every task shares, and GLUE's.
+"""SavedModel exports of fine-tuned models: the layout and writer every task shares.
 
 Layout. ``write_export(export_dir, ...)`` (behind every script's ``--export_dir``) writes two
 SavedModels of one model:
 
 - ``<export_dir>/ids_only``: signature ``serving_default`` on token ids. It needs TensorFlow alone,
   so the stock TF Serving binary, which has no SentencePiece op, serves it.
-- ``<export_dir>/with_text`` (SentencePiece models only): the same ``serving_default`` plus
-  ``serve_text`` on raw strings, normalised, tokenised and truncated in the graph exactly as the
-  Python features are. Load it after ``import tensorflow_text``: a SavedModel that holds a
-  SentencePiece op does not load at all without it, whichever signature is called. Hence two.
+- ``<export_dir>/with_text`` (SentencePiece models only, ``has_text_signature``): the same
+  ``serving_default`` plus ``serve_text`` on raw strings, normalised, tokenised and truncated in the
+  graph exactly as the Python features are. Load it after ``import tensorflow_text``: a SavedModel
+  that holds a SentencePiece op does not load at all without it, whichever signature is called.
+  Hence two.
 
 Files given as ``assets`` (e.g. the label list) go to ``assets.extra`` of each. The directory
-appears only once complete, and an existing non-empty one is never overwritten.
+appears only once complete, and an existing non-empty one is never overwritten
+(``check_new_directory``, ``save_new_directory``: the rule of every export, the hub-style and
+preprocessing ones included).
 
 Every ids signature takes int32 ids of any length up to the config's max_position_embeddings (a
-longer input is an InvalidArgument error saying so); a text signature truncates as in training and
-pads to the longest example of its batch.
+longer input is an InvalidArgument error saying so, ``ServingModule.checked_ids``); a text signature
+truncates as in training and pads to the longest example of its batch. Unlike the reference's export
+(serialized ``tf.Example`` strings of fixed length), clients need no protobuf step.
 
-GLUE (``export_classifier``):
-
-- ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] ->
-  ``probabilities`` float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
-  ``predictions`` int32 [batch] arg-max class id (regression: float32 [batch] score), and
-  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``);
-- ``serve_text``: ``text_a``, ``text_b`` string [batch] (an empty ``text_b`` means a single
-  sentence) -> the same outputs and the packed ``input_ids`` int32 [batch, L]: ``TextPacker``'s
-  ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
-  longer side (ties: b), a single sentence to max_seq_length - 2.
-
-Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
-protobuf step.
+Each task's ``ServingModule`` subclass, signatures and outputs are in
+albert_tf/tasks/<task>/serving.py (GLUE: albert_tf/tasks/classification/serving.py).
 """
 
 from __future__ import annotations

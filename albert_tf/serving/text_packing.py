@@ -1,19 +1,20 @@
-"""TODO(split) Raw strings -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
+"""Token ids -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
 
-The pieces every text signature is built from (classifier, and the tasks' exports):
+The pieces every text signature is built from (the tasks' exports and the preprocessing model):
 
 - ``pair_lengths``: the lengths the Python features' pair truncation leaves (pop from the end of the
   longer side, ties pop the second), in closed form for a batch;
-- ``keep_first`` / ``keep_last``: cut every row of ragged ids to a per-row length;
+- ``keep_first`` / ``keep_last``: cut every row of ragged ids [B, (n)] to a per-row length;
 - ``pack_segments``: ``[CLS] first [SEP] second [SEP]`` with segment ids 0 / 1, padded to the longest
-  example of the batch (no second segment: ``[CLS] first [SEP]``);
-- ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
-  Python tokenizer) and packs them with the classifier's truncation rule: a pair to
-  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
-- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
-  with ``fill_in_options`` and the RACE features' truncation;
-- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
-  every context token's character span.
+  example of the batch (no second segment: ``[CLS] first [SEP]``): int32 [B, L];
+- ``truncate_and_pack``: the classifier features' truncation (a pair to ``max_seq_length - 3``
+  pieces, a single segment to ``max_seq_length - 2``), then ``pack_segments``;
+- ``pad_to_length``: zero-padding [B, L] -> [B, length].
+
+The packers that tokenize a task's raw texts with the ``InGraphTokenizer`` and apply these live with
+their tasks: ``TextPacker`` in albert_tf/tasks/classification/serving.py, ``MultipleChoicePacker``
+(RACE) in albert_tf/tasks/multiple_choice/serving.py, ``QuestionContextPacker`` (SQuAD) in
+albert_tf/tasks/question_answering/serving.py.
 """
 
 from __future__ import annotations

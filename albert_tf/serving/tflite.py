@@ -1,22 +1,19 @@
-"""TODO(split) TFLite export of the fine-tuned GLUE classifier and the SQuAD v1.1 model.
+"""TFLite export of a fine-tuned model: the conversion every task's TFLite export goes through.
 
-``export_tflite(model, path, max_seq_length)`` writes a float32 TFLite flatbuffer with one
-signature, ``serving_default``, on fixed-shape inputs ``input_ids``, ``input_mask``,
+``export_tflite(model, path, max_seq_length, outputs_of)`` writes a float32 TFLite flatbuffer with
+one signature, ``serving_default``, on fixed-shape inputs ``input_ids``, ``input_mask``,
 ``segment_ids`` (int32 [1, max_seq_length], one example per call, zero-padded as the Python
-features are):
-
-- ``AlbertClassifierModel``: ``logits`` float32 [1, num_labels] and ``probabilities``
-  [1, num_labels] (softmax; a regression such as STS-B: the raw score, as the SavedModel's
-  ``probabilities``);
-- ``AlbertSquadModel`` (v1.1): ``start_logits`` and ``end_logits`` float32 [1, max_seq_length],
-  the outputs of the reference's SQuAD v1 TFLite export.
+features are), returning what the task's ``outputs_of(model, inputs)`` computes. The tasks that
+have one: the GLUE classifier (``logits``, ``probabilities``; albert_tf/tasks/classification/serving.py)
+and the SQuAD v1.1 model (``start_logits``, ``end_logits``, the outputs of the reference's SQuAD v1
+TFLite export; albert_tf/tasks/question_answering/serving.py). The SQuAD 2.0 model is not
+exported, as in the reference.
 
 The conversion uses the pinned TensorFlow's own converter (``tf.lite.TFLiteConverter``). It goes
 through a SavedModel written by ``keras.export.ExportArchive``: converting the traced function
 directly (``from_concrete_functions``) leaves Keras 3 variables as resource variables that the
 TFLite interpreter cannot read, whereas the archive's SavedModel lets the converter freeze them
-into constants. The SQuAD 2.0 model (top-k beam over start/end positions) is not exported, as in the
-reference.
+into constants. A model computing in another dtype than float32 is a ``TFLiteExportError``.
 """
 
 from __future__ import annotations
