@@ -1,1 +1,8 @@
-"""TODO package doc."""
+"""Sentence and sentence-pair classification and regression (GLUE), as the reference's
+run_classifier.
+
+- ``model.py``: ``AlbertClassifierModel``, the encoder with the reference's classifier head;
+- ``task.py``: ``ClassifierTask`` (losses, outputs, metrics) and the prediction files;
+- ``metrics.py``: ``glue_metrics``, the metric kinds a GLUE task reports;
+- ``serving.py``: the SavedModel signatures (ids and raw text), and the TFLite model.
+"""

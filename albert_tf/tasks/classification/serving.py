@@ -1,19 +1,21 @@
-"""TODO(split) Raw strings -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
+"""The GLUE classifier's SavedModel export (the two-SavedModel layout of
+albert_tf/serving/saved_model.py) and its TFLite model.
 
-The pieces every text signature is built from (classifier, and the tasks' exports):
+- ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] ->
+  ``probabilities`` float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
+  ``predictions`` int32 [batch] arg-max class id (regression: float32 [batch] score), and
+  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``);
+- ``serve_text``: ``text_a``, ``text_b`` string [batch] (an empty ``text_b`` means a single
+  sentence) -> the same outputs and the packed ``input_ids`` int32 [batch, L]: ``TextPacker``'s
+  ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
+  longer side (ties: b), a single sentence to max_seq_length - 2.
 
-- ``pair_lengths``: the lengths the Python features' pair truncation leaves (pop from the end of the
-  longer side, ties pop the second), in closed form for a batch;
-- ``keep_first`` / ``keep_last``: cut every row of ragged ids to a per-row length;
-- ``pack_segments``: ``[CLS] first [SEP] second [SEP]`` with segment ids 0 / 1, padded to the longest
-  example of the batch (no second segment: ``[CLS] first [SEP]``);
-- ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
-  Python tokenizer) and packs them with the classifier's truncation rule: a pair to
-  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
-- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
-  with ``fill_in_options`` and the RACE features' truncation;
-- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
-  every context token's character span.
+Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
+protobuf step.
+
+``TextPacker`` is the in-graph packing of ``serve_text`` (the classifier features' truncation).
+``export_classifier_tflite`` writes the float32 TFLite model: ``logits`` and ``probabilities``
+[1, num_labels] on fixed-shape int32 [1, max_seq_length] ids (albert_tf/serving/tflite.py).
 """
 
 from __future__ import annotations

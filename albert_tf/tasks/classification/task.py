@@ -4,7 +4,7 @@
   output (STS-B regression).
 - Eval outputs per example: ``probabilities`` (softmax [B, C]; STS-B: the raw output [B, 1]),
   ``predictions`` (arg-max id; STS-B: the score), the per-example loss, labels and
-  ``is_real_example``; ``reduce`` computes the task's metrics with ``albert_tf.metrics.glue_metrics``
+  ``is_real_example``; ``reduce`` computes the task's metrics with ``glue_metrics``
   weighted by ``is_real_example`` (padding examples weigh 0), plus ``loss`` (= ``eval_loss``, the key
   Estimator added to the reference's results).
 - Prediction files (reference format): ``test_results.tsv``, one line of tab-separated

@@ -1,16 +1,10 @@
-"""TODO(split) Multiple choice (RACE): the reference's choice scorer as a task model, and its Trainer task.
+"""The multiple-choice model (RACE): the reference's choice scorer on the encoder.
 
-Model. Each example holds ``num_choices`` sequences (``[CLS] article [SEP] question+option [SEP]``),
+Each example holds ``num_choices`` sequences (``[CLS] article [SEP] question+option [SEP]``),
 flattened on disk to [num_choices * S]. They are encoded as one batch of B * num_choices sequences;
 each pooled output goes through dropout (``dropout_prob``, training only) and a single linear output
 (the reference's root-scoped ``output_weights`` [1, H] and ``output_bias`` [1]); the scores are
-reshaped to logits [B, num_choices]. Loss: softmax cross-entropy over the choices. One output per
-choice does not make it a regression.
-
-Evaluation. ``reduce`` reports the reference's ``eval_accuracy`` and ``eval_loss`` (and ``loss``)
-over the real examples, and, when the evaluation set's context gives each record's level
-(``MultipleChoiceContext``), the accuracy per level (``middle_accuracy``, ``high_accuracy``), which
-the reference can only get from separate runs.
+reshaped to logits [B, num_choices]. One output per choice does not make it a regression.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
-"""TODO(split) Raw strings -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
+"""SavedModel export of a fine-tuned RACE (multiple-choice) model, in the two-SavedModel layout of
+albert_tf/serving/saved_model.py, and the in-graph packing of its text signature.
 
-The pieces every text signature is built from (classifier, and the tasks' exports):
-
-- ``pair_lengths``: the lengths the Python features' pair truncation leaves (pop from the end of the
-  longer side, ties pop the second), in closed form for a batch;
-- ``keep_first`` / ``keep_last``: cut every row of ragged ids to a per-row length;
-- ``pack_segments``: ``[CLS] first [SEP] second [SEP]`` with segment ids 0 / 1, padded to the longest
-  example of the batch (no second segment: ``[CLS] first [SEP]``);
-- ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
-  Python tokenizer) and packs them with the classifier's truncation rule: a pair to
-  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
-- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
-  with ``fill_in_options`` and the RACE features' truncation;
-- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
-  every context token's character span.
+- ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, 4, seq], row c
+  being option c's ``[CLS] article [SEP] question+option [SEP]`` (the feature records' rows) ->
+  ``probabilities`` float32 [batch, 4] (softmax over the options, A first) and ``predictions``
+  int32 [batch] (0-3 for A-D).
+- ``serve_text``: ``article``, ``question`` string [batch] and ``options`` string [batch, 4] -> the
+  same outputs and the packed ``input_ids`` int32 [batch, 4, L]. The texts are normalised as the
+  reader does; each option fills every "_" of the question (or, without one, is appended after a
+  space); the question+option keeps its last ``max_qa_length`` pieces and the article its first
+  ``max_seq_length - 3 - len(question+option)`` (``MultipleChoicePacker``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""TODO(split) Task heads on top of AlbertModel, and the pretraining model, under the reference's variable names.
+"""The pretraining model: the encoder with the MLM and sentence-order heads, under the reference's
+variable names.
 
-- ``MaskedLMHead``: gather at the masked positions -> dense(E, hidden_act) -> LayerNorm -> logits
-  against the tied word-embedding table + ``output_bias`` (the reference's ``cls/predictions``).
+- MLM head (``MaskedLMHead``, albert_tf/models/heads.py): gather at the masked positions ->
+  dense(E, hidden_act) -> LayerNorm -> logits against the tied word-embedding table +
+  ``output_bias`` (the reference's ``cls/predictions``);
 - the sentence-order head: a ``ClassifierHead`` with 2 labels and no dropout
   (``cls/seq_relationship``).
-- ``AlbertPretrainingModel``: the encoder plus both heads.
-- ``ClassifierHead`` / ``AlbertClassifierModel``: the reference's GLUE head: dropout 0.1 (fixed, training
-  only) on the pooled output, then ``output_weights`` [num_labels, H] and ``output_bias`` [num_labels]
-  under the reference's root-scoped names; one output for regression (STS-B).
-
-Both models are ``AlbertTaskModel``s: the encoder in ``albert``, the head's reference names in
-``tf1_head_variables()``.
 """
 
 from __future__ import annotations

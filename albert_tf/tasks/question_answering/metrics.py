@@ -1,19 +1,11 @@
-"""TODO(split) Evaluation metrics on whole NumPy arrays: GLUE and the official SQuAD v1.1 / v2.0 scoring.
+"""The official SQuAD v1.1 / v2.0 scoring, re-derived, on plain Python data.
 
-GLUE. ``glue_metrics`` computes the metric kinds a task asks for (the task table lives in
-data_prep/glue_tasks.py) under the reference's keys (``eval_accuracy``, ``eval_loss``,
-``matthew_corr``, ``pearson``, ``MSE``) plus ``f1`` and ``spearman``, which the reference lacks but
-the GLUE leaderboard reports. Every metric takes optional per-example weights (``is_real_example``:
-padding examples weigh 0). Degenerate cases return 0 instead of NaN, like the reference's
-``div_no_nan``: MCC with a zero denominator, F1 with no predicted and no true positives,
-Pearson/Spearman with a constant input.
-
-SQuAD. The official evaluation scripts re-derived: answers are normalized (lowercase, punctuation
-removed, articles a/an/the removed, whitespace collapsed) and compared by exact match and by token F1,
-each taking the best over the gold answers and reported in percent. v2.0 adds unanswerable questions
-(gold answer "" after dropping gold answers that normalize to nothing), a no-answer threshold on
-per-question "no-answer probabilities" (``na_probs``, run_squad's ``null_odds``), HasAns/NoAns splits and
-the search for the best threshold (``find_all_best_thresh``).
+Answers are normalized (lowercase, punctuation removed, articles a/an/the removed, whitespace
+collapsed) and compared by exact match and by token F1, each taking the best over the gold answers
+and reported in percent. v2.0 adds unanswerable questions (gold answer "" after dropping gold
+answers that normalize to nothing), a no-answer threshold on per-question "no-answer
+probabilities" (``na_probs``, run_squad's ``null_odds``), HasAns/NoAns splits and the search for the
+best threshold (``find_all_best_thresh``).
 """
 
 from __future__ import annotations

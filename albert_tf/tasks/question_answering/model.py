@@ -1,23 +1,7 @@
-"""TODO(split) SQuAD v1.1 / v2.0 fine-tuning: the encoder + SQuAD head model, and its Trainer task.
-
-Model. ``AlbertSquadModel`` puts ``SquadV1Head`` (start/end logits on every token) or
+"""The SQuAD model: ``AlbertSquadModel`` puts ``SquadV1Head`` (start/end logits on every token) or
 ``SquadV2Head`` (the XLNet-style answer verifier) on the encoder's sequence output; the heads keep
 the reference's TF1 names, so a reference-written SQuAD checkpoint loads, head included.
-
-Task. Loss: v1, the mean over the batch of (CE(start) + CE(end)) / 2; v2, the mean of
-0.5 (CE_start + CE_end) + 0.5 BCE(answerability). An evaluation gathers the raw outputs of every
-window, then ``reduce`` runs the reference's post-processing with the windows' metadata and the
-questions (``SquadEvalContext``), writes predictions.json, nbest_predictions.json (and v2
-null_odds.json) and scores them:
-
-- v1: the official v1.1 ``exact_match`` and ``f1``;
-- v2: the official v2.0 scores of the predictions at the fixed ``null_score_diff_threshold``
-  (``exact``, ``f1``, ``total``, ``HasAns_*``, ``NoAns_*``, ``best_exact`` / ``best_f1`` and their
-  thresholds), and the reference's own figure, whose threshold is tuned on the evaluated data itself
-  (``reference_tuned_exact``, ``reference_tuned_f1``, ``reference_tuned_threshold``): the number
-  the paper's tables use, an optimistic one. Checkpoints are selected by ``reference_tuned_f1`` as
-  the reference does. predictions.json holds the tuned predictions (as the reference leaves it)
-  unless ``tuned_predictions`` is False, then those at the fixed threshold.
+``V1_OUTPUTS`` / ``V2_OUTPUTS`` name the outputs post-processing reads.
 """
 
 from __future__ import annotations

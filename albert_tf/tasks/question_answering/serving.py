@@ -1,19 +1,39 @@
-"""TODO(split) Raw strings -> ``input_ids``, ``input_mask``, ``segment_ids`` inside the graph, for serving.
+"""SavedModel export of a fine-tuned SQuAD model (v1.1 or v2.0) in the two-SavedModel layout of
+albert_tf/serving/saved_model.py, the reference's post-processing of its text signature's outputs,
+and the v1.1 TFLite model.
 
-The pieces every text signature is built from (classifier, and the tasks' exports):
+``serving_default`` takes the feature records' inputs:
 
-- ``pair_lengths``: the lengths the Python features' pair truncation leaves (pop from the end of the
-  longer side, ties pop the second), in closed form for a batch;
-- ``keep_first`` / ``keep_last``: cut every row of ragged ids to a per-row length;
-- ``pack_segments``: ``[CLS] first [SEP] second [SEP]`` with segment ids 0 / 1, padded to the longest
-  example of the batch (no second segment: ``[CLS] first [SEP]``);
-- ``TextPacker``: tokenizes one or two texts with the ``InGraphTokenizer`` (ids identical to the
-  Python tokenizer) and packs them with the classifier's truncation rule: a pair to
-  ``max_seq_length - 3`` pieces, a single text to ``max_seq_length - 2``;
-- ``MultipleChoicePacker`` (RACE): an article, a question and its options -> one row per choice,
-  with ``fill_in_options`` and the RACE features' truncation;
-- ``QuestionContextPacker`` (SQuAD): a question and a context -> the features' first window, with
-  every context token's character span.
+- v1.1: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] -> ``start_logits``,
+  ``end_logits`` float32 [batch, seq];
+- v2.0: the same plus ``p_mask`` int32 [batch, seq] (1 where no answer can lie: question, [SEP],
+  padding; 0 at [CLS] and the context) -> the answer verifier's beam: ``start_top_log_probs``,
+  ``start_top_index`` [batch, k] (the k = start_n_top best starts, best first),
+  ``end_top_log_probs``, ``end_top_index`` [batch, k * k'] (the k' = end_n_top best ends of start i
+  at i * k' + j) and ``cls_logits`` [batch] (higher: more likely unanswerable). seq >= max(k, k').
+
+``serve_text``: ``question``, ``context`` string [batch] -> the outputs above for the first window
+of the features (``QuestionContextPacker``: the question's first max_query_length pieces, the
+context's first max_seq_length - 3 - len(question); the rest of a longer context is not read), on
+rows of max_seq_length as the features are, plus ``input_ids`` and, per position, ``char_start``
+/ ``char_end`` int32 [batch, max_seq_length]: the code points [start, end) of the context the token
+comes from, -1 where the position holds no context token.
+
+A client cuts the answer out of its context without Python:
+
+- v1.1: the pair s <= e of context positions (char_start >= 0) with e - s < max_answer_length (30)
+  and the largest start_logits[s] + end_logits[e] (the reference ranks the pairs of the 20 best
+  starts and ends); the answer is ``context[char_start[s]:char_end[e]]``;
+- v2.0: the same over the beam: s = start_top_index[i], e = end_top_index[i * k' + j], scored
+  start_top_log_probs[i] + end_top_log_probs[i * k' + j]; no answer where cls_logits is at least
+  the threshold tuned on dev data (run_squad's null_score_diff_threshold).
+
+``postprocess_text_outputs`` runs the reference's post-processing (n-best lists, probabilities, v2
+null odds) on those outputs.
+
+``export_squad_tflite`` writes the v1.1 model's float32 TFLite model (``start_logits``,
+``end_logits`` [1, max_seq_length], the outputs of the reference's SQuAD v1 TFLite export); the
+v2.0 model (top-k beam over start/end positions) has none, as in the reference.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""TODO(split) SQuAD v1.1 / v2.0 fine-tuning: the encoder + SQuAD head model, and its Trainer task.
+"""SQuAD v1.1 / v2.0 fine-tuning for the Trainer.
 
-Model. ``AlbertSquadModel`` puts ``SquadV1Head`` (start/end logits on every token) or
-``SquadV2Head`` (the XLNet-style answer verifier) on the encoder's sequence output; the heads keep
-the reference's TF1 names, so a reference-written SQuAD checkpoint loads, head included.
-
-Task. Loss: v1, the mean over the batch of (CE(start) + CE(end)) / 2; v2, the mean of
+Loss: v1, the mean over the batch of (CE(start) + CE(end)) / 2; v2, the mean of
 0.5 (CE_start + CE_end) + 0.5 BCE(answerability). An evaluation gathers the raw outputs of every
 window, then ``reduce`` runs the reference's post-processing with the windows' metadata and the
 questions (``SquadEvalContext``), writes predictions.json, nbest_predictions.json (and v2
