@@ -1,4 +1,5 @@
-"""TODO(split) Hub-style export of a pretrained ALBERT (the reference's TF-Hub module, as a TF2 SavedModel).
+"""Command line: the hub-style export of a pretrained ALBERT (the reference's TF-Hub module, as a TF2
+SavedModel), and of its preprocessing model.
 
     python -m albert_tf.export_hub --albert_config_file=albert_base/albert_config.json \\
         --checkpoint=albert_base/ --spm_model_file=albert_base/30k-clean.model --do_lower_case \\
@@ -8,30 +9,20 @@
 ``--checkpoint``: a directory (its ``model.ckpt-best``, the reference's default, else its latest
 checkpoint; or an export directory), an albert_tf checkpoint prefix or a reference TF1 checkpoint.
 It must hold the MLM and SOP heads (a pretraining checkpoint). Outputs go to new directories only;
-bad input ends in one line ``export_hub: error: ...`` and exit status 1 (``albert_tf.cli``).
+bad input ends in one line ``export_hub: error: ...`` and exit status 1
+(albert_tf/cli/error_boundary.py).
 
-The SavedModel at ``--export_path`` has the reference module's signatures, inputs int32 [B, S]
-``input_ids``, ``input_mask``, ``segment_ids``:
+Writes to ``--export_path`` the encoder SavedModel with the reference module's signatures
+(``tokens``, ``sop``, ``mlm``, ``tokenization_info``, and ``serving_default`` = ``tokens``; inputs
+int32 [B, S] ``input_ids``, ``input_mask``, ``segment_ids``), its config and SentencePiece model as
+assets, and the preprocessing SavedModel (text -> inputs at ``--max_seq_length``, needs
+tensorflow_text) in ``<export_path>/preprocessing``. ``--preprocessing_export_path`` writes the
+preprocessing model on its own too; without ``--export_path`` it is all that is written (only the
+SentencePiece flags are needed then).
 
-- ``tokens`` -> ``sequence_output`` float32 [B, S, H], ``pooled_output`` [B, H];
-- ``sop`` -> the same plus ``sop_log_probs`` [B, 2] (log-softmax of the sentence-order head);
-- ``mlm`` (plus ``mlm_positions`` int32 [B, P]) -> the same plus ``mlm_logits`` [B*P, V];
-- ``tokenization_info`` (no inputs) -> ``vocab_file`` (path of the SentencePiece model asset inside
-  the export) and ``do_lower_case``;
-- ``serving_default`` = ``tokens`` (the reference module had no default signature).
-
-The same functions are saved as attributes taking one dict (``loaded.tokens({"input_ids": ...})``,
-``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``).
-
-Assets: ``albert_config.json`` and the SentencePiece model; the directory can be moved. The encoder
-holds no SentencePiece op, so TensorFlow alone loads it. ``<export_path>/preprocessing`` is the
-preprocessing SavedModel (``albert_tf.preprocessing``, text -> inputs at ``--max_seq_length``, needs
-tensorflow_text); ``--preprocessing_export_path`` writes it on its own too, and without
-``--export_path`` it is all that is written (only the SentencePiece flags are needed then).
-
-The module keeps the pretraining model in its attribute ``model``, so the export's
-``variables/variables`` is an albert_tf checkpoint (object path ``model/albert/...``) and every
-script's ``--init_checkpoint`` accepts the export directory.
+This module holds the flags and the wiring only. The encoder export and its signatures are
+albert_tf/tasks/pretraining/hub_export.py; the preprocessing model is
+albert_tf/serving/preprocessing.py.
 """
 
 from __future__ import annotations

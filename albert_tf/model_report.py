@@ -4,8 +4,9 @@
         [--batch_size=8 --max_seq_length=512 --dtype=float32]
 
 Prints the parameters of the pretraining model (encoder + MLM and SOP heads) split into
-embeddings, projection, transformer, pooler and heads, then the lower-bound memory estimate of
-``parameters.training_memory_bytes`` for one device.
+embeddings, projection, transformer, pooler and heads, then the lower-bound training-memory
+estimate for one device. The counts and the estimate are albert_tf/models/parameters.py
+(``parameter_report``, ``training_memory_bytes``); this module holds the flags and the printing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The error boundary at the top of every command line: ``cli.run(main)``, not ``app.run(main)``.
+"""The error boundary at the top of every command line: ``error_boundary.run(main)``, not
+``app.run(main)``.
 
 A user's mistake ends in one short message on stderr, ``<program>: error: <what is wrong>``, and
 exit status 1, never a traceback. Caught:
@@ -8,7 +9,8 @@ exit status 1, never a traceback. Caught:
   exception class defined in albert_tf/ or data_prep/ (e.g. ``NonFiniteLossError``);
 - the TensorFlow errors that user data and settings cause (a corrupt TFRecord, records of another
   length, a missing file, out of memory, ...), their graph tracebacks cut down to the message. A
-  corrupt record, which TensorFlow reports without a file name, is traced to its file.
+  corrupt record, which TensorFlow reports without a file name, is traced to its file
+  (albert_tf/files/records.py).
 
 Anything else is a bug and keeps its traceback. ``ALBERT_TF_TRACEBACK=1`` in the environment shows
 the traceback of every error.
@@ -16,7 +18,8 @@ the traceback of every error.
 ``run`` also silences TensorFlow's Python INFO lines (e.g. each checkpoint save's "Sharding callback
 duration"), which would interleave with the progress display; ``--verbosity=1`` keeps them. Checks
 given as ``checks`` run after the flags are parsed and before ``main``: a run that cannot work fails
-in its first seconds, before any model is built.
+in its first seconds, before any model is built. ``logger_levels`` sets logger levels for the
+length of a block (the Beam code of data_prep quiets Beam's loggers with it).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A script defines the flags it needs by name; where its reference script has another default (e.g.
 ``max_seq_length`` 384 for SQuAD, ``learning_rate`` 0.00176 for pretraining) it passes that default::
 
-    from albert_tf import flag_definitions
+    from albert_tf.cli import flag_definitions
     flag_definitions.define("albert_config_file", "output_dir", "max_seq_length", max_seq_length=384)
     flag_definitions.define(*flag_definitions.TPU_FLAGS, *flag_definitions.LOOP_FLAGS)
 

@@ -1,6 +1,9 @@
-"""Wiring of the shared flags (defined in ``flag_definitions``) into library objects.
+"""Wiring of the shared flags (defined in albert_tf/cli/flag_definitions.py) into library objects.
 
-Only scripts call these (after absl parsed the command line); library modules never read flags.
+The strategy, config, tokenizer, optimizer, ``RunConfig`` and ``Trainer`` of a script, and the
+checks that run before any work (output directories writable, ``--init_checkpoint`` present,
+required flags given). Only scripts call these (after absl parsed the command line); library modules
+never read flags.
 """
 
 from __future__ import annotations
