@@ -1,0 +1,27 @@
+"""data_prep: raw data -> examples -> features -> TFRecords, in plain Python and ``tf.train.Example``
+(optionally on Apache Beam for the pretraining data), written in the formats albert_tf reads.
+
+The folders are the architecture:
+
+- common/: what every data command shares: the feature cache, the Beam runner, ``tf.train.Example``
+  helpers, text fields, pair truncation, the worker pool.
+- pretraining/: SentencePiece vocabulary, corpus reading, MLM + SOP instances, their records,
+  statistics, the local and Beam pipelines.
+- classification/: GLUE: the task table, the processors (raw files -> examples), the features.
+- question_answering/: SQuAD: examples, answer alignment, windowed features, the feature file.
+- multiple_choice/: RACE: the reader, the features, the feature file.
+
+Commands at the top (``python data_prep/<command>.py`` or ``python -m data_prep.<command>``), flags
+and wiring only:
+
+- train_sentencepiece.py: a SentencePiece model with ALBERT's special pieces.
+- create_pretraining_data.py: MLM + SOP pretraining TFRecords (locally or on Beam).
+- glue.py, squad.py, race.py: the cached feature files of a fine-tuning task.
+
+Layering (tests/test_import_graph.py checks it): no import cycle; a task folder never imports
+another task folder; a task folder may use the albert_tf task of its own name
+(albert_tf/tasks/<task>/, e.g. the GLUE metric keys) and albert_tf's core folders; albert_tf never
+imports data_prep; nothing imports a command; only the commands (and albert_tf/cli/flag_definitions.py,
+albert_tf/cli/run_flags.py) import ``absl.flags`` or read ``FLAGS``. Package ``__init__`` files hold
+no code.
+"""
