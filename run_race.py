@@ -13,7 +13,7 @@ S=512, the encoder's dropout from the config, 0.1 dropout before the choice scor
   probabilities);
 - --middle_only / --high_only restrict every split to one level;
 - --export_dir writes SavedModels of model.ckpt-best: ``ids_only`` (signature on ids) and
-  ``with_text`` (also on raw article, question and options), see albert_tf/export_race.py.
+  ``with_text`` (also on raw article, question and options), see albert_tf/tasks/multiple_choice/serving.py.
 
 Data: <data_dir>/RACE/{train,dev,test}/{middle,high}/, either the official release (one JSON
 article per *.txt file) or the reference's all.txt (one JSON article per line). See the README.

@@ -12,7 +12,7 @@ flags and defaults plus the shared loop flags:
   waits for checkpoints that will not come and needs no --train_file;
 - --export_dir writes SavedModels of model.ckpt-best: ``ids_only`` (signature on ids) and
   ``with_text`` (also on a raw question and context: the first window's scores with each token's
-  character span in the context), see albert_tf/export_squad.py.
+  character span in the context), see albert_tf/tasks/question_answering/serving.py.
 
 v2 reports two scores: the official ones of the predictions at --null_score_diff_threshold (what a
 deployed model does) and the reference's, tuned on the evaluated file itself (reference_tuned_*, the

@@ -5,7 +5,7 @@
 #
 # The per-task flags (warmup_step, learning_rate, train_step, save_checkpoints_steps,
 # train_batch_size, max_seq_length, --optimizer=adamw --do_lower_case) come from one table:
-# data_prep/glue_tasks.py, printed by `python -m data_prep.glue --task_name=X --print_recipe`.
+# data_prep/classification/glue_tasks.py, printed by `python -m data_prep.glue --task_name=X --print_recipe`.
 #
 # Usage (arguments or environment variables; tasks default to all nine):
 #   scripts/run_glue.sh INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL GLUE_DIR OUTPUT_ROOT [TASK ...]

@@ -1,4 +1,4 @@
-"""albert_tf.distribute: strategies on CPU, logical CPU devices, TF_CONFIG checks, two local workers."""
+"""albert_tf/training/distribute.py: strategies on CPU, logical CPU devices, TF_CONFIG checks, two local workers."""
 
 from __future__ import annotations
 

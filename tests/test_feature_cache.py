@@ -1,4 +1,4 @@
-"""data_prep/feature_cache.py: feature files with JSON sidecars and the cache keyed by their inputs.
+"""data_prep/common/feature_cache.py: feature files with JSON sidecars and the cache keyed by their inputs.
 
 Builders here write real ``tf.train.Example`` records of token ids from a real SentencePiece model
 (../shared/data/pretraining/en8k.model), so the records depend on the input text, the tokenizer and

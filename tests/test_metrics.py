@@ -1,4 +1,5 @@
-"""albert_tf/metrics.py against values computed by hand in the comments."""
+"""albert_tf/evaluation/metrics.py and the GLUE and SQuAD metrics of albert_tf/tasks/ against values
+computed by hand in the comments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""albert_tf.optimization against NumPy re-derivations of the reference's rules (learning-rate
+"""albert_tf/training/optimization.py against NumPy re-derivations of the reference's rules (learning-rate
 schedule, global-norm clipping, AdamWeightDecay, LAMB)."""
 
 from __future__ import annotations

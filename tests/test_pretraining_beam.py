@@ -1,4 +1,4 @@
-"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining_beam.py and beam_pipeline.py)
+"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining/beam.py and data_prep/common/beam_runner.py)
 against the single-machine command: the same bytes in every output file and the same statistics
 file, whatever the runner's parallelism; bad input and bad options as clear errors; Beam imported
 only when asked."""
@@ -13,7 +13,7 @@ import sys
 import pytest
 from absl import app
 
-import data_prep
+import data_prep.common
 from data_prep.common import beam_runner
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
 from tests.test_create_pretraining_data import (parsed_flags, read_records,  # noqa: F401
@@ -198,8 +198,8 @@ def test_unknown_flag_without_runner_is_absl_error(tmp_path):
 
 def test_runner_without_beam_installed_names_the_requirements_file(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "apache_beam", None)  # "import apache_beam" fails
-    monkeypatch.delitem(sys.modules, "data_prep.beam_pipeline")
-    monkeypatch.delattr(data_prep, "beam_pipeline")
+    monkeypatch.delitem(sys.modules, "data_prep.common.beam_runner")
+    monkeypatch.delattr(data_prep.common, "beam_runner")
     with pytest.raises(app.UsageError, match="--runner needs Apache Beam, which is not installed .*"
                                              "pip install -r requirements-beam.txt"):
         run_cli(runner="DirectRunner", input_file=str(tmp_path / "none.txt"),

@@ -1,4 +1,4 @@
-"""Unit tests of the pretraining-instance algorithm (data_prep/pretraining_instances.py: segment
+"""Unit tests of the pretraining-instance algorithm (data_prep/pretraining/instances.py: segment
 pairs, truncation, masking) on hand-made token sequences. Expected values are derived by hand or by straightforward
 re-implementations of the reference's description in this file."""
 

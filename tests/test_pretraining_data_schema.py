@@ -1,5 +1,5 @@
 """The pretraining record format: our hand-written protobuf bytes against tf.train.Example, and the
-shared parser (albert_tf/pretraining_data.py) against the reference's own output file."""
+shared parser (albert_tf/tasks/pretraining/records.py) against the reference's own output file."""
 
 from __future__ import annotations
 

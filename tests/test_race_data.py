@@ -1,4 +1,4 @@
-"""RACE reading, features, records and command line (data_prep/race.py, data_prep/race_features.py).
+"""RACE reading, features, records and command line (data_prep/race.py, data_prep/multiple_choice/).
 
 Real data: ../shared/data/race, 8 articles (31 questions) in both layouts (one JSON article per file,
 and the reference's all.txt with one per line), and the features the reference's own race_utils built

@@ -1,4 +1,4 @@
-"""albert_tf/squad_postprocessing.py against the reference's own SQuAD post-processing outputs.
+"""albert_tf/tasks/question_answering/postprocessing.py against the reference's own SQuAD post-processing outputs.
 
 The golden files (../shared/data/squad/reference_golden) hold, for the two dev samples at two window
 geometries, the reference's eval features, synthetic raw outputs per window and what the reference's

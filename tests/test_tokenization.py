@@ -1,16 +1,22 @@
-"""Tests of albert_tf.tokenization against the reference behaviour: text normalization, piece
+"""Tests of albert_tf/tokenization/ against the reference behaviour: text normalization, piece
 encoding with the digit-comma rule, the SentencePiece and WordPiece tokenizers, the start-piece rule
 of whole-word masking, and the in-graph tokenizer.
 
 Expectations are derived independently: by hand, or from SentencePiece's own EncodeAsPieces on the
 sub-parts the reference re-encodes.
+
+Behaviour that holds for any SentencePiece model is tested on a tiny ALBERT-recipe model trained from
+the bundled corpus (tests/spm_fixtures.py); the digit-comma pieces real models learn ("▁30,",
+"/12,"), the en8k model's own ids and real Wikipedia text use the shared test data.
 """
 
 import os
 import pickle
+import re
 
 import pytest
 import sentencepiece as spm
+import tensorflow as tf
 from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -21,16 +27,26 @@ from albert_tf.tokenization.sentencepiece import encode_ids, encode_pieces, is_s
 from albert_tf.tokenization.wordpiece import (BasicTokenizer, WordpieceTokenizer, is_control,
                                               is_punctuation, is_whitespace, parse_vocab)
 from tests import spm_fixtures
-from tests.shared_setup import EN8K_MODEL, GERMAN_30K_MODEL, SHARED_DATA_DIR
+from tests.shared_setup import EN8K_MODEL, GERMAN_30K_MODEL, SHARED_DATA_DIR, require_shared_data
 
 
 def _wiki_paragraphs() -> list[str]:
-    return spm_fixtures.fixture_corpus_lines()
+    """The non-blank, non-markup lines of the shared Wikipedia sample."""
+    with open(os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt"), encoding="utf-8") as handle:
+        return [line.strip() for line in handle
+                if line.strip() and not line.startswith(("<doc", "</doc"))]
 
 
 @pytest.fixture(scope="module")
 def german() -> FullTokenizer:
+    require_shared_data()
     return FullTokenizer(spm_model_file=GERMAN_30K_MODEL, do_lower_case=False)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> FullTokenizer:
+    """A 500-piece ALBERT-recipe model of the bundled corpus, lowercasing (no shared data needed)."""
+    return FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
 
 
 def _sp_with_extra_pieces(base_model: str, pieces: list[str]) -> spm.SentencePieceProcessor:
@@ -73,9 +89,10 @@ def test_preprocess_accepts_utf8_bytes():
 
 # --- encode_pieces: digit-comma rule -------------------------------------------------------------
 
-def test_pieces_without_digit_comma_equal_sentencepiece(en8k):
-    text = preprocess_text(_wiki_paragraphs()[1], lower=True)
-    assert encode_pieces(en8k.sp_model, text) == en8k.sp_model.EncodeAsPieces(text)
+def test_pieces_without_digit_comma_equal_sentencepiece(tiny):
+    for line in spm_fixtures.fixture_corpus_lines()[:50]:
+        text = preprocess_text(line, lower=True)
+        assert encode_pieces(tiny.sp_model, text) == tiny.sp_model.EncodeAsPieces(text)
 
 
 def test_digit_comma_piece_with_underline_is_split(en8k):
@@ -102,7 +119,7 @@ def test_digit_comma_piece_keeps_the_extra_underline_as_py3_reference(german):
 
 
 def test_dollar_digits_comma_keeps_the_extra_underline_on_toy_model():
-    sp = _sp_with_extra_pieces(EN8K_MODEL, ["$45,", "▁1990,"])
+    sp = _sp_with_extra_pieces(spm_fixtures.cached_tiny_spm(), ["$45,", "▁1990,"])
     raw = sp.EncodeAsPieces("x$45, 1990,")
     assert "$45," in raw and "▁1990," in raw
     expected = []
@@ -118,15 +135,15 @@ def test_dollar_digits_comma_keeps_the_extra_underline_on_toy_model():
 
 
 def test_comma_after_non_digit_is_left_alone():
-    sp = _sp_with_extra_pieces(EN8K_MODEL, ["ab,", "▁,"])
+    sp = _sp_with_extra_pieces(spm_fixtures.cached_tiny_spm(), ["ab,", "▁,"])
     raw = sp.EncodeAsPieces("xab, ,")
     assert "ab," in raw
     assert encode_pieces(sp, "xab, ,") == raw
 
 
-def test_sampling_varies_and_keeps_the_text(en8k):
+def test_sampling_varies_and_keeps_the_text(tiny):
     text = "the anarchists opposed hierarchical organisation"
-    samples = {tuple(encode_pieces(en8k.sp_model, text, sample=True)) for _ in range(30)}
+    samples = {tuple(encode_pieces(tiny.sp_model, text, sample=True)) for _ in range(30)}
     assert len(samples) > 1
     for pieces in samples:
         assert "".join(pieces).replace("▁", " ").strip() == text
@@ -142,15 +159,16 @@ def test_en8k_special_ids(en8k):
     assert en8k.inv_vocab[4] == "[MASK]"
 
 
-def test_unknown_piece_maps_to_unk(en8k):
-    assert en8k.convert_tokens_to_ids(["no-such-piece-xyz", "▁the"]) == [1, en8k.vocab["▁the"]]
+def test_unknown_piece_maps_to_unk(tiny):
+    assert tiny.convert_tokens_to_ids(["no-such-piece-xyz", "▁the"]) == [1, tiny.vocab["▁the"]]
+    assert tiny.vocab["▁the"] > 12
 
 
-def test_tokenize_does_not_preprocess_but_tokenize_text_does(en8k):
+def test_tokenize_does_not_preprocess_but_tokenize_text_does(tiny):
     raw = "Café   Society"
-    assert en8k.tokenize_text(raw) == en8k.tokenize("cafe society")
-    assert en8k.tokenize(raw) != en8k.tokenize_text(raw)
-    assert en8k.encode_text(raw) == en8k.convert_tokens_to_ids(en8k.tokenize("cafe society"))
+    assert tiny.tokenize_text(raw) == tiny.tokenize("cafe society")
+    assert tiny.tokenize(raw) != tiny.tokenize_text(raw)
+    assert tiny.encode_text(raw) == tiny.convert_tokens_to_ids(tiny.tokenize("cafe society"))
 
 
 def test_real_corpus_ids_are_stable_and_round_trip(en8k):
@@ -188,12 +206,15 @@ def test_tiny_recipe_model_special_ids(tmp_path):
     assert (tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (1, 2, 3, 4)
 
 
-def test_fingerprint_depends_on_file_and_casing(en8k, german):
-    again = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
-    cased = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
-    assert en8k.fingerprint == again.fingerprint
-    assert len({en8k.fingerprint, cased.fingerprint, german.fingerprint}) == 3
-    assert len(en8k.fingerprint) == 16 and int(en8k.fingerprint, 16) >= 0
+def test_fingerprint_depends_on_file_bytes_and_casing(tiny, tmp_path):
+    copied = tmp_path / "copied.model"
+    copied.write_bytes(open(spm_fixtures.cached_tiny_spm(), "rb").read())
+    again = FullTokenizer(spm_model_file=str(copied), do_lower_case=True)
+    cased = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=False)
+    other = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(vocab_size=300), do_lower_case=True)
+    assert tiny.fingerprint == again.fingerprint   # the bytes count, not the path
+    assert len({tiny.fingerprint, cased.fingerprint, other.fingerprint}) == 3
+    assert re.fullmatch("[0-9a-f]{16}", tiny.fingerprint)
 
 
 def test_model_without_control_symbols_is_rejected(tmp_path):
@@ -236,8 +257,8 @@ def test_is_start_piece_sp(piece, expected):
     assert is_start_piece_sp(piece) is expected
 
 
-def test_full_tokenizer_start_piece_dispatch(en8k, tmp_path):
-    assert en8k.is_start_piece("ing") is False and en8k.is_start_piece("▁ing") is True
+def test_full_tokenizer_start_piece_dispatch(tiny, tmp_path):
+    assert tiny.is_start_piece("ing") is False and tiny.is_start_piece("▁ing") is True
     wordpiece = FullTokenizer(vocab_file=spm_fixtures.write_wordpiece_vocab(tmp_path, ["ing"]))
     assert wordpiece.is_start_piece("##ing") is False and wordpiece.is_start_piece("ing") is True
 
@@ -320,19 +341,20 @@ def test_parse_vocab_formats(tmp_path):
     path = tmp_path / "mixed.vocab"
     path.write_text("a\t-1.5\n\nb 2\na\nc\n", encoding="utf-8")
     assert parse_vocab(path.read_bytes(), str(path)) == {"a": 0, " ": 1, "b": 2, "c": 3}
-    en8k_vocab = EN8K_MODEL.replace(".model", ".vocab")
-    with open(en8k_vocab, "rb") as handle:
-        vocab = parse_vocab(handle.read(), en8k_vocab)
-    processor = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
+    model = spm_fixtures.cached_tiny_spm()
+    vocab_file = model.replace(".model", ".vocab")   # SentencePiece's .vocab format (piece, tab, score)
+    with open(vocab_file, "rb") as handle:
+        vocab = parse_vocab(handle.read(), vocab_file)
+    processor = spm.SentencePieceProcessor(model_file=model)
     assert len(vocab) == processor.GetPieceSize()
-    assert all(vocab[processor.IdToPiece(i)] == i for i in range(0, processor.GetPieceSize(), 97))
+    assert all(vocab[processor.IdToPiece(i)] == i for i in range(processor.GetPieceSize()))
 
 
 # --- InGraphTokenizer: identical ids to FullTokenizer.encode_text (serving = training) -----------
 
 @pytest.fixture(scope="module")
-def en8k_graph(en8k) -> InGraphTokenizer:
-    return InGraphTokenizer.from_full_tokenizer(en8k)
+def tiny_graph(tiny) -> InGraphTokenizer:
+    return InGraphTokenizer.from_full_tokenizer(tiny)
 
 
 def _all_code_point_texts(chunk: int = 64) -> list[str]:
@@ -341,12 +363,12 @@ def _all_code_point_texts(chunk: int = 64) -> list[str]:
     return ["".join(map(chr, code_points[i:i + chunk])) for i in range(0, len(code_points), chunk)]
 
 
-def test_in_graph_ids_equal_python_on_real_text(en8k, en8k_graph):
+def test_in_graph_ids_equal_python_on_real_text(en8k):
     texts = []
     for name in ("wiki_00.txt", "sample_text.txt"):
         with open(os.path.join(SHARED_DATA_DIR, "corpus", name), encoding="utf-8") as handle:
             texts += handle.read().split("\n")
-    ids = en8k_graph(texts).to_list()
+    ids = InGraphTokenizer.from_full_tokenizer(en8k)(texts).to_list()
     assert len(ids) == len(texts) > 280
     for text, graph_ids in zip(texts, ids):
         assert graph_ids == en8k.encode_text(text), text
@@ -362,7 +384,7 @@ def test_in_graph_digit_comma_rule(german):
 
 
 def test_in_graph_digit_comma_rule_on_toy_model():
-    sp = _sp_with_extra_pieces(EN8K_MODEL, ["$45,", "▁1990,"])
+    sp = _sp_with_extra_pieces(spm_fixtures.cached_tiny_spm(), ["$45,", "▁1990,"])
     graph = InGraphTokenizer(sp.serialized_model_proto(), do_lower_case=True)
     texts = ["x$45, 1990,", "In 1990, it cost US$45, yes"]
     expected = [encode_ids(sp, preprocess_text(t, lower=True)) for t in texts]
@@ -372,7 +394,7 @@ def test_in_graph_digit_comma_rule_on_toy_model():
 
 @pytest.mark.parametrize("lower", [True, False])
 def test_in_graph_normalization_equals_preprocess_text_on_every_code_point(lower):
-    with open(EN8K_MODEL, "rb") as handle:
+    with open(spm_fixtures.cached_tiny_spm(), "rb") as handle:
         graph = InGraphTokenizer(handle.read(), do_lower_case=lower)
     texts = _all_code_point_texts()
     normalized = graph.normalize(texts).numpy()
@@ -381,26 +403,25 @@ def test_in_graph_normalization_equals_preprocess_text_on_every_code_point(lower
     assert mismatches == []
 
 
-def test_in_graph_whitespace_sigma_and_invalid_utf8(en8k_graph):
+def test_in_graph_whitespace_sigma_and_invalid_utf8(tiny_graph):
     cases = {
         "a\x1cb\x85c\u3000d \u2029": "a b c d",     # every char str.split() splits on
         "ΟΔΟΣ ΣΟΦΙΑ": "οδος σοφια",                 # final sigma, as str.lower
         "ΑΣ' Β Σ ΑΣΑ ΑΣ'Β": "ας' β σ ασα ασ'β",      # "'" is case-ignorable (skipped)
         "  Café\tNAÏVE ﬁ  ": "cafe naive fi",
     }
-    out = en8k_graph.normalize(list(cases)).numpy()
+    out = tiny_graph.normalize(list(cases)).numpy()
     assert [o.decode("utf-8") for o in out] == list(cases.values())
     broken = [b"caf\xc3 x", b"\xff\xfeab c", b"a \xe2\x82 b", b"\xed\xa0\x80x", b"\xc0\xafz"]
-    assert list(en8k_graph.normalize(broken).numpy()) == \
+    assert list(tiny_graph.normalize(broken).numpy()) == \
         [preprocess_text(b, lower=True).encode("utf-8") for b in broken]
 
 
-def test_in_graph_tokenizer_survives_saved_model(en8k, en8k_graph, tmp_path):
-    tf = pytest.importorskip("tensorflow")
-    tf.saved_model.save(en8k_graph, str(tmp_path / "tokenizer"))
+def test_in_graph_tokenizer_survives_saved_model(tiny, tiny_graph, tmp_path):
+    tf.saved_model.save(tiny_graph, str(tmp_path / "tokenizer"))
     restored = tf.saved_model.load(str(tmp_path / "tokenizer"))
     texts = ["ΟΔΟΣ in 30, days", "Anarchism is a political philosophy."]
-    assert restored(texts).to_list() == [en8k.encode_text(t) for t in texts]
+    assert restored(texts).to_list() == [tiny.encode_text(t) for t in texts]
 
 
 def test_in_graph_needs_sentencepiece(reference_vocab_file):
@@ -408,19 +429,19 @@ def test_in_graph_needs_sentencepiece(reference_vocab_file):
         InGraphTokenizer.from_full_tokenizer(FullTokenizer(vocab_file=reference_vocab_file))
 
 
-def test_full_tokenizer_pickles_as_its_model_bytes(en8k, reference_vocab_file, tmp_path):
+def test_full_tokenizer_pickles_as_its_model_bytes(tiny, reference_vocab_file, tmp_path):
     """A pickled tokenizer (as a Beam worker on another machine gets it) needs no file and tokenizes
     exactly as the original."""
     text = "Unbelievable, the 1,000 runners finished; naïve Zürich résumé!"
     wordpiece = FullTokenizer(vocab_file=reference_vocab_file, do_lower_case=False)
-    for original in (en8k, wordpiece):
+    for original in (tiny, wordpiece):
         copy = pickle.loads(pickle.dumps(original))
         assert copy.tokenize_text(text) == original.tokenize_text(text)
         assert copy.vocab == original.vocab
         assert copy.fingerprint == original.fingerprint
         assert copy.do_lower_case == original.do_lower_case
     moved = tmp_path / "moved.model"
-    moved.write_bytes(open(EN8K_MODEL, "rb").read())
+    moved.write_bytes(open(spm_fixtures.cached_tiny_spm(), "rb").read())
     pickled = pickle.dumps(FullTokenizer(spm_model_file=str(moved)))
     moved.unlink()
-    assert pickle.loads(pickled).tokenize_text(text) == en8k.tokenize_text(text)
+    assert pickle.loads(pickled).tokenize_text(text) == tiny.tokenize_text(text)
