@@ -1,15 +1,15 @@
-"""TODO(split) GLUE data preparation: what callers use of the GLUE modules, and a command line.
-
-API (re-exported from ``glue_tasks``, ``glue_processors`` and ``glue_features``): the task table
-``GLUE_TASKS`` / ``glue_task`` / ``get_processor``, ``InputExample``, ``GlueDataError``,
-``convert_examples_to_features``, ``truncate_seq_pair``, ``cached_glue_features`` (the feature file
-of a split, from the shared feature cache) and ``parse_glue_example``.
-
-Command line: writes (or reuses) the feature caches that run_classifier reads, e.g.::
+"""Command line: writes (or reuses) the GLUE feature caches that run_classifier reads.
 
     python -m data_prep.glue --task_name=rte --data_dir=glue_data --spm_model_file=30k-clean.model \\
         --cached_dir=cache --max_seq_length=512 --splits=train,dev,test
     python -m data_prep.glue --task_name=rte --print_recipe   # the paper's run_classifier flags
+
+Prints one line per split: split, number of records, feature file path. Every split's input file
+is checked to exist before any is built.
+
+This module holds the flags and the wiring only. The library is data_prep/classification/: the task
+table (glue_tasks.py), the TSV readers (processors.py), the features and their cache
+(features.py, ``cached_glue_features``).
 """
 
 from __future__ import annotations

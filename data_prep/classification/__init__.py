@@ -1,1 +1,13 @@
-"""TODO package doc."""
+"""classification (data_prep): GLUE: raw TSV files -> examples -> fixed-length features -> cached
+feature files, read by run_classifier.py.
+
+What belongs here: everything GLUE's data needs before training: the task table, the file readers,
+the feature builder and its record schema. What does not: the feature cache itself
+(data_prep/common/feature_cache.py), pair truncation (data_prep/common/pair_truncation.py), the
+classifier model, task and metrics (albert_tf/tasks/classification/), the command line
+(data_prep/glue.py).
+
+- glue_tasks.py: ``GLUE_TASKS``: per task its processor, metrics, selection metric, eval sets, recipe.
+- processors.py: GLUE TSV files -> ``InputExample`` lists, one processor per task.
+- features.py: examples -> features -> TFRecords, their schema and parser; ``cached_glue_features``.
+"""

@@ -6,18 +6,20 @@ Layout of one feature of max_seq_length S (reference ``convert_single_example``)
     segment_ids    0    0  ..  0    0     1  ..  1    1  0 .. 0
     input_mask     1    1  ..  1    1     1  ..  1    1  0 .. 0
 
-A pair is truncated to S-3 pieces by popping from the end of the currently longer list (ties pop from b);
-a single sentence keeps its first S-2 pieces. label_id = index of the label in the label list (STS-B: the
-float score; unlabelled examples: the placeholder 0). Padding examples (all zeros,
-``is_real_example=0``) can fill the last batch of an eval/predict set.
+A pair is truncated to S-3 pieces by popping from the end of the currently longer list (ties pop from b;
+``truncate_seq_pair``, data_prep/common/pair_truncation.py); a single sentence keeps its first S-2
+pieces. label_id = index of the label in the label list (STS-B: the float score; unlabelled
+examples: the placeholder 0). Padding examples (all zeros, ``is_real_example=0``) can fill the last
+batch of an eval/predict set.
 
 TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``, ``segment_ids``
 int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar. Records are
 serialized deterministically (feature names in sorted order), so the same inputs give the same bytes in
-every process (protobuf's default map order varies from process to process).
+every process (protobuf's default map order varies from process to process). ``parse_glue_example``
+is the matching parser that run_classifier.py reads them with.
 
-``cached_glue_features`` keeps them in the shared feature cache (data_prep/feature_cache.py): unlike
-the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
+``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py):
+unlike the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
 changed, an entry is reused only when all of them are unchanged. Its sidecar metadata holds what
 post-processing needs: the guids of the real examples (so predictions need not re-read the TSV),
 ``num_real_examples`` and ``is_regression``.
@@ -48,7 +50,7 @@ _NUM_EXAMPLES_TO_LOG = 3
 
 
 class GlueTokenizer(Protocol):
-    """What feature conversion needs from ``albert_tf.tokenization.FullTokenizer``."""
+    """What feature conversion needs from ``FullTokenizer`` (albert_tf/tokenization/full_tokenizer.py)."""
 
     cls_id: int
     sep_id: int

@@ -57,7 +57,8 @@ class GlueTask:
 
     name: the lower-case task key ("mrpc").
     processor: the class reading its TSV files (labels and column layout).
-    metric_kinds: what ``albert_tf.metrics.glue_metrics`` computes (kinds of ``GLUE_METRIC_KEYS``).
+    metric_kinds: what ``glue_metrics`` (albert_tf/tasks/classification/metrics.py) computes (kinds
+      of ``GLUE_METRIC_KEYS``).
     selection_metric: the result key the checkpoint sweep maximizes (one of the kinds' keys).
     eval_sets: (result-key / file-name suffix, task key) per evaluated and predicted set; empty in
       the constructor means the task itself with no suffix, (("", name),).

@@ -21,9 +21,9 @@ label column, e.g. the re-split SST-2/RTE/WNLI files people evaluate on) is read
 included. The choice is made per file from its header, and logged.
 
 Processors know files, columns and labels only; which task name uses which processor, and each task's
-metrics and recipe, are in data_prep/glue_tasks.py. ``AxProcessor`` reads GLUE's diagnostic set
-(``diagnostic/diagnostic.tsv``: ``index sentence1 sentence2``), predicted with an MNLI model, so it has
-MNLI's labels and only a test split. Every file is read through ``tf.io.gfile`` (``gs://`` works).
+metrics and recipe, are in data_prep/classification/glue_tasks.py. ``AxProcessor`` reads GLUE's
+diagnostic set (``diagnostic/diagnostic.tsv``: ``index sentence1 sentence2``), predicted with an MNLI
+model, so it has MNLI's labels and only a test split. Every file is read through ``tf.io.gfile`` (``gs://`` works).
 """
 
 from __future__ import annotations
