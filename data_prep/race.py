@@ -1,30 +1,17 @@
-"""TODO(split) RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
-
-Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and level middle/high,
-read in the order middle, high (``middle_only`` / ``high_only`` read one level). Each level
-directory is read in one of two layouts, chosen per directory:
-
-- ``all.txt`` present (the reference's layout): one JSON article per line, in line order; blank
-  lines are ignored.
-- otherwise (the official RACE release): every ``*.txt`` file holds one JSON article; files are read
-  in sorted file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
-
-An article is ``{"id", "article", "questions", "options", "answers"}``, with one option list of 4 and
-one answer letter "A"-"D" per question. Each question is one example (the reference's
-``RaceProcessor``): label = answer letter - "A"; article, question and options normalized as the
-tokenizer expects (SentencePiece mode: ``preprocess_text`` with ``lower=do_lower_case``); for each
-option, the question with every "_" replaced by the option if it has one, else question + " " + option.
-
-Where the reference would crash or read garbage, reading fails with ``RaceDataError`` naming the file
-(and line, for all.txt) and the question: malformed JSON, missing keys, a question without exactly 4
-options, an answer other than "A"-"D", a repeated article id. With ``skip_invalid=True`` the bad
-question (or the whole article, when the article itself is unusable) is skipped, logged and counted.
-
-Features and records: data_prep/race_features.py. Command line::
+"""Command line: RACE reading comprehension: JSON articles -> one feature file (TFRecord + JSON
+sidecar) at a given path.
 
     python -m data_prep.race --data_dir=data --split=dev --spm_model_file=30k-clean.model \\
         --do_lower_case --max_seq_length=512 --max_qa_length=128 --output_file=dev.tfrecord \\
         [--middle_only | --high_only] [--skip_invalid]
+
+Reads ``<data_dir>/RACE/<split>/<level>/`` (both of RACE's layouts), writes one record per question
+and ``<output_file>.json``, and prints the number of questions per level and of skipped questions
+and articles. A missing or malformed input is one line ``race: error: ...`` and exit status 1.
+(run_race.py does not need this command: it builds the same records in its feature cache.)
+
+This module holds the flags and the wiring only. The library is data_prep/multiple_choice/: reading
+the articles (reader.py), the features (features.py), the feature file (feature_file.py).
 """
 
 from __future__ import annotations

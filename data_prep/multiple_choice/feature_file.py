@@ -1,30 +1,15 @@
-"""TODO(split) RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
+"""The RACE feature file of a split: its records plus a JSON sidecar, cached or written to a given path.
 
-Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and level middle/high,
-read in the order middle, high (``middle_only`` / ``high_only`` read one level). Each level
-directory is read in one of two layouts, chosen per directory:
+- ``race_feature_file``: the file run_race reads, in the shared feature cache
+  (data_prep/common/feature_cache.py): reused only when the settings, the tokenizer and the bytes
+  of every file read are unchanged, else rebuilt (``FORMAT_VERSION`` bumps invalidate old files).
+- ``race_records_builder``: reads the sources and writes their records; the ``build`` callback of
+  the cache and of ``python -m data_prep.race``, which writes to a given path.
+- ``write_race_records``: one record per question (data_prep/multiple_choice/features.py) and the
+  sidecar metadata: ``example_ids`` and ``levels`` per record in record order, ``num_examples`` per
+  level, the numbers of skipped questions and articles, ``max_seq_length``, ``max_qa_length``.
 
-- ``all.txt`` present (the reference's layout): one JSON article per line, in line order; blank
-  lines are ignored.
-- otherwise (the official RACE release): every ``*.txt`` file holds one JSON article; files are read
-  in sorted file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
-
-An article is ``{"id", "article", "questions", "options", "answers"}``, with one option list of 4 and
-one answer letter "A"-"D" per question. Each question is one example (the reference's
-``RaceProcessor``): label = answer letter - "A"; article, question and options normalized as the
-tokenizer expects (SentencePiece mode: ``preprocess_text`` with ``lower=do_lower_case``); for each
-option, the question with every "_" replaced by the option if it has one, else question + " " + option.
-
-Where the reference would crash or read garbage, reading fails with ``RaceDataError`` naming the file
-(and line, for all.txt) and the question: malformed JSON, missing keys, a question without exactly 4
-options, an answer other than "A"-"D", a repeated article id. With ``skip_invalid=True`` the bad
-question (or the whole article, when the article itself is unusable) is skipped, logged and counted.
-
-Features and records: data_prep/race_features.py. Command line::
-
-    python -m data_prep.race --data_dir=data --split=dev --spm_model_file=30k-clean.model \\
-        --do_lower_case --max_seq_length=512 --max_qa_length=128 --output_file=dev.tfrecord \\
-        [--middle_only | --high_only] [--skip_invalid]
+Reading the articles and their rules: data_prep/multiple_choice/reader.py.
 """
 
 from __future__ import annotations

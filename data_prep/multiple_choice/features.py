@@ -7,9 +7,9 @@ builds it::
     segment_ids    0       0     ..     0       0     1   ..  1    1   0 .. 0
     input_mask     1       1     ..     1       1     1   ..  1    1   0 .. 0
 
-qa is the question with the option filled in (see data_prep/race.py). Its pieces keep their LAST
-``max_qa_length``; then the article keeps its first ``S - 3 - m`` pieces. A question has one row per
-option (always 4).
+qa is the question with the option filled in (see data_prep/multiple_choice/reader.py). Its pieces
+keep their LAST ``max_qa_length``; then the article keeps its first ``S - 3 - m`` pieces. A question
+has one row per option (always 4).
 
 TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``,
 ``segment_ids`` int64 [4*S] (the 4 rows concatenated, option A first); ``label_ids`` int64 scalar

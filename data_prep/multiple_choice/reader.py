@@ -1,8 +1,9 @@
-"""TODO(split) RACE reading comprehension: JSON articles -> examples -> feature TFRecords, and a command line.
+"""RACE reading comprehension: JSON articles -> examples (one per question), as the reference's
+``RaceProcessor`` reads them.
 
 Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and level middle/high,
-read in the order middle, high (``middle_only`` / ``high_only`` read one level). Each level
-directory is read in one of two layouts, chosen per directory:
+read in the order middle, high (``middle_only`` / ``high_only`` read one level; ``race_sources``).
+Each level directory is read in one of two layouts, chosen per directory:
 
 - ``all.txt`` present (the reference's layout): one JSON article per line, in line order; blank
   lines are ignored.
@@ -13,18 +14,17 @@ An article is ``{"id", "article", "questions", "options", "answers"}``, with one
 one answer letter "A"-"D" per question. Each question is one example (the reference's
 ``RaceProcessor``): label = answer letter - "A"; article, question and options normalized as the
 tokenizer expects (SentencePiece mode: ``preprocess_text`` with ``lower=do_lower_case``); for each
-option, the question with every "_" replaced by the option if it has one, else question + " " + option.
+option, the question with every "_" replaced by the option if it has one, else question + " " + option
+(``fill_in_option``).
 
 Where the reference would crash or read garbage, reading fails with ``RaceDataError`` naming the file
 (and line, for all.txt) and the question: malformed JSON, missing keys, a question without exactly 4
 options, an answer other than "A"-"D", a repeated article id. With ``skip_invalid=True`` the bad
 question (or the whole article, when the article itself is unusable) is skipped, logged and counted.
 
-Features and records: data_prep/race_features.py. Command line::
-
-    python -m data_prep.race --data_dir=data --split=dev --spm_model_file=30k-clean.model \\
-        --do_lower_case --max_seq_length=512 --max_qa_length=128 --output_file=dev.tfrecord \\
-        [--middle_only | --high_only] [--skip_invalid]
+``convert_examples`` turns the examples into features (layout and records:
+data_prep/multiple_choice/features.py); the feature file of a split is
+data_prep/multiple_choice/feature_file.py.
 """
 
 from __future__ import annotations
