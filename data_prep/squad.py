@@ -1,36 +1,18 @@
-"""TODO(split) SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
-
-The features are the reference's (``squad_features``: windows, max-context map, p_mask, labels,
-unique ids from 1000000000) with its character alignment (``squad_alignment``), in the input's
-question order. Unlike the reference, which logs "MISMATCH DETECTED!" and silently drops a question
-whose paragraph does not align, the dropped questions are counted, logged and listed in the sidecar
-(post-processing still writes a prediction for them: no features, so v1 "empty" and v2 "").
-
-Sidecar metadata (``FeatureFile.metadata``)::
-
-    is_training, max_seq_length, doc_stride, max_query_length, do_lower_case
-    num_questions, num_features
-    dropped_qas_ids       ids of the questions without features, in file order
-    eval files only (what post-processing needs, so it never re-reads the input):
-    paragraphs            [raw context text]
-    examples              per question, in file order (example_index = position):
-                          {qas_id, paragraph_index, answers: [gold answer texts]}
-    features              per record, in file order: {unique_id, example_index, doc_span_index,
-                          doc_offset, paragraph_len, tok_start_to_orig_index,
-                          tok_end_to_orig_index, token_is_max_context}: the reference's fields
-                          (token_is_max_context: {"input position": bool}, one per piece of the
-                          window), plus doc_offset, the input position of the window's first piece
-
-Training files carry no per-question or per-feature lists (their labels are in the records), which
-keeps memory bounded by a chunk of questions however large the file.
-
-API: ``squad_feature_file`` (the cached file run_squad reads), ``write_squad_feature_file`` (to a
-given path), ``build_squad_features`` (the builder both use); the readers and converters are
-re-exported from their modules. Command line::
+"""Command line: SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord +
+JSON sidecar) at a given path.
 
     python -m data_prep.squad --input_file=dev-v2.0.json --output_file=dev.tfrecord \\
         --spm_model_file=30k-clean.model --do_lower_case --max_seq_length=384 --doc_stride=128 \\
         --max_query_length=64 --nois_training [--num_workers=2]
+
+Writes ``<output_file>`` and ``<output_file>.json`` and prints the numbers of questions, features
+and dropped questions (a paragraph that does not align with its pieces), and the speed. A bad input
+is one line ``squad: error: ...`` and exit status 1. (run_squad.py does not need this command: it
+builds the same file in its feature cache.)
+
+This module holds the flags and the wiring only. The library is data_prep/question_answering/: the
+reader (examples.py), the alignment (alignment.py), the features (features.py), the feature file
+and its sidecar (feature_file.py).
 """
 
 from __future__ import annotations
