@@ -1,10 +1,11 @@
-"""TODO(split) SQuAD v1.1 / v2.0 data preparation: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
+"""The SQuAD feature file: a SQuAD JSON file -> a feature file (TFRecord + JSON sidecar).
 
-The features are the reference's (``squad_features``: windows, max-context map, p_mask, labels,
-unique ids from 1000000000) with its character alignment (``squad_alignment``), in the input's
-question order. Unlike the reference, which logs "MISMATCH DETECTED!" and silently drops a question
-whose paragraph does not align, the dropped questions are counted, logged and listed in the sidecar
-(post-processing still writes a prediction for them: no features, so v1 "empty" and v2 "").
+The features are the reference's (data_prep/question_answering/features.py: windows, max-context
+map, p_mask, labels, unique ids from 1000000000) with its character alignment
+(data_prep/question_answering/alignment.py), in the input's question order. Unlike the reference,
+which logs "MISMATCH DETECTED!" and silently drops a question whose paragraph does not align, the
+dropped questions are counted, logged and listed in the sidecar (post-processing still writes a
+prediction for them: no features, so v1 "empty" and v2 "").
 
 Sidecar metadata (``FeatureFile.metadata``)::
 
@@ -24,13 +25,9 @@ Sidecar metadata (``FeatureFile.metadata``)::
 Training files carry no per-question or per-feature lists (their labels are in the records), which
 keeps memory bounded by a chunk of questions however large the file.
 
-API: ``squad_feature_file`` (the cached file run_squad reads), ``write_squad_feature_file`` (to a
-given path), ``build_squad_features`` (the builder both use); the readers and converters are
-re-exported from their modules. Command line::
-
-    python -m data_prep.squad --input_file=dev-v2.0.json --output_file=dev.tfrecord \\
-        --spm_model_file=30k-clean.model --do_lower_case --max_seq_length=384 --doc_stride=128 \\
-        --max_query_length=64 --nois_training [--num_workers=2]
+API: ``squad_feature_file`` (the cached file run_squad reads, in the shared feature cache
+data_prep/common/feature_cache.py), ``write_squad_feature_file`` (to a given path; the command
+``python -m data_prep.squad``), ``build_squad_features`` (the builder both use).
 """
 
 from __future__ import annotations
@@ -130,7 +127,7 @@ def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length
                        doc_stride: int, max_query_length: int, is_training: bool, cache_dir: str,
                        num_workers: int = 1, shuffle_seed: int | None = None) -> FeatureFile:
     """The cached feature file of a SQuAD JSON file: reused when its input file, tokenizer and
-    settings are unchanged, else rebuilt (``data_prep.feature_cache``).
+    settings are unchanged, else rebuilt (data_prep/common/feature_cache.py).
 
     shuffle_seed: shuffle the questions with ``random.Random(shuffle_seed)`` before conversion, as
     the reference does with its training questions (seed 12345), so that the small shuffle buffer
