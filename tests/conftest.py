@@ -19,17 +19,7 @@ import pytest
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from tests.shared_setup import EN8K_MODEL, shared_data_missing
-
-
-def require_shared_data() -> None:
-    """Skips the running test when the shared data is missing; fails it instead when CI is set."""
-    reason = shared_data_missing()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
+from tests.shared_setup import EN8K_MODEL, require_shared_data, shared_data_missing
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -37,6 +27,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``requires_shared_data``: skipped (or failed in CI) before their fixtures run."""
     if item.get_closest_marker("requires_shared_data") is not None:
         require_shared_data()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line saying how many tests were skipped for want of the shared data, and what to do."""
+    reason = shared_data_missing()
+    if reason is None:
+        return
+    skipped = sum(1 for report in terminalreporter.stats.get("skipped", [])
+                  if isinstance(report.longrepr, tuple) and reason in report.longrepr[2])
+    if skipped:
+        terminalreporter.write_line(f"{skipped} skipped: {reason}", yellow=True)
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,15 @@ directory is missing, or fails them when the environment variable CI is set.
 
 from __future__ import annotations
 
+import glob
 import os
 import socket
+import time
+from typing import Callable, TypeVar
 
 from albert_tf.models.config import AlbertConfig
+
+T = TypeVar("T")
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA_ENV = "ALBERT_TF_SHARED_DATA"
@@ -62,6 +67,22 @@ def shared_data_missing() -> str | None:
             f"({outcome})")
 
 
+def require_shared_data() -> None:
+    """In a test: skips it when the shared data is missing, or fails it when CI is set.
+
+    tests/conftest.py calls this for tests marked ``requires_shared_data`` and in fixtures that load
+    the shared data (``en8k``); a module-scoped fixture of a test file may call it too.
+    """
+    import pytest  # only tests call this; the child scripts importing this module need no pytest
+
+    reason = shared_data_missing()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
 def subprocess_env(**overrides: str) -> dict[str, str]:
     """Environment of a child Python process started by a test.
 
@@ -85,3 +106,43 @@ def free_ports(count: int) -> list[int]:
     for sock in sockets:
         sock.close()
     return ports
+
+
+# -- processes (Linux: read from /proc) ---------------------------------------------------------------
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after the command name: state, parent pid, ...; None if no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (zombies included)."""
+    children = []
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        child = int(path.split("/")[2])
+        fields = _stat_fields(child)
+        if fields and int(fields[1]) == pid:
+            children.append(child)
+    return children
+
+
+def is_alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (dead, waiting to be reaped)."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def wait_for(condition: Callable[[], T], timeout: float, what: str) -> T:
+    """The first true value of ``condition()``, polled every 0.1 s; AssertionError naming ``what``
+    after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited {timeout:.0f} s for {what}")

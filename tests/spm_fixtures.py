@@ -7,9 +7,10 @@ Shared by every test file that needs a tokenizer:
     model_path = spm_fixtures.cached_tiny_spm()                  # same, trained once per process
     vocab_path = spm_fixtures.write_wordpiece_vocab(tmp_path, ["un", "##want"])
 
-The training text is the real Wikipedia sample ../shared/data/corpus/wiki_00.txt (124 paragraphs, 80 KB).
-Tiny unigram models do not learn digit-comma pieces such as "▁1990,"; tests of that rule use the shared
-real models (``tests.shared_setup.EN8K_MODEL`` and ``GERMAN_30K_MODEL``).
+The training text is the corpus bundled with the repository, scripts/quickstart_corpus.txt (425
+sentences, 39 KB of English prose), so these need no shared test data. Tiny unigram models do not learn
+digit-comma pieces such as "▁1990,"; tests of that rule use the shared real models
+(``tests.shared_setup.EN8K_MODEL`` and ``GERMAN_30K_MODEL``).
 """
 
 from __future__ import annotations
@@ -23,18 +24,17 @@ import tempfile
 import sentencepiece as spm
 
 from data_prep.pretraining.vocabulary import train_sentencepiece
-from tests.shared_setup import SHARED_DATA_DIR
+from tests.shared_setup import REPO_ROOT
 
-WIKI_CORPUS = os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt")
+FIXTURE_CORPUS = os.path.join(REPO_ROOT, "scripts", "quickstart_corpus.txt")
 
 WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def fixture_corpus_lines() -> list[str]:
-    """The training sentences: the non-blank, non-markup lines of wiki_00.txt."""
-    with open(WIKI_CORPUS, encoding="utf-8") as handle:
-        return [line.strip() for line in handle
-                if line.strip() and not line.startswith(("<doc", "</doc"))]
+    """The training sentences: the non-blank lines of the bundled corpus."""
+    with open(FIXTURE_CORPUS, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
 
 
 def write_fixture_corpus(path: str) -> str:

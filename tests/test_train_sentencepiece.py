@@ -11,7 +11,7 @@ from sentencepiece import sentencepiece_model_pb2
 from albert_tf.files.paths import expand_input_patterns
 from data_prep.pretraining import vocabulary
 from tests import spm_fixtures
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT
+from tests.shared_setup import REPO_ROOT
 
 ModelPiece = sentencepiece_model_pb2.ModelProto.SentencePiece
 
@@ -66,11 +66,17 @@ def test_outputs_written_atomically(trained):
     assert all(float(row[1]) == pytest.approx(processor.GetScore(i), rel=1e-5) for i, row in enumerate(rows))
 
 
-def test_vocab_text_matches_spm_train_output():
-    # en8k.vocab was written by SentencePiece's own trainer; our writer must produce the same bytes.
-    with open(EN8K_MODEL, "rb") as handle:
+def test_vocab_text_matches_spm_train_output(tmp_path):
+    # SentencePiece's own trainer writes <prefix>.vocab beside the model (control and user-defined
+    # symbols included); our writer must produce the same bytes from the model alone.
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=str(tmp_path / "spm"), vocab_size=300,
+                                   control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+                                   user_defined_symbols=["(", ")", "\u20ac"], num_threads=1,
+                                   minloglevel=1)
+    with open(tmp_path / "spm.model", "rb") as handle:
         text = vocabulary._vocab_text(handle.read())
-    with open(EN8K_MODEL.replace(".model", ".vocab"), encoding="utf-8") as handle:
+    with open(tmp_path / "spm.vocab", encoding="utf-8") as handle:
         assert text == handle.read()
 
 
