@@ -1,0 +1,362 @@
+"""The contract every task model keeps, checked for each entry of one table (``CASES``).
+
+A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
+
+1. round-trip under the reference's TF1 names: ``export_tf1_checkpoint`` writes exactly
+   ``tf1_variable_map(model)`` (the encoder's names and the head's ``tf1_head_variables()``, which
+   together name every weight of the model once), and ``load_tf1_checkpoint`` into a fresh model
+   of the same task loads every one of them back, bit for bit, with nothing missing or unused;
+2. warm-start from a pretraining checkpoint of either format (the reference's TF1 names and
+   albert_tf's own object-based one): the report's ``missing`` is exactly the head's TF1 names
+   (nothing of the encoder), its ``unused`` exactly the pretraining heads, the encoder takes the
+   pretraining model's values and the head keeps its own;
+3. (tasks with a SavedModel export) serve from ``<export_dir>/ids_only`` in a fresh process that
+   imports TensorFlow and NumPy only, never albert_tf: ``serving_default`` on token ids gives the
+   Keras model's outputs (max-abs difference <= 1e-5, integer outputs equal).
+
+A new task is one ``TaskCase`` line in ``CASES``; ``test_every_task_is_in_the_table`` fails until
+it is there. The models are ``tiny_config()`` ones with random weights, perturbed so that every
+value is distinctive (a zero bias or a unit LayerNorm gamma would load "correctly" under a wrong
+name), and the inputs are random ids: no data files are read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+from typing import Callable, Mapping
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf.tasks
+from albert_tf.checkpoints.object_format import checkpoint_root, object_variable_paths
+from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.task_model import AlbertTaskModel
+from albert_tf.serving.saved_model import IDS_ONLY
+from albert_tf.tasks.classification.serving import export_classifier
+from albert_tf.tasks.classification.task import ClassifierTask
+from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
+from albert_tf.tasks.multiple_choice.task import MultipleChoiceTask
+from albert_tf.tasks.pretraining.task import PretrainingTask
+from albert_tf.tasks.question_answering.serving import export_squad
+from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
+from albert_tf.training.task import Task
+from tests.shared_setup import subprocess_env, tiny_config
+
+BATCH, SEQ = 3, 24  # the served inputs: 3 examples (RACE: of 4 choices) of 24 positions
+QUESTION = 8  # SQuAD inputs: [CLS] and the question take the first 8 positions (segment 0)
+ATOL = 1e-5
+
+Inputs = dict[str, np.ndarray]
+Outputs = dict[str, np.ndarray]
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TaskCase:
+    """One task under the contract.
+
+    task(config): the ``training.Task`` whose ``build_model`` the scripts train.
+    export(model, export_dir): the task's SavedModel export without a tokenizer (only ``ids_only``
+    is written), called as its script calls it; None for a task without one (pretraining's export
+    is the hub module, which needs a SentencePiece model).
+    inputs(config): the ids ``serving_default`` takes, int32 arrays.
+    expected(model, inputs): what ``serving_default`` must return, from the Keras model.
+    head_in_pretraining: the head is the pretraining checkpoint's own (the pretraining model),
+    so a warm start loads it instead of reporting it new.
+    """
+
+    name: str
+    task: Callable[[AlbertConfig], Task]
+    export: Callable[[keras.Model, str], object] | None = None
+    inputs: Callable[[AlbertConfig], Inputs] | None = None
+    expected: Callable[[keras.Model, Inputs], Outputs] | None = None
+    head_in_pretraining: bool = False
+
+    def build(self, config: AlbertConfig) -> AlbertTaskModel:
+        return self.task(config).build_model()
+
+
+def token_ids(config: AlbertConfig, *leading: int, p_mask: bool = False, seed: int = 0) -> Inputs:
+    """Random ``input_ids``, ``input_mask``, ``segment_ids`` int32 [*leading, SEQ]: each row holds
+    SEQ // 2 to SEQ real tokens (mask 1) of which the first QUESTION have segment 0, the rest 1.
+    ``p_mask``: also SQuAD 2.0's ``p_mask``, 0 at [CLS] and on the segment-1 tokens (the context),
+    1 elsewhere."""
+    rng = np.random.default_rng(seed)
+    shape = (*leading, SEQ)
+    lengths = rng.integers(SEQ // 2, SEQ + 1, size=(*leading, 1))
+    position = np.arange(SEQ)
+    mask = (position < lengths).astype(np.int32)
+    segments = ((position >= QUESTION) & (mask == 1)).astype(np.int32)
+    inputs = {"input_ids": (rng.integers(5, config.vocab_size, size=shape) * mask).astype(np.int32),
+              "input_mask": mask, "segment_ids": segments}
+    if p_mask:
+        inputs["p_mask"] = np.where((segments == 1) | (position == 0), 0, 1).astype(np.int32)
+    return inputs
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    return exp / exp.sum(-1, keepdims=True)
+
+
+def scored_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
+    """A classifier's or a choice scorer's serving outputs: ``probabilities`` (softmax of the
+    logits) and ``predictions`` (their int32 arg-max); for a regression the raw output [B, 1] and
+    the score [B]."""
+    logits = model(inputs, training=False)["logits"].numpy()
+    if model.is_regression:
+        return {"probabilities": logits, "predictions": logits[:, 0]}
+    return {"probabilities": softmax(logits), "predictions": logits.argmax(-1).astype(np.int32)}
+
+
+def model_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
+    """Every output of the model in inference (SQuAD serves them all)."""
+    return {name: value.numpy() for name, value in model(inputs, training=False).items()}
+
+
+CASES = [
+    TaskCase("glue_classifier", lambda c: ClassifierTask(c, ("accuracy",), num_labels=3),
+             export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
+    TaskCase("glue_regression", lambda c: ClassifierTask(c, ("pearson",), 1, is_regression=True),
+             export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
+    TaskCase("race", lambda c: MultipleChoiceTask(c, num_choices=4),
+             lambda m, d: export_multiple_choice(m, d, None, max_seq_length=SEQ,
+                                                 max_qa_length=QUESTION),
+             lambda c: token_ids(c, BATCH, 4), scored_outputs),
+    TaskCase("squad_v1", lambda c: SquadTask(c, SquadSettings(version_2=False)),
+             export_squad, lambda c: token_ids(c, BATCH), model_outputs),
+    TaskCase("squad_v2", lambda c: SquadTask(c, SquadSettings(version_2=True)),
+             export_squad, lambda c: token_ids(c, BATCH, p_mask=True), model_outputs),
+    TaskCase("pretraining", PretrainingTask, head_in_pretraining=True),
+]
+
+SERVED = [case for case in CASES if case.export is not None]
+
+FORMATS = ("reference", "albert_tf")  # LoadReport.kind of a TF1-named / an object-based checkpoint
+
+
+def by_name(cases):
+    return pytest.mark.parametrize("case", cases, ids=[case.name for case in cases])
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+def distinctive(model: AlbertTaskModel, seed: int) -> AlbertTaskModel:
+    """Gives every weight values of its own: noise (stddev 0.02) on every variable, and unit
+    variance for the head's matrices, so that outputs differ between examples well beyond float
+    rounding (arg-max and top-k are then stable)."""
+    rng = np.random.default_rng(seed)
+    head_matrices = {id(v) for v in model.tf1_head_variables().values() if len(v.shape) == 2}
+    for variable in model.weights:
+        if id(variable) in head_matrices:
+            values = rng.normal(size=variable.shape)
+        else:
+            values = variable.numpy() + rng.normal(scale=0.02, size=variable.shape)
+        variable.assign(values.astype(np.float32))
+    return model
+
+
+def values(named: Mapping[str, keras.Variable]) -> dict[str, np.ndarray]:
+    return {name: variable.numpy() for name, variable in named.items()}
+
+
+def encoder_values(model: AlbertTaskModel) -> dict[str, np.ndarray]:
+    return values(tf1_variable_map(model.albert))
+
+
+# -- 0. the table covers every task ----------------------------------------------------------------
+
+def test_every_task_is_in_the_table():
+    """Every task model and every Task defined under albert_tf/tasks/ has a case: a new task
+    cannot skip the contract."""
+    models, tasks = set(), set()
+    for package in pkgutil.iter_modules(albert_tf.tasks.__path__):
+        for module_name in ("model", "task"):
+            full_name = f"albert_tf.tasks.{package.name}.{module_name}"
+            if importlib.util.find_spec(full_name) is None:
+                continue
+            module = importlib.import_module(full_name)
+            for value in vars(module).values():
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    if issubclass(value, AlbertTaskModel):
+                        models.add(value)
+                    elif callable(getattr(value, "build_model", None)):
+                        tasks.add(value)
+    config = tiny_config()
+    assert models and tasks
+    assert {type(case.build(config)) for case in CASES} == models
+    assert {type(case.task(config)) for case in CASES} == tasks
+    assert len({case.name for case in CASES}) == len(CASES)
+
+
+# -- 1. the reference names round-trip -------------------------------------------------------------
+
+@by_name(CASES)
+def test_reference_names_round_trip(case, tmp_path):
+    """export_tf1_checkpoint writes exactly tf1_variable_map (encoder + head names, one per weight
+    of the model) and load_tf1_checkpoint restores every value into a fresh model of the task."""
+    config = tiny_config()
+    model = distinctive(case.build(config), seed=1)
+    names = tf1_variable_map(model)
+    encoder, head = tf1_variable_map(model.albert), model.tf1_head_variables()
+    assert head and not encoder.keys() & head.keys()
+    assert names.keys() == encoder.keys() | head.keys()
+    assert len({id(v) for v in names.values()}) == len(names) == len(model.weights)
+    assert {id(v) for v in names.values()} == {id(v) for v in model.weights}
+
+    prefix = export_tf1_checkpoint(model, str(tmp_path / "model.ckpt"))
+    written = {name for name, _ in tf.train.list_variables(prefix)} - {"global_step"}
+    assert written == names.keys()
+
+    fresh = case.build(config)
+    for name, value in values(tf1_variable_map(fresh)).items():
+        assert not np.array_equal(value, names[name].numpy()), f"{name} equal before loading"
+    report = load_tf1_checkpoint(fresh, prefix)
+    assert (report.missing, report.unused) == ([], [])
+    assert report.loaded == {name: name for name in names}
+    restored = values(tf1_variable_map(fresh))
+    for name, variable in names.items():
+        np.testing.assert_array_equal(restored[name], variable.numpy(), err_msg=name)
+
+
+# -- 2. warm start from pretraining ----------------------------------------------------------------
+
+@dataclasses.dataclass
+class Pretrained:
+    """A pretraining model and its checkpoint in each format."""
+
+    model: AlbertTaskModel
+    prefixes: dict[str, str]  # {format: checkpoint prefix}
+    head_entries: dict[str, list[str]]  # {format: the heads' names in that checkpoint, sorted}
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory) -> Pretrained:
+    root = tmp_path_factory.mktemp("pretrained")
+    model = distinctive(PretrainingTask(tiny_config()).build_model(), seed=2)
+    heads = {id(v) for v in model.tf1_head_variables().values()}
+    object_root = checkpoint_root(model)
+    object_heads = sorted("/".join(path) for path, variable in
+                          object_variable_paths(object_root).items() if id(variable) in heads)
+    assert len(object_heads) == len(heads)
+    return Pretrained(
+        model,
+        {"reference": export_tf1_checkpoint(model, str(root / "tf1" / "model.ckpt")),
+         "albert_tf": object_root.write(str(root / "albert_tf" / "model.ckpt"))},
+        {"reference": sorted(model.tf1_head_variables()), "albert_tf": object_heads})
+
+
+@pytest.mark.parametrize("checkpoint_format", FORMATS)
+@by_name(CASES)
+def test_warm_start_from_pretraining_reports_exactly_the_head_as_new(case, checkpoint_format,
+                                                                      pretrained):
+    """load_checkpoint of a pretraining checkpoint: the encoder loads completely with the
+    pretraining values; missing is exactly the task head, unused exactly the pretraining heads
+    (for the pretraining model itself: nothing), and the head keeps the values it had."""
+    model = case.build(tiny_config())
+    head_before = values(model.tf1_head_variables())
+    report = load_checkpoint(model, pretrained.prefixes[checkpoint_format])
+    assert report.kind == checkpoint_format
+    assert report.missing_encoder() == []
+    if case.head_in_pretraining:
+        assert (report.missing, report.unused) == ([], [])
+        expected_head = values(pretrained.model.tf1_head_variables())
+    else:
+        assert sorted(report.missing) == sorted(head_before)
+        assert sorted(report.missing_heads()) == sorted(head_before)
+        assert sorted(report.unused) == pretrained.head_entries[checkpoint_format]
+        expected_head = head_before
+    assert sorted(report.loaded) == sorted(set(tf1_variable_map(model)) - set(report.missing))
+    loaded_encoder = encoder_values(model)
+    for name, value in encoder_values(pretrained.model).items():
+        np.testing.assert_array_equal(loaded_encoder[name], value, err_msg=name)
+    for name, value in values(model.tf1_head_variables()).items():
+        np.testing.assert_array_equal(value, expected_head[name], err_msg=name)
+
+
+# -- 3. ids_only serves in a TensorFlow-only process -----------------------------------------------
+
+# argv: a JSON list of {"export", "inputs" (.npz), "outputs" (.npz)}, then the path of a JSON file
+# that receives the project modules the process imported (must be none).
+TENSORFLOW_ONLY_SERVER = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+for call in json.loads(sys.argv[1]):
+    signature = tf.saved_model.load(call["export"]).signatures["serving_default"]
+    inputs = {name: tf.constant(value) for name, value in np.load(call["inputs"]).items()}
+    outputs = signature(**inputs)
+    np.savez(call["outputs"], **{name: value.numpy() for name, value in outputs.items()})
+project = sorted(name for name in sys.modules
+                 if name.split(".")[0] in ("albert_tf", "data_prep", "tests"))
+with open(sys.argv[2], "w") as handle:
+    json.dump(project, handle)
+"""
+
+
+@dataclasses.dataclass
+class Served:
+    """The exports of the served cases and what their ids_only SavedModels returned."""
+
+    root: str  # one export directory per case, named after it
+    expected: dict[str, Outputs]  # {case: the Keras model's outputs}
+    actual: dict[str, Outputs]  # {case: serving_default's outputs in the child}
+    project_modules: list[str]  # what the child imported of albert_tf, data_prep, tests
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Served:
+    """Every served case exported once, then called in one fresh process."""
+    root = tmp_path_factory.mktemp("exports")
+    scratch = tmp_path_factory.mktemp("calls")
+    config = tiny_config()
+    expected, calls = {}, []
+    for seed, case in enumerate(SERVED):
+        model = distinctive(case.build(config), seed=10 + seed)
+        case.export(model, str(root / case.name))
+        inputs = case.inputs(config)
+        expected[case.name] = case.expected(model, inputs)
+        call = {"export": str(root / case.name / IDS_ONLY),
+                "inputs": str(scratch / f"{case.name}_in.npz"),
+                "outputs": str(scratch / f"{case.name}_out.npz")}
+        np.savez(call["inputs"], **inputs)
+        calls.append(call)
+    modules_file = scratch / "modules.json"
+    result = subprocess.run([sys.executable, "-c", TENSORFLOW_ONLY_SERVER, json.dumps(calls),
+                             str(modules_file)], capture_output=True, text=True,
+                            env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    actual = {case.name: dict(np.load(call["outputs"])) for case, call in zip(SERVED, calls)}
+    return Served(str(root), expected, actual, json.loads(modules_file.read_text()))
+
+
+@by_name(SERVED)
+def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, served):
+    """Without a tokenizer only ids_only is written; in a process that never imported albert_tf
+    its serving_default gives the Keras model's outputs: same names, dtypes and shapes, integers
+    equal, floats within 1e-5."""
+    assert served.project_modules == []
+    assert os.listdir(os.path.join(served.root, case.name)) == [IDS_ONLY]
+    expected, actual = served.expected[case.name], served.actual[case.name]
+    assert sorted(actual) == sorted(expected)
+    for name, want in expected.items():
+        got = actual[name]
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), name
+        if np.issubdtype(want.dtype, np.integer):
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        else:
+            assert np.max(np.abs(got - want)) <= ATOL, name
