@@ -1,20 +1,24 @@
-r"""Creates masked-LM + sentence-order pretraining TFRecords from raw text (the reference's
-create_pretraining_data, streaming, parallel and fully seeded).
+r"""Command line: creates masked-LM + sentence-order pretraining TFRecords from raw text (the
+reference's create_pretraining_data, streaming, parallel and fully seeded).
 
     python -m data_prep.create_pretraining_data \
       --input_file='corpus/*.txt' --output_file=out/train-0.tfrecord,out/train-1.tfrecord \
       --spm_model_file=30k-clean.model --max_seq_length=512 --max_predictions_per_seq=20 \
-      --dupe_factor=40 --num_workers=8
+      --dupe_factor=40 --num_workers=8 [--runner=DataflowRunner <Beam pipeline options>]
 
-Flag names and defaults are the reference's, plus --num_workers, --chunk_documents and
---skip_invalid_lines. The algorithm is the reference's (deliberate differences listed in
-data_prep/pretraining_instances.py), applied to chunks of --chunk_documents whole documents: the
-document shuffle, the random-document segments B and the final instance shuffle happen within a chunk.
-Output: the TFRecords and ``<first output>.stats.json``, each written under a temporary name and
-renamed when the whole run succeeded. An output that is also an input (or the tokenizer file), or
-named twice, is refused before any work. Ctrl-C, SIGTERM or an error stops the workers and removes
-the temporary files; after a kill -9 the workers die too, and the next run writing the same output
-removes its temporary files.
+Flag names and defaults are the reference's, plus --num_workers, --chunk_documents,
+--skip_invalid_lines and --runner. The algorithm is the reference's (deliberate differences listed
+in data_prep/pretraining/instances.py), applied to chunks of --chunk_documents whole documents: the
+document shuffle, the random-document segments B and the final instance shuffle happen within a
+chunk. Output: the TFRecords and ``<first output>.stats.json``, each written under a temporary name
+and renamed when the whole run succeeded. An output that is also an input (or the tokenizer file),
+or named twice, is refused before any work. Ctrl-C, SIGTERM or an error stops the workers and
+removes the temporary files; after a kill -9 the workers die too, and the next run writing the same
+output removes its temporary files. With --runner the same bytes are computed as an Apache Beam
+pipeline.
+
+This module holds the flags and the wiring only. The library is data_prep/pretraining/: local runs
+go through pipeline.py, Beam runs through beam.py (runner set-up: data_prep/common/beam_runner.py).
 """
 
 from __future__ import annotations

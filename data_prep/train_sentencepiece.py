@@ -1,17 +1,15 @@
-"""TODO(split) Trains a SentencePiece unigram model with the reference ALBERT recipe.
+"""Command line: trains a SentencePiece unigram model with the reference ALBERT recipe.
 
-The recipe of the released 30k-clean model: pad 0 ``<pad>``, unk 1 ``<unk>``, no BOS/EOS, control symbols
-[CLS] [SEP] [MASK] (ids 2-4), user-defined symbols ( ) " - . – £ € (ids 5-12), character_coverage
-0.99995, model_type unigram.
+    python -m data_prep.train_sentencepiece --input_file='corpus/*.txt' \\
+        --model_prefix=out/30k-clean --vocab_size=30000 [--do_lower_case]
 
-Usage:
-  python -m data_prep.train_sentencepiece --input_file='corpus/*.txt' --model_prefix=out/30k-clean \
-      --vocab_size=30000
+Writes ``<model_prefix>.model`` and ``<model_prefix>.vocab`` (each through a temporary file, then
+renamed): pad 0, unk 1, [CLS] [SEP] [MASK] as control symbols (ids 2-4), the reference's
+user-defined symbols, over text normalized as create_pretraining_data and the fine-tuning scripts
+normalize it. A bad input is one line ``train_sentencepiece: error: ...`` and exit status 1.
 
-Writes <model_prefix>.model and <model_prefix>.vocab (each through a temporary file, then renamed).
-The training text is normalized with ``preprocess_text`` (lowercased with --do_lower_case), the same
-normalization create_pretraining_data and the fine-tuning scripts apply before tokenizing, so the
-model's pieces match the text it will see. Blank lines (document separators) are skipped.
+This module holds the flags and the wiring only; the recipe and the training are
+data_prep/pretraining/vocabulary.py.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ def write_with_beam(input_files: list[str], output_files: list[str], processor: 
                     options: PipelineOptions) -> dict[str, Any]:
     """Runs the pipeline to completion and renames its outputs; returns the statistics summary.
 
-    Same arguments and result as ``pretraining_pipeline.generate_pretraining_data``, which writes the
-    same bytes on one machine; ``options`` (``pipeline_options``) pick the runner.
+    Same arguments and result as ``generate_pretraining_data`` (data_prep/pretraining/pipeline.py),
+    which writes the same bytes on one machine; ``options`` (``pipeline_options``) pick the runner.
     """
     check_paths_reach_workers(
         options, [("--input_file", path) for path in input_files]

@@ -13,8 +13,8 @@ The record layout is the reference's: per instance, padded with zeros,
 | masked_lm_weights    | float | M      |
 | next_sentence_labels | int64 | 1      |
 
-(S = max_seq_length, M = max_predictions_per_seq; ``albert_tf.pretraining_data`` holds the matching
-parser.) The protobuf wire format is written directly because worker processes run without
+(S = max_seq_length, M = max_predictions_per_seq; albert_tf/tasks/pretraining/records.py holds the
+matching parser.) The protobuf wire format is written directly because worker processes run without
 TensorFlow and because building ``tf.train.Example`` messages field by field was the slowest step of
 the generator; the bytes parse to exactly the message ``tf.train.Example`` would build.
 """

@@ -1,17 +1,15 @@
-"""TODO(split) Trains a SentencePiece unigram model with the reference ALBERT recipe.
+"""Trains a SentencePiece unigram model with the reference ALBERT recipe (the library of
+``python -m data_prep.train_sentencepiece``).
 
-The recipe of the released 30k-clean model: pad 0 ``<pad>``, unk 1 ``<unk>``, no BOS/EOS, control symbols
-[CLS] [SEP] [MASK] (ids 2-4), user-defined symbols ( ) " - . – £ € (ids 5-12), character_coverage
-0.99995, model_type unigram.
+The recipe of the released 30k-clean model: pad 0 ``<pad>``, unk 1 ``<unk>``, no BOS/EOS, control
+symbols [CLS] [SEP] [MASK] (ids 2-4), user-defined symbols ( ) " - . – £ € (ids 5-12),
+character_coverage 0.99995, model_type unigram.
 
-Usage:
-  python -m data_prep.train_sentencepiece --input_file='corpus/*.txt' --model_prefix=out/30k-clean \
-      --vocab_size=30000
-
-Writes <model_prefix>.model and <model_prefix>.vocab (each through a temporary file, then renamed).
-The training text is normalized with ``preprocess_text`` (lowercased with --do_lower_case), the same
-normalization create_pretraining_data and the fine-tuning scripts apply before tokenizing, so the
-model's pieces match the text it will see. Blank lines (document separators) are skipped.
+``train_sentencepiece`` writes ``<model_prefix>.model`` and ``<model_prefix>.vocab`` (each through a
+temporary file, then renamed). The training text is normalized with ``preprocess_text`` (lowercased
+with ``do_lower_case``), the same normalization create_pretraining_data and the fine-tuning scripts
+apply before tokenizing, so the model's pieces match the text it will see. Blank lines (document
+separators) are skipped; a line that is not UTF-8 is an error naming the file and line.
 """
 
 from __future__ import annotations
