@@ -19,7 +19,8 @@ from typing import Any, Callable
 from absl import flags
 
 # Kept here (not imported) so that defining flags imports no TensorFlow; tests check they match
-# optimization.OPTIMIZER_NAMES, distribute.STRATEGY_NAMES and training.DTYPE_POLICIES.
+# training/optimization.OPTIMIZER_NAMES, training/distribute.STRATEGY_NAMES and
+# training/trainer.DTYPE_POLICIES.
 OPTIMIZERS = ("adamw", "lamb")
 
 
