@@ -1,4 +1,11 @@
-"""Parameter counts of a model, split the way the paper reports them."""
+"""Parameter counts of a model, split the way the paper reports them, and a training-memory estimate
+(the library of ``python -m albert_tf.model_report``).
+
+``parameter_report`` counts the variables of an encoder or a task model (embeddings, projection,
+transformer, pooler, each head group the task model declares; tied weights once).
+``training_memory_bytes`` is a lower-bound estimate for one device from the config alone, through
+closed-form counts of the encoder and the pretraining heads.
+"""
 
 from __future__ import annotations
 
