@@ -16,7 +16,9 @@ and wiring only:
 
 - train_sentencepiece.py: a SentencePiece model with ALBERT's special pieces.
 - create_pretraining_data.py: MLM + SOP pretraining TFRecords (locally or on Beam).
-- glue.py, squad.py, race.py: the cached feature files of a fine-tuning task.
+- glue.py: the GLUE feature caches that run_classifier reads.
+- squad.py, race.py: one SQuAD / RACE feature file at a given path (run_squad and run_race build
+  the same files in their own feature caches).
 
 Layering (tests/test_import_graph.py checks it): no import cycle; a task folder never imports
 another task folder; a task folder may use the albert_tf task of its own name
