@@ -24,7 +24,8 @@ Commands at the top (``python -m albert_tf.<command>``), flags and wiring only:
 The training scripts (run_pretraining.py, run_classifier.py, run_squad.py, run_race.py) are at the
 repository root; the data preparation is the package data_prep.
 
-Layering (tests/test_import_graph.py checks it): no import cycle; core folders never import
+Layering (tests/test_import_graph.py checks it): no import cycle, between modules or between
+folders; core folders never import
 albert_tf/tasks/; a task never imports another task; albert_tf never imports data_prep; nothing
 imports a command; only cli/flag_definitions.py, cli/run_flags.py and the commands import
 ``absl.flags`` or read ``FLAGS``. Package ``__init__`` files hold no code (import the modules).

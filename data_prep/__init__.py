@@ -20,7 +20,8 @@ and wiring only:
 - squad.py, race.py: one SQuAD / RACE feature file at a given path (run_squad and run_race build
   the same files in their own feature caches).
 
-Layering (tests/test_import_graph.py checks it): no import cycle; a task folder never imports
+Layering (tests/test_import_graph.py checks it): no import cycle, between modules or between
+folders; common/ never imports a task folder (here or albert_tf/tasks/); a task folder never imports
 another task folder; a task folder may use the albert_tf task of its own name
 (albert_tf/tasks/<task>/, e.g. the GLUE metric keys) and albert_tf's core folders; albert_tf never
 imports data_prep; nothing imports a command; only the commands (and albert_tf/cli/flag_definitions.py,
