@@ -1,5 +1,9 @@
 """End-to-end tests of data_prep/create_pretraining_data.py: statistics against the reference's own
-output on the same corpus, determinism, sharded output, and bad input."""
+output on the same corpus, determinism, sharded output, and bad input.
+
+The comparison with the reference uses the shared test data (its corpus, en8k.model and its
+records); the other tests run on the bundled corpus with a tiny SentencePiece model trained from it
+(tests/spm_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,11 @@ from data_prep.pretraining.instances import InstanceConfig
 from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT
+
+# The corpus without the shared test data: the bundled one's paragraphs, written twice (84 documents).
+BUNDLED_DOCUMENTS = 2 * [paragraph.strip().split("\n")
+                         for paragraph in open(spm_fixtures.FIXTURE_CORPUS, encoding="utf-8").read()
+                         .split("\n\n") if paragraph.strip()]
 
 FLAGS = flags.FLAGS
 RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
@@ -94,26 +103,27 @@ def write_corpus(path, documents):
     return str(path)
 
 
-def rte_documents(count):
-    with open(RTE_DOCS, encoding="utf-8") as handle:
-        documents = [block.split("\n") for block in handle.read().strip().split("\n\n")]
-    return documents[:count]
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "docs.txt", BUNDLED_DOCUMENTS)
 
 
 @pytest.fixture(scope="module")
-def small_corpus(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "docs.txt", rte_documents(300))
+def spm_model():
+    return spm_fixtures.cached_tiny_spm()
 
 
 def small_run(corpus, output, **overrides):
-    values = dict(input_file=corpus, output_file=str(output), spm_model_file=EN8K_MODEL,
-                  max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, chunk_documents=60)
+    """Five chunks of the bundled corpus through the tiny model."""
+    values = dict(input_file=corpus, output_file=str(output), spm_model_file=spm_fixtures.cached_tiny_spm(),
+                  max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, chunk_documents=20)
     values.update(overrides)
     run_cli(**values)
 
 
 # --- agreement with the reference -----------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_statistics_match_the_reference_output(tmp_path):
     output = tmp_path / "rte.tfrecord"
     # The flags the reference fixture was made with (shared/data/pretraining/README.md).
@@ -200,55 +210,55 @@ def test_wordpiece_mode_marks_continuations(tmp_path):
     np.testing.assert_array_equal(parsed["token_boundary"][real_words], 1)
 
 
-def test_sentence_longer_than_max_seq_length_is_truncated(tmp_path):
-    long_sentence = " ".join(["word"] * 3000)
-    corpus = write_corpus(tmp_path / "long.txt", [[long_sentence], *rte_documents(5)])
+def test_sentence_longer_than_max_seq_length_is_truncated(tmp_path, spm_model):
+    long_sentence = " ".join(["river"] * 3000)  # one piece, "▁river", rare in the other documents
+    corpus = write_corpus(tmp_path / "long.txt", [[long_sentence], *BUNDLED_DOCUMENTS[:5]])
     output = tmp_path / "long.tfrecord"
-    run_cli(input_file=corpus, output_file=str(output), spm_model_file=EN8K_MODEL, max_seq_length=32,
+    run_cli(input_file=corpus, output_file=str(output), spm_model_file=spm_model, max_seq_length=32,
             max_predictions_per_seq=5, dupe_factor=2)
     parsed = parse_file(str(output), 32, 5)
     assert parsed["input_mask"].sum(axis=1).max() == 32
     # The long sentence is a single-sentence chunk (B from another document), so it appears in at
     # least its dupe_factor = 2 instances, cut to what B leaves free.
-    (word_id,) = spm.SentencePieceProcessor(model_file=EN8K_MODEL).EncodeAsIds("word")
+    (word_id,) = spm.SentencePieceProcessor(model_file=spm_model).EncodeAsIds("river")
     assert ((parsed["input_ids"] == word_id).sum(axis=1) >= 5).sum() >= 2
 
 
 # --- bad input --------------------------------------------------------------------------------------
 
-def test_missing_input_names_the_pattern(tmp_path):
+def test_missing_input_names_the_pattern(tmp_path, spm_model):
     pattern = str(tmp_path / "nothing-*.txt")
     with pytest.raises(SystemExit, match="nothing-\\*.txt.*matches no file"):
-        run_cli(input_file=pattern, output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+        run_cli(input_file=pattern, output_file=str(tmp_path / "o.tfrecord"), spm_model_file=spm_model)
 
 
-def test_command_line_reports_bad_input_without_traceback(tmp_path):
+def test_command_line_reports_bad_input_without_traceback(tmp_path, spm_model):
     pattern = str(tmp_path / "missing.txt")
     completed = subprocess.run(
         [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={pattern}",
-         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={EN8K_MODEL}"],
+         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 1
     assert f"error: input pattern '{pattern}' matches no file" in completed.stderr
     assert "Traceback" not in completed.stderr
 
 
-def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path):
+def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path, spm_model):
     corpus = tmp_path / "empty.txt"
     corpus.write_text("\n   \n\t\n\n", encoding="utf-8")
     out_dir = tmp_path / "out"
     with pytest.raises(SystemExit, match="no documents"):
-        run_cli(input_file=str(corpus), output_file=str(out_dir / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+        run_cli(input_file=str(corpus), output_file=str(out_dir / "o.tfrecord"), spm_model_file=spm_model)
     assert os.listdir(out_dir) == []  # no output and no temporary file left behind
 
 
-def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path):
+def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path, spm_model):
     corpus = tmp_path / "bad.txt"
     corpus.write_bytes(b"A first sentence.\nAnother one.\nbroken \xff\xfe bytes\n\nSecond document.\n")
     with pytest.raises(SystemExit, match=r"bad\.txt, line 3: not valid UTF-8"):
-        run_cli(input_file=str(corpus), output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+        run_cli(input_file=str(corpus), output_file=str(tmp_path / "o.tfrecord"), spm_model_file=spm_model)
     output = tmp_path / "skipped.tfrecord"
-    run_cli(input_file=str(corpus), output_file=str(output), spm_model_file=EN8K_MODEL,
+    run_cli(input_file=str(corpus), output_file=str(output), spm_model_file=spm_model,
             skip_invalid_lines=True, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1)
     with open(str(output) + ".stats.json") as handle:
         summary = json.load(handle)
@@ -263,8 +273,9 @@ def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path):
     (dict(max_seq_length=4), "max_seq_length must be at least 5"),
     (dict(input_file_mode="w"), "input_file_mode"),
 ])
-def test_invalid_flags_are_rejected(tmp_path, overrides, message):
-    values = dict(input_file=RTE_DOCS, output_file=str(tmp_path / "o.tfrecord"), spm_model_file=EN8K_MODEL)
+def test_invalid_flags_are_rejected(tmp_path, spm_model, overrides, message):
+    values = dict(input_file=spm_fixtures.FIXTURE_CORPUS, output_file=str(tmp_path / "o.tfrecord"),
+                  spm_model_file=spm_model)
     values.update(overrides)
     with pytest.raises(app.UsageError, match=message):
         run_cli(**values)
@@ -286,10 +297,10 @@ class DyingProcessor(ChunkProcessor):
 
 
 def test_a_dead_worker_stops_the_run_without_output(small_corpus, tmp_path):
-    processor = DyingProcessor(FullTokenizer(spm_model_file=EN8K_MODEL),
+    processor = DyingProcessor(FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm()),
                                GenerationConfig(InstanceConfig(max_seq_length=64), dupe_factor=1))
     out_dir = tmp_path / "out"
     with pytest.raises(concurrent.futures.process.BrokenProcessPool):
         generate_pretraining_data([small_corpus], [str(out_dir / "o.tfrecord")], processor,
-                                  chunk_documents=50, num_workers=2)
+                                  chunk_documents=20, num_workers=2)
     assert os.listdir(out_dir) == []
