@@ -42,61 +42,36 @@ from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path
 
 FLAGS = flags.FLAGS
 
-
 flags.DEFINE_string("input_file", None,
                     "Comma-separated glob patterns of raw text files: UTF-8, one sentence per line, a "
                     "blank line between documents (the end of a file also ends a document).")
-
-
 flags.DEFINE_string("output_file", None,
                     "Comma-separated output TFRecord paths; instances are written round-robin. "
                     "Statistics go to '<first output>.stats.json'.")
-
-
 flags.DEFINE_string("input_file_mode", "r",
                     "Kept for command-line compatibility with the reference: 'r' or 'rb'. Both read "
                     "the files as UTF-8 (see --skip_invalid_lines).")
-
-
 flags.DEFINE_bool("do_whole_word_mask", True,
                   "Mask whole words: continuation pieces are grouped with the piece starting their word.")
-
-
 flags.DEFINE_bool("do_permutation", False,
                   "Not supported: the reference's permutation targets double the length of the "
                   "masked_lm_* features, which run_pretraining cannot read. Setting it is an error.")
-
-
 flags.DEFINE_bool("favor_shorter_ngram", True,
                   "n-gram length n drawn with p(n) proportional to 1/n; if false, the reversed "
                   "probabilities (longer n-grams more likely).")
-
-
 flags.DEFINE_bool("random_next_sentence", False,
                   "False: sentence-order prediction (negatives = swapped segments; as in the "
                   "reference, a single-sentence chunk still takes segment B from a random document). "
                   "True: NSP-style negatives (segment B from a random document of the same chunk).")
-
-
 flags.DEFINE_integer("ngram", 3, "Maximum number of words of a masked n-gram.")
-
-
 flags.DEFINE_integer("random_seed", 12345,
                      "Seed of every random decision: the same input, seed, --chunk_documents and "
                      "output files give byte-identical output, whatever --num_workers.")
-
-
 flags.DEFINE_integer("dupe_factor", 40,
                      "Number of passes over each chunk's documents, with different splits and masks.")
-
-
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict (before the cap).")
-
-
 flags.DEFINE_float("short_seq_prob", 0.1,
                    "Per document and pass, probability of a random shorter target length.")
-
-
 flags.DEFINE_integer("chunk_documents", 1000,
                      "Documents per chunk. The corpus is processed chunk by chunk: memory per worker "
                      "is about one chunk's tokens plus its records of all dupe_factor passes. Unlike "
@@ -104,17 +79,11 @@ flags.DEFINE_integer("chunk_documents", 1000,
                      "segments B drawn and instances shuffled within a chunk, so a corpus sorted by "
                      "topic should be shuffled by document first or use large chunks. Changing it "
                      "changes the output.")
-
-
 flag_definitions.define("max_seq_length", "max_predictions_per_seq", "num_workers",
                         *flag_definitions.TOKENIZER_FLAGS)
-
-
 flags.DEFINE_bool("skip_invalid_lines", False,
                   "Skip and count input lines that are not valid UTF-8 instead of stopping with an "
                   "error naming the file and line.")
-
-
 flags.DEFINE_string("runner", None,
                     "Run as an Apache Beam pipeline on this runner (DirectRunner, DataflowRunner, "
                     "FlinkRunner, SparkRunner, ...) instead of local processes: the same output "

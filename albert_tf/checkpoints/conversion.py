@@ -34,11 +34,7 @@ from albert_tf.files.paths import absolute_path
 from albert_tf.models.task_model import AlbertTaskModel
 
 ALBERT_TF_OUTPUT = f"{TF2_CHECKPOINT_NAME}-0"  # the prefix a reference checkpoint converts to
-
-
 TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts to
-
-
 _TEMPORARY_SUFFIX = ".tmp-export"  # export_tf1_checkpoint's temporary prefix
 
 

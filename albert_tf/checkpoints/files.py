@@ -21,14 +21,8 @@ from google.protobuf import text_encoding
 from albert_tf.files.atomic import atomic_write_text
 
 TF2_CHECKPOINT_NAME = "model.ckpt"
-
-
 CHECKPOINT_STATE_FILE = "checkpoint"  # names the latest checkpoint of a directory
-
-
 SAVED_MODEL_FILE = "saved_model.pb"
-
-
 SAVED_MODEL_VARIABLES = ("variables", "variables")  # the checkpoint prefix inside a SavedModel
 
 

@@ -30,11 +30,7 @@ from albert_tf.checkpoints.tf1_names import group_zero_name, tf1_variable_map
 from albert_tf.models.encoder import AlbertModel
 
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"  # the object graph an object-based checkpoint stores
-
-
 _VARIABLE_VALUE = "VARIABLE_VALUE"  # the attribute under which a variable's value is saved
-
-
 _MODEL_EDGE = "model"  # every albert_tf checkpoint keeps its task model under this edge of the root
 
 

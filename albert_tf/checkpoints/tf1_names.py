@@ -20,14 +20,8 @@ from albert_tf.models.encoder import AlbertModel, AttentionFFNBlock
 from albert_tf.models.task_model import AlbertTaskModel
 
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
-
-
 _IGNORED_NAMES = ("global_step", "_CHECKPOINTABLE_OBJECT_GRAPH")
-
-
 _LAYER_NORM_VARIANT = re.compile(r"(^|/)(?:layer_normalization|layer_norm)(_\d+)?(?=/)")
-
-
 _GROUP = re.compile(r"/group_\d+/")
 
 

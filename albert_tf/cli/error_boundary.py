@@ -39,38 +39,23 @@ from albert_tf.files.records import locate_corrupt_record_file
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 
-
 _PROJECT_PACKAGES = ("albert_tf.", "data_prep.")
-
-
 _TENSORFLOW_DIR = os.path.dirname(tf.__file__) + os.sep
-
-
 # TensorFlow errors that bad input data, paths or settings raise (others are bugs: traceback).
 _TENSORFLOW_USER_ERRORS = (
     tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
     tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
     tf.errors.FailedPreconditionError, tf.errors.OutOfRangeError, tf.errors.AlreadyExistsError)
-
-
 _HINTS = {
     tf.errors.ResourceExhaustedError: "out of memory: lower the batch size, or use "
                                       "--gradient_accumulation_steps or --dtype=bfloat16",
     tf.errors.OutOfRangeError: "the input ran out of records",
 }
-
-
 # Pieces of TensorFlow's messages that name graph internals, not the problem.
 _FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
-
-
 _OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\](\s*name:.*)?$")
-
-
 _USER_FUNCTION = re.compile(r"Error in user-defined function passed to .*? transformation with "
                             r"iterator: \S+: ")
-
-
 _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .*|"
                          r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
 

@@ -22,11 +22,7 @@ from absl import flags
 # training/optimization.OPTIMIZER_NAMES, training/distribute.STRATEGY_NAMES and
 # training/trainer.DTYPE_POLICIES.
 OPTIMIZERS = ("adamw", "lamb")
-
-
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-
-
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -45,7 +41,6 @@ def _enum(default: str, values: tuple[str, ...], help_text: str) -> FlagSpec:
 
 
 _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
-
 
 SPECS: dict[str, FlagSpec] = {
     # -- model, tokenizer and files
@@ -139,20 +134,11 @@ SPECS: dict[str, FlagSpec] = {
                                        "records)."),
 }
 
-
 TPU_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores")
-
-
 LOOP_FLAGS = ("strategy", "num_gpus", "use_xla", "dtype", "gradient_accumulation_steps",
               "input_seed", "seed", "replay_input_on_resume")
-
-
 CHECKPOINT_FLAGS = ("save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop")
-
-
 TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
-
-
 # What every fine-tuning script (run_classifier, run_squad, run_race) shares.
 FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module_handle",
                      *TOKENIZER_FLAGS, "data_dir", "output_dir", "cached_dir", "export_dir",

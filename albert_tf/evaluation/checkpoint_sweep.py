@@ -33,8 +33,6 @@ from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, copy_checkpoint, l
 from albert_tf.files.atomic import atomic_write_text
 
 BEST_PREFIX = TF2_CHECKPOINT_NAME + "-best"
-
-
 BEST_TRIAL_FILE = "best_trial.txt"
 
 

@@ -21,8 +21,6 @@ from absl import logging
 
 # Which machine wrote a temporary file: processes of other machines cannot be checked for life.
 _MACHINE_ID = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-
-
 _TEMPORARY_NAME = re.compile(
     r"^\.(?P<target>.+)\.(?P<machine>[0-9a-f]{8})-(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp$")
 

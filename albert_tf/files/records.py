@@ -21,11 +21,8 @@ import tensorflow as tf
 # TFRecordDataset's default read buffer, given explicitly: TensorFlow logs an unspecified one.
 READ_BUFFER_BYTES = 256 * 1024
 
-
 # The record files the pipelines of this process read, in order (a dict used as an ordered set).
 _FILES_READ: dict[str, None] = {}
-
-
 _RECORD_OFFSET = re.compile(r"(?:corrupted|truncated) record at (\d+)")
 
 

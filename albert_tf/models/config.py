@@ -22,7 +22,6 @@ from albert_tf.files.atomic import atomic_write_text
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear", "")
 
-
 _POSITIVE_INT_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                       "num_hidden_groups", "num_attention_heads", "intermediate_size",
                       "inner_group_num", "max_position_embeddings", "type_vocab_size")

@@ -41,10 +41,7 @@ from albert_tf.tokenization.in_graph import InGraphTokenizer
 # A pair needs [CLS], two [SEP] and at least one id of each segment.
 MIN_SEQ_LENGTH = 5
 
-
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32)
-
-
 _TEXTS = tf.TensorSpec([None], tf.string)
 
 

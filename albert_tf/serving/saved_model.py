@@ -37,8 +37,6 @@ from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 IDS_ONLY = "ids_only"
-
-
 WITH_TEXT = "with_text"
 
 

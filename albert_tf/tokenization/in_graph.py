@@ -27,8 +27,6 @@ from albert_tf.tokenization.sentencepiece import (is_digit_comma_piece, load_sen
 # ---------------------------------------------------------------------------------------------------
 
 _CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
-
-
 # Never a value of the char map: marks "character unchanged" (a lone 0xFF byte is invalid UTF-8).
 _UNCHANGED = b"\xff"
 

@@ -20,7 +20,6 @@ from albert_tf.tokenization.normalization import convert_to_unicode
 
 SPIECE_UNDERLINE = "\u2581"
 
-
 # Special pieces every ALBERT vocabulary must hold (pretraining and fine-tuning insert them by name).
 SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
 
@@ -31,15 +30,10 @@ SPECIAL_PIECES = ("[CLS]", "[SEP]", "[MASK]")
 # is a start piece anyway (it lies outside a-z), so only mixed pieces such as "x€" (no "▁") are
 # affected.
 _SP_START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
-
-
 _SP_CONTINUATION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz") | _SP_START_PUNCTUATION
-
 
 # Sampling parameters of the reference's SampleEncodeAsPieces call (subword regularization).
 _SAMPLE_NBEST_SIZE = 64
-
-
 _SAMPLE_ALPHA = 0.1
 
 

@@ -38,12 +38,8 @@ from albert_tf.tokenization.sentencepiece import (SPIECE_UNDERLINE, is_digit_com
 
 # (a, b) = (this, 0) marks "the whole token" in the sub-piece byte table.
 _WHOLE_PIECE = 1 << 30
-
-
 # Byte offsets of row r are searched as r * _ROW_STRIDE + offset (texts under 4 GiB).
 _ROW_STRIDE = 1 << 32
-
-
 _SPACE = ord(" ")
 
 

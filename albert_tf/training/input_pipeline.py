@@ -24,11 +24,8 @@ from albert_tf.files.records import require_records, tfrecord_dataset
 
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
-
-
 # serialized records [B] -> feature dict with a leading B.
 ParseFn = Callable[[tf.Tensor], dict[str, tf.Tensor]]
-
 
 # The reference's training shuffle buffer (examples), for every task's input pipeline.
 SHUFFLE_BUFFER = 100

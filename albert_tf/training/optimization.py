@@ -29,12 +29,9 @@ import tensorflow as tf
 
 OPTIMIZER_NAMES = ("adamw", "lamb")
 
-
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
-
 VariableNameFn = Callable[[Any], str]
-
 
 # Keras's built-in gradient transforms, refused because this module implements them the reference's way
 # (or not at all). Each maps to the value meaning "off", which from_config passes back.
@@ -47,8 +44,6 @@ _KERAS_FEATURES_OFF = {
     "ema_overwrite_frequency": None,
     "gradient_accumulation_steps": None,
 }
-
-
 _KERAS_FEATURES_IGNORED_WHEN_OFF = ("ema_momentum",)
 
 

@@ -44,7 +44,6 @@ from data_prep.common.tf_example import float_feature, int64_feature, serialize_
 # 2: STS-B scores outside 0..5 (nan included) and files without examples are refused.
 FEATURES_VERSION = 2
 
-
 # Number of examples whose pieces are logged, as the reference does, to eyeball the preprocessing.
 _NUM_EXAMPLES_TO_LOG = 3
 

@@ -102,7 +102,6 @@ class GlueTask:
 
 _MNLI_RECIPE = FineTuningRecipe(1000, 3e-5, 10000, 100, 128)
 
-
 GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
     GlueTask("cola", ColaProcessor, metric_kinds=("accuracy", "mcc"),
              selection_metric=GLUE_METRIC_KEYS["mcc"],

@@ -26,22 +26,15 @@ from apache_beam.runners.runner import PipelineState
 from albert_tf.cli.error_boundary import logger_levels
 
 DIRECT_RUNNER = "DirectRunner"
-
-
 LOCAL_RUNNER = "FnApiRunner"
-
 
 # Loggers of the local runner that repeat a worker's error, which reaches the driver as the
 # runner's exception anyway (CRITICAL: silent), and its workers' start-up chatter.
 _ERROR_ECHOES = ("apache_beam.runners.common", "apache_beam.runners.worker.bundle_processor",
                  "apache_beam.runners.worker.sdk_worker",
                  "apache_beam.runners.portability.local_job_service")
-
-
 _QUIET_WORKER_LOGGERS = {"__main__": "ERROR", "apache_beam.options.pipeline_options": "ERROR",
                          **{name: "CRITICAL" for name in _ERROR_ECHOES}}
-
-
 # A worker's error reaches the driver as the runner's exception, whose text holds the worker's
 # traceback: "<module.Class>: <message> [while running '<stage>']".
 _STAGE_SUFFIX = re.compile(r" \[while running '[^']*'\]$")

@@ -38,16 +38,9 @@ from albert_tf.files.paths import absolute_path
 # A task whose record bytes change for the same inputs bumps a version inside its own settings instead.
 FORMAT_VERSION = 1
 
-
 RECORD_SUFFIX = ".tf_record"
-
-
 _SIDECAR_FIELDS = ("format_version", "key", "num_records", "record_bytes", "metadata")
-
-
 _NAME_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
 _HASH_BLOCK_BYTES = 1 << 20
 
 

@@ -28,7 +28,6 @@ from data_prep.common.tf_example import int64_feature, serialize_example
 
 NUM_CHOICES = 4
 
-
 # The features stored flat as [NUM_CHOICES * S].
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 

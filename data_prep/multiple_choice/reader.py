@@ -44,17 +44,9 @@ from data_prep.multiple_choice.features import (NUM_CHOICES, RaceFeatures, check
                                                 question_features)
 
 SPLITS = ("train", "dev", "test")
-
-
 LEVELS = ("middle", "high")
-
-
 ALL_TXT = "all.txt"
-
-
 ANSWER_LETTERS = "ABCD"
-
-
 _ARTICLE_KEYS = ("id", "article", "questions", "options", "answers")
 
 

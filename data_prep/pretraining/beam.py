@@ -41,8 +41,6 @@ from data_prep.pretraining.stats import GenerationStats
 from data_prep.pretraining.writer import summary_json
 
 COUNTERS = "create_pretraining_data"  # namespace of the progress counters a runner's UI shows
-
-
 # Errors of a worker that are the user's to fix (a bad input line, a missing or unreadable file).
 _WORKER_USER_ERRORS = ("CorpusError", "FileNotFoundError", "PermissionError", "NotFoundError",
                        "PermissionDeniedError")

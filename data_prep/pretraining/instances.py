@@ -33,34 +33,19 @@ from typing import Callable, Iterator, Sequence
 from data_prep.common.pair_truncation import truncate_seq_pair
 
 CLS = "[CLS]"
-
-
 SEP = "[SEP]"
-
-
 MASK = "[MASK]"
-
 
 # How segment B relates to segment A; the sentence-order label is 1 unless IN_ORDER.
 IN_ORDER = "in_order"
-
-
 SWAPPED = "swapped"
-
-
 RANDOM_DOCUMENT = "random_document"
-
-
 PAIR_KINDS = (IN_ORDER, SWAPPED, RANDOM_DOCUMENT)
-
 
 # Tries to draw a random document other than the current one before accepting it anyway (reference).
 _RANDOM_DOCUMENT_TRIES = 10
 
-
 Document = Sequence[Sequence[str]]  # sentences, each a non-empty list of pieces
-
-
 StartPieceRule = Callable[[str], bool]
 
 

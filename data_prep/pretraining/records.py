@@ -26,29 +26,14 @@ from typing import Sequence
 
 # Protobuf wire type of every field written here (bytes, sub-messages, packed lists).
 _LENGTH_DELIMITED = 2
-
-
 # Field numbers of tf.train.Example -> Features -> map<string, Feature> -> Feature -> Int64List/FloatList.
 _EXAMPLE_FEATURES = 1
-
-
 _FEATURES_MAP = 1
-
-
 _MAP_KEY = 1
-
-
 _MAP_VALUE = 2
-
-
 _FEATURE_FLOAT_LIST = 2
-
-
 _FEATURE_INT64_LIST = 3
-
-
 _LIST_VALUE = 1
-
 
 # Varints of small non-negative ints are looked up rather than computed (ids of vocabularies up to
 # 2**17 pieces, positions, lengths); larger values fall back to ``encode_varint``.
@@ -83,17 +68,9 @@ def _delimited(field: int, payload: bytes) -> bytes:
 
 
 _LIST_VALUE_TAG = _tag(_LIST_VALUE, _LENGTH_DELIMITED)
-
-
 _INT64_LIST_TAG = _tag(_FEATURE_INT64_LIST, _LENGTH_DELIMITED)
-
-
 _FLOAT_LIST_TAG = _tag(_FEATURE_FLOAT_LIST, _LENGTH_DELIMITED)
-
-
 _MAP_VALUE_TAG = _tag(_MAP_VALUE, _LENGTH_DELIMITED)
-
-
 _FEATURES_MAP_TAG = _tag(_FEATURES_MAP, _LENGTH_DELIMITED)
 
 
@@ -118,18 +95,12 @@ def _map_entry(key_prefix: bytes, list_tag: bytes, packed: bytes) -> bytes:
 
 # Feature names in the order the reference writes them, with their kinds.
 INT64 = "int64"
-
-
 FLOAT = "float"
-
-
 FEATURE_KINDS = (
     ("input_ids", INT64), ("input_mask", INT64), ("segment_ids", INT64), ("token_boundary", INT64),
     ("masked_lm_positions", INT64), ("masked_lm_ids", INT64), ("masked_lm_weights", FLOAT),
     ("next_sentence_labels", INT64),
 )
-
-
 _KEY_PREFIXES = {name: _delimited(_MAP_KEY, name.encode("utf-8")) for name, _ in FEATURE_KINDS}
 
 

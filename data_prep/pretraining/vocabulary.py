@@ -25,17 +25,9 @@ from albert_tf.files.paths import expand_input_patterns
 from albert_tf.tokenization.normalization import preprocess_text
 
 PAD_ID = 0
-
-
 UNK_ID = 1
-
-
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
-
-
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
-
-
 DEFAULT_CHARACTER_COVERAGE = 0.99995
 
 

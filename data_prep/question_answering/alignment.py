@@ -37,8 +37,6 @@ import numpy as np
 
 # Band half-width slack of the reference's first pass: d = |n - m| + 5.
 _BAND_SLACK = 5
-
-
 # The first pass suffices when more than this fraction of the raw chars align; an alignment is kept
 # when at least this fraction does.
 _MIN_ALIGNED_FRACTION = 0.8

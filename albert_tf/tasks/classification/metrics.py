@@ -25,8 +25,6 @@ _GLUE_METRICS: dict[str, tuple[str, Callable[..., float]]] = {
     "spearman": ("spearman", spearman_correlation),
     "mse": ("MSE", mean_squared_error),
 }
-
-
 # The result key of each GLUE metric kind.
 GLUE_METRIC_KEYS: dict[str, str] = {kind: key for kind, (key, _) in _GLUE_METRICS.items()}
 

@@ -53,11 +53,7 @@ from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 CONFIG_ASSET = "albert_config.json"
-
-
 PREPROCESSING_SUBDIR = "preprocessing"
-
-
 SIGNATURES = ("tokens", "sop", "mlm", "tokenization_info", "serving_default")
 
 

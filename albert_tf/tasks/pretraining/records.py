@@ -28,16 +28,10 @@ _PRETRAINING_FEATURES = (
     ("masked_lm_weights", "pred", tf.float32),
     ("next_sentence_labels", "one", tf.int64),
 )
-
-
 # The flag that sets each length kind, for messages.
 _LENGTH_FLAGS = {"seq": "--max_seq_length", "pred": "--max_predictions_per_seq"}
-
-
 # Features holding vocabulary ids, checked against the config's vocab_size.
 _TOKEN_ID_FEATURES = ("input_ids", "masked_lm_ids")
-
-
 # Records read from the start of each file by ``check_pretraining_files``.
 RECORDS_CHECKED_PER_FILE = 10
 

@@ -22,19 +22,11 @@ from albert_tf.models.heads import gather_positions
 from albert_tf.models.layers import Dense, LayerNorm, dropout, truncated_normal
 
 MASKED_LOGIT = -1e30
-
-
 # The reference initialises cls/squad/output_weights with stddev 0.02, not config.initializer_range.
 SQUAD_V1_INITIALIZER_STDDEV = 0.02
-
-
 # The reference's run_squad_v2 defaults (--start_n_top, --end_n_top, --dropout_prob).
 DEFAULT_START_N_TOP = 5
-
-
 DEFAULT_END_N_TOP = 5
-
-
 DEFAULT_V2_DROPOUT = 0.1
 
 

@@ -20,8 +20,6 @@ from albert_tf.evaluation.metrics import safe_div
 # -- SQuAD -----------------------------------------------------------------------------------------
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-
-
 _PUNCTUATION = frozenset(string.punctuation)
 
 

@@ -18,8 +18,6 @@ from albert_tf.tasks.question_answering.heads import (DEFAULT_END_N_TOP, DEFAULT
                                                       DEFAULT_V2_DROPOUT, SquadV1Head, SquadV2Head)
 
 V1_OUTPUTS = ("start_logits", "end_logits")
-
-
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
               "cls_logits")
 

@@ -36,23 +36,13 @@ from albert_tf.files.atomic import atomic_write_text
 from albert_tf.tasks.question_answering.metrics import squad_v1_scores, squad_v2_scores
 
 PREDICTIONS_FILE = "predictions.json"
-
-
 NBEST_FILE = "nbest_predictions.json"
-
-
 NULL_ODDS_FILE = "null_odds.json"
-
 
 # The reference's null score of a question without any window, and its nonce n-best entries.
 NO_FEATURE_NULL_SCORE = 1e6
-
-
 _V1_NONCE = ("empty", 0.0, 0.0)
-
-
 _V2_NONCE = ("", -1e6, -1e6)
-
 
 # evaluate_v2 scores with the official script's default no-answer threshold applied to null_odds,
 # which are raw logits rather than probabilities (the reference's quirk, kept for its numbers).
