@@ -8,6 +8,7 @@ records); the other tests run on the bundled corpus with a tiny SentencePiece mo
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import os
 import subprocess
@@ -28,11 +29,6 @@ from data_prep.pretraining.instances import InstanceConfig
 from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT
-
-# The corpus without the shared test data: the bundled one's paragraphs, written twice (84 documents).
-BUNDLED_DOCUMENTS = 2 * [paragraph.strip().split("\n")
-                         for paragraph in open(spm_fixtures.FIXTURE_CORPUS, encoding="utf-8").read()
-                         .split("\n\n") if paragraph.strip()]
 
 FLAGS = flags.FLAGS
 RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
@@ -103,9 +99,17 @@ def write_corpus(path, documents):
     return str(path)
 
 
+def bundled_documents(count):
+    """``count`` documents of three sentences (as the reference's RTE corpus has on average) from the
+    bundled corpus, starting over at its end."""
+    lines = spm_fixtures.fixture_corpus_lines()
+    documents = [lines[start:start + 3] for start in range(0, len(lines) - 2, 3)]
+    return list(itertools.islice(itertools.cycle(documents), count))
+
+
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "docs.txt", BUNDLED_DOCUMENTS)
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "docs.txt", bundled_documents(300))
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +118,8 @@ def spm_model():
 
 
 def small_run(corpus, output, **overrides):
-    """Five chunks of the bundled corpus through the tiny model."""
     values = dict(input_file=corpus, output_file=str(output), spm_model_file=spm_fixtures.cached_tiny_spm(),
-                  max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, chunk_documents=20)
+                  max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, chunk_documents=60)
     values.update(overrides)
     run_cli(**values)
 
@@ -212,7 +215,7 @@ def test_wordpiece_mode_marks_continuations(tmp_path):
 
 def test_sentence_longer_than_max_seq_length_is_truncated(tmp_path, spm_model):
     long_sentence = " ".join(["river"] * 3000)  # one piece, "▁river", rare in the other documents
-    corpus = write_corpus(tmp_path / "long.txt", [[long_sentence], *BUNDLED_DOCUMENTS[:5]])
+    corpus = write_corpus(tmp_path / "long.txt", [[long_sentence], *bundled_documents(5)])
     output = tmp_path / "long.tfrecord"
     run_cli(input_file=corpus, output_file=str(output), spm_model_file=spm_model, max_seq_length=32,
             max_predictions_per_seq=5, dupe_factor=2)
@@ -302,5 +305,5 @@ def test_a_dead_worker_stops_the_run_without_output(small_corpus, tmp_path):
     out_dir = tmp_path / "out"
     with pytest.raises(concurrent.futures.process.BrokenProcessPool):
         generate_pretraining_data([small_corpus], [str(out_dir / "o.tfrecord")], processor,
-                                  chunk_documents=20, num_workers=2)
+                                  chunk_documents=50, num_workers=2)
     assert os.listdir(out_dir) == []

@@ -15,11 +15,14 @@ from absl import app
 
 import data_prep.common
 from data_prep.common import beam_runner
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
-from tests.test_create_pretraining_data import (parsed_flags, read_records,  # noqa: F401
-                                                rte_documents, run_cli, write_corpus)
+from tests import spm_fixtures
+from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.test_create_pretraining_data import (bundled_documents, parsed_flags,  # noqa: F401
+                                                read_records, run_cli, write_corpus)
 
-SETTINGS = dict(spm_model_file=EN8K_MODEL, max_seq_length=64, max_predictions_per_seq=10,
+# A tiny SentencePiece model and the bundled corpus (bundled_documents): no shared test data needed.
+SPM_MODEL = spm_fixtures.cached_tiny_spm()
+SETTINGS = dict(spm_model_file=SPM_MODEL, max_seq_length=64, max_predictions_per_seq=10,
                 dupe_factor=2, random_seed=3)
 
 
@@ -28,7 +31,7 @@ def corpus(tmp_path_factory) -> str:
     """Three files of 110, 75 and 1 documents (chunks of 40 cross the file ends); the last line of
     the second file is not UTF-8."""
     directory = tmp_path_factory.mktemp("corpus")
-    documents = rte_documents(186)
+    documents = bundled_documents(186)
     write_corpus(directory / "part-0.txt", documents[:110])
     second = write_corpus(directory / "part-1.txt", documents[110:185])
     with open(second, "ab") as handle:
@@ -110,7 +113,7 @@ def test_invalid_utf8_is_an_error_naming_file_and_line_and_nothing_is_written(co
     completed = subprocess.run(
         [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={corpus}",
          f"--output_file={out_dir / 'a.tfrecord'},{out_dir / 'b.tfrecord'}",
-         f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--dupe_factor=1",
+         f"--spm_model_file={SPM_MODEL}", "--max_seq_length=64", "--dupe_factor=1",
          "--runner=DirectRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing"],
         cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1, completed.stderr
@@ -146,7 +149,7 @@ def test_bad_runner_or_option_is_a_usage_error(tmp_path, runner, beam_args, mess
 
 
 def test_dataflow_refuses_local_paths_before_any_work(tmp_path):
-    corpus = write_corpus(tmp_path / "c.txt", rte_documents(5))
+    corpus = write_corpus(tmp_path / "c.txt", bundled_documents(5))
     with pytest.raises(ValueError, match=r"--input_file '.*c\.txt' is a local path, which "
                                          r"Dataflow's workers cannot read or write: use gs://"):
         run_cli(["--project=p", "--region=r", "--temp_location=gs://b/tmp"],
@@ -169,13 +172,13 @@ def test_pipeline_options_for_each_runner():
 
 
 def test_without_runner_beam_is_not_imported(tmp_path):
-    corpus = write_corpus(tmp_path / "c.txt", rte_documents(20))
+    corpus = write_corpus(tmp_path / "c.txt", bundled_documents(20))
     script = (
         "import sys\n"
         "from absl import flags\n"
         "from data_prep import create_pretraining_data\n"
         f"flags.FLAGS(['x', '--input_file={corpus}', '--output_file={tmp_path / 'o.tfrecord'}', "
-        f"'--spm_model_file={EN8K_MODEL}', '--max_seq_length=64', '--dupe_factor=1'])\n"
+        f"'--spm_model_file={SPM_MODEL}', '--max_seq_length=64', '--dupe_factor=1'])\n"
         "create_pretraining_data.main(['x'])\n"
         "print('beam imported:', 'apache_beam' in sys.modules)\n")
     completed = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=subprocess_env(),
@@ -188,7 +191,7 @@ def test_without_runner_beam_is_not_imported(tmp_path):
 def test_unknown_flag_without_runner_is_absl_error(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "data_prep.create_pretraining_data", "--input_file=x.txt",
-         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={EN8K_MODEL}",
+         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={SPM_MODEL}",
          "--dupe_factr=3"],
         cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1
