@@ -19,7 +19,8 @@ from albert_tf.cli import error_boundary, flag_definitions, run_flags
 from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, restore_best_checkpoint,
                                                   run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.tasks.classification import serving, task
+from albert_tf.tasks.classification.serving import export_classifier
+from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import record_eval_dataset
 from albert_tf.training.task import EvalSet
@@ -112,7 +113,7 @@ def predict(run: Run) -> None:
         test_file = run.features(key, "test", FLAGS.predict_batch_size)
         outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
         guids = test_file.metadata["guids"]
-        paths = task.write_predictions(run.trainer.config.output_dir, guids, outputs,
+        paths = write_predictions(run.trainer.config.output_dir, guids, outputs,
                                              run.task.labels,
                                              suffix=f"_{suffix}" if suffix else "")
         print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
@@ -121,7 +122,7 @@ def predict(run: Run) -> None:
 def export_saved_model(run: Run) -> None:
     threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
     labels = run.task.labels
-    serving.export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
+    export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
                              assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                              tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length)
     print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
@@ -138,7 +139,7 @@ def main(argv):
     tokenizer = run_flags.tokenizer_from_flags(config)
     if FLAGS.do_train:
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    classifier_task = task.ClassifierTask(config, task.metric_kinds, task.num_labels,
+    classifier_task = ClassifierTask(config, task.metric_kinds, task.num_labels,
                                                 task.is_regression)
     run = Run(task, tokenizer,
               run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))

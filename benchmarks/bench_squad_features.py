@@ -1,7 +1,7 @@
 """SQuAD feature conversion speed: questions/s with 1 and 2 worker processes.
 
-What it measures: ``data_prep.squad.write_squad_feature_file`` end to end (read the JSON, tokenize,
-align, window, serialize, write records and sidecar) on the shared samples
+What it measures: ``write_squad_feature_file`` (data_prep/question_answering/feature_file.py) end
+to end (read the JSON, tokenize, align, window, serialize, write records and sidecar) on the shared samples
 ../shared/data/squad/dev-v1.1-sample.json and dev-v2.0-sample.json (8 + 14 questions), repeated
 ``--repeat`` times under fresh question ids to get a measurable size, with the shared SentencePiece
 model en8k.model. Default geometry and mode are those of the reference figure it compares with:

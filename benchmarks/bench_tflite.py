@@ -3,10 +3,10 @@
 Builds an ``AlbertClassifierModel`` from ``--albert_config_file`` (albert base by default) with its
 random initial weights (size and speed do not depend on the values), then writes
 
-- the ids SavedModel that run_classifier's ``--export_dir`` writes
-  (``albert_tf.export.export_classifier``, ``<export_dir>/ids_only``, the one TF Serving serves:
+- the ids SavedModel that run_classifier's ``--export_dir`` writes (``export_classifier`` of
+  albert_tf/tasks/classification/serving.py, ``<export_dir>/ids_only``, the one TF Serving serves:
   ``serving_default`` on ids of any batch and sequence length), and
-- the TFLite model of ``albert_tf.tflite_export.export_tflite`` (float32, [1, S] inputs),
+- the TFLite model of ``export_classifier_tflite`` (float32, [1, S] inputs),
 
 both in a temporary directory, deleted afterwards. Each is loaded back the way a client loads it
 (``tf.saved_model.load`` and its signature; ``tf.lite.Interpreter`` with ``--threads`` threads and

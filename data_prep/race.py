@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import tensorflow as tf
 from absl import app, flags
 
 from albert_tf.cli import error_boundary, flag_definitions
@@ -44,20 +43,16 @@ def _define_flags() -> None:
 def main(argv: Sequence[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        if not (FLAGS.spm_model_file or FLAGS.vocab_file):
-            raise ValueError("give --spm_model_file (or --vocab_file for a WordPiece model)")
-        check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
-        tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-                                  spm_model_file=FLAGS.spm_model_file)
-        sources = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
-                               high_only=FLAGS.high_only)
-        feature_file = write_feature_file(
-            FLAGS.output_file, race_records_builder(sources, tokenizer, FLAGS.max_seq_length,
+    if not (FLAGS.spm_model_file or FLAGS.vocab_file):
+        raise app.UsageError("give --spm_model_file (or --vocab_file for a WordPiece model)")
+    check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
+    tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+                              spm_model_file=FLAGS.spm_model_file)
+    sources = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
+                           high_only=FLAGS.high_only)
+    feature_file = write_feature_file(
+        FLAGS.output_file, race_records_builder(sources, tokenizer, FLAGS.max_seq_length,
                                                 FLAGS.max_qa_length, FLAGS.skip_invalid))
-    except (ValueError, OSError, tf.errors.OpError) as error:
-        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
-        raise SystemExit(f"race: error: {error}") from None
     metadata = feature_file.metadata
     per_level = ", ".join(f"{level} {count}" for level, count in metadata["num_examples"].items())
     print(f"wrote {feature_file.num_records} {FLAGS.split} questions ({per_level}) to {feature_file.path}; "

@@ -21,13 +21,11 @@ import os
 import time
 from typing import Sequence
 
-from absl import flags
+from absl import app, flags
 
 from albert_tf.cli import error_boundary, flag_definitions
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.tokenization.model_files import TokenizerError
-from data_prep.common.feature_cache import FeatureCacheError, sidecar_path
-from data_prep.question_answering.examples import SquadDataError
+from data_prep.common.feature_cache import sidecar_path
 from data_prep.question_answering.feature_file import write_squad_feature_file
 
 # -- command line ------------------------------------------------------------------------------------
@@ -49,17 +47,13 @@ def _define_flags() -> None:
 
 def main(argv: Sequence[str]) -> None:
     if len(argv) > 1:
-        raise SystemExit(f"squad: error: unexpected arguments: {' '.join(argv[1:])}")
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     start = time.time()
-    try:
-        tokenizer = FullTokenizer(spm_model_file=FLAGS.spm_model_file,
-                                  do_lower_case=FLAGS.do_lower_case)
-        features = write_squad_feature_file(
-            FLAGS.input_file, FLAGS.output_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-            FLAGS.max_query_length, FLAGS.is_training, FLAGS.num_workers)
-    except (SquadDataError, TokenizerError, FeatureCacheError, OSError) as err:
-        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
-        raise SystemExit(f"squad: error: {err}") from err
+    tokenizer = FullTokenizer(spm_model_file=FLAGS.spm_model_file,
+                              do_lower_case=FLAGS.do_lower_case)
+    features = write_squad_feature_file(
+        FLAGS.input_file, FLAGS.output_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+        FLAGS.max_query_length, FLAGS.is_training, FLAGS.num_workers)
     metadata = features.metadata
     seconds = time.time() - start
     dropped = metadata["dropped_qas_ids"]

@@ -20,8 +20,7 @@ from typing import Sequence
 from absl import flags, logging
 
 from albert_tf.cli import error_boundary, flag_definitions
-from data_prep.pretraining.vocabulary import (DEFAULT_CHARACTER_COVERAGE, TrainSentencePieceError,
-                                              train_sentencepiece)
+from data_prep.pretraining.vocabulary import (DEFAULT_CHARACTER_COVERAGE, train_sentencepiece)
 
 
 def _define_flags() -> None:
@@ -46,16 +45,12 @@ def _define_flags() -> None:
 def main(argv: Sequence[str]) -> None:
     del argv
     options = flags.FLAGS
-    try:
-        model_path = train_sentencepiece(
-            options.input_file, options.model_prefix, vocab_size=options.vocab_size,
-            input_sentence_size=options.input_sentence_size,
-            shuffle_input_sentence=options.shuffle_input_sentence,
-            character_coverage=options.character_coverage, do_lower_case=options.do_lower_case,
-            num_threads=options.num_threads, hard_vocab_limit=options.hard_vocab_limit)
-    except (TrainSentencePieceError, OSError, ValueError) as err:
-        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
-        raise SystemExit(f"train_sentencepiece: error: {err}") from err
+    model_path = train_sentencepiece(
+        options.input_file, options.model_prefix, vocab_size=options.vocab_size,
+        input_sentence_size=options.input_sentence_size,
+        shuffle_input_sentence=options.shuffle_input_sentence,
+        character_coverage=options.character_coverage, do_lower_case=options.do_lower_case,
+        num_threads=options.num_threads, hard_vocab_limit=options.hard_vocab_limit)
     logging.info("wrote %s and %s.vocab", model_path, options.model_prefix)
 
 

@@ -1,4 +1,4 @@
-"""The error boundary of every script (albert_tf/error_boundary.py) and the checks before work.
+"""The error boundary of every script (albert_tf/cli/error_boundary.py) and the checks before work.
 
 A user's mistake ends in one line, ``<program>: error: <culprit>``, with exit status 1 and no
 traceback, before any work: empty, corrupt or mismatched TFRecords, a config whose vocabulary is
@@ -304,7 +304,7 @@ def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
         "import sys\n"
         "import tensorflow as tf\n"
         "from absl import logging\n"
-        "from albert_tf import cli\n\n"
+        "from albert_tf.cli import error_boundary\n\n"
         "def main(argv):\n"
         "    logging.info('own progress line')\n"
         f"    tf.train.Checkpoint(v=tf.Variable(1.0)).write({str(tmp_path / 'ckpt')!r})\n"
