@@ -5,8 +5,9 @@
 
 Prints the parameters of the pretraining model (encoder + MLM and SOP heads) split into
 embeddings, projection, transformer, pooler and heads, then the lower-bound training-memory
-estimate for one device. The counts and the estimate are albert_tf/models/parameters.py
-(``parameter_report``, ``training_memory_bytes``); this module holds the flags and the printing.
+estimate for one device. The counts are albert_tf/models/parameters.py (``parameter_report``), the
+estimate albert_tf/tasks/pretraining/memory.py (``training_memory_bytes``); this module holds the
+flags and the printing.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from absl import flags
 
 from albert_tf.cli import error_boundary, flag_definitions
 from albert_tf.models.config import AlbertConfig
-from albert_tf.models.parameters import (format_parameter_report, parameter_report,
-                                         training_memory_bytes)
+from albert_tf.models.parameters import format_parameter_report, parameter_report
+from albert_tf.tasks.pretraining.memory import training_memory_bytes
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 
 # Bytes per activation value for each --dtype.

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.models.config import AlbertConfig, ConfigError
-from albert_tf.models.parameters import (encoder_parameter_count, heads_parameter_count,
-                                         parameter_report, training_memory_bytes)
+from albert_tf.models.parameters import encoder_parameter_count, parameter_report
+from albert_tf.tasks.pretraining.memory import heads_parameter_count, training_memory_bytes
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
