@@ -40,8 +40,6 @@ IDS_ONLY = "ids_only"
 WITH_TEXT = "with_text"
 
 
-
-
 def ids_specs(names: Sequence[str] = INPUT_NAMES,
               shape: Sequence[int | None] = (None, None)) -> list[tf.TensorSpec]:
     """int32 input specs of an ids signature, one per name."""
