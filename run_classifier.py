@@ -113,9 +113,8 @@ def predict(run: Run) -> None:
         test_file = run.features(key, "test", FLAGS.predict_batch_size)
         outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
         guids = test_file.metadata["guids"]
-        paths = write_predictions(run.trainer.config.output_dir, guids, outputs,
-                                             run.task.labels,
-                                             suffix=f"_{suffix}" if suffix else "")
+        paths = write_predictions(run.trainer.config.output_dir, guids, outputs, run.task.labels,
+                                  suffix=f"_{suffix}" if suffix else "")
         print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
 
 
@@ -123,8 +122,8 @@ def export_saved_model(run: Run) -> None:
     threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
     labels = run.task.labels
     export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
-                             assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
-                             tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length)
+                      assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
+                      tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length)
     print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
 
 
@@ -139,8 +138,7 @@ def main(argv):
     tokenizer = run_flags.tokenizer_from_flags(config)
     if FLAGS.do_train:
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    classifier_task = ClassifierTask(config, task.metric_kinds, task.num_labels,
-                                                task.is_regression)
+    classifier_task = ClassifierTask(config, task.metric_kinds, task.num_labels, task.is_regression)
     run = Run(task, tokenizer,
               run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
     check_input_splits(run)

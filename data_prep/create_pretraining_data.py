@@ -189,7 +189,7 @@ def _beam_options(beam_args: list[str]):
                              "pip install -r requirements-beam.txt") from err
     try:
         return beam_runner.pipeline_options(FLAGS.runner, beam_args, FLAGS.num_workers,
-                                              FLAGS["num_workers"].present)
+                                            FLAGS["num_workers"].present)
     except (ValueError, ImportError) as err:
         raise app.UsageError(f"--runner={FLAGS.runner}: {err}") from err
 

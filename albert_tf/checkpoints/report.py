@@ -69,7 +69,7 @@ def model_description(config_file: str | None) -> str:
 
 
 def shape_mismatch_error(name: str, checkpoint: str, stored: Iterable[int], expected: Iterable[int],
-                    config_file: str | None) -> CheckpointMismatchError:
+                         config_file: str | None) -> CheckpointMismatchError:
     return CheckpointMismatchError(
         f"Checkpoint {checkpoint} does not fit {model_description(config_file)}: {name} has shape "
         f"{tuple(stored)} in the checkpoint, the model expects {tuple(expected)}. Use the config "

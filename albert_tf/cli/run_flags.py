@@ -40,7 +40,7 @@ def strategy_from_flags() -> tf.distribute.Strategy:
     values = flags.FLAGS
     name = "tpu" if values.use_tpu else values.strategy
     return create_strategy(name, num_gpus=values.num_gpus, tpu_name=values.tpu_name,
-                                      tpu_zone=values.tpu_zone, gcp_project=values.gcp_project)
+                           tpu_zone=values.tpu_zone, gcp_project=values.gcp_project)
 
 
 def check_eval_strategy(strategy: tf.distribute.Strategy) -> None:

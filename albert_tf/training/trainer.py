@@ -205,8 +205,7 @@ class Trainer:
         their random initial values) and raises CheckpointMismatchError when an encoder variable is
         missing or a shape differs (naming ``config_file``).
         """
-        report = load_checkpoint(self.model, init_checkpoint, init_from_group0,
-                                             config_file)
+        report = load_checkpoint(self.model, init_checkpoint, init_from_group0, config_file)
         self._log(report.format())
         report.require_complete_encoder()
         return f"Initialised the model from {report.kind} checkpoint {report.checkpoint}."

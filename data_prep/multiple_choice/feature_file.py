@@ -50,7 +50,7 @@ def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: Full
 
 
 def race_records_builder(sources: Sequence[RaceSource], tokenizer: FullTokenizer, max_seq_length: int,
-                     max_qa_length: int, skip_invalid: bool) -> Callable[[RecordSink], dict]:
+                         max_qa_length: int, skip_invalid: bool) -> Callable[[RecordSink], dict]:
     """The ``build`` callback of the feature-file writers: reads ``sources`` and writes their records."""
     def build(sink: RecordSink) -> dict:
         examples = read_race_examples(sources, use_spm=tokenizer.uses_sentencepiece,
@@ -83,4 +83,4 @@ def race_feature_file(data_dir: str, split: str, tokenizer: FullTokenizer, max_s
     return cached_feature_file(cache_dir, "race", split, settings, tokenizer.fingerprint,
                                [source.path for source in sources],
                                race_records_builder(sources, tokenizer, max_seq_length, max_qa_length,
-                                                skip_invalid))
+                                                    skip_invalid))

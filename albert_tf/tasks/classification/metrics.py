@@ -53,5 +53,5 @@ def glue_metrics(metric_kinds: Sequence[str], predictions, labels, weights=None,
         loss = np.asarray(loss, dtype=np.float64)
         results["eval_loss"] = (float(loss) if loss.ndim == 0
                                 else safe_div(np.sum(weights_for(loss, weights) * loss),
-                                               np.sum(weights_for(loss, weights))))
+                                              np.sum(weights_for(loss, weights))))
     return results

@@ -191,4 +191,4 @@ def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, expo
     save_new_directory(export_path, save)
     if preprocessing_export_path:  # the same traced module: saving it again costs little
         save_new_directory(preprocessing_export_path,
-                            lambda directory: save_preprocessing(preprocessing, directory))
+                           lambda directory: save_preprocessing(preprocessing, directory))
