@@ -46,14 +46,15 @@ def main(argv: list[str]) -> None:
     if bool(values.tf1_checkpoint) == bool(values.checkpoint):
         raise app.UsageError("Give exactly one of --tf1_checkpoint (reference -> albert_tf) or "
                              "--checkpoint (albert_tf -> reference).")
-    config = AlbertConfig.from_json_file(values.albert_config_file)
+    # The pretraining model: a released checkpoint holds its MLM and SOP heads.
+    model = AlbertPretrainingModel(AlbertConfig.from_json_file(values.albert_config_file))
     options = dict(init_from_group0=values.init_from_group0, overwrite=values.overwrite,
                    config_file=values.albert_config_file)
     if values.tf1_checkpoint:
-        prefix = tf1_to_albert_tf(AlbertPretrainingModel(config), values.tf1_checkpoint, values.output_dir, **options)
+        prefix = tf1_to_albert_tf(model, values.tf1_checkpoint, values.output_dir, **options)
         print(f"Wrote albert_tf checkpoint {prefix}")
     else:
-        source, prefix, count = albert_tf_to_tf1(AlbertPretrainingModel(config), values.checkpoint, values.output_dir,
+        source, prefix, count = albert_tf_to_tf1(model, values.checkpoint, values.output_dir,
                                                  **options)
         print(f"Read {source}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
