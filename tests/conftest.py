@@ -19,6 +19,7 @@ import pytest
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, require_shared_data, shared_data_missing
 
 
@@ -38,6 +39,13 @@ def pytest_terminal_summary(terminalreporter) -> None:
                   if isinstance(report.longrepr, tuple) and reason in report.longrepr[2])
     if skipped:
         terminalreporter.write_line(f"{skipped} skipped: {reason}", yellow=True)
+
+
+@pytest.fixture(scope="session")
+def pretraining_records(tmp_path_factory) -> str:
+    """Pretraining records made from the bundled corpus (spm_fixtures.write_pretraining_records):
+    the shared reference records' settings (S 128, M 20) without the shared data."""
+    return spm_fixtures.write_pretraining_records(tmp_path_factory.mktemp("records") / "train.tfrecord")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Tiny SentencePiece models and WordPiece vocabularies for tests (train in well under a second each).
+"""Tiny SentencePiece models, WordPiece vocabularies and pretraining records for tests (each made in
+about a second).
 
 Shared by every test file that needs a tokenizer:
 
@@ -6,6 +7,7 @@ Shared by every test file that needs a tokenizer:
     model_path = spm_fixtures.train_tiny_spm(tmp_path)          # ALBERT recipe, 500 pieces
     model_path = spm_fixtures.cached_tiny_spm()                  # same, trained once per process
     vocab_path = spm_fixtures.write_wordpiece_vocab(tmp_path, ["un", "##want"])
+    records = spm_fixtures.write_pretraining_records(tmp_path / "train.tfrecord")  # S 128, M 20
 
 The training text is the corpus bundled with the repository, scripts/quickstart_corpus.txt (425
 sentences, 39 KB of English prose), so these need no shared test data. Tiny unigram models do not learn
@@ -23,6 +25,10 @@ import tempfile
 
 import sentencepiece as spm
 
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
+from data_prep.pretraining.instances import InstanceConfig, MaskingConfig
+from data_prep.pretraining.pipeline import generate_pretraining_data
 from data_prep.pretraining.vocabulary import train_sentencepiece
 from tests.shared_setup import REPO_ROOT
 
@@ -87,4 +93,18 @@ def write_wordpiece_vocab(directory: str | os.PathLike, tokens: list[str],
     path = os.path.join(os.fspath(directory), name)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("".join(token + "\n" for token in WORDPIECE_SPECIALS + tuple(tokens)))
+    return path
+
+
+def write_pretraining_records(path: str | os.PathLike, max_seq_length: int = 128,
+                              max_predictions_per_seq: int = 20, dupe_factor: int = 2) -> str:
+    """Pretraining records (MLM + SOP, the reference's schema) of the bundled corpus, tokenized with
+    ``cached_tiny_spm()`` (ids below 500); returns the path. The defaults are the settings of the
+    reference's records in the shared data; dupe_factor 2 gives about 300 records."""
+    path = os.fspath(path)
+    config = GenerationConfig(InstanceConfig(
+        max_seq_length=max_seq_length,
+        masking=MaskingConfig(max_predictions_per_seq=max_predictions_per_seq)), dupe_factor=dupe_factor)
+    processor = ChunkProcessor(FullTokenizer(spm_model_file=cached_tiny_spm()), config)
+    generate_pretraining_data([FIXTURE_CORPUS], [path], processor, chunk_documents=100)
     return path

@@ -29,8 +29,9 @@ from albert_tf.tasks.pretraining.records import (PretrainingDataError, check_pre
 from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.training.trainer import NonFiniteLossError
-from tests.shared_setup import (EN8K_MODEL, REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS,
-                                REFERENCE_SEQ_LENGTH, REPO_ROOT, subprocess_env, tiny_config)
+from tests import spm_fixtures
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
+                                subprocess_env, tiny_config)
 
 S, M = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
@@ -99,7 +100,7 @@ def test_bugs_and_the_traceback_variable_keep_the_traceback(monkeypatch, capsys)
     assert capsys.readouterr().err == ""
 
 
-def test_graph_errors_are_cut_to_their_cause(monkeypatch, capsys):
+def test_graph_errors_are_cut_to_their_cause(monkeypatch, capsys, pretraining_records):
     @tf.function
     def embed(ids):
         return tf.gather(tf.zeros([10, 2]), ids)
@@ -113,7 +114,7 @@ def test_graph_errors_are_cut_to_their_cause(monkeypatch, capsys):
     assert "[[" not in err and "Detected" not in err and "function_node" not in err
 
     # A parse error inside a tf.data map names the feature and both lengths.
-    dataset = pretraining_dataset_fn([REFERENCE_RECORDS], S // 2, M, is_training=False)(8, 0)
+    dataset = pretraining_dataset_fn([pretraining_records], S // 2, M, is_training=False)(8, 0)
     with pytest.raises(tf.errors.InvalidArgumentError) as parse_error:
         next(iter(dataset))
     message = error_boundary.user_error_message(parse_error.value)
@@ -132,11 +133,11 @@ def test_out_of_memory_names_the_settings_that_help(monkeypatch, capsys):
     assert "--gradient_accumulation_steps" in err and "function_node" not in err
 
 
-def test_a_corrupt_record_met_during_a_run_names_its_file(tmp_path):
-    size = os.path.getsize(REFERENCE_RECORDS)
-    good = shutil.copy(REFERENCE_RECORDS, tmp_path / "part-0.tfrecord")
-    flipped = corrupt_copy(REFERENCE_RECORDS, tmp_path / "part-1.tfrecord", flip_at=size // 2)
-    truncated = corrupt_copy(REFERENCE_RECORDS, tmp_path / "part-2.tfrecord", keep=size // 2)
+def test_a_corrupt_record_met_during_a_run_names_its_file(tmp_path, pretraining_records):
+    size = os.path.getsize(pretraining_records)
+    good = shutil.copy(pretraining_records, tmp_path / "part-0.tfrecord")
+    flipped = corrupt_copy(pretraining_records, tmp_path / "part-1.tfrecord", flip_at=size // 2)
+    truncated = corrupt_copy(pretraining_records, tmp_path / "part-2.tfrecord", keep=size // 2)
     for bad in (flipped, truncated):
         # The first records are fine (the checks before work pass); the damage is met mid-run.
         check_pretraining_files([bad], S, M)
@@ -167,10 +168,10 @@ def test_a_dataset_without_records_is_an_error_naming_the_file(tmp_path):
         record_eval_dataset(str(empty), parse=lambda records: {"x": records}, batch_size=8)
 
 
-def test_evaluation_that_drops_the_remainder_needs_one_batch(tmp_path):
+def test_evaluation_that_drops_the_remainder_needs_one_batch(tmp_path, pretraining_records):
     three = tmp_path / "three.tfrecord"
     with tf.io.TFRecordWriter(str(three)) as writer:
-        for record in tf.data.TFRecordDataset(REFERENCE_RECORDS).take(3):
+        for record in tf.data.TFRecordDataset(pretraining_records).take(3):
             writer.write(record.numpy())
     with pytest.raises(RecordFileError, match=r"3 record\(s\), fewer than one batch of 8"):
         record_eval_dataset(str(three), lambda r: {"x": r}, batch_size=8, drop_remainder=True)
@@ -180,26 +181,26 @@ def test_evaluation_that_drops_the_remainder_needs_one_batch(tmp_path):
     assert [len(batch["x"]) for batch in batches] == [3]
 
 
-def test_pretraining_files_are_checked_against_the_flags_and_the_config(tmp_path):
-    check_pretraining_files([REFERENCE_RECORDS], S, M, vocab_size=8000)  # the right settings
+def test_pretraining_files_are_checked_against_the_flags_and_the_config(pretraining_records):
+    check_pretraining_files([pretraining_records], S, M, vocab_size=8000)  # the right settings
     with pytest.raises(PretrainingDataError) as error:
-        check_pretraining_files([REFERENCE_RECORDS], 512, M)
+        check_pretraining_files([pretraining_records], 512, M)
     assert str(error.value).startswith(f"--max_seq_length=512, but 'input_ids' in "
-                                       f"{REFERENCE_RECORDS}, record 1 has {S} values")
+                                       f"{pretraining_records}, record 1 has {S} values")
     assert f"set --max_seq_length={S}" in str(error.value)
     with pytest.raises(PretrainingDataError, match=f"--max_predictions_per_seq=30, but "
                                                    f"'masked_lm_positions' .* has {M} values"):
-        check_pretraining_files([REFERENCE_RECORDS], S, 30)
+        check_pretraining_files([pretraining_records], S, 30)
 
-    largest = int(tf.reduce_max(first_record_ids(REFERENCE_RECORDS)["input_ids"]))
+    largest = int(tf.reduce_max(first_record_ids(pretraining_records)["input_ids"]))
     with pytest.raises(PretrainingDataError) as error:
-        check_pretraining_files([REFERENCE_RECORDS], S, M, vocab_size=largest,
+        check_pretraining_files([pretraining_records], S, M, vocab_size=largest,
                                 config_file="small_config.json")
-    assert (f"{REFERENCE_RECORDS}, record 1: 'input_ids' holds token id {largest}, but "
+    assert (f"{pretraining_records}, record 1: 'input_ids' holds token id {largest}, but "
             f"vocab_size={largest} in small_config.json") in str(error.value)
 
 
-def test_files_that_are_not_pretraining_records_are_named(tmp_path):
+def test_files_that_are_not_pretraining_records_are_named(tmp_path, pretraining_records):
     text = tmp_path / "corpus.txt"
     text.write_text("One sentence per line.\nNot a TFRecord file.\n" * 20)
     with pytest.raises(RecordFileError, match=f"{text} cannot be read as a TFRecord file: "
@@ -213,11 +214,11 @@ def test_files_that_are_not_pretraining_records_are_named(tmp_path):
         writer.write(example.SerializeToString())
     with pytest.raises(PretrainingDataError, match=f"{other}, record 1: no feature "
                                                    "'token_boundary', so not a pretraining record"):
-        check_pretraining_files([str(REFERENCE_RECORDS), str(other)], S, M)
+        check_pretraining_files([pretraining_records, str(other)], S, M)
     empty = tmp_path / "empty.tfrecord"
     empty.write_bytes(b"")
     with pytest.raises(PretrainingDataError, match=f"{empty}: no record"):
-        check_pretraining_files([str(REFERENCE_RECORDS), str(empty)], S, M)
+        check_pretraining_files([pretraining_records, str(empty)], S, M)
     with pytest.raises(RecordFileError, match=f"{tmp_path}/gone.tfrecord does not exist"):
         check_pretraining_files([str(tmp_path / "gone.tfrecord")], S, M)
 
@@ -270,12 +271,13 @@ def test_run_pretraining_on_an_empty_tfrecord_stops_at_once(tmp_path, config_fil
     assert not [name for name in os.listdir(output_dir) if name.startswith("model.ckpt")]
 
 
-def test_run_pretraining_names_the_flag_the_file_and_the_length(tmp_path, config_file):
+def test_run_pretraining_names_the_flag_the_file_and_the_length(tmp_path, config_file,
+                                                               pretraining_records):
     result = run_command("run_pretraining.py", f"--albert_config_file={config_file}",
-                         f"--input_file={REFERENCE_RECORDS}", f"--output_dir={tmp_path / 'out'}",
+                         f"--input_file={pretraining_records}", f"--output_dir={tmp_path / 'out'}",
                          f"--max_seq_length={S // 2}", "--do_eval")
     assert_one_line_error(result, "run_pretraining", f"--max_seq_length={S // 2}",
-                          REFERENCE_RECORDS, f"has {S} values")
+                          pretraining_records, f"has {S} values")
 
 
 @pytest.mark.parametrize("script, flag", [("run_classifier.py", "--output_dir"),
@@ -291,10 +293,11 @@ def test_an_output_directory_that_is_a_file_stops_the_script(tmp_path, script, f
     ("albert_tf.model_report", ["--albert_config_file={tmp}/missing.json"],
      "ALBERT config file not found: {tmp}/missing.json"),
     ("data_prep.glue", ["--task_name=rte", "--data_dir={tmp}/glue", "--cached_dir={tmp}/cache",
-                        f"--spm_model_file={EN8K_MODEL}"], "{tmp}/glue/RTE/train.tsv"),
+                        "--spm_model_file={spm}"], "{tmp}/glue/RTE/train.tsv"),
 ])
 def test_library_command_lines_share_the_boundary(tmp_path, module, args, culprit):
-    result = run_command("-m", module, *[arg.format(tmp=tmp_path) for arg in args])
+    spm_model = spm_fixtures.cached_tiny_spm()
+    result = run_command("-m", module, *[arg.format(tmp=tmp_path, spm=spm_model) for arg in args])
     assert_one_line_error(result, module.split(".")[-1], culprit.format(tmp=tmp_path))
 
 
