@@ -32,6 +32,7 @@ data_prep/common/feature_cache.py), ``write_squad_feature_file`` (to a given pat
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -48,8 +49,6 @@ from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSetti
 
 # Bump when the records or the metadata change for the same inputs (invalidates cached files).
 FEATURE_VERSION = 1
-
-
 # Questions between two progress lines in the log.
 _PROGRESS_QUESTIONS = 10000
 
@@ -85,20 +84,22 @@ def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
     unique_id = FIRST_UNIQUE_ID
     questions = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
                                   settings, is_training, num_workers, with_metadata=not is_training)
-    for done, question in enumerate(questions, start=1):
-        if question.windows is None:
-            qas_id = examples[question.example_index].qas_id
-            logging.warning("question %s dropped: its paragraph does not align with its pieces "
-                            "(the reference's MISMATCH DETECTED)", qas_id)
-            dropped.append(qas_id)
-        for record, metadata in question.windows or ():
-            sink.write(with_unique_id(record, unique_id))
-            if metadata is not None:
-                features.append({"unique_id": unique_id, **metadata})
-            unique_id += 1
-        if done % _PROGRESS_QUESTIONS == 0:
-            logging.info("converted %d/%d questions: %d features, %d dropped", done, len(examples),
-                         unique_id - FIRST_UNIQUE_ID, len(dropped))
+    # Closed on the way out, so that an error or Ctrl-C while writing stops the workers at once.
+    with contextlib.closing(questions):
+        for done, question in enumerate(questions, start=1):
+            if question.windows is None:
+                qas_id = examples[question.example_index].qas_id
+                logging.warning("question %s dropped: its paragraph does not align with its pieces "
+                                "(the reference's MISMATCH DETECTED)", qas_id)
+                dropped.append(qas_id)
+            for record, metadata in question.windows or ():
+                sink.write(with_unique_id(record, unique_id))
+                if metadata is not None:
+                    features.append({"unique_id": unique_id, **metadata})
+                unique_id += 1
+            if done % _PROGRESS_QUESTIONS == 0:
+                logging.info("converted %d/%d questions: %d features, %d dropped", done,
+                             len(examples), unique_id - FIRST_UNIQUE_ID, len(dropped))
     metadata = {
         "is_training": is_training, "max_seq_length": settings.max_seq_length,
         "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,

@@ -29,30 +29,29 @@ Records (the reference's ``FeatureWriter`` schema, all int64): ``unique_ids`` [1
 ``end_positions``, ``is_impossible`` [1]. Unique ids count features from 1000000000 in question
 order; a dropped question takes none.
 
-Conversion runs in worker processes (fork) on chunks of whole paragraphs, each paragraph tokenized
-and aligned once for all its questions; results come back in question order, so the output does not
-depend on the number of workers. The unique id is added to each record in that order.
+Conversion runs in worker processes (``data_prep.common.worker_pool``) on chunks of whole paragraphs,
+each paragraph tokenized and aligned once for all its questions; results come back in question
+order, so the output does not depend on the number of workers. The unique id is added to each
+record in that order.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import dataclasses
-import multiprocessing
-from typing import Iterable, Iterator, Sequence
+import functools
+from typing import Callable, Iterable, Iterator, Sequence
 
 import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf.tokenization.normalization import preprocess_text
-from albert_tf.tokenization.sentencepiece import (SPIECE_UNDERLINE, encode_ids, encode_pieces,
-                                                  load_sentencepiece_model)
+from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, encode_ids, encode_pieces
+from data_prep.common.worker_pool import ordered_map
 from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import SquadDataError, SquadExample
 
 FIRST_UNIQUE_ID = 1000000000
-
-
 # Score bonus per piece of window length in the max-context rule (reference value).
 _MAX_CONTEXT_LENGTH_WEIGHT = 0.01
 
@@ -385,22 +384,6 @@ def _convert_chunk(converter: FeatureConverter, chunk: Sequence[tuple[int, Squad
     return results
 
 
-_worker_state: tuple[FeatureConverter, bool] | None = None
-
-
-def _init_worker(model_proto: bytes, do_lower_case: bool, settings: FeatureSettings,
-                 is_training: bool, with_metadata: bool) -> None:
-    global _worker_state
-    converter = FeatureConverter(load_sentencepiece_model(model_proto), do_lower_case, settings,
-                                 is_training)
-    _worker_state = (converter, with_metadata)
-
-
-def _convert_chunk_in_worker(chunk: Sequence[tuple[int, SquadExample]]) -> list[ConvertedQuestion]:
-    converter, with_metadata = _worker_state
-    return _convert_chunk(converter, chunk, with_metadata)
-
-
 def paragraph_chunks(examples: Iterable[SquadExample],
                      chunk_questions: int) -> Iterator[list[tuple[int, SquadExample]]]:
     """(example_index, example) lists of whole paragraphs, each closed once it holds
@@ -421,25 +404,16 @@ def convert_questions(examples: Iterable[SquadExample], sp_model: spm.SentencePi
                       chunk_questions: int = 64) -> Iterator[ConvertedQuestion]:
     """Every question's records (and feature metadata if ``with_metadata``), in question order.
 
-    num_workers > 1 converts chunks of paragraphs in that many forked processes, with at most two
-    chunks per worker in flight (memory bounded by chunks, not by the file).
+    num_workers > 1 converts chunks of paragraphs in that many forked processes
+    (``worker_pool.ordered_map``: at most ``num_workers + 2`` chunks in flight, so memory is bounded
+    by chunks, not by the file); each process builds its own converter.
     """
-    if num_workers < 1:
-        raise SquadDataError(f"num_workers must be >= 1, got {num_workers}")
-    chunks = paragraph_chunks(examples, chunk_questions)
-    if num_workers == 1:
+
+    def make_worker() -> Callable[[Sequence[tuple[int, SquadExample]]], list[ConvertedQuestion]]:
         converter = FeatureConverter(sp_model, do_lower_case, settings, is_training)
-        for chunk in chunks:
-            yield from _convert_chunk(converter, chunk, with_metadata)
-        return
-    context = multiprocessing.get_context("fork")
-    init_args = (sp_model.serialized_model_proto(), do_lower_case, settings, is_training,
-                 with_metadata)
-    with context.Pool(num_workers, initializer=_init_worker, initargs=init_args) as pool:
-        pending: collections.deque = collections.deque()
-        for chunk in chunks:
-            pending.append(pool.apply_async(_convert_chunk_in_worker, (chunk,)))
-            if len(pending) >= 2 * num_workers:
-                yield from pending.popleft().get()
-        while pending:
-            yield from pending.popleft().get()
+        return functools.partial(_convert_chunk, converter, with_metadata=with_metadata)
+
+    chunks = paragraph_chunks(examples, chunk_questions)
+    with contextlib.closing(ordered_map(make_worker, chunks, num_workers)) as results:
+        for questions in results:
+            yield from questions
