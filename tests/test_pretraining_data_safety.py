@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from absl import flags
@@ -19,7 +18,8 @@ from absl.testing import flagsaver
 
 from data_prep import create_pretraining_data
 from data_prep.pretraining.chunks import ChunkProcessor
-from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REPO_ROOT, subprocess_env
+from tests.shared_setup import (EN8K_MODEL, PRETRAINING_DIR, REPO_ROOT, child_pids, is_alive,
+                                subprocess_env, wait_for)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -122,41 +122,6 @@ def test_dead_worker_ends_in_a_clear_message(tmp_path, corpus, monkeypatch):
 
 
 # --- stopping a run with workers -----------------------------------------------------------------------
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat after the command name: state, parent pid, ...; None if no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
-def child_pids(pid: int) -> list[int]:
-    children = []
-    for path in glob.glob("/proc/[0-9]*/stat"):
-        child = int(path.split("/")[2])
-        fields = _stat_fields(child)
-        if fields and int(fields[1]) == pid:
-            children.append(child)
-    return children
-
-
-def is_alive(pid: int) -> bool:
-    """A process that exists and is not a zombie (dead, waiting to be reaped)."""
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"waited {timeout:.0f} s for {what}")
-
 
 @pytest.fixture
 def running_generator(tmp_path):
