@@ -1,4 +1,6 @@
-"""run_pretraining across processes: mirrored == one device, multi-worker, kill and resume."""
+"""run_pretraining across processes: mirrored == one device, multi-worker, kill and resume.
+
+The records are made from the bundled corpus (the pretraining_records fixture of tests/conftest.py)."""
 
 import json
 import os
@@ -8,15 +10,15 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH,
-                                REPO_ROOT, free_ports, subprocess_env, tiny_config)
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
+                                free_ports, subprocess_env, tiny_config)
 
 ENV = subprocess_env()
 
 
-def pretraining_command(config_file, output_dir, *extra):
+def pretraining_command(config_file, records, output_dir, *extra):
     return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
-            f"--albert_config_file={config_file}", f"--input_file={REFERENCE_RECORDS}",
+            f"--albert_config_file={config_file}", f"--input_file={records}",
             f"--output_dir={output_dir}", f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
             f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}",
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
@@ -35,8 +37,9 @@ def model_weights(prefix):
             if "VARIABLE_VALUE" in n and ("_trainable_variables/" in n or n.startswith("model/"))}
 
 
-def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tests.mirrored_equivalence", str(tmp_path)],
+def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_records):
+    result = subprocess.run([sys.executable, "-m", "tests.mirrored_equivalence", str(tmp_path),
+                             pretraining_records],
                             capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
@@ -46,7 +49,7 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path):
     assert report["weight_max_abs_diff"] < 1e-5
 
 
-def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
+def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_records):
     config_file = write_config(tmp_path)
     cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
     output_dir = tmp_path / "out"
@@ -55,7 +58,8 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
         env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
                                               "task": {"type": "worker", "index": index}}))
         processes.append(subprocess.Popen(
-            pretraining_command(config_file, output_dir, "--strategy=multi_worker_mirrored",
+            pretraining_command(config_file, pretraining_records, output_dir,
+                                "--strategy=multi_worker_mirrored",
                                 "--num_train_steps=6", "--save_checkpoints_steps=6",
                                 "--iterations_per_loop=3"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT))
@@ -71,17 +75,21 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path):
         np.testing.assert_array_equal(chief[name], worker[name])
 
 
-def test_killed_run_resumes_to_the_same_weights(tmp_path):
+def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     config_file = write_config(tmp_path)
+
+    def command(output_dir, *extra):
+        return pretraining_command(config_file, pretraining_records, output_dir, *extra)
+
     flags = ["--num_train_steps=40", "--save_checkpoints_steps=10", "--iterations_per_loop=5",
              "--seed=7"]
-    uninterrupted = subprocess.run(pretraining_command(config_file, tmp_path / "full", *flags),
+    uninterrupted = subprocess.run(command(tmp_path / "full", *flags),
                                    capture_output=True, text=True, env=ENV, cwd=REPO_ROOT,
                                    timeout=600)
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
 
     interrupted_dir = tmp_path / "killed"
-    process = subprocess.Popen(pretraining_command(config_file, interrupted_dir, *flags),
+    process = subprocess.Popen(command(interrupted_dir, *flags),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                env=ENV, cwd=REPO_ROOT)
     for line in process.stdout:
@@ -93,7 +101,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     killed_at = int(latest.rsplit("-", 1)[1])
     assert 10 <= killed_at < 40, latest
 
-    resumed = subprocess.run(pretraining_command(config_file, interrupted_dir, *flags),
+    resumed = subprocess.run(command(interrupted_dir, *flags),
                              capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resumed from {latest} at step {killed_at}" in resumed.stdout
@@ -105,7 +113,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
 
     # An eval job beside training (--nodo_train --do_eval): sweeps every checkpoint, keeps the best.
     eval_flags = ["--nodo_train", "--do_eval", "--eval_batch_size=8", "--max_eval_steps=2"]
-    evaluated = subprocess.run(pretraining_command(config_file, interrupted_dir, *flags, *eval_flags),
+    evaluated = subprocess.run(command(interrupted_dir, *flags, *eval_flags),
                                capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     results = (interrupted_dir / "eval_results.txt").read_text()
@@ -115,8 +123,8 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     assert (interrupted_dir / "model.ckpt-best.index").exists()
     # Waiting for a step that never comes ends after --max_eval_wait_secs, with the results so far.
     waited = subprocess.run(
-        pretraining_command(config_file, interrupted_dir, *flags[1:], "--num_train_steps=50",
-                            *eval_flags, "--max_eval_wait_secs=0"),
+        command(interrupted_dir, *flags[1:], "--num_train_steps=50", *eval_flags,
+                "--max_eval_wait_secs=0"),
         capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
     assert waited.returncode == 0, waited.stderr[-3000:]
     assert "waiting for step 50" in waited.stdout + waited.stderr
