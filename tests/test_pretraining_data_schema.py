@@ -90,6 +90,7 @@ def test_parser_reads_our_records():
     assert parsed["input_ids"].dtype == tf.int32 and parsed["masked_lm_weights"].dtype == tf.float32
 
 
+@pytest.mark.requires_shared_data
 def test_reference_records_have_our_schema():
     raw = next(iter(tf.data.TFRecordDataset(REFERENCE_RECORDS))).numpy()
     reference = tf.train.Example.FromString(raw).features.feature

@@ -36,10 +36,11 @@ def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, st
                    optimizer_fn, run_config, log=log or (lambda message: None))
 
 
-def reference_data(is_training):
-    return pretraining_dataset_fn([REFERENCE_RECORDS], SEQ, PREDICTIONS, is_training=is_training)
+def reference_data(is_training, records=REFERENCE_RECORDS):
+    return pretraining_dataset_fn([records], SEQ, PREDICTIONS, is_training=is_training)
 
 
+@pytest.mark.requires_shared_data
 def test_training_on_reference_records_learns(tmp_path):
     trainer = make_trainer(tmp_path, steps=60)
     eval_data = reference_data(is_training=False)
@@ -105,14 +106,14 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-4")
 
 
-def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path):
+def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path, pretraining_records):
     config = tiny_config()
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(config))
     trainer = make_trainer(tmp_path / "run", config=config)
     message = trainer.initialize(init_checkpoint=str(tmp_path / "ref"))
     assert "reference checkpoint" in message
-    eval_data = reference_data(is_training=False)
+    eval_data = reference_data(is_training=False, records=pretraining_records)
     via_trainer = trainer.evaluate(EvalSet("", lambda: eval_data(32, 0), max_steps=3))
 
     direct = AlbertPretrainingModel(config)
