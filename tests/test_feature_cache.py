@@ -1,8 +1,8 @@
 """data_prep/common/feature_cache.py: feature files with JSON sidecars and the cache keyed by their inputs.
 
-Builders here write real ``tf.train.Example`` records of token ids from a real SentencePiece model
-(../shared/data/pretraining/en8k.model), so the records depend on the input text, the tokenizer and
-the sequence length exactly as a task's features do.
+Builders here write real ``tf.train.Example`` records of token ids from a SentencePiece model (a
+tiny one trained on the bundled corpus, tests/spm_fixtures.py), so the records depend on the input
+text, the tokenizer and the sequence length exactly as a task's features do.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from data_prep.common import feature_cache
 from data_prep.common.feature_cache import (FeatureCacheError, FeatureFile, cached_feature_file,
                                             file_fingerprints, read_feature_file, sidecar_path,
                                             write_feature_file)
-from tests.shared_setup import EN8K_MODEL
+from tests import spm_fixtures
 
 
 def ids_example(ids: list[int]) -> bytes:
@@ -74,11 +74,12 @@ class LineFeatures:
 
 
 @pytest.fixture
-def task(tmp_path, en8k):
+def task(tmp_path):
     input_path = tmp_path / "input.txt"
     input_path.write_text("The Cat sat on the mat.\nA Dog barked twice at the postman.\n",
                           encoding="utf-8")
-    return LineFeatures(str(input_path), en8k, max_seq_length=8)
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
+    return LineFeatures(str(input_path), tokenizer, max_seq_length=8)
 
 
 def test_identical_call_reuses_without_building(tmp_path, task):
@@ -125,7 +126,7 @@ def test_another_input_file_with_the_same_name_rebuilds(tmp_path, task):
 def test_tokenizer_casing_and_sequence_length_rebuild(tmp_path, task):
     cache_dir = str(tmp_path / "cache")
     lowercase = task.cached(cache_dir)
-    cased_tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
+    cased_tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=False)
     assert cased_tokenizer.fingerprint != task.tokenizer.fingerprint
     task.tokenizer = cased_tokenizer
     cased = task.cached(cache_dir)
@@ -137,7 +138,7 @@ def test_tokenizer_casing_and_sequence_length_rebuild(tmp_path, task):
     assert [len(ids) for ids in stored_ids(shorter.path)] == [5, 5]
     # Each entry keeps its own file: going back reuses the first one.
     task.tokenizer, task.max_seq_length = FullTokenizer(
-        spm_model_file=EN8K_MODEL, do_lower_case=True), 8
+        spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True), 8
     assert task.cached(cache_dir) == lowercase and task.calls == 3
 
 
