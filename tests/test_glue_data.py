@@ -1,7 +1,8 @@
 """GLUE processors, the task table, features, TFRecords and their cache (data_prep/glue*.py).
 
-Real files: ../shared/data/glue (SST-2, RTE, WNLI re-splits with labels; MRPC and STS-B samples).
-Other tasks: small files in GLUE's exact layouts, written here. Expected values come from the data
+Real files: ../shared/data/glue (SST-2, RTE, WNLI re-splits with labels; MRPC and STS-B samples),
+for the tests marked requires_shared_data or using en8k. Other tasks, and the RTE and STS-B files the
+error tests edit: small files in GLUE's exact layouts, written here. Expected values come from the data
 documentation (SOURCES.md counts), a naive independent split of the raw lines, or hand-built lists.
 """
 
@@ -34,6 +35,21 @@ from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
 
+# RTE's train.tsv layout (LF endings) and STS-B's (CRLF endings), rows made up: what the error tests
+# edit line by line.
+RTE_TRAIN_LINES = [b"index\tsentence1\tsentence2\tlabel"] + [
+    f"{index}\tThe baker number {index} kneads the dough for ten minutes.\tA baker kneads dough."
+    f"\t{'entailment' if index % 3 else 'not_entailment'}".encode() for index in range(1, 300)]
+STSB_TRAIN_LINES = [b"index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"] + [
+    f"{index}\tmain-captions\tMSRvid\t2012test\t{index:04d}\tnone\tnone\tA man is playing flute "
+    f"{index}.\tA man plays a flute.\t{index % 6 * 0.8:.3f}".encode() for index in range(12)] + [b""]
+
+
+@pytest.fixture(scope="module")
+def tiny() -> FullTokenizer:
+    """A SentencePiece tokenizer without the shared data (tests/spm_fixtures.py)."""
+    return FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
+
 
 def raw_rows(path: str) -> list[list[str]]:
     """Independent reading of a TSV: split each physical line on tabs (no csv module)."""
@@ -54,6 +70,7 @@ def label_counts(examples) -> dict:
 
 # -- processors on the real files ------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_sst2_real_splits_counts_labels_and_text():
     processor = get_processor("SST-2")
     train = processor.get_examples(GLUE_DIR, "train")
@@ -72,6 +89,7 @@ def test_sst2_real_splits_counts_labels_and_text():
     assert [e.text_a for e in train[:50]] == [" ".join(r[0].split()).lower() for r in raw[1:51]]
 
 
+@pytest.mark.requires_shared_data
 def test_wordpiece_mode_keeps_text_untouched():
     processor = get_processor("sst-2", use_spm=False)
     dev = processor.get_examples(GLUE_DIR, "dev")
@@ -85,6 +103,7 @@ def test_wordpiece_mode_keeps_text_untouched():
              "test": {"entailment": 698, "not_entailment": 686}}),
     ("wnli", {"train": {"0": 288, "1": 277}, "dev": {"0": 35, "1": 35}, "test": {"0": 40, "1": 31}}),
 ])
+@pytest.mark.requires_shared_data
 def test_rte_wnli_real_splits(task, counts):
     processor = get_processor(task)
     directory = {"rte": "RTE", "wnli": "WNLI"}[task]
@@ -97,6 +116,7 @@ def test_rte_wnli_real_splits(task, counts):
         assert [e.text_b for e in examples] == [preprocess_text(row[2], lower=True) for row in raw]
 
 
+@pytest.mark.requires_shared_data
 def test_mrpc_literal_quotes_and_crlf():
     processor = get_processor("mrpc", do_lower_case=False)
     train = processor.get_examples(GLUE_DIR, "train")
@@ -115,6 +135,7 @@ def test_mrpc_literal_quotes_and_crlf():
     assert [e.guid for e in train] == [f"train-{i}" for i in range(1, 7)]
 
 
+@pytest.mark.requires_shared_data
 def test_stsb_float_labels():
     processor = get_processor("sts-b")
     assert processor.is_regression and processor.get_labels() is None and processor.num_labels() == 1
@@ -293,9 +314,8 @@ def test_unknown_label_names_file_and_line(tmp_path):
 
 
 def stsb_lines_with_score(score: str, row: int = 3) -> list[bytes]:
-    """The real STS-B train file's lines (CRLF endings) with the score of 1-based line ``row`` replaced."""
-    with open(os.path.join(GLUE_DIR, "STS-B", "train.tsv"), "rb") as handle:
-        lines = handle.read().split(b"\r\n")
+    """STSB_TRAIN_LINES (to join with CRLF) with the score of 1-based line ``row`` replaced."""
+    lines = list(STSB_TRAIN_LINES)
     cells = lines[row - 1].split(b"\t")
     lines[row - 1] = b"\t".join(cells[:-1] + [score.encode()])
     return lines
@@ -318,7 +338,7 @@ def test_stsb_scores_0_and_5_are_valid(tmp_path):
     lines[3] = stsb_lines_with_score("5.000", row=4)[3]
     path.write_bytes(b"\r\n".join(lines))
     labels = [e.label for e in get_processor("sts-b").get_examples(str(tmp_path), "train")]
-    expected = [float(row[9]) for row in raw_rows(os.path.join(GLUE_DIR, "STS-B", "train.tsv"))[1:]]
+    expected = [float(line.split(b"\t")[9]) for line in STSB_TRAIN_LINES[1:-1]]
     expected[1], expected[2] = 0.0, 5.0
     assert labels == expected
 
@@ -329,9 +349,8 @@ def test_missing_split_names_the_expected_path(tmp_path):
 
 
 def rte_lines(count: int) -> list[bytes]:
-    """The first ``count`` lines of the real RTE train file, without their line endings."""
-    with open(os.path.join(GLUE_DIR, "RTE", "train.tsv"), "rb") as handle:
-        return handle.read().split(b"\n")[:count]
+    """The first ``count`` lines of RTE_TRAIN_LINES (header first), without their line endings."""
+    return RTE_TRAIN_LINES[:count]
 
 
 def join_lines(lines: list[bytes], endings: dict[int, bytes], default: bytes = b"\n") -> bytes:
@@ -402,12 +421,12 @@ def test_a_split_without_examples_is_an_error(tmp_path, task, content, found):
         processor.get_examples(str(tmp_path), "train")
 
 
-def test_header_only_train_file_builds_no_feature_file(tmp_path, en8k):
+def test_header_only_train_file_builds_no_feature_file(tmp_path, tiny):
     (tmp_path / "glue" / "RTE").mkdir(parents=True)
     path = tmp_path / "glue" / "RTE" / "train.tsv"
     path.write_bytes(rte_lines(1)[0] + b"\n")
     with pytest.raises(GlueDataError, match=rf"^{path}: no examples"):
-        cached_glue_features("rte", str(tmp_path / "glue"), "train", en8k, 64, str(tmp_path / "cache"))
+        cached_glue_features("rte", str(tmp_path / "glue"), "train", tiny, 64, str(tmp_path / "cache"))
     assert not (tmp_path / "cache").exists() or os.listdir(tmp_path / "cache") == []
 
 
@@ -463,12 +482,12 @@ def test_stsb_features_with_real_sentencepiece(en8k):
         assert padding.label_id == 0.0
 
 
-def test_label_ids_and_unlabelled_placeholder(en8k):
+def test_label_ids_and_unlabelled_placeholder(tiny):
     labels = ["entailment", "not_entailment"]
     example = InputExample("1", "a man sleeps.", "nobody sleeps.", "not_entailment")
-    assert convert_example(example, labels, 16, en8k).label_id == 1
+    assert convert_example(example, labels, 16, tiny).label_id == 1
     unlabelled = InputExample("2", "a man sleeps.", "nobody sleeps.", None)
-    assert convert_example(unlabelled, labels, 16, en8k).label_id == 0
+    assert convert_example(unlabelled, labels, 16, tiny).label_id == 0
 
 
 # -- TFRecords -------------------------------------------------------------------------------------
@@ -617,6 +636,7 @@ def test_gcs_like_paths_go_through_gfile(en8k):
 
 # -- command line ----------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_command_line_writes_caches_and_prints_recipe(tmp_path):
     command = [sys.executable, "-m", "data_prep.glue", "--task_name=WNLI", f"--data_dir={GLUE_DIR}",
                f"--spm_model_file={EN8K_MODEL}", f"--cached_dir={tmp_path}", "--max_seq_length=128",
@@ -637,7 +657,7 @@ def test_command_line_checks_every_split_exists_before_building(tmp_path):
     (tmp_path / "glue" / "RTE").mkdir(parents=True)
     (tmp_path / "glue" / "RTE" / "train.tsv").write_bytes(b"\n".join(rte_lines(9)) + b"\n")
     command = [sys.executable, "-m", "data_prep.glue", "--task_name=rte",
-               f"--data_dir={tmp_path / 'glue'}", f"--spm_model_file={EN8K_MODEL}",
+               f"--data_dir={tmp_path / 'glue'}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
                f"--cached_dir={tmp_path / 'cache'}", "--max_seq_length=64", "--splits=train,dev"]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
