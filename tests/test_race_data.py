@@ -3,7 +3,8 @@
 Real data: ../shared/data/race, 8 articles (31 questions) in both layouts (one JSON article per file,
 and the reference's all.txt with one per line), and the features the reference's own race_utils built
 from them (reference_golden/*.json: S=512/qa=128 and S=128/qa=32, en8k.model, do_lower_case). Invalid
-inputs are real articles with one field broken here.
+inputs are real articles with one field broken here. Tests that need none of it (reading rules on
+articles written here, feature layout, argument errors) run without the shared data.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import read_feature_file, write_feature_file
 from data_prep.multiple_choice.feature_file import race_feature_file, write_race_records
 from data_prep.multiple_choice.features import (check_lengths, choice_row, parse_race_record,
@@ -25,6 +27,7 @@ from data_prep.multiple_choice.features import (check_lengths, choice_row, parse
                                                 serialize_race_features)
 from data_prep.multiple_choice.reader import (RaceDataError, RaceExamples, convert_examples,
                                               fill_in_option, race_sources, read_race_examples)
+from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 
 RACE_DIR = os.path.join(SHARED_DATA_DIR, "race")
@@ -112,6 +115,7 @@ def test_cached_records_parse_back_to_the_reference(en8k, tmp_path, data_dir, ma
     assert (metadata["num_skipped_questions"], metadata["num_skipped_articles"]) == (0, 0)
 
 
+@pytest.mark.requires_shared_data
 def test_example_ids_are_unique_article_id_plus_question_index():
     examples = read_race_examples(race_sources(PER_FILE_LAYOUT, "dev")).examples
     ids = [example.example_id for example in examples]
@@ -140,6 +144,7 @@ def test_text_is_normalized_as_the_tokenizer_expects(tmp_path):
     assert wordpiece.article == article["article"]
 
 
+@pytest.mark.requires_shared_data
 def test_per_file_layout_reads_files_in_sorted_name_order(tmp_path):
     articles = real_articles("middle")[:3]
     directory = tmp_path / "RACE" / "train" / "middle"
@@ -154,6 +159,7 @@ def test_per_file_layout_reads_files_in_sorted_name_order(tmp_path):
     assert article_order == [articles[2]["id"], articles[1]["id"], articles[0]["id"]]
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("level", ["middle", "high"])
 def test_level_restriction_reads_one_level(level):
     only = {"middle_only": level == "middle", "high_only": level == "high"}
@@ -166,11 +172,11 @@ def test_level_restriction_reads_one_level(level):
 
 def test_missing_directories_and_bad_arguments_are_errors(tmp_path):
     with pytest.raises(RaceDataError, match="middle_only and high_only"):
-        race_sources(PER_FILE_LAYOUT, "dev", middle_only=True, high_only=True)
+        race_sources(str(tmp_path), "dev", middle_only=True, high_only=True)
     with pytest.raises(RaceDataError, match="unknown RACE split 'validation'"):
-        race_sources(PER_FILE_LAYOUT, "validation")
+        race_sources(str(tmp_path), "validation")
     with pytest.raises(RaceDataError, match=r"RACE directory not found: .*RACE/train/middle"):
-        race_sources(PER_FILE_LAYOUT, "train")
+        race_sources(str(tmp_path), "train")
     (tmp_path / "RACE" / "dev" / "middle").mkdir(parents=True)
     with pytest.raises(RaceDataError, match="no all.txt and no \\*.txt"):
         race_sources(str(tmp_path), "dev", middle_only=True)
@@ -198,6 +204,7 @@ BROKEN_QUESTIONS = {
 
 @pytest.mark.parametrize("all_txt", [True, False], ids=["all_txt", "per_file"])
 @pytest.mark.parametrize("case", sorted(BROKEN_QUESTIONS))
+@pytest.mark.requires_shared_data
 def test_invalid_question_names_file_line_and_question(tmp_path, all_txt, case):
     broken, message = BROKEN_QUESTIONS[case]
     articles = real_articles("middle")
@@ -216,6 +223,7 @@ def test_invalid_question_names_file_line_and_question(tmp_path, all_txt, case):
 
 
 @pytest.mark.parametrize("all_txt", [True, False], ids=["all_txt", "per_file"])
+@pytest.mark.requires_shared_data
 def test_malformed_json_names_file_and_line(tmp_path, all_txt):
     articles = real_articles("high")
     articles[2] = json.dumps(articles[2])[:-40]  # cut off inside the article
@@ -235,6 +243,7 @@ def test_malformed_json_names_file_and_line(tmp_path, all_txt):
     (lambda a: a["answers"].pop(), "article 'middle1.txt' has 3 questions, 3 option lists and 2 answers"),
     (lambda a: a.update(id=7), "'id' must be a string, found int"),
 ])
+@pytest.mark.requires_shared_data
 def test_unusable_article_is_an_error_or_skipped_whole(tmp_path, change, message):
     articles = real_articles("middle")
     change(articles[0])
@@ -247,6 +256,7 @@ def test_unusable_article_is_an_error_or_skipped_whole(tmp_path, change, message
     assert len(result.examples) == 14 - 3
 
 
+@pytest.mark.requires_shared_data
 def test_repeated_article_id_names_both_places(tmp_path):
     articles = real_articles("middle")
     write_race(tmp_path, "dev", "middle", articles, all_txt=True)
@@ -256,10 +266,11 @@ def test_repeated_article_id_names_both_places(tmp_path):
         read_race_examples(race_sources(str(tmp_path), "dev"))
 
 
-def test_no_valid_question_left_is_an_error(en8k, tmp_path):
+def test_no_valid_question_left_is_an_error(tmp_path):
     write_race(tmp_path, "dev", "middle", ["{"], all_txt=True)
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
     with pytest.raises(RaceDataError, match="no valid questions"):
-        race_feature_file(str(tmp_path), "dev", en8k, 128, 32, str(tmp_path / "cache"),
+        race_feature_file(str(tmp_path), "dev", tokenizer, 128, 32, str(tmp_path / "cache"),
                           middle_only=True, skip_invalid=True)
 
 
@@ -302,9 +313,10 @@ def test_record_round_trip_single_and_batch(en8k):
     np.testing.assert_array_equal(batch["label_ids"], [f.label_id for f in features])
 
 
-def test_question_features_needs_four_options(en8k):
+def test_question_features_needs_four_options():
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
     with pytest.raises(ValueError, match="expected 4 question\\+option texts, got 3"):
-        question_features([5, 6], ["a", "b", "c"], 0, en8k, 32, 8)
+        question_features([5, 6], ["a", "b", "c"], 0, tokenizer, 32, 8)
 
 
 def test_write_race_records_metadata_counts_levels_and_skips(en8k, tmp_path):
@@ -326,6 +338,7 @@ def run_cli(*arguments: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+@pytest.mark.requires_shared_data
 def test_command_line_writes_the_reference_records(tmp_path):
     output = str(tmp_path / "dev.tfrecord")
     result = run_cli(f"--data_dir={ALL_TXT_LAYOUT}", "--split=dev", f"--spm_model_file={EN8K_MODEL}",
@@ -342,6 +355,7 @@ def test_command_line_writes_the_reference_records(tmp_path):
     assert read_feature_file(output).metadata["levels"] == [f["level"] for f in expected]
 
 
+@pytest.mark.requires_shared_data
 def test_command_line_bad_input_exits_1_with_one_message(tmp_path):
     articles = real_articles("middle")
     articles[0] = with_question_broken(articles[0], 2, answer="F")
