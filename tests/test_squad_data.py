@@ -3,7 +3,8 @@
 
 Expected values: the golden features in ../shared/data/squad/reference_golden (made by the
 reference's own code with en8k.model), a cell-by-cell banded-LCS table and a scanning index filler
-written here from the documented rules, and the raw JSON files themselves.
+written here from the documented rules, and the raw JSON files themselves. The tests that read the
+shared data are marked requires_shared_data or use en8k.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSetti
                                                    convert_examples, convert_questions,
                                                    feature_metadata, parse_squad_record)
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
+from tests import spm_fixtures
 from tests.spm_fixtures import write_wordpiece_vocab
 
 SQUAD_DIR = os.path.join(SHARED_DATA_DIR, "squad")
@@ -225,6 +227,7 @@ def test_index_filler_follows_the_gap_rule():
 
 # -- reader ------------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_reader_keeps_file_order_text_and_labels():
     dataset = load_json(V2_SAMPLE)
     qas = [(p["context"], qa) for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"]]
@@ -245,6 +248,7 @@ def test_reader_keeps_file_order_text_and_labels():
         assert list(example.answers) == [answer["text"] for answer in qa["answers"]]
 
 
+@pytest.mark.requires_shared_data
 def test_training_needs_exactly_one_answer_per_answerable_question():
     dataset = copy.deepcopy(load_json(V1_SAMPLE))
     qa = dataset["data"][0]["paragraphs"][0]["qas"][1]
@@ -430,7 +434,8 @@ def test_an_answer_covering_no_piece_is_an_error_naming_the_question(en8k, tmp_p
 def test_a_wordpiece_tokenizeris_refused(tmp_path):
     wordpiece = FullTokenizer(vocab_file=write_wordpiece_vocab(tmp_path, ["the"]))
     with pytest.raises(SquadDataError, match="SentencePiece"):
-        write_squad_feature_file(V2_SAMPLE, str(tmp_path / "x.tf_record"), wordpiece)
+        write_squad_feature_file(write_json(tmp_path / "squad.json", {"version": "v2.0", "data": []}),
+                                 str(tmp_path / "x.tf_record"), wordpiece)
 
 
 # -- command line ------------------------------------------------------------------------------------
@@ -440,6 +445,7 @@ def run_cli(*flags: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.requires_shared_data
 def test_cli_writes_records_and_sidecar(tmp_path):
     output = str(tmp_path / "dev.tfrecord")
     result = run_cli(f"--input_file={V2_SAMPLE}", f"--output_file={output}",
@@ -456,7 +462,7 @@ def test_cli_writes_records_and_sidecar(tmp_path):
 def test_cli_bad_input_exits_1_with_one_message(tmp_path):
     output = tmp_path / "x.tfrecord"
     result = run_cli("--input_file=/no/such/squad.json", f"--output_file={output}",
-                     f"--spm_model_file={EN8K_MODEL}")
+                     f"--spm_model_file={spm_fixtures.cached_tiny_spm()}")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "squad: error: SQuAD file not found: /no/such/squad.json")
