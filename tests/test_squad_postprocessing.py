@@ -79,6 +79,7 @@ def _assert_scores_equal(actual: dict, expected: dict) -> None:
 
 # -- the reference's outputs -------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name", V1_GOLDEN)
 def test_v1_matches_the_reference(name):
     golden, dataset, *_ = _inputs(name)
@@ -88,6 +89,7 @@ def test_v1_matches_the_reference(name):
     _assert_scores_equal(postprocessing.evaluate_v1(dataset, output.predictions), golden["evaluate_v1"])
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name", V2_GOLDEN)
 def test_v2_matches_the_reference(name):
     golden, dataset, *_ = _inputs(name)
@@ -103,6 +105,7 @@ def test_v2_matches_the_reference(name):
     assert list(tuned.items()) == list(golden["predictions_reference_tuned"].items())
 
 
+@pytest.mark.requires_shared_data
 def test_v2_threshold_blanks_questions_whose_null_score_reaches_it():
     output = _run("v2.0-sample_S384.json")
     lowest = min(output.null_odds, key=output.null_odds.get)
@@ -114,6 +117,7 @@ def test_v2_threshold_blanks_questions_whose_null_score_reaches_it():
     assert "" not in above_all.values()
 
 
+@pytest.mark.requires_shared_data
 def test_v2_official_metrics_beside_the_reference_ones():
     golden, dataset, *_ = _inputs("v2.0-sample_S384.json")
     metrics, tuned = postprocessing.evaluate_v2(dataset, _run("v2.0-sample_S384.json"))
@@ -135,6 +139,7 @@ def test_v2_official_metrics_beside_the_reference_ones():
 
 # -- questions without windows, filters, merging -----------------------------------------------------
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name", V1_GOLDEN + V2_GOLDEN)
 def test_questions_without_windows_still_get_a_prediction(name):
     golden, _, examples, features, _ = _inputs(name)
@@ -267,6 +272,7 @@ def test_null_score_is_the_minimum_over_the_windows():
 
 # -- input records -----------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_doc_offset_is_the_position_after_the_first_sep():
     sep_id = spm.SentencePieceProcessor(model_file=EN8K_MODEL).piece_to_id("[SEP]")
     for name in V1_GOLDEN + V2_GOLDEN:
@@ -274,6 +280,7 @@ def test_doc_offset_is_the_position_after_the_first_sep():
             assert feature.doc_offset == record["input_ids"].index(sep_id) + 1
 
 
+@pytest.mark.requires_shared_data
 def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset():
     record = _golden("v1.1-sample_S64.json")["features"][3]
     from_str = postprocessing.WindowMetadata.from_record(record)
@@ -288,6 +295,7 @@ def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset(
         postprocessing.WindowMetadata.from_record(dict(record, doc_offset=from_str.doc_offset + 1))
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("change,message", [
     ({"example_index": None}, "unique_id=1000000003: no example_index"),
     ({"tok_end_to_orig_index": [1, 2]}, "tok_end_to_orig_index 2"),
@@ -315,6 +323,7 @@ def test_bad_raw_results_and_missing_windows_are_named():
 
 # -- files -------------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_prediction_files_round_trip_in_the_reference_format(tmp_path):
     golden = _golden("v2.0-sample_S64.json")
     output = _run("v2.0-sample_S64.json")
