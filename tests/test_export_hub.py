@@ -222,6 +222,7 @@ def assert_close(exported: np.ndarray, expected: tf.Tensor) -> None:
     assert np.max(np.abs(exported - expected)) <= 1e-5
 
 
+@pytest.mark.requires_shared_data
 def test_tokens_and_serving_default_equal_the_encoder(fresh_run):
     for signature in ("tokens", "serving_default"):
         for output in ("sequence_output", "pooled_output"):
@@ -229,6 +230,7 @@ def test_tokens_and_serving_default_equal_the_encoder(fresh_run):
     assert_close(fresh_run.exported["keras/pooled_output"], fresh_run.keras["pooled_output"])
 
 
+@pytest.mark.requires_shared_data
 def test_sop_and_mlm_equal_the_pretraining_heads(fresh_run):
     keras_outputs = fresh_run.keras
     sop_log_probs = tf.nn.log_softmax(keras_outputs["sop_logits"], axis=-1)
@@ -241,6 +243,7 @@ def test_sop_and_mlm_equal_the_pretraining_heads(fresh_run):
     assert_close(fresh_run.exported["mlm/sequence_output"], keras_outputs["sequence_output"])
 
 
+@pytest.mark.requires_shared_data
 def test_signatures_are_the_reference_modules_and_load_with_tensorflow_alone(fresh_run):
     signatures = fresh_run.report["signatures"]
     assert sorted(signatures) == ["mlm", "serving_default", "sop", "tokenization_info", "tokens"]
@@ -255,6 +258,7 @@ def test_signatures_are_the_reference_modules_and_load_with_tensorflow_alone(fre
     assert fresh_run.report["imported"] == []  # neither albert_tf nor tensorflow_text
 
 
+@pytest.mark.requires_shared_data
 def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, fresh_run):
     vocab_file = fresh_run.report["vocab_file"]
     assert os.path.dirname(vocab_file) == str(exports.encoder / "assets")
@@ -268,6 +272,7 @@ def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, 
 # -------------------------------------------------------------------------- the preprocessing model
 
 
+@pytest.mark.requires_shared_data
 def test_tokenize_equals_full_tokenizer_on_real_text(fresh_run, en8k):
     expected = [en8k.encode_text(line) for line in fresh_run.texts["lines"]]
     assert fresh_run.report["preprocessing"]["tokenize"] == expected
@@ -278,6 +283,7 @@ def rows(packed: dict[str, list]) -> list[list[list[int]]]:
                                      packed["segment_ids"])]
 
 
+@pytest.mark.requires_shared_data
 def test_text_signature_equals_the_python_features(fresh_run, en8k):
     expected = [python_features(a, b, SEQ, en8k) for a, b in fresh_run.pairs]
     assert any(sum(mask) == SEQ for _, mask, _ in expected)  # some pairs are truncated
@@ -288,6 +294,7 @@ def test_text_signature_equals_the_python_features(fresh_run, en8k):
     assert rows(fresh_run.report["inside_signature"]) == expected  # the copy in the encoder
 
 
+@pytest.mark.requires_shared_data
 def test_bert_pack_inputs_packs_like_the_python_features(fresh_run, en8k):
     texts = fresh_run.texts
     ids_a = [en8k.encode_text(text) for text in texts["text_a"]]
@@ -309,6 +316,7 @@ def classifier_trainer(output_dir, config) -> Trainer:
                    RunConfig(output_dir=str(output_dir)), log=lambda message: None)
 
 
+@pytest.mark.requires_shared_data
 def test_fine_tuning_from_the_export_starts_from_the_checkpoints_encoder(exports, source,
                                                                          tmp_path):
     from_export = classifier_trainer(tmp_path / "from_export", source.config)
@@ -356,6 +364,7 @@ def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
         checkpoint_to_export(str(tmp_path))
 
 
+@pytest.mark.requires_shared_data
 def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
     existing = tmp_path / "export"
     existing.mkdir()
@@ -365,6 +374,7 @@ def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
     assert (existing / "saved_model.pb").read_text() == "an earlier export"
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("overrides, seq_length, message", [
     ({"vocab_size": 9000}, SEQ, "does not match the 8000 pieces"),
     ({}, 200, "exceeds the config's max_position_embeddings=128"),
@@ -386,6 +396,7 @@ def test_a_failed_export_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.requires_shared_data
 def test_the_command_reports_bad_input_without_a_traceback(source, tmp_path):
     result = subprocess.run(
         export_command(albert_config_file=source.directory / "albert_config.json",

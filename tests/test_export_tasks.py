@@ -231,6 +231,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 # -- the layout ---------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_layout_keras_loading_and_long_ids(exports, served):
     """ids_only loads with tensorflow alone, with_text needs tensorflow_text; TFSMLayer calls
     ``serve`` / ``serve_text``; ids longer than the position embeddings are a clear error."""
@@ -266,6 +267,7 @@ def test_an_export_never_overwrites_and_rejects_bad_lengths(tmp_path):
 
 # -- GLUE -----------------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_glue_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
     _, models = exports
     features = glue_features(en8k, glue_texts())
@@ -281,6 +283,7 @@ def test_glue_export_equals_the_keras_model_and_the_python_features(exports, ser
 
 # -- RACE -----------------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 def test_race_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
     _, models = exports
     features = race_features(en8k)
@@ -304,6 +307,7 @@ def test_fill_in_options_is_the_readers_rule():
 
 # -- SQuAD ----------------------------------------------------------------------------------------------
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
 def test_squad_export_equals_the_keras_model_and_the_python_features(exports, served, en8k, name,
                                                                       version):
@@ -335,6 +339,7 @@ def test_squad_export_equals_the_keras_model_and_the_python_features(exports, se
                                                      window.tok_end_to_orig_index)]
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
 def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k, name, version):
     examples, windows = squad_first_windows(en8k, version)
@@ -389,6 +394,7 @@ def span_texts(tokenizer: FullTokenizer, texts: list[str]):
         yield text, ids, ours, reference, paragraph.piece_ids
 
 
+@pytest.mark.requires_shared_data
 def test_spans_cut_the_references_texts_on_wikipedia_and_special_characters(en8k):
     with open(os.path.join(SHARED_DATA_DIR, "corpus", "wiki_00.txt"), encoding="utf-8") as handle:
         texts = [line for line in handle.read().splitlines() if line.strip()]
@@ -402,6 +408,7 @@ def test_spans_cut_the_references_texts_on_wikipedia_and_special_characters(en8k
     assert dummy_prefixes >= 5
 
 
+@pytest.mark.requires_shared_data
 def test_spans_of_digit_comma_sub_pieces():
     german = FullTokenizer(spm_model_file=GERMAN_30K_MODEL, do_lower_case=True)
     texts = ["Im Jahr 2014, kam er.", "Die Saison 1997/12, und am 03/12, und 5/07, 6/09,"]
@@ -429,6 +436,7 @@ def best_checkpoint_model(model, output_dir):
     return model
 
 
+@pytest.mark.requires_shared_data
 def test_run_race_exports_the_best_checkpoint(tmp_path, en8k):
     data_dir = tmp_path / "data"
     (data_dir / "RACE").mkdir(parents=True)
@@ -454,6 +462,7 @@ def test_run_race_exports_the_best_checkpoint(tmp_path, en8k):
                  softmax(model(features, training=False)["logits"].numpy()))
 
 
+@pytest.mark.requires_shared_data
 def test_run_squad_exports_the_best_checkpoint(tmp_path, en8k):
     """--export_dir alone exports an output_dir's model.ckpt-best (here a v2 model's, written as a
     sweep leaves it)."""

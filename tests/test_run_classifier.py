@@ -273,6 +273,7 @@ def softmax(logits):
     return exp / exp.sum(-1, keepdims=True)
 
 
+@pytest.mark.requires_shared_data
 def test_rte_train_sweep_predict_export(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=40)
     config = tiny_config()
@@ -361,6 +362,7 @@ def test_rte_train_sweep_predict_export(tmp_path):
                                softmax(model(inputs, training=False)["logits"].numpy()), atol=1e-5)
 
 
+@pytest.mark.requires_shared_data
 def test_sts_b_regression(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "STS-B", rows=9, source={"test": "dev"})
     output_dir = tmp_path / "out"
@@ -417,6 +419,7 @@ def write_mnli(root):
     return root
 
 
+@pytest.mark.requires_shared_data
 def test_mnli_evaluates_matched_and_mismatched(tmp_path):
     data_dir = write_mnli(tmp_path / "glue")
     output_dir = tmp_path / "out"
@@ -443,6 +446,7 @@ def rte_dir(tmp_path_factory):
     return glue_sample(tmp_path_factory.mktemp("glue"), "RTE", rows=8)
 
 
+@pytest.mark.requires_shared_data
 def test_vocab_size_mismatch_is_an_error(tmp_path, rte_dir):
     result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json",
                                                                        vocab_size=30000),
@@ -452,6 +456,7 @@ def test_vocab_size_mismatch_is_an_error(tmp_path, rte_dir):
     assert "en8k.model" in result.stderr
 
 
+@pytest.mark.requires_shared_data
 def test_missing_init_checkpoint_is_an_error(tmp_path, rte_dir):
     result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json"),
                                           tmp_path / "out"), "--do_train",
@@ -460,6 +465,7 @@ def test_missing_init_checkpoint_is_an_error(tmp_path, rte_dir):
     assert not (tmp_path / "out" / "model.ckpt-1.index").exists()
 
 
+@pytest.mark.requires_shared_data
 def test_predict_without_best_checkpoint_and_hub_handle_are_errors(tmp_path, rte_dir):
     flags = common_flags("rte", rte_dir, write_config(tmp_path / "c.json"), tmp_path / "out")
     result = run_classifier(*flags, "--do_predict", check=False)
@@ -506,6 +512,7 @@ def assert_stopped_before_training(result, output_dir, *culprits):
     return written
 
 
+@pytest.mark.requires_shared_data
 def test_header_only_train_file_stops_before_training(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=0, files=("train",))
     output_dir = tmp_path / "out"
@@ -515,6 +522,7 @@ def test_header_only_train_file_stops_before_training(tmp_path):
         result, output_dir, f"{data_dir}/RTE/train.tsv: no examples (the file has only its header line)")
 
 
+@pytest.mark.requires_shared_data
 def test_missing_dev_file_stops_before_training(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=8, files=("train", "test"))
     output_dir = tmp_path / "out"
@@ -525,6 +533,7 @@ def test_missing_dev_file_stops_before_training(tmp_path):
     assert not [name for name in written if ".tf_record" in name]  # no split was built either
 
 
+@pytest.mark.requires_shared_data
 def test_malformed_test_file_stops_before_training(tmp_path):
     """--do_predict reads test.tsv only after training and the sweep: its rows are checked first."""
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=8)
@@ -539,6 +548,7 @@ def test_malformed_test_file_stops_before_training(tmp_path):
     assert_stopped_before_training(result, output_dir, f"{test_file}:6: not valid UTF-8")
 
 
+@pytest.mark.requires_shared_data
 def test_stsb_nan_score_stops_before_training(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "STS-B", rows=9, files=("train", "dev"))
     train_file = data_dir / "STS-B" / "train.tsv"
@@ -553,6 +563,7 @@ def test_stsb_nan_score_stops_before_training(tmp_path):
                                    f"{train_file}:4: expected a score from 0 to 5, found 'nan'")
 
 
+@pytest.mark.requires_shared_data
 def test_predict_without_eval_or_best_checkpoint_stops_before_training(tmp_path, rte_dir):
     output_dir = tmp_path / "out"
     result = run_classifier(*common_flags("rte", rte_dir, write_config(tmp_path / "c.json"),

@@ -54,6 +54,7 @@ def common_flags(tmp_path, race_dir):
             f"--max_seq_length={SEQ}", f"--max_qa_length={QA}"]
 
 
+@pytest.mark.requires_shared_data
 def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
     # A checkpoint in the reference's names, head included (as a RACE run of the reference writes).
     reference = AlbertMultipleChoiceModel(tiny_config())
@@ -96,6 +97,7 @@ def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
     assert float(results["best"]) == pytest.approx(np.mean(correct))
 
 
+@pytest.mark.requires_shared_data
 def test_level_flags_and_mistakes_are_clear_errors(tmp_path, race_dir):
     flags = common_flags(tmp_path, race_dir)
     result = run_race(*flags, "--middle_only", "--high_only")
@@ -128,6 +130,7 @@ def test_run_race_sh_passes_the_papers_recipe(tmp_path):
     assert bad.returncode == 2 and "INIT_CHECKPOINT" in bad.stderr
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.slow
 def test_a_tiny_model_memorises_the_sample(tmp_path, race_dir):
     """Labels, features, head and loss agree: a random model learns the 31 questions (chance 0.25)."""

@@ -45,6 +45,7 @@ def eval_blocks(path) -> list[dict[str, float]]:
     return blocks
 
 
+@pytest.mark.requires_shared_data
 def test_v2_train_sweep_predict_files(tmp_path):
     result = run_squad(*common_flags(tmp_path), f"--train_file={V2_SAMPLE}",
                        f"--predict_file={V2_SAMPLE}", "--version_2_with_negative", "--do_train",
@@ -80,6 +81,7 @@ def test_v2_train_sweep_predict_files(tmp_path):
         assert predictions[qid] == expected
 
 
+@pytest.mark.requires_shared_data
 def test_v1_predict_only_from_a_reference_checkpoint_never_waits(tmp_path):
     init = tf1_format.export_tf1_checkpoint(AlbertSquadModel(tiny_config()),
                                              str(tmp_path / "ref" / "model.ckpt"))
@@ -96,6 +98,7 @@ def test_v1_predict_only_from_a_reference_checkpoint_never_waits(tmp_path):
     assert not (tmp_path / "out" / "null_odds.json").exists()
 
 
+@pytest.mark.requires_shared_data
 def test_mistakes_are_caught_before_any_work(tmp_path):
     flags = common_flags(tmp_path)
     result = run_squad(*flags, "--do_predict", f"--predict_file={V1_SAMPLE}")
@@ -108,6 +111,7 @@ def test_mistakes_are_caught_before_any_work(tmp_path):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.slow
 def test_a_tiny_model_memorises_the_v2_sample(tmp_path):
     """Labels, head and post-processing agree end to end: F1 >= 90 on the training questions with

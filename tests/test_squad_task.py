@@ -76,6 +76,7 @@ def test_v1_logits_are_the_sequence_output_times_the_reference_weights(tmp_path)
     np.testing.assert_allclose(outputs["end_logits"].numpy(), expected[..., 1], atol=1e-5)
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name", ["v1.1-sample_S64", "v2.0-sample_S384"])
 def test_reduce_reproduces_the_reference_from_our_feature_file(tmp_path, en8k, name):
     """Our eval feature file's sidecar + the golden raw outputs -> the golden files and scores."""
@@ -127,6 +128,7 @@ def metrics_exact(metadata: dict, predictions: dict) -> float:
     return 100.0 * float(np.mean(scores))
 
 
+@pytest.mark.requires_shared_data
 def test_fixed_threshold_predictions_when_asked(tmp_path, en8k):
     golden = load_json(os.path.join(GOLDEN_DIR, "v2.0-sample_S64.json"))
     settings = golden["settings"]

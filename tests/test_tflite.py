@@ -129,6 +129,7 @@ def exported(tmp_path_factory, en8k):
     return results, report["modules"]
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, outputs", [("classifier", ("logits", "probabilities")),
                                            ("squad", ("start_logits", "end_logits"))])
 def test_tflite_outputs_equal_the_keras_model(exported, name, outputs):
@@ -140,6 +141,7 @@ def test_tflite_outputs_equal_the_keras_model(exported, name, outputs):
             assert difference <= TOLERANCE, (resolver, output, difference)
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, outputs", [("classifier", ["logits", "probabilities"]),
                                            ("squad", ["end_logits", "start_logits"])])
 def test_tflite_signature_has_fixed_int32_inputs_and_named_outputs(exported, name, outputs):
@@ -150,6 +152,7 @@ def test_tflite_signature_has_fixed_int32_inputs_and_named_outputs(exported, nam
     assert sorted(report["inputs"].values()) == [[[1, SEQ_LENGTH], "int32"]] * 3
 
 
+@pytest.mark.requires_shared_data
 def test_interpreter_process_never_imported_albert_tf(exported):
     assert exported[1] == []
 
