@@ -29,10 +29,10 @@ Records (the reference's ``FeatureWriter`` schema, all int64): ``unique_ids`` [1
 ``end_positions``, ``is_impossible`` [1]. Unique ids count features from 1000000000 in question
 order; a dropped question takes none.
 
-Conversion runs in worker processes (``data_prep.common.worker_pool``) on chunks of whole paragraphs,
-each paragraph tokenized and aligned once for all its questions; results come back in question
-order, so the output does not depend on the number of workers. The unique id is added to each
-record in that order.
+Conversion runs in worker processes (``data_prep.common.worker_pool``) on chunks of whole
+paragraphs, each paragraph tokenized and aligned once for all its questions; results come back in
+question order, so the output does not depend on the number of workers. The unique id is added to
+each record in that order.
 """
 
 from __future__ import annotations
