@@ -1,8 +1,8 @@
-"""The worker pool of data preparation (data_prep/common/worker_pool.py): results in task order, at most
-num_workers + 2 tasks in flight, one make_worker() per process, worker errors raised here with their
-message, workers stopped at once when the run stops early, in-process run for one worker; and, for
-the SQuAD converter, that kill -9 of the parent leaves no worker behind. Real processes, bounded
-waits."""
+"""The worker pool of data preparation (data_prep/common/worker_pool.py): results in task order, at
+most num_workers + 2 tasks in flight, one make_worker() per process, worker errors raised here with
+their message, workers stopped at once when the run stops early, in-process run for one worker;
+and, for the SQuAD converter, that kill -9 of the parent leaves no worker behind. Real processes,
+bounded waits."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pi
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks, reads /proc")
 
 SQUAD_DIR = os.path.join(SHARED_DATA_DIR, "squad")
+
+
+def started_workers(children_before: set[int]) -> set[int]:
+    """The child processes of this process that were not there before (the pool's workers)."""
+    return set(child_pids(os.getpid())) - children_before
 
 
 def make_square_worker():
@@ -123,10 +128,10 @@ def failing_worker(fail_at: int, in_make_worker: bool = False):
 
 
 def test_worker_error_is_raised_here_with_its_message_and_stops_the_others():
-    start = time.monotonic()
+    start, children_before = time.monotonic(), set(child_pids(os.getpid()))
     results = ordered_map(failing_worker(fail_at=5), range(20), 2)
     assert next(results) == 0
-    workers = child_pids(os.getpid())
+    workers = started_workers(children_before)
     assert len(workers) == 2
     with pytest.raises(SquadDataError) as raised:
         list(results)
@@ -145,10 +150,10 @@ def test_make_worker_error_is_raised_here_with_its_message():
 
 
 def test_closing_the_results_early_stops_the_workers():
-    start = time.monotonic()
+    start, children_before = time.monotonic(), set(child_pids(os.getpid()))
     results = ordered_map(make_slow_worker(lambda task: 60 if task > 0 else 0), range(10), 2)
     assert next(results)[0] == 0
-    workers = child_pids(os.getpid())
+    workers = started_workers(children_before)
     assert len(workers) == 2
     results.close()
     assert not any(map(is_alive, workers))
@@ -163,7 +168,7 @@ def test_a_worker_that_dies_raises_broken_process_pool():
         list(ordered_map(make_worker, range(4), 2))
 
 
-# --- SQuAD conversion: kill -9 of the parent ----------------------------------------------------------
+# --- SQuAD conversion: kill -9 of the parent ------------------------------------------------------
 
 def write_repeated_squad(path, copies: int) -> int:
     """The two shared SQuAD samples repeated ``copies`` times (question ids made unique), as one
@@ -205,9 +210,10 @@ for _ in convert_questions(examples, tokenizer.sp_model, True, FeatureSettings()
 def test_kill_9_of_the_squad_converter_ends_its_workers_at_once(tmp_path):
     source = tmp_path / "squad.json"
     assert write_repeated_squad(source, copies=1000) == 22000  # about 10 s per chunk, one core
-    process = subprocess.Popen([sys.executable, "-c", CONVERT_IN_TWO_CHUNKS, str(source), EN8K_MODEL],
-                               cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", CONVERT_IN_TWO_CHUNKS, str(source), EN8K_MODEL], cwd=REPO_ROOT,
+        env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
     workers = []
     try:
         workers = wait_for(lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid),
