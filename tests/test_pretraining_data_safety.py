@@ -18,15 +18,14 @@ from absl.testing import flagsaver
 
 from data_prep import create_pretraining_data
 from data_prep.pretraining.chunks import ChunkProcessor
-from tests.shared_setup import (EN8K_MODEL, PRETRAINING_DIR, REPO_ROOT, child_pids, is_alive,
-                                subprocess_env, wait_for)
+from tests import spm_fixtures
+from tests.shared_setup import REPO_ROOT, child_pids, is_alive, subprocess_env, wait_for
+from tests.test_create_pretraining_data import bundled_documents, write_corpus
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 FLAGS = flags.FLAGS
-RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
-SMALL_RUN = dict(spm_model_file=EN8K_MODEL, max_seq_length=32, max_predictions_per_seq=5,
-                 dupe_factor=1)
+SMALL_RUN = dict(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -44,7 +43,8 @@ def corpus(tmp_path):
 
 
 def run_cli(**flag_values):
-    with flagsaver.flagsaver(**{**SMALL_RUN, **flag_values}):
+    with flagsaver.flagsaver(**{**SMALL_RUN, "spm_model_file": spm_fixtures.cached_tiny_spm(),
+                                **flag_values}):
         create_pretraining_data.main(["create_pretraining_data"])
 
 
@@ -63,7 +63,7 @@ def test_output_that_is_the_input_is_refused_and_the_input_left(corpus):
 @pytest.mark.parametrize("case", ["glob", "symlink", "tokenizer"])
 def test_every_spelling_of_an_input_as_output_is_refused(tmp_path, corpus, case):
     model = tmp_path / "tokenizer.model"
-    shutil.copy(EN8K_MODEL, model)
+    shutil.copy(spm_fixtures.cached_tiny_spm(), model)
     (tmp_path / "old_output.tfrecord").write_bytes(b"records of an earlier run")
     os.symlink(corpus, tmp_path / "link.txt")
     flag_values = {
@@ -129,10 +129,12 @@ def running_generator(tmp_path):
     (own session); yields (process, worker pids, output path, stderr path) once they work."""
     output = tmp_path / "out" / "o.tfrecord"
     stderr_path = tmp_path / "stderr.txt"
+    corpus = write_corpus(tmp_path / "big.txt", bundled_documents(10_000))  # 30,000 sentences
     with open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={RTE_DOCS}",
-             f"--output_file={output}", f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=128",
+            [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={corpus}",
+             f"--output_file={output}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+             "--max_seq_length=128",
              "--dupe_factor=40", "--chunk_documents=50", "--num_workers=2"],
             cwd=REPO_ROOT, env=subprocess_env(), stderr=stderr, stdout=subprocess.DEVNULL,
             start_new_session=True)
