@@ -1,5 +1,4 @@
-"""``tf.train.Example`` building blocks shared by the fine-tuning feature writers (GLUE, RACE; SQuAD
-builds its records itself, data_prep/question_answering/features.py).
+"""``tf.train.Example`` building blocks shared by the fine-tuning feature writers (GLUE, SQuAD, RACE).
 
 Records are serialized deterministically (feature names sorted), so the same features give the same
 bytes in every process: protobuf's default map order varies between processes.

@@ -47,6 +47,7 @@ import tensorflow as tf
 
 from albert_tf.tokenization.normalization import preprocess_text
 from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, encode_ids, encode_pieces
+from data_prep.common.tf_example import int64_feature, serialize_example
 from data_prep.common.worker_pool import ordered_map
 from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import SquadDataError, SquadExample
@@ -298,24 +299,22 @@ def parse_squad_record(serialized: tf.Tensor, max_seq_length: int,
 
 
 def feature_record(feature: SquadFeature) -> bytes:
-    """The serialized tf.train.Example of a feature, without its unique id (see with_unique_id)."""
-    example = tf.train.Example()
-    columns = example.features.feature
-    for name in ("input_ids", "input_mask", "segment_ids", "p_mask"):
-        columns[name].int64_list.value.extend(getattr(feature, name))
+    """The serialized tf.train.Example of a feature, without its unique id (see with_unique_id);
+    the same bytes in every process (``serialize_example``)."""
+    columns = {name: int64_feature(getattr(feature, name))
+               for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
     if feature.is_impossible is not None:
-        columns["start_positions"].int64_list.value.append(feature.start_position)
-        columns["end_positions"].int64_list.value.append(feature.end_position)
-        columns["is_impossible"].int64_list.value.append(int(feature.is_impossible))
-    return example.SerializeToString()
+        columns["start_positions"] = int64_feature([feature.start_position])
+        columns["end_positions"] = int64_feature([feature.end_position])
+        columns["is_impossible"] = int64_feature([int(feature.is_impossible)])
+    return serialize_example(columns)
 
 
 def with_unique_id(record: bytes, unique_id: int) -> bytes:
     """``record`` (from feature_record) with its ``unique_ids`` column added."""
-    example = tf.train.Example()
+    example = tf.train.Example.FromString(record)
     example.features.feature["unique_ids"].int64_list.value.append(unique_id)
-    example.MergeFromString(record)
-    return example.SerializeToString()
+    return example.SerializeToString(deterministic=True)
 
 
 _position_names: list[str] = []
