@@ -81,7 +81,7 @@ def glue_inputs(en8k) -> dict[str, np.ndarray]:
     """SST-2 sentences (padded) and RTE pairs (truncated), as run_classifier's features."""
     rows = []
     for processor, count in ((Sst2Processor(), 4), (RteProcessor(), 3)):
-        for example in processor.get_dev_examples(GLUE_DIR)[:count]:
+        for example in processor.get_examples(GLUE_DIR, "dev")[:count]:
             rows.append(convert_example(example, processor.get_labels(), SEQ_LENGTH, en8k))
     return {name: np.array([getattr(row, name) for row in rows], np.int32) for name in INPUT_NAMES}
 
