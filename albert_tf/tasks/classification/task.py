@@ -63,9 +63,9 @@ class ClassifierTask:
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         logits = model(model_inputs(features), training=True)["logits"]
         per_example_loss, _, predictions = self._per_example(logits, features)
-        loss, logs = mean_with_accuracy(per_example_loss, predictions, features["label_ids"],
-                                        normalizers)
-        return loss, {} if self.is_regression else logs
+        if self.is_regression:
+            return tf.reduce_sum(per_example_loss) / normalizers["examples"], {}
+        return mean_with_accuracy(per_example_loss, predictions, features["label_ids"], normalizers)
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         logits = model(model_inputs(features), training=False)["logits"]
