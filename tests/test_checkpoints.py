@@ -343,7 +343,8 @@ def test_conversion_writes_only_what_the_source_holds(tmp_path):
     cfg = small_config()
     classifier = AlbertClassifierModel(cfg, 3)
     save_object_checkpoint(classifier, tmp_path / "cls")
-    _, prefix, count = albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(tmp_path / "cls"), str(tmp_path / "tf1"))
+    _, prefix, count = albert_tf_to_tf1(AlbertPretrainingModel(cfg), str(tmp_path / "cls"),
+                                        str(tmp_path / "tf1"))
     encoder = tf1_variable_map(classifier.albert)
     stored = tf.train.load_checkpoint(prefix)
     assert set(stored.get_variable_to_shape_map()) == set(encoder) | {"global_step"}
@@ -355,7 +356,8 @@ def test_conversion_writes_only_what_the_source_holds(tmp_path):
     # warm start from it reports the heads as missing instead of loading random ones.
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(cfg, with_heads=False))
-    converted = tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "ref"), str(tmp_path / "converted"))
+    converted = tf1_to_albert_tf(AlbertPretrainingModel(cfg), str(tmp_path / "ref"),
+                                 str(tmp_path / "converted"))
     assert not [name for name, _ in tf.train.list_variables(converted) if "_head/" in name]
     model = AlbertPretrainingModel(cfg)
     report = load_checkpoint(model, converted)

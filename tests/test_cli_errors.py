@@ -272,7 +272,7 @@ def test_run_pretraining_on_an_empty_tfrecord_stops_at_once(tmp_path, config_fil
 
 
 def test_run_pretraining_names_the_flag_the_file_and_the_length(tmp_path, config_file,
-                                                               pretraining_records):
+                                                                pretraining_records):
     result = run_command("run_pretraining.py", f"--albert_config_file={config_file}",
                          f"--input_file={pretraining_records}", f"--output_dir={tmp_path / 'out'}",
                          f"--max_seq_length={S // 2}", "--do_eval")

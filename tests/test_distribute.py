@@ -1,4 +1,5 @@
-"""albert_tf/training/distribute.py: strategies on CPU, logical CPU devices, TF_CONFIG checks, two local workers."""
+"""albert_tf/training/distribute.py: strategies on CPU, logical CPU devices, TF_CONFIG checks, two
+local workers."""
 
 from __future__ import annotations
 

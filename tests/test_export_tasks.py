@@ -357,7 +357,7 @@ def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k
                           for e in examples]
     if name == "squad1":
         results = [postprocessing.V1RawResult(i, outputs["start_logits"][i],
-                                                    outputs["end_logits"][i])
+                                              outputs["end_logits"][i])
                    for i in range(len(windows))]
         reference = postprocessing.postprocess_v1(reference_examples, features, results)
         assert ours.predictions == reference.predictions

@@ -40,7 +40,8 @@ from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
 RTE_TRAIN_LINES = [b"index\tsentence1\tsentence2\tlabel"] + [
     f"{index}\tThe baker number {index} kneads the dough for ten minutes.\tA baker kneads dough."
     f"\t{'entailment' if index % 3 else 'not_entailment'}".encode() for index in range(1, 300)]
-STSB_TRAIN_LINES = [b"index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"] + [
+STSB_HEADER = b"index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+STSB_TRAIN_LINES = [STSB_HEADER] + [
     f"{index}\tmain-captions\tMSRvid\t2012test\t{index:04d}\tnone\tnone\tA man is playing flute "
     f"{index}.\tA man plays a flute.\t{index % 6 * 0.8:.3f}".encode() for index in range(12)] + [b""]
 

@@ -55,7 +55,7 @@ def test_pearson_and_mse():
     assert pearson_correlation([1, 2, 3, 4], [2, 4, 5, 9]) == pytest.approx(11 / math.sqrt(130))
     # A zero-weight outlier changes nothing.
     assert pearson_correlation([1, 2, 3, 4, 100], [2, 4, 5, 9, -50],
-                                       weights=[1, 1, 1, 1, 0]) == pytest.approx(11 / math.sqrt(130))
+                               weights=[1, 1, 1, 1, 0]) == pytest.approx(11 / math.sqrt(130))
     assert pearson_correlation([1, 1, 1], [1, 2, 3]) == 0.0
     assert mean_squared_error([1, 2], [0, 4]) == pytest.approx(2.5)  # (1 + 4) / 2
     assert mean_squared_error([1, 2, 7], [0, 4, 0], weights=[1, 1, 0]) == pytest.approx(2.5)
@@ -68,7 +68,7 @@ def test_spearman_with_ties():
     assert spearman_correlation([1, 2, 2, 3], [10, 30, 20, 40]) == pytest.approx(3 / math.sqrt(10))
     # The padded example (weight 0) is not ranked.
     assert spearman_correlation([1, 2, 2, 3, -9], [10, 30, 20, 40, 99],
-                                        weights=[1, 1, 1, 1, 0]) == pytest.approx(3 / math.sqrt(10))
+                                weights=[1, 1, 1, 1, 0]) == pytest.approx(3 / math.sqrt(10))
     assert spearman_correlation([3, 1, 2], [30, 10, 20]) == pytest.approx(1.0)
 
 
@@ -85,7 +85,7 @@ def test_glue_metrics_keys_and_values():
     assert mrpc == pytest.approx({"eval_accuracy": 0.5, "f1": 2 / 3, "eval_loss": 2.0})
     assert set(glue_metrics(kinds("rte"), [0, 1], [0, 0])) == {"eval_accuracy"}
     stsb = glue_metrics(kinds("sts-b"), np.array([[1.0], [2.0], [3.0], [4.0]]), [2, 4, 5, 9],
-                                loss=0.25)
+                        loss=0.25)
     assert stsb == pytest.approx({"pearson": 11 / math.sqrt(130), "spearman": 1.0,
                                   "MSE": (1 + 4 + 4 + 25) / 4, "eval_loss": 0.25})
     with pytest.raises(ValueError, match="unknown GLUE task_name 'stsb'"):
@@ -166,5 +166,5 @@ def test_find_best_thresh_keeps_zero_when_nothing_improves():
     # never beats "all unanswerable" (score 1 of 2).
     predictions = {"a": "wrong", "b": "text"}
     best, threshold = find_best_thresh(predictions, {"a": 0.0, "b": 0.0}, {"a": 0.2, "b": 0.4},
-                                               {"a": True, "b": False})
+                                       {"a": True, "b": False})
     assert (best, threshold) == (50.0, 0.0)

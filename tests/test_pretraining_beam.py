@@ -1,7 +1,7 @@
-"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining/beam.py and data_prep/common/beam_runner.py)
-against the single-machine command: the same bytes in every output file and the same statistics
-file, whatever the runner's parallelism; bad input and bad options as clear errors; Beam imported
-only when asked."""
+"""create_pretraining_data --runner=DirectRunner (data_prep/pretraining/beam.py and
+data_prep/common/beam_runner.py) against the single-machine command: the same bytes in every output
+file and the same statistics file, whatever the runner's parallelism; bad input and bad options as
+clear errors; Beam imported only when asked."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_head_reference_names_round_trip_and_warm_start_from_pretraining(tmp_pat
     np.testing.assert_array_equal(restored.classifier.output_bias.numpy(), [0.5, -0.5])
     # A pretraining checkpoint: the encoder loads, only the new head is missing.
     pretrained = export_tf1_checkpoint(AlbertPretrainingModel(config),
-                                                   str(tmp_path / "pre" / "model.ckpt"))
+                                       str(tmp_path / "pre" / "model.ckpt"))
     report = load_tf1_checkpoint(AlbertClassifierModel(config, 2), pretrained)
     assert sorted(report.missing) == ["output_bias", "output_weights"]
     report.require_complete_encoder()
@@ -278,7 +278,7 @@ def test_rte_train_sweep_predict_export(tmp_path):
     data_dir = glue_sample(tmp_path / "glue", "RTE", rows=40)
     config = tiny_config()
     pretrained = export_tf1_checkpoint(AlbertPretrainingModel(config),
-                                                   str(tmp_path / "pretrained" / "model.ckpt"))
+                                       str(tmp_path / "pretrained" / "model.ckpt"))
     output_dir, export_dir = tmp_path / "out", tmp_path / "export"
     result = run_classifier(
         *common_flags("RTE", data_dir, write_config(tmp_path / "config.json"), output_dir),

@@ -84,7 +84,7 @@ def test_v2_train_sweep_predict_files(tmp_path):
 @pytest.mark.requires_shared_data
 def test_v1_predict_only_from_a_reference_checkpoint_never_waits(tmp_path):
     init = tf1_format.export_tf1_checkpoint(AlbertSquadModel(tiny_config()),
-                                             str(tmp_path / "ref" / "model.ckpt"))
+                                            str(tmp_path / "ref" / "model.ckpt"))
     result = run_squad(*common_flags(tmp_path), f"--init_checkpoint={init}",
                        f"--predict_file={V1_SAMPLE}", "--do_predict", "--max_seq_length=128",
                        "--doc_stride=64", "--max_query_length=32")

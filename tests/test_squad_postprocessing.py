@@ -1,4 +1,5 @@
-"""albert_tf/tasks/question_answering/postprocessing.py against the reference's own SQuAD post-processing outputs.
+"""albert_tf/tasks/question_answering/postprocessing.py against the reference's own SQuAD
+post-processing outputs.
 
 The golden files (../shared/data/squad/reference_golden) hold, for the two dev samples at two window
 geometries, the reference's eval features, synthetic raw outputs per window and what the reference's
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from albert_tf.tasks.question_answering import postprocessing
+from albert_tf.tasks.question_answering import postprocessing as sp
 from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR
 
 SQUAD_DIR = os.path.join(SHARED_DATA_DIR, "squad")
@@ -36,8 +37,8 @@ def _dataset(source: str) -> list:
         return json.load(handle)["data"]
 
 
-def _examples(dataset) -> list[postprocessing.Question]:
-    return [postprocessing.Question(qa["id"], paragraph["context"])
+def _examples(dataset) -> list[sp.Question]:
+    return [sp.Question(qa["id"], paragraph["context"])
             for article in dataset for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
 
 
@@ -45,8 +46,8 @@ def _inputs(name: str):
     """(golden, dataset, examples, features, raw results) of one golden file."""
     golden = _golden(name)
     dataset = _dataset(golden["settings"]["source"])
-    features = [postprocessing.WindowMetadata.from_record(record) for record in golden["features"]]
-    result_type = postprocessing.V1RawResult if golden["settings"]["version"] == 1 else postprocessing.V2RawResult
+    features = [sp.WindowMetadata.from_record(record) for record in golden["features"]]
+    result_type = sp.V1RawResult if golden["settings"]["version"] == 1 else sp.V2RawResult
     results = [result_type(**record) for record in golden["raw_results"]]
     return golden, dataset, _examples(dataset), features, results
 
@@ -54,7 +55,7 @@ def _inputs(name: str):
 def _run(name: str, examples=None, features=None):
     golden, dataset, all_examples, all_features, results = _inputs(name)
     settings = golden["settings"]
-    postprocess = postprocessing.postprocess_v1 if settings["version"] == 1 else postprocessing.postprocess_v2
+    postprocess = sp.postprocess_v1 if settings["version"] == 1 else sp.postprocess_v2
     return postprocess(all_examples if examples is None else examples,
                        all_features if features is None else features, results,
                        n_best_size=settings["n_best_size"],
@@ -86,7 +87,7 @@ def test_v1_matches_the_reference(name):
     output = _run(name)
     assert list(output.predictions.items()) == list(golden["predictions"].items())
     _assert_nbest_equal(output.nbest, golden["nbest_predictions"])
-    _assert_scores_equal(postprocessing.evaluate_v1(dataset, output.predictions), golden["evaluate_v1"])
+    _assert_scores_equal(sp.evaluate_v1(dataset, output.predictions), golden["evaluate_v1"])
 
 
 @pytest.mark.requires_shared_data
@@ -99,7 +100,7 @@ def test_v2_matches_the_reference(name):
     assert list(output.predictions(None).items()) == list(golden["predictions_threshold_none"].items())
     assert list(output.predictions(0.0).items()) == list(golden["predictions_threshold_0"].items())
 
-    metrics, tuned = postprocessing.evaluate_v2(dataset, output)
+    metrics, tuned = sp.evaluate_v2(dataset, output)
     reference = {key: metrics[key] for key in ("exact", "f1", "total", "null_score_diff_threshold")}
     _assert_scores_equal(reference, golden["evaluate_v2_reference"])
     assert list(tuned.items()) == list(golden["predictions_reference_tuned"].items())
@@ -120,7 +121,7 @@ def test_v2_threshold_blanks_questions_whose_null_score_reaches_it():
 @pytest.mark.requires_shared_data
 def test_v2_official_metrics_beside_the_reference_ones():
     golden, dataset, *_ = _inputs("v2.0-sample_S384.json")
-    metrics, tuned = postprocessing.evaluate_v2(dataset, _run("v2.0-sample_S384.json"))
+    metrics, tuned = sp.evaluate_v2(dataset, _run("v2.0-sample_S384.json"))
     answerable = sum(bool(qa["answers"]) for article in dataset
                      for paragraph in article["paragraphs"] for qa in paragraph["qas"])
     total = metrics["official_total"]
@@ -175,8 +176,8 @@ PIECE_ENDS = tuple(start + 2 for start in PIECE_STARTS)
 MAX_CONTEXT = {4: True, 5: True, 6: False, 7: True, 8: True}
 
 
-def _window(unique_id: int = 7, max_context: dict = MAX_CONTEXT) -> postprocessing.WindowMetadata:
-    return postprocessing.WindowMetadata.from_record({
+def _window(unique_id: int = 7, max_context: dict = MAX_CONTEXT) -> sp.WindowMetadata:
+    return sp.WindowMetadata.from_record({
         "unique_id": unique_id, "example_index": 0,
         "tok_start_to_orig_index": list(PIECE_STARTS),
         "tok_end_to_orig_index": list(PIECE_ENDS),
@@ -200,8 +201,8 @@ def _span_text(start: int, end: int) -> str:
 def test_v1_keeps_exactly_the_valid_spans_ranked_by_score(n_best_size, max_answer_length, seed):
     rng = np.random.default_rng(seed)
     start_logits, end_logits = rng.normal(size=10), rng.normal(size=10)
-    output = postprocessing.postprocess_v1([postprocessing.Question("q", PARAGRAPH)], [_window()],
-                               [postprocessing.V1RawResult(7, start_logits, end_logits)],
+    output = sp.postprocess_v1([sp.Question("q", PARAGRAPH)], [_window()],
+                               [sp.V1RawResult(7, start_logits, end_logits)],
                                n_best_size=n_best_size, max_answer_length=max_answer_length)
     best_starts = np.argsort(-start_logits)[:n_best_size]
     best_ends = np.argsort(-end_logits)[:n_best_size]
@@ -224,8 +225,8 @@ def test_v2_keeps_exactly_the_valid_spans_of_the_beam():
     end_index = [0, 4, 5, 2, 5, 9, 6, 5, 8, 7, 6, 8, 8, 9, 7]
     start_log_probs = [-0.5, -0.6, -0.7, -0.8, -0.9]
     end_log_probs = [-0.1 * (k + 1) for k in range(15)]
-    result = postprocessing.V2RawResult(7, start_log_probs, start_index, end_log_probs, end_index, cls_logits=-2.5)
-    output = postprocessing.postprocess_v2([postprocessing.Question("q", PARAGRAPH)], [_window()], [result],
+    result = sp.V2RawResult(7, start_log_probs, start_index, end_log_probs, end_index, cls_logits=-2.5)
+    output = sp.postprocess_v2([sp.Question("q", PARAGRAPH)], [_window()], [result],
                                max_answer_length=2)
     expected = [(start_index[k // 3], end_index[k], start_log_probs[k // 3] + end_log_probs[k])
                 for k in range(15)
@@ -242,31 +243,31 @@ def test_v2_keeps_exactly_the_valid_spans_of_the_beam():
 
 def test_repeated_pairs_in_a_window_are_averaged_at_their_first_place():
     # Start "bb" (5) twice, each with ends "cc" (6) and "bb" (5): two pairs seen twice.
-    result = postprocessing.V2RawResult(7, [-1.0, -2.0], [5, 5], [-0.5, -3.0, -1.5, -0.25], [6, 5, 6, 5],
+    result = sp.V2RawResult(7, [-1.0, -2.0], [5, 5], [-0.5, -3.0, -1.5, -0.25], [6, 5, 6, 5],
                             cls_logits=0.0)
-    nbest = postprocessing.postprocess_v2([postprocessing.Question("q", PARAGRAPH)], [_window()], [result]).nbest["q"]
+    nbest = sp.postprocess_v2([sp.Question("q", PARAGRAPH)], [_window()], [result]).nbest["q"]
     assert [(e["text"], e["start_log_prob"], e["end_log_prob"]) for e in nbest] == [
         ("bb cc", -1.5, -1.0), ("bb", -1.5, -1.625)]
 
 
 def test_no_surviving_candidate_gives_the_nonce_entries():
     window = _window(max_context={position: False for position in MAX_CONTEXT})
-    example = postprocessing.Question("q", PARAGRAPH)
-    v1 = postprocessing.postprocess_v1([example], [window], [postprocessing.V1RawResult(7, np.arange(10.0), np.arange(10.0))])
+    example = sp.Question("q", PARAGRAPH)
+    v1 = sp.postprocess_v1([example], [window], [sp.V1RawResult(7, np.arange(10.0), np.arange(10.0))])
     assert v1.predictions == {"q": "empty"}
     assert v1.nbest["q"] == [{"text": "empty", "probability": 1.0, "start_log_prob": 0.0,
                               "end_log_prob": 0.0}]
-    v2 = postprocessing.postprocess_v2([example], [window],
-                           [postprocessing.V2RawResult(7, [0.0], [5], [0.0], [5], cls_logits=-4.0)])
+    v2 = sp.postprocess_v2([example], [window],
+                           [sp.V2RawResult(7, [0.0], [5], [0.0], [5], cls_logits=-4.0)])
     assert v2.best_texts == {"q": ""} and v2.null_odds == {"q": -4.0}
     assert v2.nbest["q"][0]["start_log_prob"] == -1e6
 
 
 def test_null_score_is_the_minimum_over_the_windows():
-    example = postprocessing.Question("q", PARAGRAPH)
-    results = [postprocessing.V2RawResult(uid, [0.0], [5], [0.0], [5], cls_logits=cls)
+    example = sp.Question("q", PARAGRAPH)
+    results = [sp.V2RawResult(uid, [0.0], [5], [0.0], [5], cls_logits=cls)
                for uid, cls in ((7, 0.5), (8, -1.5), (9, 3.0))]
-    output = postprocessing.postprocess_v2([example], [_window(uid) for uid in (7, 8, 9)], results)
+    output = sp.postprocess_v2([example], [_window(uid) for uid in (7, 8, 9)], results)
     assert output.null_odds == {"q": -1.5}
 
 
@@ -283,16 +284,16 @@ def test_doc_offset_is_the_position_after_the_first_sep():
 @pytest.mark.requires_shared_data
 def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset():
     record = _golden("v1.1-sample_S64.json")["features"][3]
-    from_str = postprocessing.WindowMetadata.from_record(record)
+    from_str = sp.WindowMetadata.from_record(record)
     with_ints = dict(record, token_is_max_context={int(k): v for k, v in
                                                    record["token_is_max_context"].items()})
-    from_int = postprocessing.WindowMetadata.from_record(dict(with_ints, doc_offset=from_str.doc_offset))
+    from_int = sp.WindowMetadata.from_record(dict(with_ints, doc_offset=from_str.doc_offset))
     assert not from_str.max_context.all() and from_str.max_context.any()  # a middle window
     np.testing.assert_array_equal(from_int.max_context, from_str.max_context)
     assert (from_int.doc_offset, from_int.tok_start_to_orig_index) == (
         from_str.doc_offset, from_str.tok_start_to_orig_index)
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=1000000003.*positions 12"):
-        postprocessing.WindowMetadata.from_record(dict(record, doc_offset=from_str.doc_offset + 1))
+    with pytest.raises(sp.SquadPostprocessingError, match="unique_id=1000000003.*positions 12"):
+        sp.WindowMetadata.from_record(dict(record, doc_offset=from_str.doc_offset + 1))
 
 
 @pytest.mark.requires_shared_data
@@ -303,22 +304,22 @@ def test_feature_records_accept_int_or_str_positions_and_an_explicit_doc_offset(
 ])
 def test_bad_feature_records_name_the_window(change, message):
     record = dict(_golden("v1.1-sample_S64.json")["features"][3], **change)
-    with pytest.raises(postprocessing.SquadPostprocessingError, match=message):
-        postprocessing.WindowMetadata.from_record(record)
+    with pytest.raises(sp.SquadPostprocessingError, match=message):
+        sp.WindowMetadata.from_record(record)
 
 
 def test_bad_raw_results_and_missing_windows_are_named():
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=5: start_logits .* differ"):
-        postprocessing.V1RawResult(5, np.zeros(8), np.zeros(9))
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=5: expected start_top_"):
-        postprocessing.V2RawResult(5, [0.0, 0.0], [1, 2], [0.0] * 3, [1, 2, 3], cls_logits=0.0)
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=6: start_top_log_probs must be"):
-        postprocessing.V2RawResult(6, [], [], [], [], cls_logits=0.0)
-    example = postprocessing.Question("q1", PARAGRAPH)
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="unique_id=7 \\(question 'q1'\\) has no raw"):
-        postprocessing.postprocess_v1([example], [_window()], [postprocessing.V1RawResult(8, np.zeros(10), np.zeros(10))])
-    with pytest.raises(postprocessing.SquadPostprocessingError, match="example_index 0 is not an index into the 0"):
-        postprocessing.postprocess_v1([], [_window()], [])
+    with pytest.raises(sp.SquadPostprocessingError, match="unique_id=5: start_logits .* differ"):
+        sp.V1RawResult(5, np.zeros(8), np.zeros(9))
+    with pytest.raises(sp.SquadPostprocessingError, match="unique_id=5: expected start_top_"):
+        sp.V2RawResult(5, [0.0, 0.0], [1, 2], [0.0] * 3, [1, 2, 3], cls_logits=0.0)
+    with pytest.raises(sp.SquadPostprocessingError, match="unique_id=6: start_top_log_probs must be"):
+        sp.V2RawResult(6, [], [], [], [], cls_logits=0.0)
+    example = sp.Question("q1", PARAGRAPH)
+    with pytest.raises(sp.SquadPostprocessingError, match="unique_id=7 \\(question 'q1'\\) has no raw"):
+        sp.postprocess_v1([example], [_window()], [sp.V1RawResult(8, np.zeros(10), np.zeros(10))])
+    with pytest.raises(sp.SquadPostprocessingError, match="example_index 0 is not an index into the 0"):
+        sp.postprocess_v1([], [_window()], [])
 
 
 # -- files -------------------------------------------------------------------------------------------
@@ -330,19 +331,19 @@ def test_prediction_files_round_trip_in_the_reference_format(tmp_path):
     predictions = output.predictions(0.0)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    (out_dir / postprocessing.PREDICTIONS_FILE).write_text("stale")
-    paths = postprocessing.write_prediction_files(str(out_dir), predictions, output.nbest, output.null_odds)
+    (out_dir / sp.PREDICTIONS_FILE).write_text("stale")
+    paths = sp.write_prediction_files(str(out_dir), predictions, output.nbest, output.null_odds)
     assert sorted(os.listdir(out_dir)) == sorted(
-        [postprocessing.PREDICTIONS_FILE, postprocessing.NBEST_FILE, postprocessing.NULL_ODDS_FILE])  # no temporary left, stale replaced
-    assert [os.path.basename(p) for p in paths] == [postprocessing.PREDICTIONS_FILE, postprocessing.NBEST_FILE,
-                                                    postprocessing.NULL_ODDS_FILE]
-    text = (out_dir / postprocessing.PREDICTIONS_FILE).read_text()
+        [sp.PREDICTIONS_FILE, sp.NBEST_FILE, sp.NULL_ODDS_FILE])  # no temporary left, stale replaced
+    assert [os.path.basename(p) for p in paths] == [sp.PREDICTIONS_FILE, sp.NBEST_FILE,
+                                                    sp.NULL_ODDS_FILE]
+    text = (out_dir / sp.PREDICTIONS_FILE).read_text()
     assert text == json.dumps(golden["predictions_threshold_0"], indent=4) + "\n"
-    assert json.loads((out_dir / postprocessing.NBEST_FILE).read_text()) == output.nbest
-    assert json.loads((out_dir / postprocessing.NULL_ODDS_FILE).read_text()) == output.null_odds
+    assert json.loads((out_dir / sp.NBEST_FILE).read_text()) == output.nbest
+    assert json.loads((out_dir / sp.NULL_ODDS_FILE).read_text()) == output.null_odds
 
     v1 = _run("v1.1-sample_S384.json")
     v1_dir = tmp_path / "v1" / "nested"
-    postprocessing.write_prediction_files(str(v1_dir), v1.predictions, v1.nbest)
-    assert sorted(os.listdir(v1_dir)) == sorted([postprocessing.PREDICTIONS_FILE, postprocessing.NBEST_FILE])
-    assert json.loads((v1_dir / postprocessing.NBEST_FILE).read_text()) == v1.nbest
+    sp.write_prediction_files(str(v1_dir), v1.predictions, v1.nbest)
+    assert sorted(os.listdir(v1_dir)) == sorted([sp.PREDICTIONS_FILE, sp.NBEST_FILE])
+    assert json.loads((v1_dir / sp.NBEST_FILE).read_text()) == v1.nbest

@@ -9,7 +9,8 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.files.paths import expand_input_patterns
-from data_prep.pretraining import vocabulary
+from data_prep.pretraining.vocabulary import (TrainSentencePieceError, _vocab_text,
+                                              train_sentencepiece)
 from tests import spm_fixtures
 from tests.shared_setup import REPO_ROOT
 
@@ -32,8 +33,8 @@ def _proto(path: str) -> sentencepiece_model_pb2.ModelProto:
 def trained(tmp_path_factory):
     directory = tmp_path_factory.mktemp("spm")
     corpus = spm_fixtures.write_fixture_corpus(str(directory / "corpus.txt"))
-    model = vocabulary.train_sentencepiece(corpus, str(directory / "recipe"), vocab_size=400, num_threads=1,
-                                    quiet=True)
+    model = train_sentencepiece(corpus, str(directory / "recipe"), vocab_size=400, num_threads=1,
+                                quiet=True)
     return directory, model
 
 
@@ -75,7 +76,7 @@ def test_vocab_text_matches_spm_train_output(tmp_path):
                                    user_defined_symbols=["(", ")", "\u20ac"], num_threads=1,
                                    minloglevel=1)
     with open(tmp_path / "spm.model", "rb") as handle:
-        text = vocabulary._vocab_text(handle.read())
+        text = _vocab_text(handle.read())
     with open(tmp_path / "spm.vocab", encoding="utf-8") as handle:
         assert text == handle.read()
 
@@ -84,9 +85,9 @@ def test_lowercasing_and_accent_removal_follow_the_flag(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(spm_fixtures.fixture_corpus_lines() + ["Café Über Ärger"] * 20) + "\n",
                       encoding="utf-8")
-    lower = spm.SentencePieceProcessor(model_file=vocabulary.train_sentencepiece(
+    lower = spm.SentencePieceProcessor(model_file=train_sentencepiece(
         str(corpus), str(tmp_path / "lower"), vocab_size=300, num_threads=1, quiet=True))
-    cased = spm.SentencePieceProcessor(model_file=vocabulary.train_sentencepiece(
+    cased = spm.SentencePieceProcessor(model_file=train_sentencepiece(
         str(corpus), str(tmp_path / "cased"), vocab_size=300, do_lower_case=False, num_threads=1,
         quiet=True))
     lower_pieces = [lower.IdToPiece(i) for i in range(13, lower.GetPieceSize())]
@@ -110,8 +111,8 @@ def test_comma_separated_globs(tmp_path):
 def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
-    with pytest.raises(vocabulary.TrainSentencePieceError) as info:
-        vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
+    with pytest.raises(TrainSentencePieceError) as info:
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
     message = str(info.value)
     assert "--vocab_size=300" in message and "smaller" in message and "hard_vocab_limit" in message
     assert os.listdir(tmp_path) == ["small.txt"]
@@ -120,8 +121,8 @@ def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
 def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
-    model = vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300,
-                                    hard_vocab_limit=False, quiet=True)
+    model = train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300,
+                                hard_vocab_limit=False, quiet=True)
     size = spm.SentencePieceProcessor(model_file=model).GetPieceSize()
     assert 13 < size < 300
 
@@ -129,8 +130,8 @@ def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):
 def test_blank_only_input_is_an_error(tmp_path):
     corpus = tmp_path / "blank.txt"
     corpus.write_text("\n  \n\n", encoding="utf-8")
-    with pytest.raises(vocabulary.TrainSentencePieceError, match="no non-blank lines"):
-        vocabulary.train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    with pytest.raises(TrainSentencePieceError, match="no non-blank lines"):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
 
 
 def test_command_line(tmp_path):
@@ -156,7 +157,7 @@ def test_command_line_requires_flags():
 def test_input_sentence_size_samples_and_rejects_tiny_values(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
     with pytest.raises(ValueError, match="input_sentence_size=50"):
-        vocabulary.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=50)
-    model = vocabulary.train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=101,
-                                    quiet=True)
+        train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=50)
+    model = train_sentencepiece(corpus, str(tmp_path / "m"), vocab_size=200, input_sentence_size=101,
+                                quiet=True)
     assert _proto(model).trainer_spec.input_sentence_size == 101
