@@ -20,8 +20,6 @@ Run from the repository root:
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 import resource
 import sys
@@ -35,6 +33,7 @@ sys.path.insert(0, REPO_ROOT)
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
+from tests.shared_setup import write_repeated_squad  # noqa: E402
 
 SQUAD_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "squad")
 SPM_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
@@ -48,25 +47,6 @@ flags.DEFINE_bool("is_training", True, "Training features (the reference figure'
 flags.DEFINE_integer("max_seq_length", 384, "S.")
 flags.DEFINE_integer("doc_stride", 128, "Window stride.")
 flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
-
-
-def _repeated_samples(path: str, repeat: int) -> int:
-    """Writes the samples' articles ``repeat`` times (question ids made unique) to ``path``;
-    returns the number of questions."""
-    articles = []
-    for name in SAMPLES:
-        with open(os.path.join(SQUAD_DIR, name), encoding="utf-8") as handle:
-            articles.extend(json.load(handle)["data"])
-    data = []
-    for copy_index in range(repeat):
-        for article in copy.deepcopy(articles):
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    qa["id"] = f"{qa['id']}-{copy_index}"
-            data.append(article)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump({"version": "bench", "data": data}, handle)
-    return sum(len(p["qas"]) for a in data for p in a["paragraphs"])
 
 
 def _cpu_seconds() -> float:
@@ -85,7 +65,8 @@ def main(argv: list[str]) -> None:
     tokenizer = FullTokenizer(spm_model_file=SPM_MODEL, do_lower_case=True)
     with tempfile.TemporaryDirectory() as work_dir:
         input_file = os.path.join(work_dir, "squad.json")
-        num_questions = _repeated_samples(input_file, FLAGS.repeat)
+        num_questions = write_repeated_squad([os.path.join(SQUAD_DIR, name) for name in SAMPLES],
+                                             input_file, FLAGS.repeat)
         print(f"{num_questions} questions ({FLAGS.repeat} x the two samples), "
               f"{'training' if FLAGS.is_training else 'eval'} mode, S={FLAGS.max_seq_length}, "
               f"doc_stride={FLAGS.doc_stride}, max_query_length={FLAGS.max_query_length}")

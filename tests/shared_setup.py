@@ -11,7 +11,9 @@ directory is missing, or fails them when the environment variable CI is set.
 
 from __future__ import annotations
 
+import copy
 import glob
+import json
 import os
 import socket
 import time
@@ -146,3 +148,23 @@ def wait_for(condition: Callable[[], T], timeout: float, what: str) -> T:
             return value
         time.sleep(0.1)
     raise AssertionError(f"waited {timeout:.0f} s for {what}")
+
+
+def write_repeated_squad(sample_paths: list[str], path: str, copies: int) -> int:
+    """The articles of the SQuAD files ``sample_paths`` repeated ``copies`` times (question ids made
+    unique) as one JSON file at ``path``, a SQuAD file big enough to time or to keep workers busy;
+    returns its number of questions."""
+    articles = []
+    for sample in sample_paths:
+        with open(sample, encoding="utf-8") as handle:
+            articles.extend(json.load(handle)["data"])
+    data = []
+    for index in range(copies):
+        for article in copy.deepcopy(articles):
+            for paragraph in article["paragraphs"]:
+                for qa in paragraph["qas"]:
+                    qa["id"] = f"{qa['id']}-{index}"
+            data.append(article)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"version": "repeated", "data": data}, handle)
+    return sum(len(paragraph["qas"]) for article in data for paragraph in article["paragraphs"])

@@ -6,9 +6,7 @@ bounded waits."""
 
 from __future__ import annotations
 
-import copy
 import itertools
-import json
 import os
 import signal
 import subprocess
@@ -22,11 +20,13 @@ from albert_tf.cli import error_boundary
 from data_prep.common.worker_pool import ordered_map
 from data_prep.question_answering.examples import SquadDataError
 from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids, is_alive,
-                                subprocess_env, wait_for)
+                                subprocess_env, wait_for, write_repeated_squad)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks, reads /proc")
 
 SQUAD_DIR = os.path.join(SHARED_DATA_DIR, "squad")
+SQUAD_SAMPLES = [os.path.join(SQUAD_DIR, name)
+                 for name in ("dev-v1.1-sample.json", "dev-v2.0-sample.json")]
 
 
 def started_workers(children_before: set[int]) -> set[int]:
@@ -170,25 +170,6 @@ def test_a_worker_that_dies_raises_broken_process_pool():
 
 # --- SQuAD conversion: kill -9 of the parent ------------------------------------------------------
 
-def write_repeated_squad(path, copies: int) -> int:
-    """The two shared SQuAD samples repeated ``copies`` times (question ids made unique), as one
-    JSON file at ``path``; returns the number of questions."""
-    articles = []
-    for name in ("dev-v1.1-sample.json", "dev-v2.0-sample.json"):
-        with open(os.path.join(SQUAD_DIR, name), encoding="utf-8") as handle:
-            articles.extend(json.load(handle)["data"])
-    data = []
-    for index in range(copies):
-        for article in copy.deepcopy(articles):
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    qa["id"] = f"{qa['id']}-{index}"
-            data.append(article)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump({"version": "test", "data": data}, handle)
-    return sum(len(paragraph["qas"]) for article in data for paragraph in article["paragraphs"])
-
-
 # Converts a SQuAD file (argv[1]) with en8k (argv[2]) in two workers, each given one chunk of half
 # the questions: many seconds of work, so a worker that merely finished its task after its parent's
 # death would outlive it for that long.
@@ -209,7 +190,7 @@ for _ in convert_questions(examples, tokenizer.sp_model, True, FeatureSettings()
 @pytest.mark.requires_shared_data
 def test_kill_9_of_the_squad_converter_ends_its_workers_at_once(tmp_path):
     source = tmp_path / "squad.json"
-    assert write_repeated_squad(source, copies=1000) == 22000  # about 10 s per chunk, one core
+    assert write_repeated_squad(SQUAD_SAMPLES, source, copies=1000) == 22000  # about 10 s per chunk, one core
     process = subprocess.Popen(
         [sys.executable, "-c", CONVERT_IN_TWO_CHUNKS, str(source), EN8K_MODEL], cwd=REPO_ROOT,
         env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
