@@ -1,16 +1,6 @@
-"""Hub-style export of a pretrained ALBERT (the reference's TF-Hub module, as a TF2 SavedModel),
-behind the command::
-
-    python -m albert_tf.export_hub --albert_config_file=albert_base/albert_config.json \\
-        --checkpoint=albert_base/ --spm_model_file=albert_base/30k-clean.model --do_lower_case \\
-        --export_path=exports/albert_base [--max_seq_length=128] \\
-        [--preprocessing_export_path=exports/albert_base_preprocessing]
-
-``--checkpoint``: a directory (its ``model.ckpt-best``, the reference's default, else its latest
-checkpoint; or an export directory), an albert_tf checkpoint prefix or a reference TF1 checkpoint.
-It must hold the MLM and SOP heads (a pretraining checkpoint). Outputs go to new directories only;
-bad input ends in one line ``export_hub: error: ...`` and exit status 1
-(albert_tf/cli/error_boundary.py).
+"""Hub-style export of a pretrained ALBERT (the reference's TF-Hub module, as a TF2 SavedModel): the
+library of ``python -m albert_tf.export_hub``. The checkpoint must hold the MLM and SOP heads (a
+pretraining checkpoint); outputs go to new directories only.
 
 The SavedModel at ``--export_path`` has the reference module's signatures, inputs int32 [B, S]
 ``input_ids``, ``input_mask``, ``segment_ids``:
@@ -27,9 +17,8 @@ The same functions are saved as attributes taking one dict (``loaded.tokens({"in
 
 Assets: ``albert_config.json`` and the SentencePiece model; the directory can be moved. The encoder
 holds no SentencePiece op, so TensorFlow alone loads it. ``<export_path>/preprocessing`` is the
-preprocessing SavedModel (albert_tf/serving/preprocessing.py, text -> inputs at ``--max_seq_length``, needs
-tensorflow_text); ``--preprocessing_export_path`` writes it on its own too, and without
-``--export_path`` it is all that is written (only the SentencePiece flags are needed then).
+preprocessing SavedModel (albert_tf/serving/preprocessing.py, text -> inputs at
+``--max_seq_length``, needs tensorflow_text).
 
 The module keeps the pretraining model in its attribute ``model``, so the export's
 ``variables/variables`` is an albert_tf checkpoint (object path ``model/albert/...``) and every
