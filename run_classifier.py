@@ -12,23 +12,9 @@ from __future__ import annotations
 import functools
 import math
 
-import tensorflow as tf
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions, run_flags
-from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, restore_best_checkpoint,
-                                                  run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.tasks.classification.serving import export_classifier
-from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset
-from albert_tf.training.task import EvalSet
-from albert_tf.training.trainer import Trainer
-from data_prep.classification.features import cached_glue_features, parse_glue_example
-from data_prep.classification.glue_tasks import GlueTask, glue_task
-from data_prep.classification.processors import GlueDataError
-from data_prep.common.feature_cache import FeatureFile
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -36,6 +22,24 @@ flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'thr
                    "added to the SavedModel's signature.")
 flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step",
                         keep_checkpoint_max=0)
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+import tensorflow as tf  # noqa: E402
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
+    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
+from albert_tf.tasks.classification.serving import export_classifier  # noqa: E402
+from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.task import EvalSet  # noqa: E402
+from albert_tf.training.trainer import Trainer  # noqa: E402
+from data_prep.classification.features import cached_glue_features, parse_glue_example  # noqa: E402
+from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E402
+from data_prep.classification.processors import GlueDataError  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile  # noqa: E402
 
 
 class Run:

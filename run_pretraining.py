@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions, run_flags
-from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
-from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
-from albert_tf.files.paths import expand_input_patterns
-from albert_tf.files.records import require_records
-from albert_tf.tasks.pretraining.records import check_pretraining_files
-from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
-from albert_tf.training.task import EvalSet
-from albert_tf.training.trainer import Trainer
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -38,6 +30,20 @@ flag_definitions.define(
     *flag_definitions.TPU_FLAGS, *flag_definitions.LOOP_FLAGS,
     do_train=True, train_batch_size=4096, eval_batch_size=64, optimizer="lamb",
     learning_rate=0.00176, save_checkpoints_steps=5000)
+flag_definitions.check_ranges(max_eval_steps=flag_definitions.AT_LEAST_ONE)
+flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E402
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
+from albert_tf.files.paths import expand_input_patterns  # noqa: E402
+from albert_tf.files.records import require_records  # noqa: E402
+from albert_tf.tasks.pretraining.records import check_pretraining_files  # noqa: E402
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
+from albert_tf.training.task import EvalSet  # noqa: E402
+from albert_tf.training.trainer import Trainer  # noqa: E402
 
 
 def validate_flags() -> None:
@@ -102,6 +108,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
     error_boundary.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
                                      check_pretraining_inputs])

@@ -26,20 +26,7 @@ import os
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions, run_flags
-from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy, format_metrics
-from albert_tf.files.atomic import atomic_write_text
-from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
-from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
-                                                  write_choice_predictions)
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset
-from albert_tf.training.task import EvalSet
-from albert_tf.training.trainer import Trainer
-from data_prep.common.feature_cache import FeatureFile
-from data_prep.multiple_choice.feature_file import race_feature_file
-from data_prep.multiple_choice.features import parse_race_record
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -53,6 +40,25 @@ flag_definitions.define(
     "max_qa_length", "middle_only", "high_only", "skip_invalid",
     task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000, warmup_step=1000,
     save_checkpoints_steps=100, keep_checkpoint_max=0)
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
+    restore_best_checkpoint, run_checkpoint_sweep)
+from albert_tf.evaluation.checkpoint_sweep import (  # noqa: E402
+    BEST_PREFIX, SweepPolicy, format_metrics)
+from albert_tf.files.atomic import atomic_write_text  # noqa: E402
+from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
+from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
+    MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.task import EvalSet  # noqa: E402
+from albert_tf.training.trainer import Trainer  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile  # noqa: E402
+from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
+from data_prep.multiple_choice.features import parse_race_record  # noqa: E402
 
 
 class Run:

@@ -26,19 +26,7 @@ import os
 
 from absl import app, flags
 
-from albert_tf.checkpoints.files import list_checkpoints
-from albert_tf.cli import error_boundary, flag_definitions, run_flags
-from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.tasks.question_answering.serving import export_squad
-from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset
-from albert_tf.training.task import EvalSet
-from albert_tf.training.trainer import Trainer
-from data_prep.common.feature_cache import FeatureFile
-from data_prep.question_answering.feature_file import squad_feature_file
-from data_prep.question_answering.features import parse_squad_record
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 # The reference shuffles its training questions with random.Random(12345) before conversion.
@@ -67,6 +55,29 @@ flag_definitions.define(
       if name not in ("data_dir", "do_eval", "eval_batch_size")],
     "doc_stride", "max_query_length", "dropout_prob", "num_workers",
     max_seq_length=384, save_checkpoints_steps=1000, keep_checkpoint_max=0)
+flag_definitions.check_ranges(
+    num_train_epochs=flag_definitions.POSITIVE, warmup_proportion=flag_definitions.FRACTION,
+    n_best_size=flag_definitions.AT_LEAST_ONE, max_answer_length=flag_definitions.AT_LEAST_ONE,
+    start_n_top=flag_definitions.AT_LEAST_ONE, end_n_top=flag_definitions.AT_LEAST_ONE,
+    null_score_diff_threshold=flag_definitions.FINITE)
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
+    restore_best_checkpoint, run_checkpoint_sweep)
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
+from albert_tf.tasks.question_answering.serving import export_squad  # noqa: E402
+from albert_tf.tasks.question_answering.task import (  # noqa: E402
+    SquadEvalContext, SquadSettings, SquadTask)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.task import EvalSet  # noqa: E402
+from albert_tf.training.trainer import Trainer  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile  # noqa: E402
+from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
+from data_prep.question_answering.features import parse_squad_record  # noqa: E402
 
 
 def feature_file(tokenizer: FullTokenizer, input_file: str, is_training: bool) -> FeatureFile:

@@ -20,24 +20,26 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from albert_tf.checkpoints.conversion import albert_tf_to_tf1, tf1_to_albert_tf
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.models.config import AlbertConfig
-from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.cli import command_line, flag_definitions
 
+flag_definitions.define("albert_config_file", "init_from_group0")
+flags.DEFINE_string("tf1_checkpoint", None, "Reference TF1 checkpoint to convert to albert_tf.")
+flags.DEFINE_string("checkpoint", None,
+                    "albert_tf checkpoint to convert to the reference format.")
+flags.DEFINE_string("output_dir", None,
+                    "Directory for the converted checkpoint: new, empty, or holding only an "
+                    "earlier conversion (replaced with --overwrite). A directory holding other "
+                    "checkpoints (a training run) is refused.")
+flags.DEFINE_bool("overwrite", False,
+                  "Replace an earlier conversion in --output_dir (never other checkpoints).")
+flags.mark_flags_as_required(["albert_config_file", "output_dir"])
 
-def _define_flags() -> None:
-    flag_definitions.define("albert_config_file", "init_from_group0")
-    flags.DEFINE_string("tf1_checkpoint", None, "Reference TF1 checkpoint to convert to albert_tf.")
-    flags.DEFINE_string("checkpoint", None,
-                        "albert_tf checkpoint to convert to the reference format.")
-    flags.DEFINE_string("output_dir", None,
-                        "Directory for the converted checkpoint: new, empty, or holding only an "
-                        "earlier conversion (replaced with --overwrite). A directory holding other "
-                        "checkpoints (a training run) is refused.")
-    flags.DEFINE_bool("overwrite", False,
-                      "Replace an earlier conversion in --output_dir (never other checkpoints).")
-    flags.mark_flags_as_required(["albert_config_file", "output_dir"])
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.checkpoints.conversion import albert_tf_to_tf1, tf1_to_albert_tf  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 
 
 def main(argv: list[str]) -> None:
@@ -60,5 +62,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

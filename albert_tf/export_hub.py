@@ -31,30 +31,32 @@ import os
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.models.config import AlbertConfig
-from albert_tf.serving.preprocessing import export_preprocessing
-from albert_tf.serving.saved_model import check_new_directory
-from albert_tf.tasks.pretraining.hub_export import (PREPROCESSING_SUBDIR, SIGNATURES,
-                                                    checkpoint_to_export, export_encoder,
-                                                    load_pretraining_weights)
-from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.cli import command_line, flag_definitions
 
 # ------------------------------------------------------------------------------------ command line
 
-def _define_flags() -> None:
-    flag_definitions.define("albert_config_file", "spm_model_file", "do_lower_case",
-                            "max_seq_length", max_seq_length=128)
-    flags.DEFINE_string("checkpoint", None,
-                        "Pretraining checkpoint: a directory (its model.ckpt-best, else its latest "
-                        "checkpoint, or an export directory), an albert_tf checkpoint prefix or a "
-                        "reference TF1 checkpoint.")
-    flags.DEFINE_string("export_path", None, "New directory for the hub-style encoder SavedModel "
-                        "(with its preprocessing model in <export_path>/preprocessing).")
-    flags.DEFINE_string("preprocessing_export_path", None,
-                        "New directory for the preprocessing SavedModel on its own.")
-    flags.mark_flag_as_required("spm_model_file")
+flag_definitions.define("albert_config_file", "spm_model_file", "do_lower_case",
+                        "max_seq_length", max_seq_length=128)
+flags.DEFINE_string("checkpoint", None,
+                    "Pretraining checkpoint: a directory (its model.ckpt-best, else its latest "
+                    "checkpoint, or an export directory), an albert_tf checkpoint prefix or a "
+                    "reference TF1 checkpoint.")
+flags.DEFINE_string("export_path", None, "New directory for the hub-style encoder SavedModel "
+                    "(with its preprocessing model in <export_path>/preprocessing).")
+flags.DEFINE_string("preprocessing_export_path", None,
+                    "New directory for the preprocessing SavedModel on its own.")
+flags.mark_flag_as_required("spm_model_file")
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.serving.preprocessing import export_preprocessing  # noqa: E402
+from albert_tf.serving.saved_model import check_new_directory  # noqa: E402
+from albert_tf.tasks.pretraining.hub_export import (  # noqa: E402
+    PREPROCESSING_SUBDIR, SIGNATURES, checkpoint_to_export, export_encoder, load_pretraining_weights)
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 
 
 def _check_output_paths() -> None:
@@ -70,8 +72,7 @@ def _check_output_paths() -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    del argv
     values = flags.FLAGS
     tokenizer = FullTokenizer(spm_model_file=values.spm_model_file,
                               do_lower_case=values.do_lower_case)
@@ -91,5 +92,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main, checks=[_check_output_paths])

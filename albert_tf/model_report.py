@@ -14,11 +14,20 @@ from __future__ import annotations
 
 from absl import flags
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.models.config import AlbertConfig
-from albert_tf.models.parameters import format_parameter_report, parameter_report
-from albert_tf.tasks.pretraining.memory import training_memory_bytes
-from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.cli import command_line, flag_definitions
+
+flags.DEFINE_integer("batch_size", 8, "Per-device batch for the memory estimate.")
+# The memory estimate is for a run with these settings.
+flag_definitions.define("albert_config_file", "max_seq_length", "dtype")
+flags.mark_flag_as_required("albert_config_file")
+
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.models.parameters import format_parameter_report, parameter_report  # noqa: E402
+from albert_tf.tasks.pretraining.memory import training_memory_bytes  # noqa: E402
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 
 # Bytes per activation value for each --dtype.
 _COMPUTE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -36,13 +45,6 @@ def format_model_report(config: AlbertConfig, batch_size: int, max_seq_length: i
     return "\n".join(lines)
 
 
-def _define_flags() -> None:
-    flags.DEFINE_integer("batch_size", 8, "Per-device batch for the memory estimate.")
-    # The memory estimate is for a run with these settings.
-    flag_definitions.define("albert_config_file", "max_seq_length", "dtype")
-    flags.mark_flag_as_required("albert_config_file")
-
-
 def main(argv: list[str]) -> None:
     del argv
     values = flags.FLAGS
@@ -51,5 +53,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

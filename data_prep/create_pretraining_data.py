@@ -31,14 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from absl import app, flags, logging
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.files.paths import OutputPathError, check_output_paths, expand_input_patterns
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.tokenization.model_files import TokenizerError
-from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
-from data_prep.pretraining.corpus import CorpusError
-from data_prep.pretraining.instances import InstanceConfig, MaskingConfig
-from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -90,6 +83,36 @@ flags.DEFINE_string("runner", None,
                     "bytes. Every other Beam pipeline option (--project, --region, --temp_location, "
                     "--flink_master, --direct_num_workers, ...) is passed on to Beam. Needs "
                     "`pip install -r requirements-beam.txt`.")
+flag_definitions.check_ranges(
+    ngram=flag_definitions.AT_LEAST_ONE, dupe_factor=flag_definitions.AT_LEAST_ONE,
+    chunk_documents=flag_definitions.AT_LEAST_ONE, masked_lm_prob=flag_definitions.FRACTION,
+    short_seq_prob=flag_definitions.FRACTION)
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, except that with --runner the flags it does not know are left in the
+    returned arguments, as Beam pipeline options. Without --runner an unknown flag is an error."""
+    try:
+        remaining = FLAGS(argv, known_only=True)
+    except flags.Error:
+        remaining = None  # command_line.parse_flags reports it
+    if remaining is None or not FLAGS.runner:
+        return command_line.parse_flags(argv)
+    return remaining
+
+
+# --help and flag mistakes are answered here, before TensorFlow loads.
+command_line.parse_before_imports(__name__, _parse_flags)
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.paths import (  # noqa: E402
+    OutputPathError, check_output_paths, expand_input_patterns)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
+from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
+from data_prep.pretraining.corpus import CorpusError  # noqa: E402
+from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
+from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
 
 
 def _output_files() -> list[str]:
@@ -110,17 +133,6 @@ def _validate_flags() -> None:
          f"--input_file_mode must be 'r' or 'rb', got {FLAGS.input_file_mode!r}"),
         (FLAGS.max_seq_length >= 5,
          f"--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {FLAGS.max_seq_length}"),
-        (FLAGS.max_predictions_per_seq >= 1,
-         f"--max_predictions_per_seq must be at least 1, got {FLAGS.max_predictions_per_seq}"),
-        (FLAGS.ngram >= 1, f"--ngram must be at least 1, got {FLAGS.ngram}"),
-        (FLAGS.dupe_factor >= 1, f"--dupe_factor must be at least 1, got {FLAGS.dupe_factor}"),
-        (0.0 <= FLAGS.masked_lm_prob <= 1.0,
-         f"--masked_lm_prob must lie in [0, 1], got {FLAGS.masked_lm_prob}"),
-        (0.0 <= FLAGS.short_seq_prob <= 1.0,
-         f"--short_seq_prob must lie in [0, 1], got {FLAGS.short_seq_prob}"),
-        (FLAGS.num_workers >= 1, f"--num_workers must be at least 1, got {FLAGS.num_workers}"),
-        (FLAGS.chunk_documents >= 1,
-         f"--chunk_documents must be at least 1, got {FLAGS.chunk_documents}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -164,18 +176,6 @@ def _check_paths(input_files: list[str], output_files: list[str]) -> None:
     outputs = [("--output_file", path) for path in output_files]
     outputs.append(("the statistics file", stats_path(output_files[0])))
     check_output_paths(outputs, inputs)
-
-
-def _parse_flags(argv: list[str]) -> list[str]:
-    """absl's flag parsing, except that with --runner the flags it does not know are left in the
-    returned arguments, as Beam pipeline options. Without --runner an unknown flag is an error."""
-    try:
-        remaining = FLAGS(argv, known_only=True)
-    except flags.Error:
-        remaining = None  # absl's parser below reports it
-    if remaining is None or not FLAGS.runner:
-        return app.parse_flags_with_usage(argv)
-    return remaining
 
 
 def _beam_options(beam_args: list[str]):

@@ -16,21 +16,26 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from data_prep.classification.features import cached_glue_features
-from data_prep.classification.glue_tasks import glue_task
-from data_prep.classification.processors import SPLITS, GlueDataError
+from albert_tf.cli import command_line, flag_definitions
 
 FLAGS = flags.FLAGS
 
+flags.DEFINE_list("splits", ["train", "dev"],
+                  f"Splits to prepare, from {list(flag_definitions.DATA_SPLITS)}.")
+flags.register_validator("splits", lambda splits: set(splits) <= set(flag_definitions.DATA_SPLITS),
+                         f"expected some of {list(flag_definitions.DATA_SPLITS)}")
+flags.DEFINE_bool("print_recipe", False,
+                  "Only print the paper's run_classifier hyper-parameter flags for --task_name.")
+flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
+                        *flag_definitions.TOKENIZER_FLAGS)
 
-def _define_flags() -> None:
-    flags.DEFINE_list("splits", ["train", "dev"], f"Splits to prepare, from {list(SPLITS)}.")
-    flags.DEFINE_bool("print_recipe", False,
-                      "Only print the paper's run_classifier hyper-parameter flags for --task_name.")
-    flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
-                            *flag_definitions.TOKENIZER_FLAGS)
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from data_prep.classification.features import cached_glue_features  # noqa: E402
+from data_prep.classification.glue_tasks import glue_task  # noqa: E402
+from data_prep.classification.processors import GlueDataError  # noqa: E402
 
 
 def main(argv: list[str]) -> None:
@@ -49,9 +54,6 @@ def main(argv: list[str]) -> None:
     for name in ("data_dir", "cached_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required")
-    unknown = [split for split in FLAGS.splits if split not in SPLITS]
-    if unknown:
-        raise app.UsageError(f"--splits: unknown {unknown}; expected some of {list(SPLITS)}")
     for split in FLAGS.splits:  # every file exists before any is built
         task.processor().split_path(FLAGS.data_dir, split)
     tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
@@ -65,5 +67,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

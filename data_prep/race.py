@@ -20,24 +20,26 @@ from typing import Sequence
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from data_prep.common.feature_cache import write_feature_file
-from data_prep.multiple_choice.feature_file import race_records_builder
-from data_prep.multiple_choice.features import check_lengths
-from data_prep.multiple_choice.reader import SPLITS, race_sources
+from albert_tf.cli import command_line, flag_definitions
 
 # -- command line ----------------------------------------------------------------------------------
 
 FLAGS = flags.FLAGS
 
+flags.DEFINE_enum("split", None, list(flag_definitions.DATA_SPLITS), "Split to convert.")
+flags.DEFINE_string("output_file", None, "The TFRecord file to write (a JSON sidecar goes beside it).")
+flag_definitions.define("data_dir", "max_seq_length", "max_qa_length", "middle_only", "high_only",
+                        "skip_invalid", *flag_definitions.TOKENIZER_FLAGS)
+flags.mark_flags_as_required(["data_dir", "split", "output_file"])
 
-def _define_flags() -> None:
-    flags.DEFINE_enum("split", None, list(SPLITS), "Split to convert.")
-    flags.DEFINE_string("output_file", None, "The TFRecord file to write (a JSON sidecar goes beside it).")
-    flag_definitions.define("data_dir", "max_seq_length", "max_qa_length", "middle_only", "high_only",
-                            "skip_invalid", *flag_definitions.TOKENIZER_FLAGS)
-    flags.mark_flags_as_required(["data_dir", "split", "output_file"])
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from data_prep.common.feature_cache import write_feature_file  # noqa: E402
+from data_prep.multiple_choice.feature_file import race_records_builder  # noqa: E402
+from data_prep.multiple_choice.features import check_lengths  # noqa: E402
+from data_prep.multiple_choice.reader import race_sources  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> None:
@@ -61,5 +63,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

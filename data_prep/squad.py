@@ -23,26 +23,28 @@ from typing import Sequence
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions
-from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from data_prep.common.feature_cache import sidecar_path
-from data_prep.question_answering.feature_file import write_squad_feature_file
+from albert_tf.cli import command_line, flag_definitions
 
 # -- command line ------------------------------------------------------------------------------------
 
 FLAGS = flags.FLAGS
 
+flags.DEFINE_string("input_file", None, "SQuAD v1.1 or v2.0 JSON file.")
+flags.DEFINE_string("output_file", None, "Feature TFRecord to write; its sidecar is "
+                    "<output_file>.json.")
+flags.DEFINE_bool("is_training", False, "Training features: one answer per answerable question, "
+                  "records with start_positions, end_positions and is_impossible.")
+flag_definitions.define("spm_model_file", "do_lower_case", "max_seq_length", "doc_stride",
+                        "max_query_length", "num_workers", max_seq_length=384,
+                        num_workers=os.cpu_count() or 1)
+flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
-def _define_flags() -> None:
-    flags.DEFINE_string("input_file", None, "SQuAD v1.1 or v2.0 JSON file.")
-    flags.DEFINE_string("output_file", None, "Feature TFRecord to write; its sidecar is "
-                        "<output_file>.json.")
-    flags.DEFINE_bool("is_training", False, "Training features: one answer per answerable question, "
-                      "records with start_positions, end_positions and is_impossible.")
-    flag_definitions.define("spm_model_file", "do_lower_case", "max_seq_length", "doc_stride",
-                            "max_query_length", "num_workers", max_seq_length=384,
-                            num_workers=os.cpu_count() or 1)
-    flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from data_prep.common.feature_cache import sidecar_path  # noqa: E402
+from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> None:
@@ -65,5 +67,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

@@ -19,27 +19,29 @@ from typing import Sequence
 
 from absl import flags, logging
 
-from albert_tf.cli import error_boundary, flag_definitions
-from data_prep.pretraining.vocabulary import (DEFAULT_CHARACTER_COVERAGE, train_sentencepiece)
+from albert_tf.cli import command_line, flag_definitions
 
+flags.DEFINE_string("input_file", None, "Comma-separated glob patterns of raw text files, one sentence "
+                    "per line (blank lines separate documents and are skipped).")
+flags.DEFINE_string("model_prefix", None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
+flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, including the 13 special/user pieces.")
+flags.DEFINE_integer("input_sentence_size", 10_000_000,
+                     "Use at most this many sentences (a random sample when shuffling); 0 = all. "
+                     "SentencePiece rejects values 1-100.")
+flags.DEFINE_bool("shuffle_input_sentence", True,
+                  "Sample the input_sentence_size sentences at random instead of taking the first ones.")
+flags.DEFINE_float("character_coverage", 0.99995,  # vocabulary.DEFAULT_CHARACTER_COVERAGE
+                   "Fraction of characters the model covers; rarer characters map to <unk>.")
+flag_definitions.define("do_lower_case")
+flags.DEFINE_integer("num_threads", min(16, os.cpu_count() or 1), "Training threads.")
+flags.DEFINE_bool("hard_vocab_limit", True,
+                  "If false, --vocab_size is an upper bound (useful for small corpora).")
+flags.mark_flags_as_required(["input_file", "model_prefix"])
 
-def _define_flags() -> None:
-    flags.DEFINE_string("input_file", None, "Comma-separated glob patterns of raw text files, one sentence "
-                        "per line (blank lines separate documents and are skipped).")
-    flags.DEFINE_string("model_prefix", None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
-    flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, including the 13 special/user pieces.")
-    flags.DEFINE_integer("input_sentence_size", 10_000_000,
-                         "Use at most this many sentences (a random sample when shuffling); 0 = all. "
-                         "SentencePiece rejects values 1-100.")
-    flags.DEFINE_bool("shuffle_input_sentence", True,
-                      "Sample the input_sentence_size sentences at random instead of taking the first ones.")
-    flags.DEFINE_float("character_coverage", DEFAULT_CHARACTER_COVERAGE,
-                       "Fraction of characters the model covers; rarer characters map to <unk>.")
-    flag_definitions.define("do_lower_case")
-    flags.DEFINE_integer("num_threads", min(16, os.cpu_count() or 1), "Training threads.")
-    flags.DEFINE_bool("hard_vocab_limit", True,
-                      "If false, --vocab_size is an upper bound (useful for small corpora).")
-    flags.mark_flags_as_required(["input_file", "model_prefix"])
+command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from data_prep.pretraining.vocabulary import train_sentencepiece  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> None:
@@ -55,5 +57,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    _define_flags()
     error_boundary.run(main)

@@ -31,7 +31,8 @@ ALBERT_TF_CORE = ("files", "models", "tokenization", "checkpoints", "training", 
                   "serving", "cli")
 DATA_PREP_CORE = ("common",)
 # The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
-FLAG_MODULES = {"albert_tf.cli.flag_definitions", "albert_tf.cli.run_flags"}
+FLAG_MODULES = {"albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
+                "albert_tf.cli.run_flags"}
 
 
 def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:

@@ -106,6 +106,16 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-4")
 
 
+def test_divergence_before_the_first_checkpoint_says_none_is_kept(tmp_path):
+    trainer = make_trainer(tmp_path, steps=10, save_checkpoints_steps=4, iterations_per_loop=2)
+    with pytest.raises(NonFiniteLossError) as raised:
+        trainer.train(synthetic_dataset_fn(num_batches=8, nan_after=0))
+    message = str(raised.value)
+    assert "None" not in message
+    assert "No checkpoint was saved yet (the first is at step 4)" in message
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
+
+
 def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path, pretraining_records):
     config = tiny_config()
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),

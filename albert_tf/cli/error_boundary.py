@@ -28,13 +28,13 @@ import contextlib
 import logging
 import os
 import re
-import sys
-from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import tensorflow as tf
 from absl import app
 from absl import logging as absl_logging
 
+from albert_tf.cli import command_line
 from albert_tf.files.records import locate_corrupt_record_file
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
@@ -61,11 +61,12 @@ _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .
 
 
 def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
-        flags_parser: Callable[[list[str]], list[str]] = app.parse_flags_with_usage) -> None:
+        flags_parser: Callable[[list[str]], list[str]] = command_line.parse_flags) -> None:
     """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
 
-    ``flags_parser``: absl's by default (an unknown flag is an error); it returns the arguments that
-    ``main`` receives."""
+    ``flags_parser``: absl's parsing by default (an unknown flag is a one-line error); it returns
+    the arguments that ``main`` receives. The command parsed its flags before importing TensorFlow
+    (albert_tf/cli/command_line.py); absl parses them again here, with the same result."""
     app.run(guarded(main, checks), flags_parser=flags_parser)
 
 
@@ -84,7 +85,7 @@ def guarded(main: Callable[[list[str]], Any],
             message = user_error_message(error)
             if message is None or os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
                 raise
-            _exit_with_message(message)
+            command_line.exit_with_message(message)
 
     return guarded_main
 
@@ -118,13 +119,6 @@ def logger_levels(levels: Mapping[str, int]) -> Iterator[None]:
 def _drop_tensorflow_info(record: logging.LogRecord) -> bool:
     """False (drop) for a record below WARNING logged by TensorFlow's own Python code."""
     return record.levelno >= logging.WARNING or not record.pathname.startswith(_TENSORFLOW_DIR)
-
-
-def _exit_with_message(message: str) -> NoReturn:
-    """Prints ``<program>: error: <message>`` on stderr and exits with status 1."""
-    program = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "albert_tf"
-    print(f"{program}: error: {message}", file=sys.stderr, flush=True)
-    sys.exit(1)
 
 
 def user_error_message(error: BaseException) -> str | None:

@@ -14,6 +14,7 @@ Only this module and the scripts touch ``absl.flags`` definitions; library modul
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable
 
 from absl import flags
@@ -24,6 +25,8 @@ from absl import flags
 OPTIMIZERS = ("adamw", "lamb")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 DTYPES = ("bfloat16", "float16", "float32")
+# The data splits of GLUE and RACE (data_prep's processors.SPLITS and reader.SPLITS; tested equal).
+DATA_SPLITS = ("train", "dev", "test")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,98 +43,170 @@ def _enum(default: str, values: tuple[str, ...], help_text: str) -> FlagSpec:
     return FlagSpec(flags.DEFINE_enum, default, help_text, values)
 
 
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The values a numeric flag accepts: finite, from ``low`` to ``high`` (each end included unless
+    ``low_open`` / ``high_open``). Checked when the command line is parsed, so a value out of range
+    is a one-line flag error before any work."""
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def accepts(self, value: float | None) -> bool:
+        """True for None (an unset flag) and for a finite value within the range."""
+        if value is None:
+            return True
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return math.isfinite(value) and above and below
+
+    def describe(self) -> str:
+        """E.g. "expected a finite value >= 1" or "expected a finite value in [0, 1)"."""
+        low = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
+        if math.isinf(self.low) and math.isinf(self.high):
+            return "expected a finite value"
+        if math.isinf(self.high):
+            return f"expected a finite value {low}"
+        return (f"expected a finite value in {'(' if self.low_open else '['}{self.low:g}, "
+                f"{self.high:g}{')' if self.high_open else ']'}")
+
+
+AT_LEAST_ONE = Range(1)
+NOT_NEGATIVE = Range(0)
+POSITIVE = Range(0, low_open=True)
+PROBABILITY = Range(0, 1, high_open=True)  # a dropout rate: 1 would drop everything
+FRACTION = Range(0, 1)
+FINITE = Range(-math.inf)
+
+
+def check_ranges(flag_values: flags.FlagValues = flags.FLAGS, **ranges: Range) -> None:
+    """Registers, for each ``name=range``, the check that flag ``name`` lies in the range (absl
+    runs it when the command line is parsed)::
+
+        flag_definitions.check_ranges(n_best_size=flag_definitions.AT_LEAST_ONE)
+    """
+    for name, valid in ranges.items():
+        flags.register_validator(name, valid.accepts, message=valid.describe(),
+                                 flag_values=flag_values)
+
+
 _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
 
-SPECS: dict[str, FlagSpec] = {
-    # -- model, tokenizer and files
-    "albert_config_file": FlagSpec(_S, None, "ALBERT config JSON of the (pretrained) model."),
-    "init_checkpoint": FlagSpec(_S, None, "Warm start: a reference TF1 checkpoint or an albert_tf "
-                                "one (prefix or directory)."),
-    "init_from_group0": FlagSpec(_B, False, "Initialise every group of the model from group_0 of a "
-                                 "1-group checkpoint."),
-    "albert_hub_module_handle": FlagSpec(_S, None, "[Reference flag] TF-Hub module; not supported "
-                                         "(use the released checkpoint with --init_checkpoint)."),
-    "spm_model_file": FlagSpec(_S, None, "SentencePiece model of the pretrained model."),
-    "vocab_file": FlagSpec(_S, None, "WordPiece vocab (one token per line), used only without "
-                           "--spm_model_file."),
-    "do_lower_case": FlagSpec(_B, True, "Lowercase the text (must match the pretrained model)."),
-    "data_dir": FlagSpec(_S, None, "Root folder of the task's data."),
-    "task_name": FlagSpec(_S, None, "The task: a GLUE task (cola, mnli, mismnli, mrpc, rte, sst-2, "
-                          "sts-b, qqp, qnli, wnli; ax: predict only), or race for run_race."),
-    "output_dir": FlagSpec(_S, None, "Checkpoints, eval/predict results and TensorBoard logs."),
-    "cached_dir": FlagSpec(_S, None, "Where feature TFRecords are cached (default --output_dir); a "
-                           "cache is reused only if built from the same inputs and settings."),
-    "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
-    "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
-                            "the output does not depend on it."),
-    # -- sequence geometry
-    "max_seq_length": FlagSpec(_I, 512, "Tokens per sequence, [CLS] and [SEP] included (S)."),
-    "max_predictions_per_seq": FlagSpec(_I, 20, "Masked positions per sequence (M)."),
-    "max_qa_length": FlagSpec(_I, 128, "RACE: question+option pieces kept per choice (the last "
-                              "ones)."),
-    "middle_only": FlagSpec(_B, False, "RACE: only the middle-school questions."),
-    "high_only": FlagSpec(_B, False, "RACE: only the high-school questions."),
-    "skip_invalid": FlagSpec(_B, False, "[albert_tf] Skip (and count) invalid examples instead of "
-                             "stopping at the first with an error naming it."),
-    "doc_stride": FlagSpec(_I, 128, "SQuAD: stride between the document windows of a long "
-                           "paragraph (pieces)."),
-    "max_query_length": FlagSpec(_I, 64, "SQuAD: question pieces kept (the first ones)."),
-    "dropout_prob": FlagSpec(_F, 0.1, "Dropout of the task head in training (RACE: on the pooled "
-                             "output; SQuAD v2: inside the answer classifier)."),
-    # -- what to run
-    "do_train": FlagSpec(_B, False, "Train."),
-    "do_eval": FlagSpec(_B, False, "Evaluate every checkpoint in --output_dir, keep the best as "
-                        "model.ckpt-best."),
-    "do_predict": FlagSpec(_B, False, "Predict the test set with model.ckpt-best."),
-    # -- optimisation
-    "train_batch_size": FlagSpec(_I, 32, "Global train batch."),
-    "eval_batch_size": FlagSpec(_I, 8, "Global eval batch."),
-    "predict_batch_size": FlagSpec(_I, 8, "Global predict batch."),
-    "optimizer": _enum("adamw", OPTIMIZERS, "Optimizer."),
-    "learning_rate": FlagSpec(_F, 5e-5, "Peak learning rate."),
-    "poly_power": FlagSpec(_F, 1.0, "Power of the polynomial decay."),
-    "train_step": FlagSpec(_I, 1000, "Training steps (also the decay horizon and the step the eval "
-                           "sweep waits for)."),
-    "warmup_step": FlagSpec(_I, 0, "Linear warmup steps."),
-    "num_train_steps": FlagSpec(_I, 125000, "Training steps (also the decay horizon)."),
-    "num_warmup_steps": FlagSpec(_I, 3125, "Linear warmup steps."),
-    "start_warmup_step": FlagSpec(_I, 0, "Step at which warmup starts (learning rate 0 before)."),
-    # -- checkpoints and the loop
-    "save_checkpoints_steps": FlagSpec(_I, 1000, "Checkpoint every this many steps (the granularity "
-                                       "of the best-checkpoint selection)."),
-    "keep_checkpoint_max": FlagSpec(_I, 5, "Checkpoints kept while training (0: all)."),
-    "iterations_per_loop": FlagSpec(_I, 1000, "Steps per tf.function call and progress line "
-                                    "(capped at save_checkpoints_steps)."),
-    "max_eval_wait_secs": FlagSpec(_I, 3600, "[albert_tf] --do_eval without --do_train (an eval "
-                                   "job beside training): how long the sweep waits for a new "
-                                   "checkpoint (polling at most every 60 s) before finishing with the "
-                                   "checkpoints it has."),
-    # -- TPU (the reference's; --use_tpu selects the tpu strategy)
-    "use_tpu": FlagSpec(_B, False, "Run on TPU (same as --strategy=tpu)."),
-    "tpu_name": FlagSpec(_S, None, "Cloud TPU name or grpc:// address."),
-    "tpu_zone": FlagSpec(_S, None, "GCE zone of the Cloud TPU."),
-    "gcp_project": FlagSpec(_S, None, "GCP project of the Cloud TPU."),
-    "master": FlagSpec(_S, None, "[Reference flag, unused] TensorFlow master URL; use --tpu_name."),
-    "num_tpu_cores": FlagSpec(_I, 8, "[Reference flag, informational] TPU cores; the TPU strategy "
-                              "uses every core of the slice."),
-    # -- albert_tf's loop
-    "strategy": _enum("one_device", STRATEGIES, "[albert_tf] tf.distribute strategy. "
-                      "multi_worker_mirrored reads TF_CONFIG."),
-    "num_gpus": FlagSpec(_I, 0, "[albert_tf] GPUs for mirrored (0: all visible); one_device takes "
-                         "the first GPU when there is one, else the CPU."),
-    "use_xla": FlagSpec(_B, False, "[albert_tf] XLA-compile the forward and backward pass."),
-    "dtype": _enum("float32", DTYPES, "[albert_tf] Compute precision: float32, or mixed bfloat16 / "
-                   "float16 (float32 variables; float16 adds dynamic loss scaling)."),
-    "gradient_accumulation_steps": FlagSpec(_I, 1, "[albert_tf] Split each train batch into this "
-                                            "many micro-batches and sum their gradients before one "
-                                            "update (train_batch_size stays the global batch)."),
-    "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
-    "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout (Python, "
-                     "NumPy, TF); unset = random, as the reference."),
-    "replay_input_on_resume": FlagSpec(_B, True, "[albert_tf] On restart, skip the batches the run "
-                                       "already consumed so the data order equals an "
-                                       "uninterrupted run (costs one read of the consumed "
-                                       "records)."),
+# The shared flags by group (the groups of --help).
+SECTIONS: dict[str, dict[str, FlagSpec]] = {
+    "Model, tokenizer and files": {
+        "albert_config_file": FlagSpec(_S, None, "ALBERT config JSON of the (pretrained) model."),
+        "init_checkpoint": FlagSpec(_S, None, "Warm start: a reference TF1 checkpoint or an albert_tf "
+                                    "one (prefix or directory)."),
+        "init_from_group0": FlagSpec(_B, False, "Initialise every group of the model from group_0 of a "
+                                     "1-group checkpoint."),
+        "albert_hub_module_handle": FlagSpec(_S, None, "[Reference flag] TF-Hub module; not supported "
+                                             "(use the released checkpoint with --init_checkpoint)."),
+        "spm_model_file": FlagSpec(_S, None, "SentencePiece model of the pretrained model."),
+        "vocab_file": FlagSpec(_S, None, "WordPiece vocab (one token per line), used only without "
+                               "--spm_model_file."),
+        "do_lower_case": FlagSpec(_B, True, "Lowercase the text (must match the pretrained model)."),
+        "data_dir": FlagSpec(_S, None, "Root folder of the task's data."),
+        "task_name": FlagSpec(_S, None, "The task: a GLUE task (cola, mnli, mismnli, mrpc, rte, sst-2, "
+                              "sts-b, qqp, qnli, wnli; ax: predict only), or race for run_race."),
+        "output_dir": FlagSpec(_S, None, "Checkpoints, eval/predict results and TensorBoard logs."),
+        "cached_dir": FlagSpec(_S, None, "Where feature TFRecords are cached (default --output_dir); a "
+                               "cache is reused only if built from the same inputs and settings."),
+        "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
+        "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
+                                "the output does not depend on it."),
+    },
+    "Sequence geometry and task data": {
+        "max_seq_length": FlagSpec(_I, 512, "Tokens per sequence, [CLS] and [SEP] included (S)."),
+        "max_predictions_per_seq": FlagSpec(_I, 20, "Masked positions per sequence (M)."),
+        "max_qa_length": FlagSpec(_I, 128, "RACE: question+option pieces kept per choice (the last "
+                                  "ones)."),
+        "middle_only": FlagSpec(_B, False, "RACE: only the middle-school questions."),
+        "high_only": FlagSpec(_B, False, "RACE: only the high-school questions."),
+        "skip_invalid": FlagSpec(_B, False, "[albert_tf] Skip (and count) invalid examples instead of "
+                                 "stopping at the first with an error naming it."),
+        "doc_stride": FlagSpec(_I, 128, "SQuAD: stride between the document windows of a long "
+                               "paragraph (pieces)."),
+        "max_query_length": FlagSpec(_I, 64, "SQuAD: question pieces kept (the first ones)."),
+        "dropout_prob": FlagSpec(_F, 0.1, "Dropout of the task head in training (RACE: on the pooled "
+                                 "output; SQuAD v2: inside the answer classifier)."),
+    },
+    "What to run": {
+        "do_train": FlagSpec(_B, False, "Train."),
+        "do_eval": FlagSpec(_B, False, "Evaluate every checkpoint in --output_dir, keep the best as "
+                            "model.ckpt-best."),
+        "do_predict": FlagSpec(_B, False, "Predict the test set with model.ckpt-best."),
+    },
+    "Optimisation": {
+        "train_batch_size": FlagSpec(_I, 32, "Global train batch."),
+        "eval_batch_size": FlagSpec(_I, 8, "Global eval batch."),
+        "predict_batch_size": FlagSpec(_I, 8, "Global predict batch."),
+        "optimizer": _enum("adamw", OPTIMIZERS, "Optimizer."),
+        "learning_rate": FlagSpec(_F, 5e-5, "Peak learning rate."),
+        "poly_power": FlagSpec(_F, 1.0, "Power of the polynomial decay."),
+        "train_step": FlagSpec(_I, 1000, "Training steps (also the decay horizon and the step the eval "
+                               "sweep waits for)."),
+        "warmup_step": FlagSpec(_I, 0, "Linear warmup steps."),
+        "num_train_steps": FlagSpec(_I, 125000, "Training steps (also the decay horizon)."),
+        "num_warmup_steps": FlagSpec(_I, 3125, "Linear warmup steps."),
+        "start_warmup_step": FlagSpec(_I, 0, "Step at which warmup starts (learning rate 0 before)."),
+    },
+    "Checkpoints and the loop": {
+        "save_checkpoints_steps": FlagSpec(_I, 1000, "Checkpoint every this many steps (the "
+                                           "granularity of the best-checkpoint selection)."),
+        "keep_checkpoint_max": FlagSpec(_I, 5, "Checkpoints kept while training (0: all)."),
+        "iterations_per_loop": FlagSpec(_I, 1000, "Steps per tf.function call and progress line "
+                                        "(capped at save_checkpoints_steps)."),
+        "max_eval_wait_secs": FlagSpec(_I, 3600, "[albert_tf] --do_eval without --do_train (an "
+                                       "eval job beside training): how long the sweep waits for a "
+                                       "new checkpoint (polling at most every 60 s) before "
+                                       "finishing with the checkpoints it has."),
+    },
+    "TPU (the reference's; --use_tpu selects the tpu strategy)": {
+        "use_tpu": FlagSpec(_B, False, "Run on TPU (same as --strategy=tpu)."),
+        "tpu_name": FlagSpec(_S, None, "Cloud TPU name or grpc:// address."),
+        "tpu_zone": FlagSpec(_S, None, "GCE zone of the Cloud TPU."),
+        "gcp_project": FlagSpec(_S, None, "GCP project of the Cloud TPU."),
+        "master": FlagSpec(_S, None, "[Reference flag, unused] TensorFlow master URL; use --tpu_name."),
+        "num_tpu_cores": FlagSpec(_I, 8, "[Reference flag, informational] TPU cores; the TPU strategy "
+                                  "uses every core of the slice."),
+    },
+    "Distribution, precision and seeds (albert_tf)": {
+        "strategy": _enum("one_device", STRATEGIES, "[albert_tf] tf.distribute strategy. "
+                          "multi_worker_mirrored reads TF_CONFIG."),
+        "num_gpus": FlagSpec(_I, 0, "[albert_tf] GPUs for mirrored (0: all visible); one_device takes "
+                             "the first GPU when there is one, else the CPU."),
+        "use_xla": FlagSpec(_B, False, "[albert_tf] XLA-compile the forward and backward pass."),
+        "dtype": _enum("float32", DTYPES, "[albert_tf] Compute precision: float32, or mixed bfloat16 / "
+                       "float16 (float32 variables; float16 adds dynamic loss scaling)."),
+        "gradient_accumulation_steps": FlagSpec(_I, 1, "[albert_tf] Split each train batch into this "
+                                                "many micro-batches and sum their gradients before one "
+                                                "update (train_batch_size stays the global batch)."),
+        "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
+        "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout (Python, "
+                         "NumPy, TF); unset = random, as the reference."),
+        "replay_input_on_resume": FlagSpec(_B, True, "[albert_tf] On restart, skip the batches the run "
+                                           "already consumed so the data order equals an "
+                                           "uninterrupted run (costs one read of the consumed "
+                                           "records)."),
+    },
+}
+SPECS: dict[str, FlagSpec] = {name: spec for section in SECTIONS.values()
+                               for name, spec in section.items()}
+# The values of the numeric flags (every one but --seed and --input_seed, which take any integer).
+RANGES: dict[str, Range] = {
+    **dict.fromkeys(("num_workers", "max_seq_length", "max_predictions_per_seq", "max_qa_length",
+                     "doc_stride", "max_query_length", "train_batch_size", "eval_batch_size",
+                     "predict_batch_size", "train_step", "num_train_steps",
+                     "save_checkpoints_steps", "iterations_per_loop", "num_tpu_cores",
+                     "gradient_accumulation_steps"), AT_LEAST_ONE),
+    **dict.fromkeys(("warmup_step", "num_warmup_steps", "start_warmup_step", "keep_checkpoint_max",
+                     "max_eval_wait_secs", "num_gpus"), NOT_NEGATIVE),
+    "learning_rate": POSITIVE,
+    "poly_power": POSITIVE,
+    "dropout_prob": PROBABILITY,
 }
 
 TPU_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores")
@@ -160,3 +235,5 @@ def define(*names: str, flag_values: flags.FlagValues = flags.FLAGS, **defaults:
             spec.define(name, default, spec.help, flag_values=flag_values)
         else:
             spec.define(name, default, list(spec.enum_values), spec.help, flag_values=flag_values)
+        if name in RANGES:
+            check_ranges(flag_values, **{name: RANGES[name]})

@@ -304,9 +304,9 @@ class Trainer:
             if int(nonfinite):
                 raise NonFiniteLossError(
                     f"Non-finite loss ({logs['loss']}) in {int(nonfinite)} of the steps "
-                    f"{previous + 1}..{previous + num_steps}; stopped without saving. The last good "
-                    f"checkpoint is {self.manager.latest_checkpoint}. Lower --learning_rate, use "
-                    "warmup, or check the input data.")
+                    f"{previous + 1}..{previous + num_steps}; stopped without saving. "
+                    f"{self._kept_checkpoint_sentence()} Lower --learning_rate, use warmup, or "
+                    "check the input data.")
             elapsed = time.time() - loop_started
             logs["learning_rate"] = float(self._current_learning_rate())
             logs["gradient_norm"] = float(self.base_optimizer.gradient_norm.numpy())
@@ -324,6 +324,15 @@ class Trainer:
                 saved = self.manager.save(checkpoint_number=step)
                 self._log(f"Saved checkpoint {saved}")
         return logs
+
+    def _kept_checkpoint_sentence(self) -> str:
+        """What a rerun resumes from after a divergence: the latest checkpoint, or none yet."""
+        latest = self.manager.latest_checkpoint
+        if latest:
+            return f"The last good checkpoint, {latest}, is kept; a rerun resumes from it."
+        return (f"No checkpoint was saved yet (the first is at step "
+                f"{self.config.save_checkpoints_steps}), so {self.config.output_dir} holds no "
+                "checkpoint; a rerun starts again from the beginning (or from --init_checkpoint).")
 
     def _current_learning_rate(self) -> float:
         learning_rate = self.base_optimizer.learning_rate

@@ -1,0 +1,168 @@
+"""Every command's command line: --help lists every flag and exits 0, flag mistakes (unknown flag,
+value out of range, stray argument) are one line and exit 1 before TensorFlow is imported, and
+TensorFlow's C++ start-up lines are held back."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+from absl import flags
+
+from albert_tf.cli import command_line, flag_definitions
+from tests.shared_setup import REPO_ROOT, subprocess_env
+
+# Every command, as its user starts it (argv[0] then the module or script), and one of its own
+# flags, one shared flag and the name it prints in its messages.
+COMMANDS = {
+    "run_pretraining": (["run_pretraining.py"], "eval_input_file", "num_train_steps"),
+    "run_classifier": (["run_classifier.py"], "threshold_to_export", "task_name"),
+    "run_squad": (["run_squad.py"], "n_best_size", "doc_stride"),
+    "run_race": (["run_race.py"], "num_keep_checkpoint", "max_qa_length"),
+    "export_hub": (["-m", "albert_tf.export_hub"], "export_path", "spm_model_file"),
+    "model_report": (["-m", "albert_tf.model_report"], "batch_size", "dtype"),
+    "convert_checkpoint": (["-m", "albert_tf.convert_checkpoint"], "tf1_checkpoint",
+                           "init_from_group0"),
+    "create_pretraining_data": (["-m", "data_prep.create_pretraining_data"], "dupe_factor",
+                                "max_predictions_per_seq"),
+    "train_sentencepiece": (["-m", "data_prep.train_sentencepiece"], "model_prefix",
+                            "do_lower_case"),
+    "glue": (["-m", "data_prep.glue"], "print_recipe", "cached_dir"),
+    "squad": (["-m", "data_prep.squad"], "is_training", "max_query_length"),
+    "race": (["-m", "data_prep.race"], "split", "middle_only"),
+}
+
+# Runs a command as its user would, and reports on stderr whether TensorFlow was imported when
+# the process exited.
+_RUN_AND_REPORT_TENSORFLOW = """
+import atexit, runpy, sys
+atexit.register(lambda: print("tensorflow imported:", "tensorflow" in sys.modules, file=sys.stderr))
+target, arguments = sys.argv[1], sys.argv[2:]
+if target == "-m":
+    module, arguments = arguments[0], arguments[1:]
+    sys.argv = [module.replace(".", "/") + ".py"] + arguments
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+else:
+    sys.argv = [target] + arguments
+    runpy.run_path(target, run_name="__main__")
+"""
+
+
+def run_command(name: str, *arguments: str, tensorflow_report: bool = False
+                ) -> subprocess.CompletedProcess:
+    launch, _, _ = COMMANDS[name]
+    if tensorflow_report:
+        command = [sys.executable, "-c", _RUN_AND_REPORT_TENSORFLOW, *launch, *arguments]
+    else:
+        command = [sys.executable, *launch, *arguments]
+    # The user's environment: TF_CPP_MIN_LOG_LEVEL unset.
+    env = subprocess_env()
+    env.pop("TF_CPP_MIN_LOG_LEVEL")
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_lists_own_shared_and_logging_flags_and_exits_0(name):
+    _, own_flag, shared_flag = COMMANDS[name]
+    result = run_command(name, "--help", tensorflow_report=True)
+    assert result.returncode == 0, result.stderr
+    assert f"{name} flags:" in result.stdout
+    for flag in (own_flag, shared_flag, "verbosity"):
+        assert f"--{flag}:" in result.stdout or f"--[no]{flag}:" in result.stdout, flag
+    assert "tensorflow imported: False" in result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_misspelt_flag_is_one_line_with_a_suggestion_before_tensorflow_loads(name):
+    _, own_flag, _ = COMMANDS[name]
+    misspelt = own_flag[:-1] + own_flag[-1].upper() + "x"
+    result = run_command(name, f"--{misspelt}=1", tensorflow_report=True)
+    assert result.returncode == 1
+    message, report = result.stderr.strip().splitlines()
+    assert message.startswith(f"{name}: error: Unknown command line flag '{misspelt}'")
+    assert f"Did you mean: {own_flag}" in message
+    assert report == "tensorflow imported: False"
+
+
+@pytest.mark.parametrize("name, argument, expected", [
+    ("run_squad", "--n_best_size=0", "flag --n_best_size=0: expected a finite value >= 1"),
+    ("run_squad", "--max_answer_length=-3", "flag --max_answer_length=-3: expected"),
+    ("run_squad", "--num_train_epochs=inf", "flag --num_train_epochs=inf: expected a finite value > 0"),
+    ("run_squad", "--train_batch_size=0", "flag --train_batch_size=0: expected a finite value >= 1"),
+    ("run_classifier", "--learning_rate=nan", "flag --learning_rate=nan: expected a finite value > 0"),
+    ("run_race", "--dropout_prob=1", "flag --dropout_prob=1.0: expected a finite value in [0, 1)"),
+    ("run_pretraining", "--save_checkpoints_steps=0", "expected a finite value >= 1"),
+    ("create_pretraining_data", "--masked_lm_prob=1.5", "expected a finite value in [0, 1]"),
+    ("glue", "--splits=train,validation", "expected some of ['train', 'dev', 'test']"),
+    ("squad", "--doc_stride=0", "flag --doc_stride=0: expected a finite value >= 1"),
+])
+def test_a_value_out_of_range_is_a_flag_error_before_tensorflow_loads(name, argument, expected):
+    result = run_command(name, argument, tensorflow_report=True)
+    assert result.returncode == 1
+    message, report = result.stderr.strip().splitlines()
+    assert message.startswith(f"{name}: error: ") and expected in message
+    assert report == "tensorflow imported: False"
+
+
+def test_a_stray_argument_is_refused():
+    result = run_command("run_squad", "--do_train", "true")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("run_squad: error: unexpected argument(s) 'true': every "
+                                     "setting is a --flag=value")
+
+
+def test_tensorflow_start_up_lines_are_held_back_unless_verbosity_asks():
+    """A mistake found after TensorFlow loaded is still the only line on stderr."""
+    arguments = ("--do_train", "--output_dir=unused", "--albert_config_file=/no/such/config.json",
+                 "--train_file=x.json", "--spm_model_file=x.model")
+    quiet = run_command("run_squad", *arguments, tensorflow_report=True)
+    assert quiet.returncode == 1
+    assert quiet.stderr.strip().splitlines() == [
+        "run_squad: error: ALBERT config file not found: /no/such/config.json",
+        "tensorflow imported: True"]
+
+
+def test_help_text_puts_every_flag_in_exactly_one_group():
+    values = flags.FlagValues()
+    shared = ("output_dir", "max_seq_length", "do_train", "learning_rate", "seed", "use_tpu")
+    flag_definitions.define(*shared, flag_values=values)
+    flags.DEFINE_string("own_flag", None, "The command's own flag.", flag_values=values)
+    original = flags.FLAGS
+    try:
+        flags.FLAGS = values
+        text = command_line.help_text("Does things.")
+    finally:
+        flags.FLAGS = original
+    listed = [line.split(":")[0].strip() for line in text.splitlines() if line.startswith("  --")]
+    names = [name.replace("--[no]", "").replace("--", "") for name in listed]
+    assert sorted(names) == sorted((*shared, "own_flag"))
+    assert text.index("own_flag") < text.index("Model, tokenizer and files:")
+
+
+def test_every_shared_flag_is_in_one_help_group_and_numeric_ones_have_a_range():
+    grouped = [name for section in flag_definitions.SECTIONS.values() for name in section]
+    assert sorted(grouped) == sorted(flag_definitions.SPECS)
+    numeric = {name for name, spec in flag_definitions.SPECS.items()
+               if spec.define in (flags.DEFINE_integer, flags.DEFINE_float)}
+    assert numeric - set(flag_definitions.RANGES) == {"seed", "input_seed"}
+
+
+@pytest.mark.parametrize("valid, accepted, refused", [
+    (flag_definitions.AT_LEAST_ONE, [1, 7, None], [0, -1, math.inf, math.nan]),
+    (flag_definitions.POSITIVE, [1e-9, 3.0], [0.0, -1.0, math.inf, math.nan]),
+    (flag_definitions.PROBABILITY, [0.0, 0.5], [1.0, -0.1, math.nan]),
+    (flag_definitions.FRACTION, [0.0, 1.0], [1.01, -0.01]),
+    (flag_definitions.FINITE, [-5.0, 0.0, 7.5], [math.inf, -math.inf, math.nan]),
+])
+def test_ranges_accept_and_refuse(valid, accepted, refused):
+    assert all(valid.accepts(value) for value in accepted)
+    assert not any(valid.accepts(value) for value in refused)
+
+
+def test_the_splits_flag_values_match_the_readers():
+    from data_prep.classification.processors import SPLITS as GLUE_SPLITS
+    from data_prep.multiple_choice.reader import SPLITS as RACE_SPLITS
+    assert flag_definitions.DATA_SPLITS == GLUE_SPLITS == RACE_SPLITS
