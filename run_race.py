@@ -45,7 +45,7 @@ command_line.parse_before_imports(__name__)  # --help, flag mistakes: before Ten
 
 from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    restore_best_checkpoint, run_checkpoint_sweep)
+    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import (  # noqa: E402
     BEST_PREFIX, SweepPolicy, format_metrics)
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
@@ -93,6 +93,19 @@ def validate_flags() -> None:
     if FLAGS.middle_only and FLAGS.high_only:
         raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
     run_flags.require_flags("data_dir", "output_dir", "albert_config_file")
+    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
+        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
+
+
+def prepare_splits(run: Run) -> None:
+    """Checks before work: every split this run reads (dev for --do_eval, test for --do_predict,
+    train for --do_train) is read, checked and converted now, the smaller ones first, so that a
+    missing or malformed split stops the run before the first training step; later steps read the
+    feature cache."""
+    needed = [split for split, wanted in (("dev", FLAGS.do_eval), ("test", FLAGS.do_predict),
+                                          ("train", FLAGS.do_train)) if wanted]
+    for split in needed:
+        run.features(split)
 
 
 def train(run: Run) -> None:
@@ -143,6 +156,7 @@ def main(argv):
         run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
     task = MultipleChoiceTask(config, dropout_prob=FLAGS.dropout_prob)
     run = Run(tokenizer, run_flags.trainer_from_flags(task, FLAGS.train_step, FLAGS.warmup_step))
+    prepare_splits(run)
     if FLAGS.do_train:
         train(run)
     dev_best = evaluate(run) if FLAGS.do_eval else None

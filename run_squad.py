@@ -66,7 +66,7 @@ command_line.parse_before_imports(__name__)  # --help, flag mistakes: before Ten
 from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
 from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    restore_best_checkpoint, run_checkpoint_sweep)
+    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
 from albert_tf.tasks.question_answering.serving import export_squad  # noqa: E402
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
@@ -101,6 +101,8 @@ def validate_flags() -> None:
         run_flags.require_flags("train_file")
     if FLAGS.do_predict:
         run_flags.require_flags("predict_file")
+    if FLAGS.export_dir and not FLAGS.do_predict:
+        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
     if (FLAGS.do_predict and not FLAGS.do_train and not FLAGS.init_checkpoint
             and not list_checkpoints(FLAGS.output_dir)):
         raise app.UsageError(f"--do_predict: no checkpoint in {FLAGS.output_dir} and no "
@@ -139,9 +141,8 @@ def train(trainer: Trainer, train_file: FeatureFile) -> None:
                                f"{train_file.num_records} windows")
 
 
-def predict(trainer: Trainer, tokenizer: FullTokenizer, selection_metric: str) -> None:
+def predict(trainer: Trainer, eval_file: FeatureFile, selection_metric: str) -> None:
     """The sweep over the checkpoints (or --init_checkpoint), then the best one's files."""
-    eval_file = feature_file(tokenizer, FLAGS.predict_file, is_training=False)
     output_dir = trainer.config.output_dir
     eval_set = EvalSet("", functools.partial(record_eval_dataset, eval_file.path, parse_fn(False),
                                              FLAGS.predict_batch_size),
@@ -169,6 +170,8 @@ def main(argv):
     tokenizer = run_flags.tokenizer_from_flags(config)
     run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
     settings = settings_from_flags()
+    # Every file the run reads is read, checked and converted before the first training step.
+    eval_file = feature_file(tokenizer, FLAGS.predict_file, False) if FLAGS.do_predict else None
     train_file = feature_file(tokenizer, FLAGS.train_file, True) if FLAGS.do_train else None
     steps, warmup = training_steps(train_file)
     trainer = run_flags.trainer_from_flags(SquadTask(config, settings), steps, warmup,
@@ -176,7 +179,7 @@ def main(argv):
     if FLAGS.do_train:
         train(trainer, train_file)
     if FLAGS.do_predict:
-        predict(trainer, tokenizer, settings.selection_metric)
+        predict(trainer, eval_file, settings.selection_metric)
     if FLAGS.export_dir:
         export_saved_model(trainer, tokenizer)
 

@@ -108,6 +108,32 @@ def test_level_flags_and_mistakes_are_clear_errors(tmp_path, race_dir):
     assert result.returncode != 0 and "max_position_embeddings" in result.stderr
 
 
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("missing_split", ["dev", "test"])
+def test_a_missing_split_stops_the_run_before_training(tmp_path, missing_split):
+    """Every split the flags need (dev for --do_eval, test for --do_predict) is read before the
+    first training step: a missing one ends the run naming it, with no checkpoint written."""
+    data_dir = tmp_path / "data"
+    (data_dir / "RACE").mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        if split != missing_split:
+            os.symlink(RACE_DEV, data_dir / "RACE" / split)
+    result = run_race(*common_flags(tmp_path, data_dir), "--do_predict", "--train_step=2",
+                      "--save_checkpoints_steps=1", "--train_batch_size=4")
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("run_race: error: ") and missing_split in message
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+@pytest.mark.requires_shared_data
+def test_predict_without_eval_and_no_best_checkpoint_stops_before_training(tmp_path, race_dir):
+    result = run_race(*common_flags(tmp_path, race_dir), "--nodo_eval", "--do_predict",
+                      "--train_step=2")
+    assert result.returncode == 1 and "model.ckpt-best does not exist" in result.stderr
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
 def test_run_race_sh_passes_the_papers_recipe(tmp_path):
     """run_race.sh with a stand-in python that records run_race's arguments."""
     log = tmp_path / "calls.txt"

@@ -160,3 +160,31 @@ def test_run_squad_sh_passes_the_papers_recipe(tmp_path, version, recipe):
     bad = subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), "v3", *"abcdef"],
                          env=subprocess_env(PYTHON=str(stub)), capture_output=True, text=True)
     assert bad.returncode == 2 and "v1.1 or v2.0" in bad.stderr
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("predict_file_problem", ["missing", "truncated"])
+def test_a_bad_predict_file_stops_the_run_before_training(tmp_path, predict_file_problem):
+    """--do_train --do_predict reads and converts --predict_file first: a missing or truncated
+    one ends the run naming it, with no training step taken (no checkpoint written)."""
+    predict_file = tmp_path / "dev.json"
+    if predict_file_problem == "truncated":
+        text = open(V1_SAMPLE, encoding="utf-8").read()
+        predict_file.write_text(text[:len(text) // 2], encoding="utf-8")
+    result = run_squad(*common_flags(tmp_path), "--do_train", "--do_predict",
+                       f"--train_file={V1_SAMPLE}", f"--predict_file={predict_file}",
+                       "--max_seq_length=128", "--doc_stride=64", "--max_query_length=32",
+                       "--train_batch_size=4", "--save_checkpoints_steps=1")
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("run_squad: error: ") and str(predict_file) in message
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+@pytest.mark.requires_shared_data
+def test_export_without_do_predict_and_no_best_checkpoint_stops_before_training(tmp_path):
+    result = run_squad(*common_flags(tmp_path), "--do_train", f"--train_file={V1_SAMPLE}",
+                       f"--export_dir={tmp_path / 'export'}")
+    assert result.returncode == 1
+    assert "model.ckpt-best does not exist" in result.stderr
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
