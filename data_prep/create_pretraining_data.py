@@ -101,20 +101,6 @@ def _parse_flags(argv: list[str]) -> list[str]:
     return remaining
 
 
-# --help and flag mistakes are answered here, before TensorFlow loads.
-command_line.parse_before_imports(__name__, _parse_flags)
-
-from albert_tf.cli import error_boundary  # noqa: E402
-from albert_tf.files.paths import (  # noqa: E402
-    OutputPathError, check_output_paths, expand_input_patterns)
-from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
-from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
-from data_prep.pretraining.corpus import CorpusError  # noqa: E402
-from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
-from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
-
-
 def _output_files() -> list[str]:
     return [path.strip() for path in (FLAGS.output_file or "").split(",") if path.strip()]
 
@@ -137,6 +123,20 @@ def _validate_flags() -> None:
     for ok, message in checks:
         if not ok:
             raise app.UsageError(message)
+
+
+# --help and flag mistakes are answered here, before TensorFlow loads.
+command_line.parse_before_imports(__name__, _parse_flags, checks=[_validate_flags])
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.paths import (  # noqa: E402
+    OutputPathError, check_output_paths, expand_input_patterns)
+from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
+from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
+from data_prep.pretraining.corpus import CorpusError  # noqa: E402
+from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
+from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
 
 
 def _generation_config() -> GenerationConfig:
@@ -223,7 +223,6 @@ def _run(beam_options) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) > 1 and not FLAGS.runner:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    _validate_flags()
     beam_options = _beam_options(argv[1:]) if FLAGS.runner else None
     if FLAGS.spm_model_file and FLAGS.vocab_file:
         logging.info("--vocab_file is not used: --spm_model_file is given")

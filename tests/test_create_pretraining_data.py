@@ -28,7 +28,8 @@ from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
 from data_prep.pretraining.instances import InstanceConfig
 from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
-from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT
+from tests.shared_setup import (EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT,
+                                subprocess_env)
 
 FLAGS = flags.FLAGS
 RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
@@ -271,17 +272,25 @@ def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path, spm_model)
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(do_permutation=True), "do_permutation is not supported"),
-    (dict(spm_model_file=None), "give --spm_model_file"),
-    (dict(max_seq_length=4), "max_seq_length must be at least 5"),
-    (dict(input_file_mode="w"), "input_file_mode"),
+    (["--do_permutation"], "do_permutation is not supported"),
+    (["--spm_model_file="], "give --spm_model_file"),
+    (["--max_seq_length=4"], "max_seq_length must be at least 5"),
+    (["--input_file_mode=w"], "input_file_mode"),
 ])
-def test_invalid_flags_are_rejected(tmp_path, spm_model, overrides, message):
-    values = dict(input_file=spm_fixtures.FIXTURE_CORPUS, output_file=str(tmp_path / "o.tfrecord"),
-                  spm_model_file=spm_model)
-    values.update(overrides)
-    with pytest.raises(app.UsageError, match=message):
-        run_cli(**values)
+def test_invalid_flags_are_rejected_before_tensorflow_loads(tmp_path, spm_model, overrides,
+                                                            message):
+    launch = ("import atexit, runpy, sys; atexit.register(lambda: print('tensorflow' in "
+              "sys.modules, file=sys.stderr)); sys.argv[0] = 'create_pretraining_data.py'; "
+              "runpy.run_module('data_prep.create_pretraining_data', run_name='__main__')")
+    result = subprocess.run(
+        [sys.executable, "-c", launch, f"--input_file={spm_fixtures.FIXTURE_CORPUS}",
+         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}", *overrides],
+        cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    error, tensorflow_imported = result.stderr.strip().splitlines()
+    assert error.startswith("create_pretraining_data: error: ") and message in error
+    assert tensorflow_imported == "False"
+    assert not os.listdir(tmp_path)
 
 
 def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):

@@ -34,7 +34,7 @@ import tempfile
 import textwrap
 from typing import Callable, NoReturn, Sequence
 
-from absl import flags
+from absl import app, flags
 from absl import logging as absl_logging  # noqa: F401 - defines --verbosity and the logging flags
 
 from albert_tf.cli import flag_definitions
@@ -81,10 +81,12 @@ def flag_error_message(error: flags.Error) -> str:
 
 
 def parse_before_imports(module_name: str,
-                         parser: Callable[[list[str]], list[str]] = parse_flags) -> None:
+                         parser: Callable[[list[str]], list[str]] = parse_flags,
+                         checks: Sequence[Callable[[], None]] = ()) -> None:
     """For the module running as the program (``module_name == "__main__"``): answers ``--help``
-    (exit 0), parses the flags with ``parser`` (a mistake: one line, exit 1), then imports
-    TensorFlow quietly. Does nothing for an imported module."""
+    (exit 0), parses the flags with ``parser`` and runs ``checks`` (functions of the flags alone
+    that raise ``app.UsageError``; a mistake: one line, exit 1), then imports TensorFlow quietly.
+    Does nothing for an imported module."""
     if module_name != "__main__":
         return
     arguments = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
@@ -92,6 +94,11 @@ def parse_before_imports(module_name: str,
         print(help_text(sys.modules["__main__"].__doc__))
         sys.exit(0)
     parser(sys.argv)
+    try:
+        for check in checks:
+            check()
+    except app.UsageError as error:
+        exit_with_message(str(error))
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
 
 
