@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 from absl.testing import flagsaver
 
 from albert_tf.tasks.pretraining.records import parse_pretraining_example
