@@ -102,7 +102,7 @@ def validate_flags() -> None:
     if FLAGS.do_predict:
         run_flags.require_flags("predict_file")
     if FLAGS.export_dir and not FLAGS.do_predict:
-        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
+        best_checkpoint_prefix(FLAGS.output_dir, "--do_predict")  # fails before training when there is none
     if (FLAGS.do_predict and not FLAGS.do_train and not FLAGS.init_checkpoint
             and not list_checkpoints(FLAGS.output_dir)):
         raise app.UsageError(f"--do_predict: no checkpoint in {FLAGS.output_dir} and no "

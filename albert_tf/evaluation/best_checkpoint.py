@@ -35,16 +35,17 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     return best_step, best
 
 
-def best_checkpoint_prefix(output_dir: str) -> str:
+def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval") -> str:
     """The prefix of ``model.ckpt-best`` in ``output_dir``.
 
-    Raises FileNotFoundError when no sweep has selected it yet.
+    Raises FileNotFoundError when no sweep has selected it yet, naming ``selecting_flag``, the flag
+    of the script's sweep.
     """
     best_prefix = os.path.join(output_dir, BEST_PREFIX)
     if not tf.io.gfile.exists(best_prefix + ".index"):
         raise FileNotFoundError(f"{best_prefix} does not exist: prediction and export use the best "
-                                "checkpoint, which --do_eval selects; add --do_eval (or run it "
-                                "first).")
+                                f"checkpoint, which {selecting_flag} selects; add {selecting_flag} "
+                                "(or run it first).")
     return best_prefix
 
 
