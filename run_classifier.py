@@ -159,4 +159,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_output_directories])
+    error_boundary.run(main, checks=[run_flags.check_output_directories],
+                       when_stopped=error_boundary.TRAINING_STOPPED)

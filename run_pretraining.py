@@ -109,4 +109,5 @@ def main(argv):
 
 if __name__ == "__main__":
     error_boundary.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
-                                     check_pretraining_inputs])
+                                     check_pretraining_inputs],
+                       when_stopped=error_boundary.TRAINING_STOPPED)

@@ -23,10 +23,7 @@ go through pipeline.py, Beam runs through beam.py (runner set-up: data_prep/comm
 
 from __future__ import annotations
 
-import contextlib
 import logging as logging_module
-import signal
-import sys
 from concurrent.futures.process import BrokenProcessPool
 
 from absl import app, flags, logging
@@ -150,24 +147,6 @@ def _generation_config() -> GenerationConfig:
                             random_seed=FLAGS.random_seed, do_lower_case=FLAGS.do_lower_case)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that it stops and cleans up the same way."""
-
-
-def _raise_terminated(signum: int, frame) -> None:
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_stops_like_ctrl_c():
-    """Within the block SIGTERM (kill, a job scheduler's stop) raises Terminated."""
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _check_paths(input_files: list[str], output_files: list[str]) -> None:
     """Refuses outputs that would replace an input, the tokenizer or one another (OutputPathError)."""
     inputs = [("--input_file", path) for path in input_files]
@@ -221,29 +200,21 @@ def _run(beam_options) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1 and not FLAGS.runner:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     beam_options = _beam_options(argv[1:]) if FLAGS.runner else None
     if FLAGS.spm_model_file and FLAGS.vocab_file:
         logging.info("--vocab_file is not used: --spm_model_file is given")
-    # Every way the run can stop early ends in one line and leaves no output and no temporary file.
-    with _sigterm_stops_like_ctrl_c():
-        try:
-            _run(beam_options)
-        except (CorpusError, TokenizerError, OutputPathError, OSError) as err:
-            # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
-            raise SystemExit(f"create_pretraining_data: error: {err}") from err
-        except BrokenProcessPool as err:
-            raise SystemExit("create_pretraining_data: error: a worker process died (killed for "
-                             "lack of memory?); nothing was written. Try fewer --num_workers or a "
-                             "smaller --chunk_documents") from err
-        except KeyboardInterrupt as err:
-            signum = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
-            cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-            print(f"create_pretraining_data: stopped by {cause}; nothing was written",
-                  file=sys.stderr)
-            raise SystemExit(128 + signum) from err  # the shell's status for a process so stopped
+    # Every way the run can stop early ends in one line and leaves no output and no temporary file
+    # (Ctrl-C and SIGTERM: the error boundary).
+    try:
+        _run(beam_options)
+    except (CorpusError, TokenizerError, OutputPathError, OSError) as err:
+        # A bad input is the user's to fix: its message, without a traceback, and exit status 1.
+        raise SystemExit(f"create_pretraining_data: error: {err}") from err
+    except BrokenProcessPool as err:
+        raise SystemExit("create_pretraining_data: error: a worker process died (killed for "
+                         "lack of memory?); nothing was written. Try fewer --num_workers or a "
+                         "smaller --chunk_documents") from err
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, flags_parser=_parse_flags)
+    error_boundary.run(main, flags_parser=_parse_flags, when_stopped="nothing was written")

@@ -12,6 +12,10 @@ exit status 1, never a traceback. Caught:
   corrupt record, which TensorFlow reports without a file name, is traced to its file
   (albert_tf/files/records.py).
 
+Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
+cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
+or 143 (SIGTERM).
+
 Anything else is a bug and keeps its traceback. ``ALBERT_TF_TRACEBACK=1`` in the environment shows
 the traceback of every error.
 
@@ -28,6 +32,8 @@ import contextlib
 import logging
 import os
 import re
+import signal
+import sys
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import tensorflow as tf
@@ -60,27 +66,63 @@ _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .
                          r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
 
 
+# What a training script leaves when stopped by Ctrl-C or SIGTERM.
+TRAINING_STOPPED = ("the checkpoints saved so far are kept; rerun the same command to resume from "
+                    "the latest")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a job scheduler's stop), raised like Ctrl-C's KeyboardInterrupt so that
+    the run stops and cleans up (temporary outputs removed) the same way."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_stops_like_ctrl_c() -> Iterator[None]:
+    """Within the block SIGTERM raises ``Terminated``."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
-        flags_parser: Callable[[list[str]], list[str]] = command_line.parse_flags) -> None:
+        flags_parser: Callable[[list[str]], list[str]] = command_line.parse_flags,
+        when_stopped: str = "no partial output was left") -> None:
     """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
 
     ``flags_parser``: absl's parsing by default (an unknown flag is a one-line error); it returns
     the arguments that ``main`` receives. The command parsed its flags before importing TensorFlow
-    (albert_tf/cli/command_line.py); absl parses them again here, with the same result."""
-    app.run(guarded(main, checks), flags_parser=flags_parser)
+    (albert_tf/cli/command_line.py); absl parses them again here, with the same result.
+    ``when_stopped``: what a stop by Ctrl-C or SIGTERM leaves, said after "stopped by ...;"."""
+    app.run(guarded(main, checks, when_stopped), flags_parser=flags_parser)
 
 
-def guarded(main: Callable[[list[str]], Any],
-            checks: Sequence[Callable[[], None]] = ()) -> Callable[[list[str]], Any]:
+def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
+            when_stopped: str = "no partial output was left") -> Callable[[list[str]], Any]:
     """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
-    error exits with status 1 after one line on stderr (see the module doc)."""
+    error exits with status 1 after one line on stderr (see the module doc). Ctrl-C and SIGTERM
+    stop the run the same way (``finally`` blocks run, temporary outputs are removed), print
+    ``<program>: stopped by Ctrl-C; <when_stopped>`` and exit with the shell's status for such a
+    stop (130, SIGTERM 143), without a traceback."""
 
     def guarded_main(argv: list[str]) -> Any:
         quiet_tensorflow_logging()
         try:
-            for check in checks:
-                check()
-            return main(argv)
+            with sigterm_stops_like_ctrl_c():
+                for check in checks:
+                    check()
+                return main(argv)
+        except KeyboardInterrupt as stop:
+            signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+            cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            print(f"{command_line.program_name()}: stopped by {cause}; {when_stopped}",
+                  file=sys.stderr, flush=True)
+            sys.exit(128 + signum)
         except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
             message = user_error_message(error)
             if message is None or os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):

@@ -1,0 +1,88 @@
+"""Ctrl-C and SIGTERM end every command the same way (albert_tf/cli/error_boundary.py): the
+cleanup runs (no temporary output stays), one line ``<program>: stopped by ...; <what is left>``,
+exit status 130 or 143, no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids, is_alive,
+                                subprocess_env, tiny_config, wait_for,
+                                write_repeated_squad)
+
+SQUAD_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
+SST2_DIR = os.path.join(SHARED_DATA_DIR, "glue", "SST-2")
+
+
+def stop(process: subprocess.Popen, how: str) -> tuple[int, str]:
+    """Sends SIGTERM to the process, or Ctrl-C's SIGINT to its process group (as a terminal
+    does); returns its exit status and its stderr."""
+    if how == "SIGTERM":
+        process.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("how, status", [("SIGTERM", 143), ("Ctrl-C", 130)])
+def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
+    source = tmp_path / "squad.json"
+    write_repeated_squad([SQUAD_SAMPLE], str(source), copies=500)
+    output_dir = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
+         f"--output_file={output_dir / 'features.tfrecord'}", f"--spm_model_file={EN8K_MODEL}",
+         "--num_workers=2"],
+        cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    workers = []
+    try:
+        workers = wait_for(lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid),
+                           120, "two worker processes")
+        returncode, stderr = stop(process, how)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert returncode == status, stderr
+    assert stderr.strip().splitlines() == [f"squad: stopped by {how}; no partial output was left"]
+    wait_for(lambda: not any(map(is_alive, workers)), 10, "the workers to end")
+    assert not output_dir.exists() or not os.listdir(output_dir)
+
+
+@pytest.mark.requires_shared_data
+def test_a_stopped_training_run_says_its_checkpoints_are_kept(tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    os.symlink(SST2_DIR, data_dir / "SST-2")
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
+    output_dir = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
+         f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+         f"--output_dir={output_dir}", "--max_seq_length=64", "--do_train",
+         "--train_step=100000", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
+         "--train_batch_size=2"],
+        cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    try:
+        wait_for(lambda: (output_dir / "model.ckpt-2.index").exists(), 300, "the first checkpoint")
+        returncode, stderr = stop(process, "SIGTERM")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "run_classifier: stopped by SIGTERM; the checkpoints saved so far are kept; rerun the same "
+        "command to resume from the latest")
+    assert "Traceback" not in stderr
+    assert (output_dir / "model.ckpt-2.index").exists()
