@@ -34,7 +34,7 @@ from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
 from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
                                                   write_choice_predictions)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset
+from albert_tf.training.input_pipeline import needs_static_batches, record_eval_dataset
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 from data_prep.common.feature_cache import FeatureFile
@@ -73,7 +73,7 @@ class Run:
         """The split's records in file order, with each question's level for per-level accuracy."""
         feature_file = self.features(split)
         dataset_fn = functools.partial(record_eval_dataset, feature_file.path, self.parse,
-                                       batch_size)
+                                       batch_size, needs_static_batches(self.trainer.strategy))
         metadata = feature_file.metadata
         return EvalSet("", dataset_fn,
                        MultipleChoiceContext(metadata["levels"], metadata["example_ids"]))

@@ -33,7 +33,7 @@ from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
 from albert_tf.tasks.question_answering.serving import export_squad
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from albert_tf.training.input_pipeline import record_eval_dataset
+from albert_tf.training.input_pipeline import needs_static_batches, record_eval_dataset
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 from data_prep.common.feature_cache import FeatureFile
@@ -133,7 +133,8 @@ def predict(trainer: Trainer, tokenizer: FullTokenizer, selection_metric: str) -
     eval_file = feature_file(tokenizer, FLAGS.predict_file, is_training=False)
     output_dir = trainer.config.output_dir
     eval_set = EvalSet("", functools.partial(record_eval_dataset, eval_file.path, parse_fn(False),
-                                             FLAGS.predict_batch_size),
+                                             FLAGS.predict_batch_size,
+                                             needs_static_batches(trainer.strategy)),
                        SquadEvalContext.from_metadata(eval_file.metadata, output_dir))
     if not list_checkpoints(output_dir):  # predict-only from --init_checkpoint
         print(trainer.warm_start(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file))
