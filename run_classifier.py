@@ -33,7 +33,8 @@ from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # no
 from albert_tf.tasks.classification.serving import export_classifier  # noqa: E402
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.input_pipeline import (  # noqa: E402
+    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.classification.features import cached_glue_features, parse_glue_example  # noqa: E402
@@ -49,18 +50,17 @@ class Run:
         self.task = task
         self.tokenizer = tokenizer
         self.trainer = trainer
-        self.on_tpu = isinstance(trainer.strategy, tf.distribute.TPUStrategy)
+        self.static_batches = needs_static_batches(trainer.strategy)
         self.parse = functools.partial(parse_glue_example, max_seq_length=FLAGS.max_seq_length,
                                        is_regression=task.is_regression)
 
-    def features(self, task_key: str, split: str, batch_size: int = 1) -> FeatureFile:
-        """The cached feature file of one split; on TPU eval/predict files are padded to the batch."""
+    def features(self, task_key: str, split: str) -> FeatureFile:
+        """The cached feature file of one split (on TPU too: the pipeline pads the last batch)."""
         return cached_glue_features(task_key, FLAGS.data_dir, split, self.tokenizer,
-                                    FLAGS.max_seq_length, FLAGS.cached_dir or FLAGS.output_dir,
-                                    pad_to_multiple_of=batch_size if self.on_tpu else 1)
+                                    FLAGS.max_seq_length, FLAGS.cached_dir or FLAGS.output_dir)
 
     def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:
-        return record_eval_dataset(path, self.parse, batch_size, drop_remainder=self.on_tpu)
+        return record_eval_dataset(path, self.parse, batch_size, self.static_batches)
 
 
 def validate_flags() -> None:
@@ -82,15 +82,15 @@ def check_input_splits(run: Run) -> None:
     """
     needed = []
     if FLAGS.do_eval:
-        needed += [(key, "dev", FLAGS.eval_batch_size) for _, key in run.task.eval_sets]
+        needed += [(key, "dev") for _, key in run.task.eval_sets]
     if FLAGS.do_predict:
-        needed += [(key, "test", FLAGS.predict_batch_size) for _, key in run.task.eval_sets]
+        needed += [(key, "test") for _, key in run.task.eval_sets]
     if FLAGS.do_train:
-        needed.append((run.task.name, "train", 1))
-    for key, split, _ in needed:
+        needed.append((run.task.name, "train"))
+    for key, split in needed:
         glue_task(key).processor().split_path(FLAGS.data_dir, split)
-    for key, split, batch_size in needed:
-        run.features(key, split, batch_size)
+    for key, split in needed:
+        run.features(key, split)
 
 
 def train(run: Run) -> None:
@@ -103,7 +103,7 @@ def evaluate(run: Run) -> None:
     """The reference's sweep over every checkpoint on the dev set(s), keeping the best."""
     eval_sets = []
     for suffix, key in run.task.eval_sets:
-        path = run.features(key, "dev", FLAGS.eval_batch_size).path
+        path = run.features(key, "dev").path
         eval_sets.append(EvalSet(suffix, functools.partial(run.dataset, path,
                                                            FLAGS.eval_batch_size)))
     policy = SweepPolicy.glue(FLAGS.train_step,
@@ -114,7 +114,7 @@ def evaluate(run: Run) -> None:
 def predict(run: Run) -> None:
     """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
     for suffix, key in run.task.eval_sets:
-        test_file = run.features(key, "test", FLAGS.predict_batch_size)
+        test_file = run.features(key, "test")
         outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
         guids = test_file.metadata["guids"]
         paths = write_predictions(run.trainer.config.output_dir, guids, outputs, run.task.labels,

@@ -53,7 +53,8 @@ from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # no
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.input_pipeline import (  # noqa: E402
+    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
@@ -79,7 +80,7 @@ class Run:
         """The split's records in file order, with each question's level for per-level accuracy."""
         feature_file = self.features(split)
         dataset_fn = functools.partial(record_eval_dataset, feature_file.path, self.parse,
-                                       batch_size)
+                                       batch_size, needs_static_batches(self.trainer.strategy))
         metadata = feature_file.metadata
         return EvalSet("", dataset_fn,
                        MultipleChoiceContext(metadata["levels"], metadata["example_ids"]))

@@ -72,7 +72,8 @@ from albert_tf.tasks.question_answering.serving import export_squad  # noqa: E40
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
     SquadEvalContext, SquadSettings, SquadTask)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import record_eval_dataset  # noqa: E402
+from albert_tf.training.input_pipeline import (  # noqa: E402
+    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
@@ -102,7 +103,8 @@ def validate_flags() -> None:
     if FLAGS.do_predict:
         run_flags.require_flags("predict_file")
     if FLAGS.export_dir and not FLAGS.do_predict:
-        best_checkpoint_prefix(FLAGS.output_dir, "--do_predict")  # fails before training when there is none
+        # Fails before training when there is none.
+        best_checkpoint_prefix(FLAGS.output_dir, "--do_predict")
     if (FLAGS.do_predict and not FLAGS.do_train and not FLAGS.init_checkpoint
             and not list_checkpoints(FLAGS.output_dir)):
         raise app.UsageError(f"--do_predict: no checkpoint in {FLAGS.output_dir} and no "
@@ -145,7 +147,8 @@ def predict(trainer: Trainer, eval_file: FeatureFile, selection_metric: str) -> 
     """The sweep over the checkpoints (or --init_checkpoint), then the best one's files."""
     output_dir = trainer.config.output_dir
     eval_set = EvalSet("", functools.partial(record_eval_dataset, eval_file.path, parse_fn(False),
-                                             FLAGS.predict_batch_size),
+                                             FLAGS.predict_batch_size,
+                                             needs_static_batches(trainer.strategy)),
                        SquadEvalContext.from_metadata(eval_file.metadata, output_dir))
     if not list_checkpoints(output_dir):  # predict-only from --init_checkpoint
         print(trainer.warm_start(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file))

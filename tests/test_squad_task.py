@@ -90,6 +90,7 @@ def test_reduce_reproduces_the_reference_from_our_feature_file(tmp_path, en8k, n
     raw = golden["raw_results"]
     outputs = {key: np.asarray([result[key] for result in raw]) for key in raw[0]}
     outputs["unique_ids"] = outputs.pop("unique_id")
+    outputs["is_real_example"] = np.ones(len(raw), np.int32)
     metrics = SquadTask(tiny_config(), SquadSettings(version_2=version_2)).reduce(outputs, context)
     written = load_json(str(tmp_path / "predictions.json"))
     assert load_json(str(tmp_path / "nbest_predictions.json")).keys() == golden[
@@ -138,6 +139,7 @@ def test_fixed_threshold_predictions_when_asked(tmp_path, en8k):
     raw = golden["raw_results"]
     outputs = {key: np.asarray([result[key] for result in raw]) for key in raw[0]}
     outputs["unique_ids"] = outputs.pop("unique_id")
+    outputs["is_real_example"] = np.ones(len(raw), np.int32)
     task = SquadTask(tiny_config(), SquadSettings(version_2=True, tuned_predictions=False))
     task.reduce(outputs, SquadEvalContext.from_metadata(feature_file.metadata, str(tmp_path)))
     assert load_json(str(tmp_path / "predictions.json")) == golden["predictions_threshold_0"]

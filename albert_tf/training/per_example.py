@@ -5,7 +5,7 @@ In the graph: ``softmax_outputs`` gives the softmax cross-entropy per example wi
 probabilities and the arg-max class; ``examples_normalizer`` and ``mean_with_accuracy`` turn
 per-example values into a replica's contribution to the global-batch mean (the Trainer sums the
 replicas). On the host: ``real_examples`` drops the padding records (``is_real_example`` 0) that
-evaluation and prediction files on TPU end with.
+fill the last evaluation or prediction batch on TPU (albert_tf/training/input_pipeline.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Loss: v1, the mean over the batch of (CE(start) + CE(end)) / 2; v2, the mean of
 0.5 (CE_start + CE_end) + 0.5 BCE(answerability). An evaluation gathers the raw outputs of every
 window, then ``reduce`` runs the reference's post-processing with the windows' metadata and the
 questions (``SquadEvalContext``), writes predictions.json, nbest_predictions.json (and v2
-null_odds.json) and scores them:
+null_odds.json) and scores them; the padding windows that fill the last batch on TPU
+(``is_real_example`` 0) are left out first:
 
 - v1: the official v1.1 ``exact_match`` and ``f1``;
 - v2: the official v2.0 scores of the predictions at the fixed ``null_score_diff_threshold``
@@ -36,7 +37,7 @@ from albert_tf.tasks.question_answering.postprocessing import (Question, V1RawRe
                                                                evaluate_v2, postprocess_v1,
                                                                postprocess_v2,
                                                                write_prediction_files)
-from albert_tf.training.per_example import examples_normalizer
+from albert_tf.training.per_example import examples_normalizer, real_examples
 from albert_tf.training.task import Features
 
 
@@ -122,6 +123,7 @@ class SquadTask:
         outputs = model(features, training=False)
         names = V2_OUTPUTS if self.settings.version_2 else V1_OUTPUTS
         return {"unique_ids": tf.reshape(features["unique_ids"], [-1]),
+                "is_real_example": features["is_real_example"],
                 **{name: outputs[name] for name in names}}
 
     def reduce(self, outputs: Mapping[str, np.ndarray], context: SquadEvalContext) -> dict[str, float]:
@@ -151,6 +153,8 @@ class SquadTask:
 
 def _raw_results(outputs: Mapping[str, np.ndarray], result_type: type,
                  names: Sequence[str]) -> list:
-    """One raw result per window from the concatenated outputs."""
-    return [result_type(int(unique_id), *(outputs[name][row] for name in names))
-            for row, unique_id in enumerate(outputs["unique_ids"])]
+    """One raw result per window from the concatenated outputs; the padding windows that fill the
+    last batch on TPU (``is_real_example`` 0, copies of a real window) are left out."""
+    unique_ids, *columns = real_examples(outputs, "unique_ids", *names)
+    return [result_type(int(unique_id), *(column[row] for column in columns))
+            for row, unique_id in enumerate(unique_ids)]
