@@ -25,8 +25,8 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.classification.features import (build_features, cached_glue_features,
                                                convert_example, convert_examples_to_features,
-                                               padding_features, parse_glue_example,
-                                               serialize_glue_features, write_features)
+                                               parse_glue_example, serialize_glue_features,
+                                               write_features)
 from data_prep.classification.glue_tasks import GLUE_TASKS, get_processor, glue_task
 from data_prep.classification.processors import GlueDataError, InputExample, read_tsv
 from data_prep.common import feature_cache
@@ -463,12 +463,11 @@ def test_feature_layout_pair_single_and_truncation():
 def test_stsb_features_with_real_sentencepiece(en8k):
     processor = get_processor("sts-b")
     examples = processor.get_examples(GLUE_DIR, "dev")
-    features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k,
-                                            pad_to_multiple_of=4)
+    features = convert_examples_to_features(examples, processor.get_labels(), 64, en8k)
     sp = spm.SentencePieceProcessor(model_file=EN8K_MODEL)
     cls_id, sep_id = sp.PieceToId("[CLS]"), sp.PieceToId("[SEP]")
     assert (cls_id, sep_id) == (2, 3)
-    assert len(features) == 12  # 9 real + 3 padding
+    assert len(features) == len(examples) == 9
     for example, feature in zip(examples, features):
         ids_a, ids_b = sp.EncodeAsIds(example.text_a), sp.EncodeAsIds(example.text_b)
         expected = [cls_id] + ids_a + [sep_id] + ids_b + [sep_id]
@@ -477,10 +476,7 @@ def test_stsb_features_with_real_sentencepiece(en8k):
         padding = [0] * (64 - len(expected))
         assert feature.segment_ids == [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1) + padding
         assert isinstance(feature.label_id, float) and feature.label_id == example.label
-    for padding in features[9:]:
-        assert not padding.is_real_example
-        assert padding.input_ids == padding.input_mask == padding.segment_ids == [0] * 64
-        assert padding.label_id == 0.0
+        assert feature.is_real_example
 
 
 def test_label_ids_and_unlabelled_placeholder(tiny):
@@ -496,8 +492,10 @@ def test_label_ids_and_unlabelled_placeholder(tiny):
 @pytest.mark.parametrize("is_regression", [False, True])
 def test_tfrecord_round_trip(tmp_path, is_regression):
     label = 3.25 if is_regression else 1
+    # The second is marked as padding, as the reference's TPU eval files hold (read as such).
     features = [build_features([10, 11], [20], 8, 2, 3, label),
-                padding_features(8, is_regression)]
+                dataclasses.replace(build_features([12], None, 8, 2, 3, label),
+                                    is_real_example=False)]
     path = str(tmp_path / "f.tf_record")
     assert write_feature_file(path, lambda sink: {"n": write_features(sink, features, is_regression)}
                               ).metadata == {"n": 2}
@@ -572,14 +570,6 @@ def test_cache_reuse_and_invalidation(tmp_path, en8k, monkeypatch):
     other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, 64, cache_dir)
     assert other_tokenizer.path not in (first.path, other_length.path)
     assert len(written) == 2
-    # Padding to a batch multiple: its own file, padded count; guids only of the real examples.
-    padded = cached_glue_features("rte", GLUE_DIR, "dev", en8k, 64, cache_dir, pad_to_multiple_of=8)
-    assert padded.num_records == 144 and padded.metadata["num_real_examples"] == 139 and len(written) == 3
-    assert padded.metadata["guids"] == first.metadata["guids"]
-    records = list(tf.data.TFRecordDataset(padded.path).as_numpy_iterator())
-    assert records[:139] == list(tf.data.TFRecordDataset(first.path).as_numpy_iterator())
-    is_real = parse_glue_example(tf.constant(records), 64, False)["is_real_example"].numpy()
-    assert is_real.tolist() == [1] * 139 + [0] * 5
 
 
 def test_cache_rebuilt_when_source_or_record_changes(tmp_path):
@@ -609,12 +599,11 @@ def test_unlabelled_test_split_keeps_guids_and_regression_flag(tmp_path):
               "sentence2"]
     write_tsv(tmp_path / "STS-B" / "test.tsv", [header] + [
         [str(i), "g", "f", "y", "o", "s", "s", f"A man plays {i}.", "A man plays."] for i in (7, 3, 5)])
-    features = cached_glue_features("sts-b", str(tmp_path), "test", tokenizer, 16, str(tmp_path / "c"),
-                                    pad_to_multiple_of=4)
+    features = cached_glue_features("sts-b", str(tmp_path), "test", tokenizer, 16, str(tmp_path / "c"))
     assert features.metadata == {"guids": ["7", "3", "5"], "num_real_examples": 3, "is_regression": True}
     parsed = [parse_glue_example(r, 16, True) for r in tf.data.TFRecordDataset(features.path)]
-    assert [float(p["label_ids"]) for p in parsed] == [0.0] * 4  # unlabelled: the placeholder
-    assert [int(p["is_real_example"]) for p in parsed] == [1, 1, 1, 0]
+    assert [float(p["label_ids"]) for p in parsed] == [0.0] * 3  # unlabelled: the placeholder
+    assert [int(p["is_real_example"]) for p in parsed] == [1, 1, 1]
 
 
 def test_gcs_like_paths_go_through_gfile(en8k):

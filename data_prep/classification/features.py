@@ -9,8 +9,8 @@ Layout of one feature of max_seq_length S (reference ``convert_single_example``)
 A pair is truncated to S-3 pieces by popping from the end of the currently longer list (ties pop from b;
 ``truncate_seq_pair``, data_prep/common/pair_truncation.py); a single sentence keeps its first S-2
 pieces. label_id = index of the label in the label list (STS-B: the float score; unlabelled
-examples: the placeholder 0). Padding examples (all zeros, ``is_real_example=0``) can fill the last
-batch of an eval/predict set.
+examples: the placeholder 0). Every record written is a real example (``is_real_example`` 1): on a
+TPU the input pipeline fills the last eval/predict batch itself (albert_tf/training/input_pipeline.py).
 
 TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``, ``segment_ids``
 int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar. Records are
@@ -100,13 +100,6 @@ def build_features(ids_a: Sequence[int], ids_b: Sequence[int] | None, max_seq_le
                          segment_ids=segment_ids + padding, label_id=label_id)
 
 
-def padding_features(max_seq_length: int, is_regression: bool) -> InputFeatures:
-    """An all-zero feature with ``is_real_example=False`` (fills the last fixed-size eval batch)."""
-    zeros = [0] * max_seq_length
-    return InputFeatures(input_ids=zeros, input_mask=zeros, segment_ids=zeros,
-                         label_id=0.0 if is_regression else 0, is_real_example=False)
-
-
 def label_id_of(example: InputExample, label_list: Sequence[str] | None) -> int | float:
     """Index of the example's label in ``label_list``; the float itself for regression (None list).
 
@@ -134,12 +127,8 @@ def convert_example(example: InputExample, label_list: Sequence[str] | None, max
 
 
 def convert_examples_to_features(examples: Sequence[InputExample], label_list: Sequence[str] | None,
-                                 max_seq_length: int, tokenizer: GlueTokenizer,
-                                 pad_to_multiple_of: int = 1) -> list[InputFeatures]:
-    """Features of every example, then padding features until the count is a multiple of
-    ``pad_to_multiple_of`` (1 = no padding)."""
-    if pad_to_multiple_of < 1:
-        raise ValueError(f"pad_to_multiple_of must be >= 1, got {pad_to_multiple_of}")
+                                 max_seq_length: int, tokenizer: GlueTokenizer) -> list[InputFeatures]:
+    """Features of every example, in order."""
     features = []
     for index, example in enumerate(examples):
         feature = convert_example(example, label_list, max_seq_length, tokenizer)
@@ -147,8 +136,6 @@ def convert_examples_to_features(examples: Sequence[InputExample], label_list: S
             logging.info("guid %s: input ids %s label_id %s", example.guid,
                          feature.input_ids[:sum(feature.input_mask)], feature.label_id)
         features.append(feature)
-    while len(features) % pad_to_multiple_of:
-        features.append(padding_features(max_seq_length, label_list is None))
     return features
 
 
@@ -202,14 +189,13 @@ def parse_glue_example(serialized: tf.Tensor, max_seq_length: int,
 # -- the feature cache -----------------------------------------------------------------------------
 
 def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: GlueTokenizer,
-                         max_seq_length: int, cache_dir: str, pad_to_multiple_of: int = 1) -> FeatureFile:
+                         max_seq_length: int, cache_dir: str) -> FeatureFile:
     """The feature file of ``split`` of ``task_name``: reused from ``cache_dir`` or (re)built.
 
     The processor normalizes text as ``tokenizer`` was built (SentencePiece mode and lowercasing).
-    The cache key covers the task, split, max_seq_length, padding, FEATURES_VERSION, the tokenizer
-    fingerprint and the source TSV's size and sha256. ``pad_to_multiple_of`` > 1 appends padding
-    records (``is_real_example`` 0) up to a multiple of it. Metadata: ``guids`` (the real examples',
-    in record order), ``num_real_examples``, ``is_regression``.
+    The cache key covers the task, split, max_seq_length, FEATURES_VERSION, the tokenizer
+    fingerprint and the source TSV's size and sha256. Metadata: ``guids`` (in record order),
+    ``num_real_examples``, ``is_regression``.
     """
     _check_max_seq_length(max_seq_length)
     task = glue_task(task_name)
@@ -219,13 +205,11 @@ def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: G
 
     def build(sink: RecordSink) -> dict:
         examples = processor.get_examples(data_dir, split)
-        features = convert_examples_to_features(examples, task.labels, max_seq_length, tokenizer,
-                                                pad_to_multiple_of)
+        features = convert_examples_to_features(examples, task.labels, max_seq_length, tokenizer)
         write_features(sink, features, task.is_regression)
         return {"guids": [example.guid for example in examples],
                 "num_real_examples": len(examples), "is_regression": task.is_regression}
 
-    settings = {"max_seq_length": max_seq_length, "pad_to_multiple_of": pad_to_multiple_of,
-                "features_version": FEATURES_VERSION}
+    settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION}
     return cached_feature_file(cache_dir, task.name, split, settings, tokenizer.fingerprint,
                                [source_path], build)
