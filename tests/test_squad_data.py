@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
 import tensorflow as tf
@@ -22,6 +23,7 @@ import tensorflow as tf
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.common.feature_cache import read_feature_file
+from data_prep.question_answering import alignment
 from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import (SquadDataError, parse_squad_examples,
                                                    read_squad_examples)
@@ -160,7 +162,17 @@ def perturbed_pair(rng: random.Random) -> tuple[list[str], str]:
     return raw, "".join(piece)
 
 
-def test_alignment_equals_the_cell_by_cell_table_on_perturbed_strings():
+@pytest.fixture(params=["one_block", "small_blocks"])
+def row_blocks(request, monkeypatch):
+    """The alignment keeps its rows in one block (short texts), or in blocks of about sqrt(n) rows
+    recomputed during the backtrack, match bits a few rows at a time (what long texts get)."""
+    if request.param == "small_blocks":
+        monkeypatch.setattr(alignment, "_BLOCK_BITS", 1)
+        monkeypatch.setattr(alignment, "_MATCH_BATCH_CELLS", 64)
+    return request.param
+
+
+def test_alignment_equals_the_cell_by_cell_table_on_perturbed_strings(row_blocks):
     rng = random.Random(1234)
     aligned = 0
     for _ in range(1500):
@@ -180,7 +192,7 @@ def paragraph_alignment_inputs(tokenizer, text: str) -> tuple[list[str], str]:
     return keys, "".join(pieces).replace("\u2581", " ")
 
 
-def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k):
+def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k, row_blocks):
     contexts = [p["context"] for path in (V1_SAMPLE, V2_SAMPLE)
                 for article in load_json(path)["data"] for p in article["paragraphs"]]
     for text in contexts + ["  Leading spaces,\n\tnewlines and $45, 1,990 caf\u00e9 \ufb01ne  ",
@@ -190,6 +202,26 @@ def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k):
         got = None if result is None else (result.orig_to_chartok, result.chartok_to_orig,
                                            result.lcs_length)
         assert got == banded_lcs_table_alignment(keys, piece_text)
+
+
+@pytest.mark.parametrize("length", [7500, 30000])
+def test_alignment_memory_is_linear_in_the_text_length(length):
+    # Text of `length` chars, its pieces' text without 20 of them (band half-width 25 at any
+    # length). Keeping every row as a bit vector of all m columns (n * m / 8 bytes and more: 14
+    # and 184 MB measured) exceeds the bound at both lengths; the alignment's own lists and its
+    # rows' bands take about 200 bytes per char.
+    rng = random.Random(length)
+    raw = [rng.choice("abcdefgh ") for _ in range(length)]
+    dropped = set(rng.sample(range(length), 20))
+    piece_text = "".join(char for index, char in enumerate(raw) if index not in dropped)
+    tracemalloc.start()
+    try:
+        result = align_characters(raw, piece_text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.lcs_length == length - 20
+    assert peak < 400 * length
 
 
 def scanning_fill(index, position, limit, is_start):
