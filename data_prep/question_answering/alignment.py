@@ -25,11 +25,12 @@ per row, the cells where the backtrack surely moves diagonally, so the backtrack
 bit by bit and computes table entries only at the few other cells of its path. The result is
 identical, tie-breaks included; tests compare it with the cell-by-cell table on many strings.
 
-Memory stays bounded however long the paragraph: the forward pass keeps only every K-th row (K at
-least sqrt(n)) and the last K rows; the backtrack, which walks the rows upward, recomputes one block
-of K rows at a time from its kept row. That is O(n + m) plus O(sqrt(n) * d) bits, a few MB for a
-500,000-char paragraph of ordinary text (d is small when the pieces' text is about as long as the
-raw text), for about one more forward pass of time.
+Memory stays bounded however long the paragraph: the forward pass keeps only the row before each
+block of K rows (K at least sqrt(n)) and the last block; the backtrack, which walks the rows upward,
+recomputes one block at a time from its kept row. That is O(n + m) plus O(sqrt(n) * d) bits (and a
+few fixed MB), a few MB for a 500,000-char paragraph of ordinary text (d is small when the pieces'
+text is about as long as the raw text), for about one more forward pass of time. Time grows with
+n * d (word operations on d-bit rows).
 
 ``IndexFiller`` reproduces the reference's ``_convert_index``: where a position is unaligned it
 snaps starts forward and ends backward to the nearest aligned neighbours.
