@@ -37,8 +37,6 @@ flags.DEFINE_string("predict_file", None, "SQuAD JSON to evaluate and predict (t
 for _name in ("train_feature_file", "predict_feature_file", "predict_feature_left_file"):
     flags.DEFINE_string(_name, None, "[Reference flag, unused] Features are cached in --cached_dir "
                         "(default --output_dir), keyed by their input file and settings.")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: unanswerable questions, the "
-                  "answer-verifier head.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Epochs over the training questions.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the training steps used for warmup.")
 flags.DEFINE_integer("n_best_size", 20, "Candidates per question (start/end positions and the "
@@ -53,7 +51,7 @@ flags.DEFINE_bool("use_einsum", True, "[Reference flag, unused] einsum or matmul
 flag_definitions.define(
     *[name for name in flag_definitions.FINE_TUNING_FLAGS
       if name not in ("data_dir", "do_eval", "eval_batch_size")],
-    "doc_stride", "max_query_length", "dropout_prob", "num_workers",
+    "doc_stride", "max_query_length", "version_2_with_negative", "dropout_prob", "num_workers",
     max_seq_length=384, save_checkpoints_steps=1000, keep_checkpoint_max=0)
 flag_definitions.check_ranges(
     num_train_epochs=flag_definitions.POSITIVE, warmup_proportion=flag_definitions.FRACTION,
@@ -86,7 +84,8 @@ def feature_file(tokenizer: FullTokenizer, input_file: str, is_training: bool) -
     return squad_feature_file(input_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
                               FLAGS.max_query_length, is_training,
                               FLAGS.cached_dir or FLAGS.output_dir, FLAGS.num_workers,
-                              shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None)
+                              shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None,
+                              version_2_with_negative=FLAGS.version_2_with_negative)
 
 
 def parse_fn(is_training: bool):

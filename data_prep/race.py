@@ -43,8 +43,7 @@ from data_prep.multiple_choice.reader import race_sources  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    del argv
     if not (FLAGS.spm_model_file or FLAGS.vocab_file):
         raise app.UsageError("give --spm_model_file (or --vocab_file for a WordPiece model)")
     check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)

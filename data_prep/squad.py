@@ -3,12 +3,14 @@ JSON sidecar) at a given path.
 
     python -m data_prep.squad --input_file=dev-v2.0.json --output_file=dev.tfrecord \\
         --spm_model_file=30k-clean.model --do_lower_case --max_seq_length=384 --doc_stride=128 \\
-        --max_query_length=64 --nois_training [--num_workers=2]
+        --max_query_length=64 --nois_training --version_2_with_negative [--num_workers=2]
 
 Writes ``<output_file>`` and ``<output_file>.json`` and prints the numbers of questions, features
-and dropped questions (a paragraph that does not align with its pieces), and the speed. A bad input
-is one line ``squad: error: ...`` and exit status 1. (run_squad.py does not need this command: it
-builds the same file in its feature cache.)
+and dropped questions (a paragraph that does not align with its pieces), of training questions
+skipped (answer text not found at answer_start), and the speed. A bad input (a repeated question
+id; an unanswerable question without --version_2_with_negative) is one line
+``squad: error: ...`` and exit status 1, before any conversion. (run_squad.py does not need this
+command: it builds the same file in its feature cache.)
 
 This module holds the flags and the wiring only. The library is data_prep/question_answering/: the
 reader (examples.py), the alignment (alignment.py), the features (features.py), the feature file
@@ -21,7 +23,7 @@ import os
 import time
 from typing import Sequence
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
 
@@ -35,8 +37,8 @@ flags.DEFINE_string("output_file", None, "Feature TFRecord to write; its sidecar
 flags.DEFINE_bool("is_training", False, "Training features: one answer per answerable question, "
                   "records with start_positions, end_positions and is_impossible.")
 flag_definitions.define("spm_model_file", "do_lower_case", "max_seq_length", "doc_stride",
-                        "max_query_length", "num_workers", max_seq_length=384,
-                        num_workers=os.cpu_count() or 1)
+                        "max_query_length", "version_2_with_negative", "num_workers",
+                        max_seq_length=384, num_workers=os.cpu_count() or 1)
 flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
@@ -47,21 +49,30 @@ from data_prep.common.feature_cache import sidecar_path  # noqa: E402
 from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
 
 
+def _some(qas_ids: Sequence[str]) -> str:
+    """The first ten ids as " (id, id, ...)", or "" when there is none."""
+    if not qas_ids:
+        return ""
+    return f" ({', '.join(qas_ids[:10])}{', ...' if len(qas_ids) > 10 else ''})"
+
+
 def main(argv: Sequence[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    del argv
     start = time.time()
     tokenizer = FullTokenizer(spm_model_file=FLAGS.spm_model_file,
                               do_lower_case=FLAGS.do_lower_case)
     features = write_squad_feature_file(
         FLAGS.input_file, FLAGS.output_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-        FLAGS.max_query_length, FLAGS.is_training, FLAGS.num_workers)
+        FLAGS.max_query_length, FLAGS.is_training, FLAGS.num_workers,
+        version_2_with_negative=FLAGS.version_2_with_negative)
     metadata = features.metadata
     seconds = time.time() - start
-    dropped = metadata["dropped_qas_ids"]
+    dropped, skipped = metadata["dropped_qas_ids"], metadata["skipped_qas_ids"]
     print(f"questions: {metadata['num_questions']}  features: {features.num_records}  "
-          f"dropped (paragraph does not align): {len(dropped)}"
-          + (f" ({', '.join(dropped[:10])}{', ...' if len(dropped) > 10 else ''})" if dropped else ""))
+          f"dropped (paragraph does not align): {len(dropped)}{_some(dropped)}")
+    if skipped:
+        print(f"skipped {len(skipped)} training questions whose answer text is not found at "
+              f"answer_start{_some(skipped)}")
     print(f"records: {features.path}\nsidecar: {sidecar_path(features.path)}")
     print(f"{seconds:.1f} s, {metadata['num_questions'] / max(seconds, 1e-9):.0f} questions/s")
 

@@ -154,16 +154,16 @@ def write_repeated_squad(sample_paths: list[str], path: str, copies: int) -> int
     """The articles of the SQuAD files ``sample_paths`` repeated ``copies`` times (question ids made
     unique) as one JSON file at ``path``, a SQuAD file big enough to time or to keep workers busy;
     returns its number of questions."""
-    articles = []
-    for sample in sample_paths:
+    articles = []  # (sample number, article): samples may share question ids
+    for sample_number, sample in enumerate(sample_paths):
         with open(sample, encoding="utf-8") as handle:
-            articles.extend(json.load(handle)["data"])
+            articles.extend((sample_number, article) for article in json.load(handle)["data"])
     data = []
     for index in range(copies):
-        for article in copy.deepcopy(articles):
+        for sample_number, article in copy.deepcopy(articles):
             for paragraph in article["paragraphs"]:
                 for qa in paragraph["qas"]:
-                    qa["id"] = f"{qa['id']}-{index}"
+                    qa["id"] = f"{qa['id']}-{sample_number}-{index}"
             data.append(article)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump({"version": "repeated", "data": data}, handle)

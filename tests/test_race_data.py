@@ -182,6 +182,21 @@ def test_missing_directories_and_bad_arguments_are_errors(tmp_path):
         race_sources(str(tmp_path), "dev", middle_only=True)
 
 
+def test_a_level_in_both_layouts_is_refused_naming_the_directory_and_both_kinds(tmp_path):
+    article = {"id": "a", "article": "text", "questions": ["q?"], "options": [["a", "b", "c", "d"]],
+               "answers": ["A"]}
+    articles = [dict(article, id=f"a{index}") for index in range(5)]
+    write_race(tmp_path, "dev", "high", articles, all_txt=False)
+    write_race(tmp_path, "dev", "high", articles, all_txt=True)
+    directory = os.path.join(str(tmp_path), "RACE", "dev", "high")
+    with pytest.raises(RaceDataError, match=re.escape(
+            f"{directory}: holds both all.txt (one article per line) and 5 per-article *.txt files "
+            "(high1.txt, high2.txt, high3.txt, ...); keep one layout")):
+        race_sources(str(tmp_path), "dev", high_only=True)
+    os.remove(os.path.join(directory, "all.txt"))
+    assert len(race_sources(str(tmp_path), "dev", high_only=True)) == 5
+
+
 # -- invalid data ----------------------------------------------------------------------------------
 
 def with_question_broken(article: dict, index: int, **broken) -> dict:
@@ -369,3 +384,25 @@ def test_command_line_bad_input_exits_1_with_one_message(tmp_path):
     skipping = run_cli(f"--data_dir={tmp_path}", *common, "--skip_invalid")
     assert skipping.returncode == 0, skipping.stderr
     assert "wrote 13 dev questions" in skipping.stdout and "skipped 1 questions" in skipping.stdout
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("case", ["both layouts", "three options"])
+def test_command_line_refuses_bad_data_naming_it(tmp_path, case):
+    articles = real_articles("middle")
+    if case == "both layouts":
+        write_race(tmp_path, "dev", "middle", articles, all_txt=False)
+        directory = os.path.join(str(tmp_path), "RACE", "dev", "middle")
+        message = (f"race: error: {directory}: holds both all.txt (one article per line) and 4 "
+                   "per-article *.txt files (middle1.txt, middle2.txt, middle3.txt, ...)")
+    else:
+        articles[3] = with_question_broken(articles[3], 1, options=["a", "b", "c"])
+        message = ("race: error: {path}:4: question 1 of article 'middle4.txt': expected 4 "
+                   "options, found 3")
+    path = write_race(tmp_path, "dev", "middle", articles, all_txt=True)[0]
+    output = tmp_path / "out.tfrecord"
+    result = run_cli(f"--data_dir={tmp_path}", "--split=dev", f"--spm_model_file={EN8K_MODEL}",
+                     "--middle_only", f"--output_file={output}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(message.format(path=path))
+    assert "Traceback" not in result.stderr and not os.path.exists(output)

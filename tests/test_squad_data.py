@@ -13,8 +13,10 @@ import copy
 import json
 import os
 import random
+import re
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
 import tensorflow as tf
@@ -22,9 +24,10 @@ import tensorflow as tf
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.common.feature_cache import read_feature_file
+from data_prep.question_answering import alignment
 from data_prep.question_answering.alignment import IndexFiller, align_characters
-from data_prep.question_answering.examples import (SquadDataError, parse_squad_examples,
-                                                   read_squad_examples)
+from data_prep.question_answering.examples import (SquadDataError, parse_squad_questions,
+                                                   read_squad_examples, read_squad_questions)
 from data_prep.question_answering.feature_file import squad_feature_file, write_squad_feature_file
 from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
                                                    convert_examples, convert_questions,
@@ -160,7 +163,17 @@ def perturbed_pair(rng: random.Random) -> tuple[list[str], str]:
     return raw, "".join(piece)
 
 
-def test_alignment_equals_the_cell_by_cell_table_on_perturbed_strings():
+@pytest.fixture(params=["one_block", "small_blocks"])
+def row_blocks(request, monkeypatch):
+    """The alignment keeps its rows in one block (short texts), or in blocks of about sqrt(n) rows
+    recomputed during the backtrack, match bits a few rows at a time (what long texts get)."""
+    if request.param == "small_blocks":
+        monkeypatch.setattr(alignment, "_BLOCK_BITS", 1)
+        monkeypatch.setattr(alignment, "_MATCH_BATCH_CELLS", 64)
+    return request.param
+
+
+def test_alignment_equals_the_cell_by_cell_table_on_perturbed_strings(row_blocks):
     rng = random.Random(1234)
     aligned = 0
     for _ in range(1500):
@@ -180,7 +193,7 @@ def paragraph_alignment_inputs(tokenizer, text: str) -> tuple[list[str], str]:
     return keys, "".join(pieces).replace("\u2581", " ")
 
 
-def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k):
+def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k, row_blocks):
     contexts = [p["context"] for path in (V1_SAMPLE, V2_SAMPLE)
                 for article in load_json(path)["data"] for p in article["paragraphs"]]
     for text in contexts + ["  Leading spaces,\n\tnewlines and $45, 1,990 caf\u00e9 \ufb01ne  ",
@@ -190,6 +203,26 @@ def test_alignment_equals_the_cell_by_cell_table_on_real_paragraphs(en8k):
         got = None if result is None else (result.orig_to_chartok, result.chartok_to_orig,
                                            result.lcs_length)
         assert got == banded_lcs_table_alignment(keys, piece_text)
+
+
+@pytest.mark.parametrize("length", [7500, 30000])
+def test_alignment_memory_is_linear_in_the_text_length(length):
+    # Text of `length` chars, its pieces' text without 20 of them (band half-width 25 at any
+    # length). Keeping every row as a bit vector of all m columns (n * m / 8 bytes and more: 14
+    # and 184 MB measured) exceeds the bound at both lengths; the alignment's own lists and its
+    # rows' bands take about 200 bytes per char.
+    rng = random.Random(length)
+    raw = [rng.choice("abcdefgh ") for _ in range(length)]
+    dropped = set(rng.sample(range(length), 20))
+    piece_text = "".join(char for index, char in enumerate(raw) if index not in dropped)
+    tracemalloc.start()
+    try:
+        result = align_characters(raw, piece_text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.lcs_length == length - 20
+    assert peak < 400 * length
 
 
 def scanning_fill(index, position, limit, is_start):
@@ -254,18 +287,61 @@ def test_training_needs_exactly_one_answer_per_answerable_question():
     qa = dataset["data"][0]["paragraphs"][0]["qas"][1]
     qa["answers"].append(dict(qa["answers"][0]))
     with pytest.raises(SquadDataError, match=f"question {qa['id']}: .*exactly 1 answer, found 2"):
-        parse_squad_examples(dataset, is_training=True, source="dev.json")
-    assert len(parse_squad_examples(dataset, is_training=False)) == 8  # eval keeps every answer
+        parse_squad_questions(dataset, is_training=True, source="dev.json")
+    assert len(parse_squad_questions(dataset, is_training=False).examples) == 8  # eval: every answer
 
 
-@pytest.mark.parametrize("answer,match", [({"text": "Normans", "answer_start": 5000}, "inside"),
-                                          ({"text": "", "answer_start": 4}, "inside"),
+@pytest.mark.parametrize("answer,match", [({"text": "", "answer_start": 4}, "non-empty text"),
+                                          ({"text": "Normans", "answer_start": -1}, "offset >= 0"),
                                           ({"text": "x"}, "missing 'answer_start'")])
-def test_training_answers_must_lie_inside_their_paragraph(answer, match):
+def test_malformed_training_answers_are_errors_naming_the_question(answer, match):
     dataset = one_paragraph_dataset("The Normans were in Normandy.",
                                     [{"id": "q1", "question": "Who?", "answers": [answer]}])
     with pytest.raises(SquadDataError, match=f"question q1: .*{match}"):
-        parse_squad_examples(dataset, is_training=True)
+        parse_squad_questions(dataset, is_training=True)
+
+
+def test_training_answers_not_found_at_answer_start_skip_their_question():
+    context = "The Normans were in Normandy.\nRollo led them."
+    qas = [{"id": id_, "question": "Who?", "answers": [{"text": text, "answer_start": start}]}
+           for id_, text, start in [("right", "Normans", 4), ("shifted", "Normans", 5),
+                                    ("newline", "Normandy. Rollo", 20), ("wrong-text", "Danes", 4),
+                                    ("past-the-end", "them. Then", len(context) - 5)]]
+    dataset = one_paragraph_dataset(context, qas)
+    questions = parse_squad_questions(dataset, is_training=True)
+    assert [(e.qas_id, e.orig_answer_text, e.start_position) for e in questions.examples] == [
+        ("right", "Normans", 4), ("newline", "Normandy. Rollo", 20)]
+    assert questions.skipped_qas_ids == ["shifted", "wrong-text", "past-the-end"]
+    evaluation = parse_squad_questions(dataset, is_training=False)  # no label, nothing skipped
+    assert len(evaluation.examples) == 5 and evaluation.skipped_qas_ids == []
+
+
+@pytest.mark.parametrize("is_training", [False, True])
+def test_a_repeated_question_id_is_refused_naming_both_places(is_training):
+    dataset = load_json(V1_SAMPLE)
+    repeated = dataset["data"][0]["paragraphs"][0]["qas"][2]["id"]
+    dataset["data"][1]["paragraphs"][1]["qas"][0]["id"] = repeated
+    with pytest.raises(SquadDataError, match=re.escape(
+            f"dev.json: question id '{repeated}' appears twice, at data[0].paragraphs[0].qas[2] "
+            "and at data[1].paragraphs[1].qas[0]; ids must be unique")):
+        parse_squad_questions(dataset, is_training, source="dev.json")
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("is_training", [False, True])
+def test_squad_2_data_read_as_v1_names_the_file_question_and_flag(is_training):
+    with pytest.raises(SquadDataError, match=re.escape(
+            f"{V2_SAMPLE}: question 5ad39d53604f3c001a3fe8d3: an unanswerable question "
+            "(is_impossible is true): SQuAD 2.0 data needs --version_2_with_negative")):
+        read_squad_questions(V2_SAMPLE, is_training, version_2_with_negative=False)
+    assert len(read_squad_questions(V2_SAMPLE, is_training, True).examples) == 14
+    assert len(read_squad_questions(V2_SAMPLE, is_training, None).examples) == 14
+    assert len(read_squad_questions(V1_SAMPLE, is_training, False).examples) == 8
+    dataset = load_json(V1_SAMPLE)
+    dataset["data"][1]["paragraphs"][0]["qas"][0]["answers"] = []
+    with pytest.raises(SquadDataError, match=re.escape(
+            "question 56e16182e3433e1400422e28: an unanswerable question (it has no answer)")):
+        parse_squad_questions(dataset, is_training, version_2_with_negative=False)
 
 
 def test_reader_errors_name_the_file(tmp_path):
@@ -342,7 +418,7 @@ def test_eval_sidecar_holds_what_post_processing_needs(en8k, tmp_path):
         first_sep = reference_feature["input_ids"].index(en8k.sep_id)
         assert feature["doc_offset"] == first_sep + 1 == min(map(int, feature["token_is_max_context"]))
     assert (metadata["num_questions"], metadata["num_features"]) == (len(qas), 16)
-    assert metadata["dropped_qas_ids"] == []
+    assert metadata["dropped_qas_ids"] == [] and metadata["skipped_qas_ids"] == []
 
 
 def repeated_dataset(path, copies: int) -> str:
@@ -388,6 +464,17 @@ def test_feature_cache_reuses_and_rebuilds(en8k, tmp_path):
                                                       len(golden("v1.1-sample_S384")["features"]))
 
 
+def test_a_cached_file_is_checked_for_the_squad_version_asked(en8k, tmp_path):
+    cache_dir = str(tmp_path / "cache")
+    built = squad_feature_file(V2_SAMPLE, en8k, 64, 16, 16, True, cache_dir,
+                               version_2_with_negative=True)
+    assert built.metadata["num_questions"] == 14
+    with pytest.raises(SquadDataError, match="question 5ad39d53604f3c001a3fe8d3: .*"
+                                             "--version_2_with_negative"):
+        squad_feature_file(V2_SAMPLE, en8k, 64, 16, 16, True, cache_dir,
+                           version_2_with_negative=False)
+
+
 def test_a_paragraph_that_does_not_align_drops_its_questions_and_lists_them(en8k, tmp_path):
     dataset = load_json(V1_SAMPLE)
     dataset["data"][0]["paragraphs"].insert(1, {"context": UNALIGNABLE_CONTEXT, "qas": [
@@ -421,7 +508,7 @@ def test_an_answer_covering_no_piece_is_an_error_naming_the_question(en8k, tmp_p
     context = "Rollo\u0301 led the Normans."
     dataset = one_paragraph_dataset(context, [{"id": "q-gap", "question": "What?", "answers": [
         {"text": "\u0301", "answer_start": 5}]}])
-    examples = parse_squad_examples(dataset, is_training=True)
+    examples = parse_squad_questions(dataset, is_training=True).examples
     with pytest.raises(SquadDataError, match="question q-gap: .*covers no piece"):
         list(convert_examples(examples, en8k.sp_model, True, FeatureSettings(), True))
     output = str(tmp_path / "features.tf_record")
@@ -451,7 +538,7 @@ def test_cli_writes_records_and_sidecar(tmp_path):
     result = run_cli(f"--input_file={V2_SAMPLE}", f"--output_file={output}",
                      f"--spm_model_file={EN8K_MODEL}", "--do_lower_case", "--max_seq_length=64",
                      "--doc_stride=16", "--max_query_length=16", "--nois_training",
-                     "--num_workers=2")
+                     "--version_2_with_negative", "--num_workers=2")
     assert result.returncode == 0, result.stderr
     assert "questions: 14  features: 179  dropped (paragraph does not align): 0" in result.stdout
     features = read_feature_file(output)
@@ -468,3 +555,63 @@ def test_cli_bad_input_exits_1_with_one_message(tmp_path):
         "squad: error: SQuAD file not found: /no/such/squad.json")
     assert "Traceback" not in result.stderr
     assert not os.path.exists(output)
+
+
+def v1_sample_with(tmp_path, change) -> str:
+    """The v1.1 sample after ``change(dataset)``, written to tmp_path/squad.json."""
+    dataset = load_json(V1_SAMPLE)
+    change(dataset)
+    return write_json(tmp_path / "squad.json", dataset)
+
+
+def repeat_an_id(dataset: dict) -> None:
+    dataset["data"][1]["paragraphs"][1]["qas"][0]["id"] = "56ddde6b9a695914005b962a"
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("case", ["repeated id", "squad 2.0 read as v1.1"])
+def test_cli_refuses_bad_questions_before_converting(tmp_path, case):
+    if case == "repeated id":
+        source = v1_sample_with(tmp_path, repeat_an_id)
+        message = (f"squad: error: {source}: question id '56ddde6b9a695914005b962a' appears twice, "
+                   "at data[0].paragraphs[0].qas[2] and at data[1].paragraphs[1].qas[0]; ids "
+                   "must be unique")
+    else:
+        source = V2_SAMPLE
+        message = (f"squad: error: {source}: question 5ad39d53604f3c001a3fe8d3: an unanswerable "
+                   "question (is_impossible is true): SQuAD 2.0 data needs "
+                   "--version_2_with_negative")
+    output = tmp_path / "x.tfrecord"
+    result = run_cli(f"--input_file={source}", f"--output_file={output}",
+                     f"--spm_model_file={EN8K_MODEL}", "--is_training", "--num_workers=1")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(message)
+    assert "Traceback" not in result.stderr and not os.path.exists(output)
+
+
+@pytest.mark.requires_shared_data
+def test_cli_skips_and_reports_training_answers_not_found_at_answer_start(en8k, tmp_path):
+    def shift_an_answer(dataset):
+        dataset["data"][1]["paragraphs"][1]["qas"][1]["answers"][0]["answer_start"] += 1
+
+    def remove_that_question(dataset):
+        del dataset["data"][1]["paragraphs"][1]["qas"][1]
+
+    output = str(tmp_path / "train.tfrecord")
+    result = run_cli(f"--input_file={v1_sample_with(tmp_path, shift_an_answer)}",
+                     f"--output_file={output}", f"--spm_model_file={EN8K_MODEL}",
+                     "--do_lower_case", "--max_seq_length=64", "--doc_stride=16",
+                     "--max_query_length=16", "--is_training", "--num_workers=1")
+    assert result.returncode == 0, result.stderr
+    assert ("skipped 1 training questions whose answer text is not found at answer_start "
+            "(56e16839cd28a01900c67888)") in result.stdout
+    metadata = read_feature_file(output).metadata
+    assert metadata["skipped_qas_ids"] == ["56e16839cd28a01900c67888"]
+    assert metadata["num_questions"] == 7
+    # The records are those of the file without that question.
+    without = str(tmp_path / "without.tfrecord")
+    os.makedirs(tmp_path / "other")
+    write_squad_feature_file(v1_sample_with(tmp_path / "other", remove_that_question), without,
+                             en8k, 64, 16, 16, is_training=True)
+    with open(output, "rb") as records, open(without, "rb") as expected:
+        assert records.read() == expected.read()

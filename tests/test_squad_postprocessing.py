@@ -322,6 +322,18 @@ def test_bad_raw_results_and_missing_windows_are_named():
         sp.postprocess_v1([], [_window()], [])
 
 
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("name", [V1_GOLDEN[1], V2_GOLDEN[1]])
+def test_a_question_id_shared_by_two_questions_is_refused(name):
+    # Unchecked, the later question's prediction would replace the earlier one's (n questions in,
+    # n - 1 predictions out).
+    examples = list(_inputs(name)[2])
+    examples[6] = sp.Question(examples[1].qas_id, examples[6].paragraph_text)
+    with pytest.raises(sp.SquadPostprocessingError,
+                       match=f"question id '{examples[1].qas_id}' is shared by questions 1 and 6"):
+        _run(name, examples=examples)
+
+
 # -- files -------------------------------------------------------------------------------------------
 
 @pytest.mark.requires_shared_data

@@ -129,6 +129,10 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                  "stopping at the first with an error naming it."),
         "doc_stride": FlagSpec(_I, 128, "SQuAD: stride between the document windows of a long "
                                "paragraph (pieces)."),
+        "version_2_with_negative": FlagSpec(_B, False, "SQuAD 2.0: questions without an answer "
+                                            "(is_impossible) are allowed and the model gets the "
+                                            "answer-verifier head; without it such a question is "
+                                            "an error."),
         "max_query_length": FlagSpec(_I, 64, "SQuAD: question pieces kept (the first ones)."),
         "dropout_prob": FlagSpec(_F, 0.1, "Dropout of the task head in training (RACE: on the pooled "
                                  "output; SQuAD v2: inside the answer classifier)."),

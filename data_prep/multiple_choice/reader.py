@@ -5,10 +5,14 @@ Input layout: ``<data_dir>/RACE/<split>/<level>/`` for split train/dev/test and 
 read in the order middle, high (``middle_only`` / ``high_only`` read one level; ``race_sources``).
 Each level directory is read in one of two layouts, chosen per directory:
 
-- ``all.txt`` present (the reference's layout): one JSON article per line, in line order; blank
-  lines are ignored.
-- otherwise (the official RACE release): every ``*.txt`` file holds one JSON article; files are read
-  in sorted file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
+- ``all.txt`` (the reference's layout): one JSON article per line, in line order; blank lines are
+  ignored.
+- the official RACE release: every ``*.txt`` file holds one JSON article; files are read in sorted
+  file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
+
+A directory holding both all.txt and other ``*.txt`` files is an error naming it and both kinds of
+files (reading one layout would silently drop the other's articles, reading both would likely read
+every article twice).
 
 An article is ``{"id", "article", "questions", "options", "answers"}``, with one option list of 4 and
 one answer letter "A"-"D" per question. Each question is one example (the reference's
@@ -96,7 +100,7 @@ def race_sources(data_dir: str, split: str, middle_only: bool = False,
     """The files to read for ``split``, levels in the order middle, high.
 
     Raises RaceDataError for an unknown split, both level restrictions at once, a missing level
-    directory, or one with neither all.txt nor *.txt files.
+    directory, or one with neither all.txt nor *.txt files, or with both.
     """
     if split not in SPLITS:
         raise RaceDataError(f"unknown RACE split {split!r}; expected one of {list(SPLITS)}")
@@ -109,15 +113,22 @@ def race_sources(data_dir: str, split: str, middle_only: bool = False,
         if not tf.io.gfile.isdir(directory):
             raise RaceDataError(f"RACE directory not found: {directory} (expected "
                                 f"<data_dir>/RACE/{split}/{level}/ holding all.txt or *.txt)")
-        names = tf.io.gfile.listdir(directory)
+        names = sorted(tf.io.gfile.listdir(directory))
+        articles = [name for name in names if name.endswith(".txt") and name != ALL_TXT
+                    and not tf.io.gfile.isdir(os.path.join(directory, name))]
+        if ALL_TXT in names and articles:
+            shown = ", ".join(articles[:3]) + (", ..." if len(articles) > 3 else "")
+            raise RaceDataError(
+                f"{directory}: holds both {ALL_TXT} (one article per line) and {len(articles)} "
+                f"per-article *.txt files ({shown}); keep one layout (reading one would drop the "
+                "other's articles, reading both would likely read each article twice)")
         if ALL_TXT in names:
             sources.append(RaceSource(level, os.path.join(directory, ALL_TXT), True))
-            continue
-        files = [os.path.join(directory, name) for name in sorted(names) if name.endswith(".txt")]
-        files = [path for path in files if not tf.io.gfile.isdir(path)]
-        if not files:
+        elif articles:
+            sources.extend(RaceSource(level, os.path.join(directory, name), False)
+                           for name in articles)
+        else:
             raise RaceDataError(f"{directory}: no all.txt and no *.txt article files")
-        sources.extend(RaceSource(level, path, False) for path in files)
     return sources
 
 

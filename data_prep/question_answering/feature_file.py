@@ -5,13 +5,18 @@ map, p_mask, labels, unique ids from 1000000000) with its character alignment
 (data_prep/question_answering/alignment.py), in the input's question order. Unlike the reference,
 which logs "MISMATCH DETECTED!" and silently drops a question whose paragraph does not align, the
 dropped questions are counted, logged and listed in the sidecar (post-processing still writes a
-prediction for them: no features, so v1 "empty" and v2 "").
+prediction for them: no features, so v1 "empty" and v2 ""). The reader's checks (repeated question
+ids, SQuAD 2.0 questions read as v1.1, training answers not found at their answer_start:
+data_prep/question_answering/examples.py) run before any conversion; the training questions it
+skips are listed in the sidecar too.
 
 Sidecar metadata (``FeatureFile.metadata``)::
 
     is_training, max_seq_length, doc_stride, max_query_length, do_lower_case
     num_questions, num_features
     dropped_qas_ids       ids of the questions without features, in file order
+    skipped_qas_ids       training questions left out because their answer text is not found at
+                          answer_start (data_prep/question_answering/examples.py), in file order
     eval files only (what post-processing needs, so it never re-reads the input):
     paragraphs            [raw context text]
     examples              per question, in file order (example_index = position):
@@ -43,12 +48,13 @@ from absl import logging
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import (FeatureFile, RecordSink, cached_feature_file,
                                             write_feature_file)
-from data_prep.question_answering.examples import SquadDataError, SquadExample, read_squad_examples
+from data_prep.question_answering.examples import (SquadDataError, SquadExample, SquadQuestions,
+                                                   read_squad_questions)
 from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
                                                    convert_questions, with_unique_id)
 
 # Bump when the records or the metadata change for the same inputs (invalidates cached files).
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 # Questions between two progress lines in the log.
 _PROGRESS_QUESTIONS = 10000
 
@@ -74,19 +80,20 @@ def _eval_examples_metadata(examples: Sequence[SquadExample]) -> dict:
     return {"paragraphs": paragraphs, "examples": rows}
 
 
-def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
-                         tokenizer: FullTokenizer, settings: FeatureSettings, is_training: bool,
+def build_squad_features(sink: RecordSink, questions: SquadQuestions, tokenizer: FullTokenizer,
+                         settings: FeatureSettings, is_training: bool,
                          num_workers: int = 1) -> dict:
-    """Writes every feature record of ``examples`` to ``sink`` in question order, with the
-    reference's unique ids; returns the sidecar metadata (see the module doc)."""
+    """Writes every feature record of the questions' examples to ``sink`` in question order, with
+    the reference's unique ids; returns the sidecar metadata (see the module doc)."""
+    examples = questions.examples
     features: list[dict] = []
     dropped: list[str] = []
     unique_id = FIRST_UNIQUE_ID
-    questions = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
+    converted = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
                                   settings, is_training, num_workers, with_metadata=not is_training)
     # Closed on the way out, so that an error or Ctrl-C while writing stops the workers at once.
-    with contextlib.closing(questions):
-        for done, question in enumerate(questions, start=1):
+    with contextlib.closing(converted):
+        for done, question in enumerate(converted, start=1):
             if question.windows is None:
                 qas_id = examples[question.example_index].qas_id
                 logging.warning("question %s dropped: its paragraph does not align with its pieces "
@@ -105,6 +112,7 @@ def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
         "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
         "do_lower_case": tokenizer.do_lower_case, "num_questions": len(examples),
         "num_features": unique_id - FIRST_UNIQUE_ID, "dropped_qas_ids": dropped,
+        "skipped_qas_ids": questions.skipped_qas_ids,
     }
     if not is_training:
         metadata.update(_eval_examples_metadata(examples), features=features)
@@ -114,21 +122,31 @@ def build_squad_features(sink: RecordSink, examples: Sequence[SquadExample],
 def write_squad_feature_file(input_file: str, output_file: str, tokenizer: FullTokenizer,
                              max_seq_length: int = 384, doc_stride: int = 128,
                              max_query_length: int = 64, is_training: bool = False,
-                             num_workers: int = 1) -> FeatureFile:
-    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically."""
+                             num_workers: int = 1,
+                             version_2_with_negative: bool | None = None) -> FeatureFile:
+    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically.
+
+    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts both versions
+    (``read_squad_questions``).
+    """
     settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
-    examples = read_squad_examples(input_file, is_training)
+    questions = read_squad_questions(input_file, is_training, version_2_with_negative)
     return write_feature_file(
         output_file,
-        lambda sink: build_squad_features(sink, examples, tokenizer, settings, is_training,
+        lambda sink: build_squad_features(sink, questions, tokenizer, settings, is_training,
                                           num_workers))
 
 
 def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length: int,
                        doc_stride: int, max_query_length: int, is_training: bool, cache_dir: str,
-                       num_workers: int = 1, shuffle_seed: int | None = None) -> FeatureFile:
+                       num_workers: int = 1, shuffle_seed: int | None = None,
+                       version_2_with_negative: bool | None = None) -> FeatureFile:
     """The cached feature file of a SQuAD JSON file: reused when its input file, tokenizer and
     settings are unchanged, else rebuilt (data_prep/common/feature_cache.py).
+
+    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts both versions
+    (``read_squad_questions``); part of the cache key, so that a file built for one version is
+    never reused unchecked for the other.
 
     shuffle_seed: shuffle the questions with ``random.Random(shuffle_seed)`` before conversion, as
     the reference does with its training questions (seed 12345), so that the small shuffle buffer
@@ -139,13 +157,14 @@ def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length
         r"[^A-Za-z0-9_.-]", "_", os.path.basename(input_file))
 
     def build(sink: RecordSink) -> dict:
-        examples = read_squad_examples(input_file, is_training)
+        questions = read_squad_questions(input_file, is_training, version_2_with_negative)
         if shuffle_seed is not None:
-            random.Random(shuffle_seed).shuffle(examples)
-        return build_squad_features(sink, examples, tokenizer, settings, is_training, num_workers)
+            random.Random(shuffle_seed).shuffle(questions.examples)
+        return build_squad_features(sink, questions, tokenizer, settings, is_training, num_workers)
 
     cache_settings = {"feature_version": FEATURE_VERSION, "is_training": is_training,
                       "max_seq_length": max_seq_length, "doc_stride": doc_stride,
-                      "max_query_length": max_query_length, "shuffle_seed": shuffle_seed}
+                      "max_query_length": max_query_length, "shuffle_seed": shuffle_seed,
+                      "version_2_with_negative": version_2_with_negative}
     return cached_feature_file(cache_dir, "squad", split, cache_settings, tokenizer.fingerprint,
                                [input_file], build)

@@ -316,9 +316,21 @@ def _nbest(example: Question, features: Sequence[WindowMetadata],
             for (text, start, end), probability in zip(entries, probabilities)]
 
 
+def _check_unique_ids(examples: Sequence[Question]) -> None:
+    """Predictions are keyed by question id: two questions with one id would leave one prediction."""
+    first_index: dict[str, int] = {}
+    for index, example in enumerate(examples):
+        earlier = first_index.setdefault(example.qas_id, index)
+        if earlier != index:
+            raise SquadPostprocessingError(
+                f"question id {example.qas_id!r} is shared by questions {earlier} and {index}; ids "
+                "must be unique (predictions are keyed by id: one of the two would be lost)")
+
+
 def _windows_per_example(examples: Sequence[Question], features: Sequence[WindowMetadata],
                          results: Iterable) -> list[list[tuple[WindowMetadata, object]]]:
     """(feature, raw result) pairs of each example, in feature order."""
+    _check_unique_ids(examples)
     by_unique_id = {result.unique_id: result for result in results}
     windows: list[list] = [[] for _ in examples]
     for feature in features:
