@@ -188,3 +188,16 @@ def test_export_without_do_predict_and_no_best_checkpoint_stops_before_training(
     assert result.returncode == 1
     assert "model.ckpt-best does not exist" in result.stderr
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+@pytest.mark.requires_shared_data
+def test_squad_2_data_without_the_flag_stops_before_training_naming_file_question_and_flag(
+        tmp_path):
+    result = run_squad(*common_flags(tmp_path), "--do_train", f"--train_file={V2_SAMPLE}",
+                       "--max_seq_length=128", "--doc_stride=64", "--max_query_length=32",
+                       "--train_batch_size=4", "--save_checkpoints_steps=1")
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("run_squad: error: ") and V2_SAMPLE in message
+    assert "question " in message and "--version_2_with_negative" in message
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
