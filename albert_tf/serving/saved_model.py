@@ -138,13 +138,17 @@ def has_text_signature(tokenizer: FullTokenizer | None) -> bool:
     return tokenizer is not None and tokenizer.sp_model is not None
 
 
+def output_name(path: str, flag: str | None = None) -> str:
+    """How an error message names an output: ``--flag=path`` when a flag gave it, else ``path``."""
+    return f"--{flag}={path}" if flag else path
+
+
 def check_new_directory(path: str, flag: str | None = None) -> None:
     """Raises FileExistsError unless ``path`` is absent or an empty directory: an export is never
     written over anything. Commands call it before any work; ``flag`` names the flag in the message."""
     if tf.io.gfile.exists(path) and (not tf.io.gfile.isdir(path) or tf.io.gfile.listdir(path)):
-        where = f"--{flag}={path}" if flag else path
-        raise FileExistsError(f"{where} exists and is not an empty directory; choose a new "
-                              "directory (an export is never overwritten).")
+        raise FileExistsError(f"{output_name(path, flag)} exists and is not an empty directory; "
+                              "choose a new directory (an export is never overwritten).")
 
 
 def save_new_directory(path: str, save: Callable[[str], None]) -> None:
