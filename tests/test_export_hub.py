@@ -3,6 +3,8 @@
 The exports are written by the command line and loaded in fresh Python processes that import only
 tensorflow (the encoder) or tensorflow and tensorflow_text (the preprocessing model), never
 albert_tf; their outputs are compared with the Keras model's and the Python features' on real text.
+Wrong inputs fail in the loaded graph with a message naming the input (the fine-tuned exports'
+messages); an empty batch gives empty outputs.
 """
 
 from __future__ import annotations
@@ -131,8 +133,25 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 
-encoder_dir, preprocessing_dir, inputs_file, texts_file, arrays_file, json_file = sys.argv[1:]
+encoder_dir, preprocessing_dir, inputs_file, texts_file, calls_file, arrays_file, json_file = (
+    sys.argv[1:])
 report = {}
+
+
+# {label: the error message, or the outputs' shapes} of every {label: (signature, inputs)}, the
+# inputs given as {name: [shape, fill value]}.
+def call_all(module, calls):
+    results = {}
+    for label, (signature, inputs) in calls.items():
+        inputs = {name: tf.constant(np.full(shape, fill, int if isinstance(fill, int) else object),
+                                    dtype=tf.int32 if isinstance(fill, int) else tf.string)
+                  for name, (shape, fill) in inputs.items()}
+        try:
+            outputs = module.signatures[signature](**inputs)
+            results[label] = {name: value.shape.as_list() for name, value in outputs.items()}
+        except tf.errors.InvalidArgumentError as error:
+            results[label] = error.message
+    return results
 
 # 1. The encoder, with tensorflow alone.
 loaded = tf.saved_model.load(encoder_dir)
@@ -157,6 +176,8 @@ report["signatures"] = {
                       for k, s in function.structured_input_signature[1].items()},
            "outputs": sorted(function.structured_outputs)}
     for name, function in loaded.signatures.items()}
+calls = json.load(open(calls_file))
+report["encoder_calls"] = call_all(loaded, calls["encoder"])
 report["imported"] = sorted({m.split(".")[0] for m in sys.modules} & {"albert_tf",
                                                                       "tensorflow_text"})
 
@@ -179,15 +200,62 @@ report["preprocessing"] = {
 }
 inside = tf.saved_model.load(encoder_dir + "/preprocessing")
 report["inside_signature"] = as_lists(inside.signatures["serving_default"](text_a=a, text_b=b))
+report["preprocessing_calls"] = call_all(preprocessing, calls["preprocessing"])
 json.dump(report, open(json_file, "w"))
 """
+
+
+# ---------------------------------------------------------- wrong inputs and empty batches
+
+# Inputs of a call as the fresh process builds them: {name: [shape, fill value]} (int32 or text).
+
+
+def id_inputs(batch: int = 2, length: int = 8, **changed) -> dict[str, list]:
+    """Valid encoder inputs (ids, mask, segment ids 1) of [batch, length]; ``changed``: {name:
+    [shape, fill]} replaces or adds an input."""
+    inputs = {name: [[batch, length], 1] for name in ("input_ids", "input_mask", "segment_ids")}
+    return {**inputs, **changed}
+
+
+TOO_LONG = "input_ids has 129 positions but this model takes 1 to 128 (max_position_embeddings)"
+ENCODER_WRONG = {  # label: (signature, inputs, part of the message)
+    "mask_shape": ("tokens", id_inputs(input_mask=[[2, 7], 1]),
+                   "input_mask has shape [2,7] but input_ids has [2,8]: they must be equal"),
+    # Broadcast against [B, S] before the checks: silently an all-ones mask.
+    "mask_of_one_column": ("sop", id_inputs(input_mask=[[2, 1], 1]),
+                           "input_mask has shape [2,1] but input_ids has [2,8]"),
+    "batch_sizes": ("serving_default", id_inputs(segment_ids=[[3, 8], 1]),
+                    "segment_ids has shape [3,8] but input_ids has [2,8]: they must be equal"),
+    "too_long": ("tokens", id_inputs(length=129), TOO_LONG),
+    "too_long_mlm": ("mlm", id_inputs(length=129, mlm_positions=[[2, 3], 1]), TOO_LONG),
+    "id_outside_vocabulary": ("tokens", id_inputs(input_ids=[[2, 8], 8000]),
+                              "input_ids must lie in [0, 8000) (vocab_size of the config)"),
+    "mlm_positions_rows": ("mlm", id_inputs(mlm_positions=[[3, 2], 1]),
+                           "mlm_positions has 3 rows but input_ids has 2"),
+    "mlm_positions_outside": ("mlm", id_inputs(mlm_positions=[[2, 2], 8]),
+                              "mlm_positions must lie in [0, 8) (the positions of input_ids) but "
+                              "holds values from 8 to 8"),
+}
+ENCODER_EMPTY = {"empty_tokens": ("tokens", id_inputs(batch=0)),
+                 "empty_sop": ("sop", id_inputs(batch=0)),
+                 "empty_mlm": ("mlm", id_inputs(batch=0, mlm_positions=[[0, 3], 1]))}
+PREPROCESSING_WRONG = {"batch_sizes": ("serving_default", {"text_a": [[2], "a cat"],
+                                                           "text_b": [[1], "a dog"]},
+                                       "text_b has 1 rows but text_a has 2")}
+PREPROCESSING_EMPTY = {"empty": ("serving_default", {"text_a": [[0], ""], "text_b": [[0], ""]})}
+
+
+def calls_of(table: dict) -> dict[str, list]:
+    """{label: [signature, inputs]} of a table, for the fresh process."""
+    return {label: list(entry[:2]) for label, entry in table.items()}
 
 
 @pytest.fixture(scope="module")
 def fresh_run(exports, source, en8k, tmp_path_factory):
     """Both exports run in one fresh Python process: the moved encoder on ids of real text (RTE
     pairs, SST-2 sentences) with the Keras model's outputs on the same inputs; the preprocessing
-    model on SQuAD (question, context) and RTE pairs, SST-2 sentences and Wikipedia lines."""
+    model on SQuAD (question, context) and RTE pairs, SST-2 sentences and Wikipedia lines; both on
+    the wrong inputs and empty batches of the tables above."""
     work = tmp_path_factory.mktemp("fresh_run")
     features = [python_features(a, b, SEQ, en8k) for a, b in rte_pairs(6)]
     features += [python_features(text, "", SEQ, en8k) for text in sst2_sentences(6)]
@@ -203,9 +271,12 @@ def fresh_run(exports, source, en8k, tmp_path_factory):
     texts = {"text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs], "lines": lines,
              "pack_seq": PACK_SEQ}
     (work / "texts.json").write_text(json.dumps(texts))
+    calls = {"encoder": calls_of({**ENCODER_WRONG, **ENCODER_EMPTY}),
+             "preprocessing": calls_of({**PREPROCESSING_WRONG, **PREPROCESSING_EMPTY})}
+    (work / "calls.json").write_text(json.dumps(calls))
     result = run_python(FRESH_PROCESS_SCRIPT, str(exports.encoder), str(exports.preprocessing),
-                        str(work / "inputs.npz"), str(work / "texts.json"),
-                        str(work / "arrays.npz"), str(work / "report.json"))
+                        *(str(work / name) for name in ("inputs.npz", "texts.json", "calls.json",
+                                                         "arrays.npz", "report.json")))
     assert result.returncode == 0, result.stderr[-3000:]
     keras_outputs = source.model({**inputs, "masked_lm_positions": positions}, training=False)
     return types.SimpleNamespace(exported=dict(np.load(work / "arrays.npz")),
@@ -267,6 +338,32 @@ def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, 
     assert fresh_run.report["do_lower_case"] is True
     config = json.loads((exports.encoder / "assets" / CONFIG_ASSET).read_text())
     assert config["vocab_size"] == 8000 and config["hidden_size"] == 32
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("label", sorted(ENCODER_WRONG))
+def test_a_wrong_input_of_the_encoder_is_named_by_the_loaded_graph(fresh_run, label):
+    """The fine-tuned exports' checks and messages (albert_tf/serving/input_checks.py), run by
+    the encoder loaded with tensorflow alone."""
+    message = fresh_run.report["encoder_calls"][label]
+    assert isinstance(message, str), message  # not the outputs' shapes
+    assert f"assertion failed: [{ENCODER_WRONG[label][2]}" in message, message[:600]
+
+
+@pytest.mark.requires_shared_data
+def test_the_preprocessing_model_names_a_text_without_its_pair(fresh_run):
+    (label, (_, _, expected)), = PREPROCESSING_WRONG.items()
+    assert f"assertion failed: [{expected}" in fresh_run.report["preprocessing_calls"][label]
+
+
+@pytest.mark.requires_shared_data
+def test_an_empty_batch_gives_empty_outputs(fresh_run):
+    calls = fresh_run.report["encoder_calls"]
+    assert calls["empty_tokens"] == {"sequence_output": [0, 8, 32], "pooled_output": [0, 32]}
+    assert calls["empty_sop"] == {**calls["empty_tokens"], "sop_log_probs": [0, 2]}
+    assert calls["empty_mlm"] == {**calls["empty_tokens"], "mlm_logits": [0, 8000]}
+    assert fresh_run.report["preprocessing_calls"]["empty"] == {
+        name: [0, SEQ] for name in ("input_ids", "input_mask", "segment_ids")}
 
 
 # -------------------------------------------------------------------------- the preprocessing model

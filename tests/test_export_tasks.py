@@ -5,7 +5,9 @@ and tensorflow_text (``with_text``); its outputs must equal the Keras model's (m
 its text signatures' ids the Python features' (SST-2 sentences, Wikipedia lines, the RACE and SQuAD
 samples, long texts truncated). The SQuAD character spans cut the reference's texts, and the
 post-processing of the text signature's outputs equals the reference's on the same windows.
-run_race.py and run_squad.py write their exports with --export_dir end to end.
+Wrong inputs (shapes, batch sizes, lengths, RACE option counts, ids outside the vocabulary) fail in
+the loaded graph with a message naming the input, in both variants of every task; an empty batch
+gives empty outputs. run_race.py and run_squad.py write their exports with --export_dir end to end.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.serving import export_classifier
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
@@ -44,8 +47,8 @@ GLUE_SEQ = 128
 RACE_SEQ, RACE_QA = 96, 24
 SQUAD_SEQ, SQUAD_QUERY = 128, 32
 
-# Loads SavedModels in a process of its own and calls their signatures. argv: a JSON list of calls
-# {"export", "signature", "inputs" (.npz), "outputs" (.npz)}, then "text" to import
+# Loads SavedModels in a process of its own (each once) and calls their signatures. argv: a JSON
+# list of calls {"export", "signature", "inputs" (.npz), "outputs" (.npz)}, then "text" to import
 # tensorflow_text first. A signature "keras:<function>" calls the function through
 # keras.layers.TFSMLayer instead. A call that raises writes the error's type and message instead.
 LOADER = r"""
@@ -54,6 +57,7 @@ import numpy as np
 import tensorflow as tf
 if sys.argv[2] == "text":
     import tensorflow_text  # registers the SentencePiece op of the text signatures
+loaded = {}
 for call in json.loads(sys.argv[1]):
     try:
         inputs = {name: tf.constant(value) for name, value in np.load(call["inputs"]).items()}
@@ -62,14 +66,15 @@ for call in json.loads(sys.argv[1]):
             layer = keras.layers.TFSMLayer(call["export"], call_endpoint=call["signature"][6:])
             outputs = layer(inputs)
         else:
-            signature = tf.saved_model.load(call["export"]).signatures[call["signature"]]
-            outputs = signature(**inputs)
+            if call["export"] not in loaded:
+                loaded[call["export"]] = tf.saved_model.load(call["export"])
+            outputs = loaded[call["export"]].signatures[call["signature"]](**inputs)
         outputs = {name: value.numpy() for name, value in outputs.items()}
     except Exception as error:
         outputs = {"error": np.array(f"{type(error).__name__}: {error}")}
     np.savez(call["outputs"], **outputs)
-loaded = sorted({name.split(".")[0] for name in sys.modules} & {"albert_tf", "data_prep", "tests"})
-assert not loaded, loaded
+project = sorted({name.split(".")[0] for name in sys.modules} & {"albert_tf", "data_prep", "tests"})
+assert not project, project
 """
 
 
@@ -184,20 +189,143 @@ def exports(tmp_path_factory, en8k):
     return root, models
 
 
+# -- wrong inputs and empty batches, for every export -----------------------------------------------
+
+TASKS = ("glue", "race", "squad1", "squad2")
+VARIANTS = ("ids_only", "with_text")
+TEXT_INPUTS = {"glue": ("text_a", "text_b"), "race": ("article", "question", "options"),
+               "squad1": ("question", "context"), "squad2": ("question", "context")}
+
+
+def ids_of(task: str, batch: int = 2, length: int = 8, **rows: int) -> dict[str, np.ndarray]:
+    """Valid ids of ``task``'s serving_default (RACE: [batch, 4, length]; SQuAD 2.0 with p_mask):
+    ids, mask and segment ids 1, p_mask 0. ``rows``: {name: batch of that input}, to mismatch."""
+    names = INPUT_NAMES + (("p_mask",) if task == "squad2" else ())
+    choices = (4,) if task == "race" else ()
+    return {name: np.full((rows.get(name, batch), *choices, length), int(name != "p_mask"),
+                          np.int32) for name in names}
+
+
+def shape_text(task: str, batch: int, length: int) -> str:
+    """How the checks print the shape of ``ids_of(task, batch, length)``'s inputs."""
+    return f"[{batch},4,{length}]" if task == "race" else f"[{batch},{length}]"
+
+
+def wrong_ids(task: str) -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    """{case: (serving_default's inputs, part of the message)} of ``task``'s wrong ids."""
+    def replaced(name: str, value: np.ndarray) -> dict[str, np.ndarray]:
+        return {**ids_of(task), name: value}
+
+    mask_like = ids_of(task)["input_mask"]
+    cases = {
+        "mask_shape": (replaced("input_mask", mask_like[..., :7]),
+                       f"input_mask has shape {shape_text(task, 2, 7)} but input_ids has "
+                       f"{shape_text(task, 2, 8)}: they must be equal"),
+        # Broadcast against [B, S] before the checks: silently an all-ones mask.
+        "mask_of_one_column": (replaced("input_mask", mask_like[..., :1]),
+                               f"input_mask has shape {shape_text(task, 2, 1)} but input_ids has"),
+        "batch_sizes": (ids_of(task, segment_ids=3),
+                        f"segment_ids has shape {shape_text(task, 3, 8)} but input_ids has "
+                        f"{shape_text(task, 2, 8)}: they must be equal"),
+        "too_long": (ids_of(task, length=129),
+                     "input_ids has 129 positions but this model takes 1 to 128 "
+                     "(max_position_embeddings)"),
+    }
+    if task == "glue":
+        outside = ids_of(task)
+        outside["input_ids"][1, 3] = 8000
+        cases["no_positions"] = (ids_of(task, length=0), "input_ids has 0 positions")
+        cases["id_outside_vocabulary"] = (outside, "input_ids must lie in [0, 8000) (vocab_size "
+                                                   "of the config) but holds values from 1 to 8000")
+        cases["segment_id_2"] = (replaced("segment_ids", 2 * mask_like),
+                                 "segment_ids must lie in [0, 2) (type_vocab_size of the config)")
+    if task == "squad2":
+        cases["p_mask_shape"] = (replaced("p_mask", np.zeros((2, 9), np.int32)),
+                                 "p_mask has shape [2,9] but input_ids has [2,8]")
+        cases["shorter_than_the_beam"] = (ids_of(task, length=3), "input_ids has 3 positions but "
+                                          "SQuAD 2.0 inputs need at least 5 (start_n_top, "
+                                          "end_n_top)")
+    if task == "race":
+        for count in (0, 3, 5):
+            cases[f"{count}_options"] = (
+                {name: np.ones((2, count, 8), np.int32) for name in INPUT_NAMES},
+                f"RACE needs 4 options per question, got {count} (input_ids has shape "
+                f"[2,{count},8])")
+    return cases
+
+
+def texts_of(task: str, batch: int = 2, options_per_question: int = 4,
+             **rows: int) -> dict[str, np.ndarray]:
+    """serve_text's inputs of ``task``: ``batch`` rows of a short text (RACE: with
+    ``options_per_question`` options); ``rows``: {name: rows of that input}, to mismatch."""
+    texts = {}
+    for name in TEXT_INPUTS[task]:
+        count = rows.get(name, batch)
+        shape = (count, options_per_question) if name == "options" else (count,)
+        texts[name] = np.full(shape, "The cat sat on the mat all day.")
+    return texts
+
+
+def wrong_texts(task: str) -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    """{case: (serve_text's inputs, part of the message)} of ``task``'s wrong texts."""
+    first, second = TEXT_INPUTS[task][:2]
+    cases = {"batch_sizes": (texts_of(task, **{second: 1}),
+                             f"{second} has 1 rows but {first} has 2")}
+    if task == "race":
+        cases["options_rows"] = (texts_of(task, options=3), "options has 3 rows but article has 2")
+        for count in (0, 3, 5):
+            cases[f"{count}_options"] = (texts_of(task, options_per_question=count),
+                                         f"RACE needs 4 options per question, got {count} "
+                                         f"(options has shape [2,{count}])")
+    return cases
+
+
+def wrong_calls() -> dict[str, tuple[str, str, dict[str, np.ndarray], str]]:
+    """{label: (export, signature, inputs, part of the message)}: the ids cases on serving_default
+    of both variants, the text cases on serve_text; RACE's 3 options also through Keras'
+    TFSMLayer (the function ``serve``, not the signature)."""
+    calls = {}
+    for task in TASKS:
+        for variant in VARIANTS:
+            for case, (inputs, message) in wrong_ids(task).items():
+                calls[f"wrong.{task}.{variant}.ids.{case}"] = (f"{task}/{variant}",
+                                                               "serving_default", inputs, message)
+        for case, (inputs, message) in wrong_texts(task).items():
+            calls[f"wrong.{task}.with_text.text.{case}"] = (f"{task}/with_text", "serve_text",
+                                                            inputs, message)
+    inputs, message = wrong_ids("race")["3_options"]
+    calls["wrong.race.ids_only.keras.3_options"] = ("race/ids_only", "keras:serve", inputs, message)
+    return calls
+
+
+def empty_calls() -> dict[str, tuple[str, str, dict[str, np.ndarray], str]]:
+    """{label: (export, signature, inputs, label of the real call with the same outputs)}: a batch
+    of no example on every signature."""
+    calls = {}
+    for task in TASKS:
+        for variant in VARIANTS:
+            calls[f"empty.{task}.{variant}.ids"] = (f"{task}/{variant}", "serving_default",
+                                                    ids_of(task, batch=0), task)
+        calls[f"empty.{task}.with_text.text"] = (f"{task}/with_text", "serve_text",
+                                                 texts_of(task, batch=0), f"{task}_text")
+    return calls
+
+
+WRONG_CALLS, EMPTY_CALLS = wrong_calls(), empty_calls()
+
+
 @pytest.fixture(scope="module")
 def served(exports, en8k, tmp_path_factory):
-    """Every signature called on real data, in two fresh processes: {label: outputs}."""
+    """Every signature called on real data, and on the wrong inputs and empty batches above, in
+    two fresh processes: {label: outputs}."""
     root, _ = exports
     texts, race = glue_texts(), race_raw_questions()
     squad = {name: read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
              for name, version in (("squad1", "1.1"), ("squad2", "2.0"))}
-    too_long = {name: np.ones((2, 129), np.int32) for name in ("input_ids", "input_mask",
-                                                               "segment_ids")}
     ids_only = {
         "glue": (root / "glue" / "ids_only", "serving_default", glue_features(en8k, texts)),
-        "glue_too_long": (root / "glue" / "ids_only", "serving_default", too_long),
         # A SavedModel holding the SentencePiece op does not load without tensorflow_text.
-        "glue_with_text": (root / "glue" / "with_text", "serving_default", too_long),
+        "glue_with_text": (root / "glue" / "with_text", "serving_default", ids_of("glue")),
         "race": (root / "race" / "ids_only", "serving_default", race_features(en8k)),
         "race_keras": (root / "race" / "ids_only", "keras:serve", race_features(en8k)),
         "squad1": (root / "squad1" / "ids_only", "serving_default",
@@ -219,6 +347,9 @@ def served(exports, en8k, tmp_path_factory):
     }
     with_text["squad2_text_keras"] = (root / "squad2" / "with_text", "keras:serve_text",
                                       with_text["squad2_text"][2])
+    for label, (export, signature, inputs, _) in {**WRONG_CALLS, **EMPTY_CALLS}.items():
+        calls = with_text if export.endswith("with_text") else ids_only
+        calls[label] = (root / export, signature, inputs)
     directory = tmp_path_factory.mktemp("served")
     return {**serve(directory / "ids", ids_only, with_text=False),
             **serve(directory / "text", with_text, with_text=True)}
@@ -234,7 +365,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 @pytest.mark.requires_shared_data
 def test_layout_keras_loading_and_long_ids(exports, served):
     """ids_only loads with tensorflow alone, with_text needs tensorflow_text; TFSMLayer calls
-    ``serve`` / ``serve_text``; ids longer than the position embeddings are a clear error."""
+    ``serve`` / ``serve_text``."""
     root, _ = exports
     assert "error" not in served["glue"] and "error" not in served["race"]
     assert served["race_keras"].keys() == served["race"].keys()
@@ -244,8 +375,6 @@ def test_layout_keras_loading_and_long_ids(exports, served):
     for key, value in served["squad2_text"].items():
         np.testing.assert_array_equal(served["squad2_text_keras"][key], value)
     assert "Op type not registered 'Sentencepiece" in str(served["glue_with_text"]["error"])
-    assert "longer than this model takes: max_position_embeddings 128" in str(
-        served["glue_too_long"]["error"])
     for variant in ("ids_only", "with_text"):
         assert (root / "glue" / variant / "assets.extra" / "labels.txt").read_text() == "0\n1\n"
 
@@ -263,6 +392,29 @@ def test_an_export_never_overwrites_and_rejects_bad_lengths(tmp_path):
     with pytest.raises(ValueError, match="max_query_length"):
         export_squad(AlbertSquadModel(tiny_config()), str(tmp_path / "new"), max_seq_length=35)
     assert not (tmp_path / "new").exists()
+
+
+# -- wrong inputs and empty batches ------------------------------------------------------------------
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("label", sorted(WRONG_CALLS))
+def test_a_wrong_input_is_named_by_the_loaded_graph(served, label):
+    """Each check runs in the SavedModel loaded without albert_tf, before the model: the error is
+    the check's, whatever the model would have done (failed in a Reshape, or answered)."""
+    error = str(served[label].get("error", ""))
+    assert error.startswith("InvalidArgumentError"), (label, sorted(served[label]))
+    assert f"assertion failed: [{WRONG_CALLS[label][3]}" in error, error[:600]
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("label", sorted(EMPTY_CALLS))
+def test_an_empty_batch_gives_empty_outputs(served, label):
+    outputs, real = served[label], served[EMPTY_CALLS[label][3]]
+    assert "error" not in outputs, outputs.get("error")
+    assert set(outputs) == set(real)
+    for key, value in outputs.items():
+        if key != "threshold":  # a scalar
+            assert value.shape[0] == 0 and value.ndim == real[key].ndim, (key, value.shape)
 
 
 # -- GLUE -----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.tflite import SIGNATURE_KEY, TFLiteExportError
+from albert_tf.serving import tflite
+from albert_tf.serving.tflite import SIGNATURE_KEY, TFLiteExportError, check_tflite_path
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.serving import export_classifier_tflite
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
@@ -181,3 +183,21 @@ def test_a_mixed_precision_model_is_refused(tmp_path):
     with pytest.raises(TFLiteExportError, match="float32"):
         export_classifier_tflite(model, str(tmp_path / "m.tflite"), SEQ_LENGTH)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_directory_is_refused_by_its_name_before_converting(tmp_path, monkeypatch):
+    """Not a rename error naming the temporary file, after a conversion of minutes."""
+    def convert(*args):
+        raise AssertionError("converted before checking the path")
+
+    monkeypatch.setattr(tflite, "convert_to_tflite", convert)
+    taken = tmp_path / "model.tflite"
+    taken.mkdir()
+    message = f"{taken} is a directory; the TFLite export is one file: give a file path, e.g. " \
+              f"{taken}/model.tflite."
+    with pytest.raises(TFLiteExportError, match=re.escape(message)):
+        export_classifier_tflite(AlbertClassifierModel(tiny_config(), 2), str(taken), SEQ_LENGTH)
+    assert os.listdir(tmp_path) == ["model.tflite"] and os.listdir(taken) == []
+    with pytest.raises(TFLiteExportError, match=re.escape(f"--tflite_file={message}")):
+        check_tflite_path(str(taken), flag="tflite_file")  # a command names its flag
+    check_tflite_path(str(tmp_path / "new.tflite"), flag="tflite_file")

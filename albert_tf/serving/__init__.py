@@ -8,6 +8,8 @@ export (albert_tf/tasks/pretraining/hub_export.py), tokenization itself (albert_
 
 - saved_model.py: the ``ids_only`` / ``with_text`` export layout, ``ServingModule``, ``write_export``,
   and the new-directory rule every export follows.
+- input_checks.py: the in-graph checks of a signature's inputs (shapes, batch sizes, lengths, id
+  ranges), failing with a message naming the input; every export runs them.
 - text_packing.py: truncation and ``[CLS] a [SEP] b [SEP]`` packing of ragged ids, in the graph.
 - preprocessing.py: the preprocessing SavedModel (text -> encoder inputs), saved apart from the encoder.
 - tflite.py: the float32 TFLite flatbuffer of a model and the outputs a task gives.

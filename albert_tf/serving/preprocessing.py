@@ -17,6 +17,9 @@ tokenizer and the classifier features' truncation, so its ids equal the Python f
   inputs by name): string [B] each (a ``text_b`` empty after normalisation makes a single-segment
   example) -> the same three tensors at the export's length.
 
+Every function checks in the graph that its inputs have one row per example each (an
+InvalidArgumentError names the input otherwise, albert_tf/serving/input_checks.py).
+
 It holds SentencePiece ops, so a process loading it imports ``tensorflow_text`` first. The
 encoder SavedModel does not hold it (it stays loadable by TensorFlow alone, e.g. the stock
 TensorFlow Serving binary, which has no SentencePiece op).
@@ -33,6 +36,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.serving.input_checks import gated, same_rows
 from albert_tf.serving.saved_model import save_new_directory
 from albert_tf.serving.text_packing import pad_to_length, truncate_and_pack
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -78,8 +82,10 @@ class PreprocessingModule(tf.Module):
         if len(segments) not in (1, 2):
             raise PreprocessingError(f"bert_pack_inputs takes one or two segments, got "
                                      f"{len(segments)}.")
-        first = segments[0]
-        second = segments[1] if len(segments) == 2 else first[:, :0]
+        named = {f"segments[{index}]": segment for index, segment in enumerate(segments)}
+        named = gated(named, same_rows(named, "segments[0]"))
+        first = named["segments[0]"]
+        second = named["segments[1]"] if len(segments) == 2 else first[:, :0]
         has_second = second.row_lengths() > 0  # as the features' `if text_b`
         length = self.seq_length if seq_length is None else seq_length
         packed = self._pack(first, second, has_second, length)
@@ -90,6 +96,7 @@ class PreprocessingModule(tf.Module):
     def preprocess(self, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         """``text_a``, ``text_b`` string [B] -> int32 [B, seq_length] inputs; an empty text_b
         makes a single-segment example. One dict, as the signature's inputs and for TFSMLayer."""
+        texts = gated(texts, same_rows(texts, "text_a"))
         normalized_b = self.tokenizer.normalize(texts["text_b"])
         # A pair only where text_b is non-empty after normalisation (the features' `if text_b`).
         has_b = tf.strings.length(normalized_b) > 0

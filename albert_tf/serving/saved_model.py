@@ -16,10 +16,13 @@ appears only once complete, and an existing non-empty one is never overwritten
 (``check_new_directory``, ``save_new_directory``: the rule of every export, the hub-style and
 preprocessing ones included).
 
-Every ids signature takes int32 ids of any length up to the config's max_position_embeddings (a
-longer input is an InvalidArgument error saying so, ``ServingModule.checked_ids``); a text signature
-truncates as in training and pads to the longest example of its batch. Unlike the reference's export
-(serialized ``tf.Example`` strings of fixed length), clients need no protobuf step.
+Every ids signature takes int32 ids of any length from 1 to the config's max_position_embeddings,
+in its vocabulary, every input of the shape of ``input_ids``; a text signature takes one row per
+example in each input, truncates as in training and pads to the longest example of its batch. An
+empty batch gives empty outputs. A wrong input is an InvalidArgumentError naming it, raised by checks inside the
+saved graph (``ServingModule.ids_checks`` / ``text_checks``, albert_tf/serving/input_checks.py).
+Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
+protobuf step.
 
 Each task's ``ServingModule`` subclass, signatures and outputs are in
 albert_tf/tasks/<task>/serving.py (GLUE: albert_tf/tasks/classification/serving.py).
@@ -34,6 +37,7 @@ import tensorflow as tf
 
 from albert_tf.files.atomic import temporary_path
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.input_checks import gated, same_rows, token_ids_checks
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 IDS_ONLY = "ids_only"
@@ -58,14 +62,14 @@ class ServingModule(tf.Module):
     ``outputs_from_text(**texts)``) and call ``define_signatures`` last in ``__init__``. The module
     then has ``serve(ids: dict)`` and, when text inputs are given, ``serve_text(texts: dict)``: one
     dict argument, as ``keras.layers.TFSMLayer`` calls them; the signatures of the same names
-    (``serving_default`` for ``serve``) take the dict's entries as keyword arguments. A module
-    without text holds no SentencePiece op.
+    (``serving_default`` for ``serve``) take the dict's entries as keyword arguments. Both run
+    ``ids_checks`` / ``text_checks`` on their inputs before anything else. A module without text
+    holds no SentencePiece op.
     """
 
     def __init__(self, model: keras.Model, name: str):
         super().__init__(name=name)
         self.model = model
-        self.max_positions = model.config.max_position_embeddings
 
     def define_signatures(self, ids_inputs: Sequence[tf.TensorSpec],
                           text_inputs: Sequence[tf.TensorSpec] | None = None) -> None:
@@ -73,14 +77,26 @@ class ServingModule(tf.Module):
         self.serve = tf.function(self._outputs_from_ids_dict, autograph=False,
                                  input_signature=[{spec.name: spec for spec in ids_inputs}])
         if text_inputs is not None:
+            self.text_names = tuple(spec.name for spec in text_inputs)
             self.serve_text = tf.function(self._outputs_from_texts_dict, autograph=False,
                                           input_signature=[{spec.name: spec for spec in text_inputs}])
 
     def _outputs_from_ids_dict(self, ids: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        return self.outputs_from_ids(**ids)
+        return self.outputs_from_ids(**gated(ids, self.ids_checks(ids)))
 
     def _outputs_from_texts_dict(self, texts: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        return self.outputs_from_text(**texts)
+        return self.outputs_from_text(**gated(texts, self.text_checks(texts)))
+
+    def ids_checks(self, ids: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
+        """The in-graph checks of ``serve``'s inputs (albert_tf/serving/input_checks.py): each has
+        the shape of ``input_ids``, whose positions fit the model and whose ids its vocabulary. A
+        subclass adds its own."""
+        return token_ids_checks(ids, self.model.config)
+
+    def text_checks(self, texts: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
+        """The in-graph checks of ``serve_text``'s inputs: as many rows in each as in the first
+        text input. A subclass adds its own."""
+        return same_rows({name: texts[name] for name in self.text_names}, self.text_names[0])
 
     def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
         """{signature name: function}: ``serving_default`` and, if defined, ``serve_text``."""
@@ -92,15 +108,6 @@ class ServingModule(tf.Module):
     def serve_features(self, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         """``serve`` on the ids inputs among ``features`` (a packer's output)."""
         return self.serve({name: features[name] for name in self.ids_names})
-
-    def checked_ids(self, input_ids: tf.Tensor) -> tf.Tensor:
-        """``input_ids``, after a check that its last dimension fits the position embeddings."""
-        length_ok = tf.debugging.assert_less_equal(
-            tf.shape(input_ids)[-1], self.max_positions,
-            message=f"input_ids are longer than this model takes: max_position_embeddings "
-                    f"{self.max_positions}; truncate them as the features do")
-        with tf.control_dependencies([length_ok]):
-            return tf.identity(input_ids)
 
 
 def write_export(export_dir: str, serving_module: Callable[[bool], ServingModule],
@@ -131,13 +138,17 @@ def has_text_signature(tokenizer: FullTokenizer | None) -> bool:
     return tokenizer is not None and tokenizer.sp_model is not None
 
 
+def output_name(path: str, flag: str | None = None) -> str:
+    """How an error message names an output: ``--flag=path`` when a flag gave it, else ``path``."""
+    return f"--{flag}={path}" if flag else path
+
+
 def check_new_directory(path: str, flag: str | None = None) -> None:
     """Raises FileExistsError unless ``path`` is absent or an empty directory: an export is never
     written over anything. Commands call it before any work; ``flag`` names the flag in the message."""
     if tf.io.gfile.exists(path) and (not tf.io.gfile.isdir(path) or tf.io.gfile.listdir(path)):
-        where = f"--{flag}={path}" if flag else path
-        raise FileExistsError(f"{where} exists and is not an empty directory; choose a new "
-                              "directory (an export is never overwritten).")
+        raise FileExistsError(f"{output_name(path, flag)} exists and is not an empty directory; "
+                              "choose a new directory (an export is never overwritten).")
 
 
 def save_new_directory(path: str, save: Callable[[str], None]) -> None:

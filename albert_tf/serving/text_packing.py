@@ -62,7 +62,8 @@ def pack_segments(first: tf.RaggedTensor, second: tf.RaggedTensor, has_second: t
     """``[CLS] first [SEP] second [SEP]`` per row (the second ``[SEP]`` only where ``has_second``).
 
     first, second: int32 ids [B, (n)], already truncated; has_second: bool [B].
-    Returns int32 ``input_ids``, ``input_mask``, ``segment_ids`` [B, L], L the longest row, zero-padded.
+    Returns int32 ``input_ids``, ``input_mask``, ``segment_ids`` [B, L], L the longest row,
+    zero-padded (an empty batch: L = 2, the length of ``[CLS] [SEP]``, which the model runs on).
     """
     batch = first.nrows()
     second_sep = keep_first(constant_column(batch, sep_id), tf.cast(has_second, tf.int64))
@@ -70,8 +71,10 @@ def pack_segments(first: tf.RaggedTensor, second: tf.RaggedTensor, has_second: t
     tail = tf.concat([second, second_sep], axis=1)
     input_ids = tf.concat([head, tail], axis=1)
     segment_ids = tf.concat([tf.zeros_like(head), tf.ones_like(tail)], axis=1)
-    return {"input_ids": input_ids.to_tensor(), "input_mask": tf.ones_like(input_ids).to_tensor(),
-            "segment_ids": segment_ids.to_tensor()}
+    shape = tf.stack([batch, tf.maximum(input_ids.bounding_shape(axis=1), 2)])
+    return {"input_ids": input_ids.to_tensor(shape=shape),
+            "input_mask": tf.ones_like(input_ids).to_tensor(shape=shape),
+            "segment_ids": segment_ids.to_tensor(shape=shape)}
 
 
 def truncate_and_pack(first: tf.RaggedTensor, second: tf.RaggedTensor, has_second: tf.Tensor,

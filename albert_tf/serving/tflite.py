@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.saved_model import output_name
 
 SIGNATURE_KEY = "serving_default"
 
@@ -75,10 +76,22 @@ def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: Outpu
         return tf.lite.TFLiteConverter.from_saved_model(saved_model_dir).convert()
 
 
+def check_tflite_path(path: str, flag: str | None = None) -> None:
+    """Raises TFLiteExportError if ``path`` is an existing directory: the export is one file (an
+    existing file is replaced). ``export_tflite`` calls it before converting; a command calls it
+    before any work, with ``flag`` to name its flag in the message."""
+    if tf.io.gfile.isdir(path):
+        raise TFLiteExportError(f"{output_name(path, flag)} is a directory; the TFLite export is "
+                                f"one file: give a file path, e.g. "
+                                f"{os.path.join(path, 'model.tflite')}.")
+
+
 def export_tflite(model: keras.Model, path: str, max_seq_length: int, outputs_of: OutputsFn) -> str:
     """Writes the TFLite model of ``model`` (outputs ``outputs_of(model, inputs)``) to ``path`` (a
     file, replaced if it exists; written under a temporary name and renamed, so ``path`` is never
-    half-written); returns ``path``. The tasks call it with their outputs."""
+    half-written); returns ``path``. The tasks call it with their outputs. An existing directory at
+    ``path`` is a TFLiteExportError naming it (``check_tflite_path``)."""
+    check_tflite_path(path)
     flatbuffer = convert_to_tflite(model, max_seq_length, outputs_of)
     with atomic_open(path, "wb") as handle:
         handle.write(flatbuffer)

@@ -70,7 +70,7 @@ class ClassifierServing(ServingModule):
 
     def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
                          segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        logits = self.model({"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
+        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
                              "segment_ids": segment_ids}, training=False)["logits"]
         if self.model.is_regression:
             outputs = {"probabilities": logits, "predictions": logits[:, 0]}

@@ -10,13 +10,20 @@ albert_tf/serving/saved_model.py, and the in-graph packing of its text signature
   reader does; each option fills every "_" of the question (or, without one, is appended after a
   space); the question+option keeps its last ``max_qa_length`` pieces and the article its first
   ``max_seq_length - 3 - len(question+option)`` (``MultipleChoicePacker``).
+
+The signatures declare the option dimension as any size, so that another count reaches the graph's
+check and its message ("RACE needs 4 options per question, got 3") rather than an error of the
+signature's binding or of a Reshape inside the model.
 """
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.input_checks import dimension_is
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import keep_first, keep_last, pack_segments
@@ -74,7 +81,9 @@ class MultipleChoicePacker(tf.Module):
                                     self.max_seq_length - 3 - qa_ids.row_lengths())
         packed = pack_segments(keep_first(article_ids, article_length), qa_ids,
                                tf.ones([batch * num_choices], tf.bool), self.cls_id, self.sep_id)
-        return {name: tf.reshape(value, [batch, num_choices, -1]) for name, value in packed.items()}
+        # The width given explicitly: an empty batch has no size to infer a -1 from.
+        return {name: tf.reshape(value, [batch, num_choices, tf.shape(value)[1]])
+                for name, value in packed.items()}
 
 
 class MultipleChoiceServing(ServingModule):
@@ -83,16 +92,27 @@ class MultipleChoiceServing(ServingModule):
     def __init__(self, model: AlbertMultipleChoiceModel, packer: MultipleChoicePacker | None = None):
         super().__init__(model, name="albert_multiple_choice_serving")
         self.packer = packer
-        choices = model.num_choices
         text_inputs = None
         if packer is not None:
             text_inputs = [*text_specs("article", "question"),
-                           *text_specs("options", shape=(None, choices))]
-        self.define_signatures(ids_specs(INPUT_NAMES, shape=(None, choices, None)), text_inputs)
+                           *text_specs("options", shape=(None, None))]
+        self.define_signatures(ids_specs(INPUT_NAMES, shape=(None, None, None)), text_inputs)
+
+    def _choices_check(self, tensor: tf.Tensor, name: str) -> tf.Operation:
+        choices = self.model.num_choices
+        return dimension_is(tensor, name, 1, choices, f"RACE needs {choices} options per question")
+
+    def ids_checks(self, ids: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
+        """The shared checks, and ``num_choices`` rows per example."""
+        return [*super().ids_checks(ids), self._choices_check(ids["input_ids"], "input_ids")]
+
+    def text_checks(self, texts: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
+        """The shared checks, and ``num_choices`` options per question."""
+        return [*super().text_checks(texts), self._choices_check(texts["options"], "options")]
 
     def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
                          segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        logits = self.model({"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
+        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
                              "segment_ids": segment_ids}, training=False)["logits"]
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}

@@ -13,7 +13,11 @@ The SavedModel at ``--export_path`` has the reference module's signatures, input
 - ``serving_default`` = ``tokens`` (the reference module had no default signature).
 
 The same functions are saved as attributes taking one dict (``loaded.tokens({"input_ids": ...})``,
-``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``).
+``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``). Each checks its inputs in the
+graph, as the fine-tuned exports do (albert_tf/serving/input_checks.py): every input has the shape
+of ``input_ids``, of 1 to max_position_embeddings positions, ids and segment ids in the config's
+vocabularies; ``mlm_positions`` has a row per example and positions inside the sequence. A wrong
+input is an InvalidArgumentError naming it; an empty batch gives empty outputs.
 
 Assets: ``albert_config.json`` and the SentencePiece model; the directory can be moved. The encoder
 holds no SentencePiece op, so TensorFlow alone loads it. ``<export_path>/preprocessing`` is the
@@ -36,6 +40,7 @@ from albert_tf.checkpoints.files import resolve_checkpoint_path
 from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.input_checks import gated, same_rows, token_ids_checks, values_in_range
 from albert_tf.serving.preprocessing import PreprocessingModule, save_preprocessing
 from albert_tf.serving.saved_model import check_new_directory, save_new_directory
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
@@ -75,8 +80,22 @@ class HubEncoderModule(tf.Module):
     # Each function takes one dict, so that the saved function (``loaded.tokens(inputs)``, Keras'
     # TFSMLayer) and the signature (``loaded.signatures["tokens"](**inputs)``) share their inputs.
 
+    def _checked(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``inputs`` after the checks of every ids signature (each has the shape of input_ids, of
+        1 to max_position_embeddings positions, ids in the vocabulary) and, with mlm_positions, a
+        row of positions inside the sequence per example."""
+        input_ids = inputs["input_ids"]
+        checks = token_ids_checks({name: inputs[name] for name in _ID_INPUTS}, self.model.config)
+        if "mlm_positions" in inputs:
+            positions = inputs["mlm_positions"]
+            checks += [*same_rows({"input_ids": input_ids, "mlm_positions": positions},
+                                  "input_ids"),
+                       values_in_range(positions, "mlm_positions", 0, tf.shape(input_ids)[1],
+                                       "the positions of input_ids")]
+        return gated(inputs, checks)
+
     def _encode(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        outputs = self.model.albert(inputs, training=False)
+        outputs = self.model.albert(self._checked(inputs), training=False)
         return {"sequence_output": outputs["sequence_output"],
                 "pooled_output": outputs["pooled_output"]}
 
@@ -96,6 +115,7 @@ class HubEncoderModule(tf.Module):
     @tf.function(input_signature=[_MLM_INPUTS])
     def mlm(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         """tokens' outputs plus mlm_logits [B*P, V] (row b*P + p: position mlm_positions[b, p])."""
+        inputs = self._checked(inputs)
         model_inputs = {name: inputs[name] for name in _ID_INPUTS}
         outputs = self.model({**model_inputs, "masked_lm_positions": inputs["mlm_positions"]},
                              training=False)

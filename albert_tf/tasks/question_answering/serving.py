@@ -44,6 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.input_checks import check
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
@@ -96,7 +97,7 @@ class QuestionContextPacker(tf.Module):
             no_span = constant_column(batch, -1)
             features[name] = tf.concat([no_span, -tf.ones_like(query), no_span,
                                         keep_first(document[name], length), no_span],
-                                       axis=1).to_tensor(default_value=-1)
+                                       axis=1).to_tensor(-1, shape=tf.shape(features["input_ids"]))
         at_cls = tf.equal(tf.range(tf.shape(features["input_ids"])[1]), 0)
         features["p_mask"] = tf.where((features["char_start"] >= 0) | at_cls, 0, 1)
         padding = [[0, 0], [0, self.max_seq_length - tf.shape(features["input_ids"])[1]]]
@@ -121,18 +122,22 @@ class SquadServing(ServingModule):
         self.define_signatures(ids_specs(INPUT_NAMES + (("p_mask",) if model.version_2 else ())),
                                text_specs("question", "context") if packer is not None else None)
 
-    def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
-                         p_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-        inputs = {"input_ids": self.checked_ids(input_ids), "input_mask": input_mask,
-                  "segment_ids": segment_ids}
+    def ids_checks(self, ids: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
+        """The shared checks (``p_mask`` included) and, for SQuAD 2.0, room for the beam."""
+        checks = super().ids_checks(ids)
         if self.model.version_2:
             beam = max(self.model.head.start_n_top, self.model.head.end_n_top)
-            long_enough = tf.debugging.assert_greater_equal(
-                tf.shape(input_ids)[-1], beam,
-                message=f"SQuAD 2.0 inputs need at least {beam} positions (start_n_top, end_n_top); "
-                        "pad them with p_mask 1")
-            with tf.control_dependencies([long_enough]):
-                inputs["p_mask"] = tf.identity(p_mask)
+            length = tf.shape(ids["input_ids"])[-1]
+            checks.append(check(length >= beam, "input_ids has ", length, " positions but SQuAD "
+                                f"2.0 inputs need at least {beam} (start_n_top, end_n_top); pad "
+                                "them with p_mask 1"))
+        return checks
+
+    def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
+                         p_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        if self.model.version_2:
+            inputs["p_mask"] = p_mask
         outputs = self.model(inputs, training=False)
         return {name: outputs[name] for name in self.output_names}
 
