@@ -52,7 +52,7 @@ def fill_in_options(questions: tf.Tensor, options: tf.Tensor) -> tf.Tensor:
 
 class MultipleChoicePacker(tf.Module):
     """An article, a question and its options -> one packed row per choice, by the RACE features'
-    rules (data_prep/race_features.py).
+    rules (data_prep/multiple_choice/features.py).
 
     ``packer(article [B], question [B], options [B, C])`` (raw strings) -> ``input_ids``,
     ``input_mask``, ``segment_ids`` int32 [B, C, L], row c = ``[CLS] article [SEP] qa_c [SEP]``: qa_c

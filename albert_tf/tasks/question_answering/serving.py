@@ -61,7 +61,7 @@ from albert_tf.tokenization.spans import SpanTokenizer
 
 class QuestionContextPacker(tf.Module):
     """A question and its context -> the first window of the SQuAD features
-    (data_prep/squad_features.py), with every context token's character span.
+    (data_prep/question_answering/features.py), with every context token's character span.
 
     ``packer(question [B], context [B])`` (raw strings) -> int32 [B, max_seq_length]:
 

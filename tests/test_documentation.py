@@ -1,0 +1,34 @@
+"""The repository explains itself: every repository path named in code, comments and docs exists
+(the table of where the flat layout's modules went, in docs/layout.md, names old paths on purpose)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from tests.shared_setup import REPO_ROOT
+
+PATH_PATTERN = re.compile(r"\b(?:albert_tf|data_prep|tests|benchmarks|scripts|docs|configs)/"
+                          r"[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|txt)\b")
+OLD_LAYOUT_SECTION = "## Where the modules of the flat layout went"
+
+
+def tracked_text_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.sh"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    return [path for path in listed if os.path.exists(os.path.join(REPO_ROOT, path))]
+
+
+def test_every_repository_path_named_in_code_and_docs_exists():
+    missing = []
+    for path in tracked_text_files():
+        with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as handle:
+            text = handle.read()
+        if path == "docs/layout.md":
+            text = text.split(OLD_LAYOUT_SECTION)[0]
+        for line_number, line in enumerate(text.splitlines(), start=1):
+            for named in PATH_PATTERN.findall(line):
+                if not os.path.exists(os.path.join(REPO_ROOT, named)):
+                    missing.append(f"{path}:{line_number}: {named}")
+    assert not missing, "\n".join(missing)
