@@ -103,5 +103,7 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
-    error_boundary.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
+    error_boundary.run(main, checks=[run_flags.strategy_from_flags,
+                                     run_flags.check_outputs_spare_inputs,
+                                     run_flags.check_output_directories, run_flags.lock_output_dir,
                                      check_pretraining_inputs])

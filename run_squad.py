@@ -171,4 +171,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_output_directories])
+    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
+                                     run_flags.check_output_directories,
+                                     run_flags.lock_output_dir])
