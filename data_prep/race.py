@@ -20,9 +20,10 @@ from typing import Sequence
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.files.paths import check_output_paths
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from data_prep.common.feature_cache import write_feature_file
+from data_prep.common.feature_cache import sidecar_path, write_feature_file
 from data_prep.multiple_choice.feature_file import race_records_builder
 from data_prep.multiple_choice.features import check_lengths
 from data_prep.multiple_choice.reader import SPLITS, race_sources
@@ -60,6 +61,17 @@ def main(argv: Sequence[str]) -> None:
           f"{metadata['num_skipped_articles']} articles")
 
 
+def _check_paths() -> None:
+    """Before any work: neither output (--output_file, its sidecar) is one of the article files of
+    --split under --data_dir or the tokenizer, however spelled or linked."""
+    output = FLAGS.output_file
+    articles = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
+                            high_only=FLAGS.high_only)
+    check_output_paths([("--output_file", output), ("its sidecar", sidecar_path(output))],
+                       [("a file of --data_dir", source.path) for source in articles]
+                       + run_flags.flag_paths("spm_model_file", "vocab_file"))
+
+
 if __name__ == "__main__":
     _define_flags()
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[_check_paths])

@@ -23,7 +23,8 @@ from typing import Sequence
 
 from absl import app, flags
 
-from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.cli import error_boundary, flag_definitions, run_flags
+from albert_tf.files.paths import check_output_paths
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import sidecar_path
 from data_prep.question_answering.feature_file import write_squad_feature_file
@@ -64,6 +65,14 @@ def main(argv: Sequence[str]) -> None:
     print(f"{seconds:.1f} s, {metadata['num_questions'] / max(seconds, 1e-9):.0f} questions/s")
 
 
+def _check_paths() -> None:
+    """Before any work: neither output (--output_file, its sidecar) is an input (--input_file,
+    --spm_model_file), however spelled or linked."""
+    output = FLAGS.output_file
+    check_output_paths([("--output_file", output), ("its sidecar", sidecar_path(output))],
+                       run_flags.flag_paths("input_file", "spm_model_file"))
+
+
 if __name__ == "__main__":
     _define_flags()
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[_check_paths])

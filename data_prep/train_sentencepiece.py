@@ -20,6 +20,7 @@ from typing import Sequence
 from absl import flags, logging
 
 from albert_tf.cli import error_boundary, flag_definitions
+from albert_tf.files.paths import check_output_paths, expand_input_patterns
 from data_prep.pretraining.vocabulary import (DEFAULT_CHARACTER_COVERAGE, train_sentencepiece)
 
 
@@ -54,6 +55,14 @@ def main(argv: Sequence[str]) -> None:
     logging.info("wrote %s and %s.vocab", model_path, options.model_prefix)
 
 
+def _check_paths() -> None:
+    """Before any work: neither output (<model_prefix>.model, .vocab) is an --input_file."""
+    prefix = flags.FLAGS.model_prefix
+    check_output_paths([("--model_prefix", f"{prefix}.model"), ("--model_prefix", f"{prefix}.vocab")],
+                       [("--input_file", path)
+                        for path in expand_input_patterns(flags.FLAGS.input_file)])
+
+
 if __name__ == "__main__":
     _define_flags()
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[_check_paths])
