@@ -58,7 +58,7 @@ def main(argv: Sequence[str]) -> None:
 def _check_paths() -> None:
     """Before any work: neither output (<model_prefix>.model, .vocab) is an --input_file."""
     prefix = flags.FLAGS.model_prefix
-    check_output_paths([("--model_prefix", f"{prefix}.model"), ("--model_prefix", f"{prefix}.vocab")],
+    check_output_paths([("--model_prefix", f"{prefix}.{suffix}") for suffix in ("model", "vocab")],
                        [("--input_file", path)
                         for path in expand_input_patterns(flags.FLAGS.input_file)])
 

@@ -114,8 +114,8 @@ def stored_model_variables(path: str) -> dict[ObjectPath, tuple[int, ...]]:
     "output_weights")``; CheckpointMismatchError for a reference TF1 checkpoint."""
     reader = tf.train.load_checkpoint(path)
     shapes = reader.get_variable_to_shape_map()
-    return {object_path[1:]: tuple(shapes[key])
-            for key, object_path in _StoredObjectGraph(reader, path).variables((_MODEL_EDGE,)).items()}
+    stored = _StoredObjectGraph(reader, path).variables((_MODEL_EDGE,))
+    return {object_path[1:]: tuple(shapes[key]) for key, object_path in stored.items()}
 
 
 def _match_object_checkpoint(model: keras.Model, reader: tf.train.CheckpointReader, path: str,

@@ -88,7 +88,8 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
 
 def _path_identity(path: str) -> tuple:
     """Equal for two spellings of one file or directory: device and inode of an existing local path
-    (through symbolic and hard links), else the resolved absolute path; a URL without trailing '/'."""
+    (through symbolic and hard links), else the resolved absolute path; a URL without a trailing
+    '/'."""
     if "://" in path:
         return ("url", path.rstrip("/"))
     resolved = os.path.realpath(path)

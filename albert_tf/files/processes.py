@@ -24,14 +24,15 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def process_start_time(pid: int) -> int | None:
-    """The start time of process ``pid`` in clock ticks after boot; None without /proc or process."""
+    """The start time of process ``pid`` in clock ticks after boot; None without /proc or without
+    such a process."""
     fields = _stat_fields(pid)
     return int(fields[19]) if fields else None  # field 22; the list starts at field 3
 
 
 def is_running(pid: int, start_time: int | None = None) -> bool:
     """Whether process ``pid`` of this machine runs (not a zombie) and, when ``start_time`` is given
-    and /proc can tell, is the process that started then rather than a later one given the same id."""
+    and /proc can tell, is the process that started then (not a later one given the same id)."""
     fields = _stat_fields(pid)
     if fields is not None:
         return fields[0] not in ("Z", "X") and start_time in (None, int(fields[19]))

@@ -149,7 +149,8 @@ def _read(path: str) -> Holder | str | None:
         return str(error)
 
 
-def _in_use_error(directory: str, what: str, path: str, current: Holder | str) -> DirectoryInUseError:
+def _in_use_error(directory: str, what: str, path: str,
+                  current: Holder | str) -> DirectoryInUseError:
     """The refusal, naming the holder; the lock's path where only deleting it can help."""
     if isinstance(current, str):
         return DirectoryInUseError(
