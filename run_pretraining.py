@@ -108,6 +108,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.strategy_from_flags, run_flags.check_output_directories,
+    error_boundary.run(main, checks=[run_flags.strategy_from_flags,
+                                     run_flags.check_outputs_spare_inputs,
+                                     run_flags.check_output_directories, run_flags.lock_output_dir,
                                      check_pretraining_inputs],
-                       when_stopped=error_boundary.TRAINING_STOPPED)
+                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -187,5 +187,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_output_directories],
-                       when_stopped=error_boundary.TRAINING_STOPPED)
+    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
+                                     run_flags.check_output_directories,
+                                     run_flags.lock_output_dir],
+                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -7,9 +7,12 @@
     python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
         --checkpoint=runs/pretrain/ --output_dir=exported/
 
-Both directions go through the pretraining model (encoder + MLM and SOP heads), print the load
-report and require the whole encoder; a head the source lacks is left out of the output. An output
-directory holding any other checkpoint is refused; an earlier conversion is replaced only with
+Both directions go through the task model whose head the source holds (``--head`` names it,
+else the source's variables choose among ``TASK_HEADS``: the pretraining model, a GLUE classifier,
+SQuAD v1 or v2, RACE), so a fine-tuned head is carried under the reference's names; they print
+the load report and require the whole encoder; a head the source lacks is left out of the output,
+a source variable the model lacks is named as dropped. An output directory holding any other
+checkpoint, or the source, is refused; an earlier conversion is replaced only with
 ``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
 
 This module holds the flags and the wiring only; the conversion is
@@ -34,12 +37,37 @@ flags.DEFINE_bool("overwrite", False,
                   "Replace an earlier conversion in --output_dir (never other checkpoints).")
 flags.mark_flags_as_required(["albert_config_file", "output_dir"])
 
+# The task heads a conversion can carry, in the order TASK_HEADS (below) tries them.
+HEAD_NAMES = ("pretraining", "classifier", "squad_v1", "squad_v2", "race")
+flags.DEFINE_enum("head", None, list(HEAD_NAMES),
+                  "The task model whose head to carry (default: the one the source's head "
+                  "variables fit; needed where root output_weights [1, H] may be a one-output "
+                  "classifier's or RACE's).")
+
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.checkpoints.conversion import albert_tf_to_tf1, tf1_to_albert_tf  # noqa: E402
-from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.checkpoints.conversion import (  # noqa: E402
+    TaskHead, albert_tf_to_tf1, choose_task_model, tf1_to_albert_tf)
+from albert_tf.checkpoints.files import resolve_checkpoint_path  # noqa: E402
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.files.paths import (  # noqa: E402
+    check_directory_holds_no_input, check_outputs_are_not_inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
+from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
+from albert_tf.tasks.question_answering.model import AlbertSquadModel  # noqa: E402
+
+# The task model of each of HEAD_NAMES, in that order; the first converts a checkpoint without head.
+TASK_HEADS = (
+    TaskHead("pretraining", lambda config, shapes: AlbertPretrainingModel(config)),
+    TaskHead("classifier", lambda config, shapes: AlbertClassifierModel(
+        config, shapes.get("output_bias", (2,))[0])),
+    TaskHead("squad_v1", lambda config, shapes: AlbertSquadModel(config)),
+    TaskHead("squad_v2", lambda config, shapes: AlbertSquadModel(config, version_2=True)),
+    TaskHead("race", lambda config, shapes: AlbertMultipleChoiceModel(config),
+             fits=lambda shapes: shapes.get("output_bias", (1,)) == (1,)),
+)
 
 
 def main(argv: list[str]) -> None:
@@ -48,8 +76,10 @@ def main(argv: list[str]) -> None:
     if bool(values.tf1_checkpoint) == bool(values.checkpoint):
         raise app.UsageError("Give exactly one of --tf1_checkpoint (reference -> albert_tf) or "
                              "--checkpoint (albert_tf -> reference).")
-    # The pretraining model: a released checkpoint holds its MLM and SOP heads.
-    model = AlbertPretrainingModel(AlbertConfig.from_json_file(values.albert_config_file))
+    source, flag = ((values.tf1_checkpoint, "tf1_checkpoint") if values.tf1_checkpoint
+                    else (values.checkpoint, "checkpoint"))
+    model = choose_task_model(source, flag, AlbertConfig.from_json_file(values.albert_config_file),
+                              TASK_HEADS, values.head)
     options = dict(init_from_group0=values.init_from_group0, overwrite=values.overwrite,
                    config_file=values.albert_config_file)
     if values.tf1_checkpoint:
@@ -61,5 +91,21 @@ def main(argv: list[str]) -> None:
         print(f"Read {source}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
 
+def _check_paths() -> None:
+    """Before any work: --output_dir is not an input, and does not hold the checkpoint converted
+    (the conversion would rewrite its 'checkpoint' file, or replace it)."""
+    sources = run_flags.flag_paths("tf1_checkpoint", "checkpoint")
+    output = run_flags.flag_paths("output_dir")
+    check_outputs_are_not_inputs(output, sources + run_flags.flag_paths("albert_config_file"))
+    for what, path in sources:
+        try:
+            prefix = resolve_checkpoint_path(path)
+        except FileNotFoundError:
+            continue  # reported by the conversion
+        check_directory_holds_no_input(
+            output[0], [(what, prefix)], "the conversion writes its checkpoint and the "
+            "directory's 'checkpoint' file there; choose another --output_dir")
+
+
 if __name__ == "__main__":
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[_check_paths])

@@ -31,7 +31,8 @@ flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+from albert_tf.files.paths import check_outputs_are_not_inputs  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.classification.features import cached_glue_features  # noqa: E402
 from data_prep.classification.glue_tasks import glue_task  # noqa: E402
@@ -66,5 +67,16 @@ def main(argv: list[str]) -> None:
         print(f"{split}\t{features.num_records}\t{features.path}")
 
 
+def _check_paths() -> None:
+    """Before any work: --cached_dir is not a file read (a split's TSV, the tokenizer). It may be
+    --data_dir: feature files are named <task>_<split>_<digest>.tf_record and replace no TSV."""
+    inputs = run_flags.flag_paths("spm_model_file", "vocab_file")
+    if FLAGS.task_name and FLAGS.data_dir and not FLAGS.print_recipe:
+        processor = glue_task(FLAGS.task_name).processor()
+        inputs += [("--data_dir", processor.split_path(FLAGS.data_dir, split))
+                   for split in FLAGS.splits]
+    check_outputs_are_not_inputs(run_flags.flag_paths("cached_dir"), inputs)
+
+
 if __name__ == "__main__":
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[_check_paths])

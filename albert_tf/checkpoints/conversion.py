@@ -4,10 +4,13 @@
 - ``tf1_to_albert_tf``: a reference checkpoint -> ``output_dir/model.ckpt-0`` (albert_tf's format);
 - ``albert_tf_to_tf1``: an albert_tf checkpoint (prefix or directory) -> ``output_dir/model.ckpt``.
 
-Both load the source into the model they are given (the command gives the pretraining model:
-encoder + MLM and SOP heads), print the load report and require the whole encoder. Only what the
-source holds is written: a head the source lacks is left out of the output, never written with its
-random initial values.
+Both load the source into the model they are given, print the load report and require the whole
+encoder. Only what the source holds is written: a head the source lacks is left out of the output,
+never written with its random initial values; a source variable the model lacks is named as
+dropped. ``choose_task_model`` picks the model from the source's head variables among the task
+models the command lists (``TaskHead``: pretraining, classifier, SQuAD v1 and v2, RACE), so a
+fine-tuned checkpoint's head is carried under the reference's names (``output_weights`` /
+``output_bias``, ``cls/squad/*``, ``start_logits/*`` ...).
 
 The output directory belongs to the converter (``check_output_dir``). One that holds any other
 checkpoint (a training run's, a released model's) is refused, ``overwrite`` or not: writing there
@@ -18,7 +21,9 @@ before anything is loaded; a refusal is a ``ConversionError``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from typing import Callable, Mapping, Sequence
 
 import keras
 import tensorflow as tf
@@ -26,11 +31,12 @@ import tensorflow as tf
 from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_checkpoint,
                                          resolve_checkpoint_path, write_checkpoint_state)
 from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_checkpoint,
-                                                 object_variable_paths)
+                                                 object_variable_paths, stored_model_variables)
 from albert_tf.checkpoints.report import LoadReport
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
-from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.tf1_names import canonical_name, is_ignored_name, tf1_variable_map
 from albert_tf.files.paths import absolute_path
+from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
 
 ALBERT_TF_OUTPUT = f"{TF2_CHECKPOINT_NAME}-0"  # the prefix a reference checkpoint converts to
@@ -38,8 +44,87 @@ TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts 
 _TEMPORARY_SUFFIX = ".tmp-export"  # export_tf1_checkpoint's temporary prefix
 
 
+# A source's head variables: {reference name: shape}.
+HeadShapes = Mapping[str, tuple[int, ...]]
+
+
 class ConversionError(ValueError):
     """A conversion refused before any work: a source of the wrong format, an unusable output."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskHead:
+    """A task model whose head the converter carries under the reference's names.
+
+    name: how ``--head`` names it. build(config, shapes): the model for ``config``; ``shapes`` are
+    the source's head variables (empty when only the names are wanted), e.g. a classifier takes its
+    number of labels from ``output_bias``. fits(shapes): whether a source with these head variables
+    can be this model's (RACE's choice scorer has one output, a classifier any number).
+    """
+
+    name: str
+    build: Callable[[AlbertConfig, HeadShapes], AlbertTaskModel]
+    fits: Callable[[HeadShapes], bool] = lambda shapes: True
+
+
+def _head_names(head: TaskHead) -> dict[str, str]:
+    """{object path below the model, '/'-joined: reference name} of the head variables of
+    ``head``'s model, read off a model of a minimal config (names do not depend on sizes)."""
+    config = AlbertConfig.from_dict(dict(vocab_size=4, embedding_size=2, hidden_size=2,
+                                         num_hidden_layers=1, num_attention_heads=1,
+                                         intermediate_size=2, max_position_embeddings=4))
+    model = head.build(config, {})
+    reference = {id(variable): name for name, variable in model.tf1_head_variables().items()}
+    return {"/".join(path[1:]): reference[id(variable)]
+            for path, variable in object_variable_paths(checkpoint_root(model)).items()
+            if path[1] != "albert"}
+
+
+def _source_heads(prefix: str, object_based: bool) -> dict[str, tuple[int, ...]]:
+    """The checkpoint's variables outside the encoder, with their shapes: by object path below the
+    model ('/'-joined) for an albert_tf checkpoint, by reference name for a TF1 one."""
+    if object_based:
+        return {"/".join(path): shape for path, shape in stored_model_variables(prefix).items()
+                if path[0] != "albert"}
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    return {canonical_name(name): tuple(shape) for name, shape in shapes.items()
+            if not is_ignored_name(name) and not canonical_name(name).startswith("bert/")}
+
+
+def choose_task_model(checkpoint: str, flag: str, config: AlbertConfig,
+                      heads: Sequence[TaskHead], head: str | None = None) -> AlbertTaskModel:
+    """The model of ``heads`` to convert ``--<flag>=checkpoint`` with (flag "checkpoint": an
+    albert_tf checkpoint, "tf1_checkpoint": a reference one), built for ``config`` with the sizes
+    of the source's head.
+
+    ``head`` names it; by default the source's head variables choose: the model whose head holds
+    most of them and fits their shapes, the first of ``heads`` for a source without any (an
+    encoder). ConversionError for an unknown ``head``, or when two models fit equally (root-scoped
+    ``output_weights`` [1, H] are a one-output classifier's, e.g. STS-B, or RACE's), naming the
+    ``--head`` values to choose from.
+    """
+    object_based = flag == "checkpoint"
+    source = _source_heads(_source(checkpoint, flag, object_based), object_based)
+    by_name = {candidate.name: candidate for candidate in heads}
+    if head is not None and head not in by_name:
+        raise ConversionError(f"--head={head}: expected one of {', '.join(by_name)}")
+    scored = []
+    for candidate in [by_name[head]] if head else heads:
+        names = _head_names(candidate)
+        shapes = {name: source[key if object_based else name]
+                  for key, name in names.items() if (key if object_based else name) in source}
+        if head or candidate.fits(shapes):
+            scored.append((len(shapes), candidate, shapes))
+    best = max(count for count, _, _ in scored)
+    if best == 0 and not head:
+        return heads[0].build(config, {})
+    chosen = [(candidate, shapes) for count, candidate, shapes in scored if count == best]
+    if len(chosen) > 1:
+        choices = " or ".join(f"--head={candidate.name}" for candidate, _ in chosen)
+        raise ConversionError(f"--{flag}={checkpoint}: its head ({', '.join(sorted(source))}) "
+                              f"fits more than one model; give {choices}")
+    candidate, shapes = chosen[0]
+    return candidate.build(config, shapes)
 
 
 def _checkpoints_in(directory: str) -> set[str]:
@@ -106,6 +191,13 @@ def _complete_parts(model: keras.Model,
             [name for name, ok in complete.items() if not ok])
 
 
+def _print_dropped(report: LoadReport, model: AlbertTaskModel, output_prefix: str) -> None:
+    """Names the source's variables that the output will not hold (the model has no such)."""
+    if report.unused:
+        print(f"Dropped, not carried to {output_prefix} ({model.name} has no such variable): "
+              f"{', '.join(report.unused)}.")
+
+
 def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: str,
                      init_from_group0: bool = False, overwrite: bool = False,
                      config_file: str | None = None) -> str:
@@ -122,6 +214,7 @@ def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: st
     report = load_tf1_checkpoint(model, source, init_from_group0, config_file)
     print(report.format())
     report.require_complete_encoder()
+    _print_dropped(report, model, output_prefix)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -146,6 +239,7 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
     report = load_object_checkpoint(model, source, init_from_group0, config_file)
     print(report.format())
     report.require_complete_encoder()
+    _print_dropped(report, model, output_prefix)
     if report.missing:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)

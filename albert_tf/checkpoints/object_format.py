@@ -12,7 +12,8 @@ checkpoint of one task warm-starts another.
 - ``require_same_model(model, path)``: a run's own checkpoint (resume, evaluation) must hold exactly
   the model's variables, with its shapes: a config edited between runs is one clear error;
   ``require_same_optimizer`` checks the same of the optimizer's state before a resume.
-- ``checkpoint_root``, ``object_variable_paths``: the object paths albert_tf saves a model under.
+- ``checkpoint_root``, ``object_variable_paths``: the object paths albert_tf saves a model under;
+  ``stored_model_variables``: those a checkpoint holds, with their shapes.
 """
 
 from __future__ import annotations
@@ -105,6 +106,16 @@ class _StoredObjectGraph:
                     queue.append(child)
         return {self._keys[node]: object_path for node, object_path in paths.items()
                 if self._keys[node] is not None}
+
+
+def stored_model_variables(path: str) -> dict[ObjectPath, tuple[int, ...]]:
+    """{object path below the task model (the ``model`` edge left out): shape} of every model
+    variable of the albert_tf checkpoint ``path`` (a prefix), e.g. ``("classifier",
+    "output_weights")``; CheckpointMismatchError for a reference TF1 checkpoint."""
+    reader = tf.train.load_checkpoint(path)
+    shapes = reader.get_variable_to_shape_map()
+    stored = _StoredObjectGraph(reader, path).variables((_MODEL_EDGE,))
+    return {object_path[1:]: tuple(shapes[key]) for key, object_path in stored.items()}
 
 
 def _match_object_checkpoint(model: keras.Model, reader: tf.train.CheckpointReader, path: str,

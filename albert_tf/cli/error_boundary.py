@@ -14,7 +14,9 @@ exit status 1, never a traceback. Caught:
 
 Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
 cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
-or 143 (SIGTERM).
+or 143 (SIGTERM). The training scripts leave SIGTERM its default action (``catch_sigterm=False``):
+the process ends at once, its checkpoints are complete files and its run lock is recognised as
+stale by the next run.
 
 Anything else is a bug and keeps its traceback. ``ALBERT_TF_TRACEBACK=1`` in the environment shows
 the traceback of every error.
@@ -66,7 +68,7 @@ _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .
                          r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
 
 
-# What a training script leaves when stopped by Ctrl-C or SIGTERM.
+# What a training script leaves when stopped by Ctrl-C (SIGTERM ends it at once, catch_sigterm=False).
 TRAINING_STOPPED = ("the checkpoints saved so far are kept; rerun the same command to resume from "
                     "the latest")
 
@@ -92,28 +94,32 @@ def sigterm_stops_like_ctrl_c() -> Iterator[None]:
 
 def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
         flags_parser: Callable[[list[str]], list[str]] = command_line.parse_flags,
-        when_stopped: str = "no partial output was left") -> None:
+        when_stopped: str = "no partial output was left", catch_sigterm: bool = True) -> None:
     """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
 
     ``flags_parser``: absl's parsing by default (an unknown flag is a one-line error); it returns
     the arguments that ``main`` receives. The command parsed its flags before importing TensorFlow
     (albert_tf/cli/command_line.py); absl parses them again here, with the same result.
-    ``when_stopped``: what a stop by Ctrl-C or SIGTERM leaves, said after "stopped by ...;"."""
-    app.run(guarded(main, checks, when_stopped), flags_parser=flags_parser)
+    ``when_stopped``: what a stop by Ctrl-C or SIGTERM leaves, said after "stopped by ...;".
+    ``catch_sigterm=False`` leaves SIGTERM its default action, ending the process at once: Python
+    runs a signal handler only between bytecodes, so a training loop inside one TensorFlow call
+    would stop only when that call returns (up to --iterations_per_loop steps later)."""
+    app.run(guarded(main, checks, when_stopped, catch_sigterm), flags_parser=flags_parser)
 
 
 def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
-            when_stopped: str = "no partial output was left") -> Callable[[list[str]], Any]:
+            when_stopped: str = "no partial output was left",
+            catch_sigterm: bool = True) -> Callable[[list[str]], Any]:
     """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
     error exits with status 1 after one line on stderr (see the module doc). Ctrl-C and SIGTERM
     stop the run the same way (``finally`` blocks run, temporary outputs are removed), print
     ``<program>: stopped by Ctrl-C; <when_stopped>`` and exit with the shell's status for such a
-    stop (130, SIGTERM 143), without a traceback."""
+    stop (130, SIGTERM 143), without a traceback (SIGTERM only with ``catch_sigterm``)."""
 
     def guarded_main(argv: list[str]) -> Any:
         quiet_tensorflow_logging()
         try:
-            with sigterm_stops_like_ctrl_c():
+            with sigterm_stops_like_ctrl_c() if catch_sigterm else contextlib.nullcontext():
                 for check in checks:
                     check()
                 return main(argv)

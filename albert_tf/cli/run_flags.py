@@ -1,13 +1,14 @@
 """Wiring of the shared flags (defined in albert_tf/cli/flag_definitions.py) into library objects.
 
 The strategy, config, tokenizer, optimizer, ``RunConfig`` and ``Trainer`` of a script, and the
-checks that run before any work (output directories writable, ``--init_checkpoint`` present,
-required flags given). Only scripts call these (after absl parsed the command line); library modules
+checks that run before any work (output directories writable and sparing the inputs, the lock of
+``--output_dir`` taken, ``--init_checkpoint`` present, required flags given). Only scripts call these (after absl parsed the command line); library modules
 never read flags.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import uuid
@@ -16,7 +17,9 @@ import tensorflow as tf
 from absl import app, flags
 
 from albert_tf.checkpoints.files import resolve_checkpoint_path
-from albert_tf.files.paths import OutputPathError, absolute_path
+from albert_tf.files import run_lock
+from albert_tf.files.paths import (OutputPathError, absolute_path, check_directory_holds_no_input,
+                                   check_outputs_are_not_inputs, expand_input_patterns)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.saved_model import check_new_directory
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -24,10 +27,16 @@ from albert_tf.training.distribute import create_strategy
 from albert_tf.training.input_pipeline import ParseFn, record_train_dataset_fn
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.task import Task
-from albert_tf.training.trainer import RunConfig, Trainer
+from albert_tf.training.trainer import RunConfig, Trainer, is_chief
 
 # Directories a run writes to, checked by ``check_output_directories`` where a script defines them.
 _WRITTEN_DIRECTORY_FLAGS = ("output_dir", "cached_dir")
+# What a run_* script reads, wherever it defines the flag: files, and comma-separated globs.
+_INPUT_FILE_FLAGS = ("albert_config_file", "spm_model_file", "vocab_file", "train_file",
+                     "predict_file")
+_INPUT_PATTERN_FLAGS = ("input_file", "eval_input_file")
+# The flags whose run evaluates, predicts or exports from the checkpoints of --output_dir.
+_EVALUATION_FLAGS = ("do_eval", "do_predict", "export_dir")
 
 
 @functools.cache
@@ -83,6 +92,77 @@ def check_output_directories() -> None:
         problem = _directory_problem(os.path.dirname(export_dir.rstrip("/")) or ".")
         if problem:
             raise OutputPathError(f"--export_dir: {problem}")
+
+
+def flag_paths(*names: str) -> list[tuple[str, str]]:
+    """``("--<name>", value)`` of each flag among ``names`` that the running command defines and
+    sets, for the path checks of albert_tf/files/paths.py."""
+    return [(f"--{name}", _flag_value(name)) for name in names if _flag_value(name)]
+
+
+def check_outputs_spare_inputs() -> None:
+    """Checks before work of a run_* script: no output replaces or destroys an input.
+
+    - --output_dir, --cached_dir and --export_dir are none of the files read (config, tokenizer,
+      data files and globs);
+    - --export_dir (written whole) is not --output_dir, --cached_dir, --data_dir or
+      --init_checkpoint;
+    - --init_checkpoint is not a checkpoint in --output_dir, where the run writes its checkpoints
+      and 'checkpoint' file, renames its best to model.ckpt-best and deletes the others.
+
+    --output_dir and --cached_dir may be --data_dir (or hold the config and tokenizer): what a run
+    writes there (model.ckpt-*, checkpoint, eval_results.txt, best_trial.txt, the prediction files,
+    feature files named <task>_<split>_<digest>.tf_record, train/ and eval/) replaces no data file.
+    OutputPathError naming both flags and paths otherwise.
+    """
+    inputs = flag_paths(*_INPUT_FILE_FLAGS)
+    for name in _INPUT_PATTERN_FLAGS:
+        if _flag_value(name):
+            inputs += [(f"--{name}", path) for path in expand_input_patterns(_flag_value(name))]
+    check_outputs_are_not_inputs(flag_paths("output_dir", "cached_dir", "export_dir"), inputs)
+    check_outputs_are_not_inputs(
+        flag_paths("export_dir"),
+        flag_paths("output_dir", "cached_dir", "data_dir", "init_checkpoint"))
+    init_checkpoint, output_dir = _flag_value("init_checkpoint"), _flag_value("output_dir")
+    if init_checkpoint and output_dir:
+        try:
+            prefix = resolve_checkpoint_path(init_checkpoint)
+        except FileNotFoundError:
+            return  # reported where the run reads it
+        check_directory_holds_no_input(
+            ("--output_dir", output_dir), [("--init_checkpoint", prefix)],
+            "the run writes its checkpoints there, renames its best to model.ckpt-best and deletes "
+            "the others. To resume the run in it, leave --init_checkpoint out; to start from that "
+            "checkpoint, use another --output_dir")
+
+
+def lock_output_dir() -> None:
+    """Checks before work: takes the locks of --output_dir (albert_tf/files/run_lock.py) for the
+    roles this run plays, released when the process exits (normally, on an error or Ctrl-C).
+
+    Training with --do_train; evaluation with --do_eval, --do_predict or --export_dir (the sweep,
+    predictions and exports read and write the checkpoints of --output_dir). So a separate
+    evaluation job (--nodo_train --do_eval) runs beside a training job, and a second job of either
+    kind is refused (DirectoryInUseError naming the holder). A multi-worker job is one run: its
+    chief takes the locks; the other workers, which write only under <output_dir>/.worker_tmp/,
+    take none and stop when another run holds them.
+    """
+    output_dir = _flag_value("output_dir")
+    if not output_dir:
+        return
+    roles = [run_lock.TRAINING] if _flag_value("do_train") else []
+    if any(_flag_value(name) for name in _EVALUATION_FLAGS):
+        roles.append(run_lock.EVALUATION)
+    cluster = None
+    if _flag_value("strategy") == "multi_worker_mirrored" and not _flag_value("use_tpu"):
+        strategy = strategy_from_flags()
+        cluster = strategy.cluster_resolver.cluster_spec().as_dict()
+        if not is_chief(strategy):
+            for role in roles:
+                run_lock.check_lock_of_cluster(output_dir, role, cluster)
+            return
+    for role in roles:
+        atexit.register(run_lock.acquire(output_dir, role, cluster).release)
 
 
 def _directory_problem(path: str) -> str | None:

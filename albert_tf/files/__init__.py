@@ -7,7 +7,10 @@ project folder. What does not: checkpoints (albert_tf/checkpoints/), SavedModel 
 task's own modules).
 
 - atomic.py: outputs that appear under their name only when complete (temporary name, then rename).
-- paths.py: input glob patterns that skip what is not data; output paths checked before any work.
+- paths.py: input glob patterns that skip what is not data; output paths checked before any work
+  (never an input, never over one another).
+- run_lock.py: one run per output directory (a lock file naming its holder; stale ones taken over).
+- processes.py: whether a process of this machine still runs (for stale locks and temporaries).
 - records.py: TFRecord reading with its checks (empty or short files) and the tracing of a corrupt
   record back to its file.
 """

@@ -19,6 +19,8 @@ from typing import IO, Iterator
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.files.processes import is_running
+
 # Which machine wrote a temporary file: processes of other machines cannot be checked for life.
 _MACHINE_ID = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 _TEMPORARY_NAME = re.compile(
@@ -37,16 +39,6 @@ def _remove(path: str) -> None:
         tf.io.gfile.remove(path)
 
 
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a process of another user
-        return True
-    return True
-
-
 def _remove_stale_temporaries(path: str) -> None:
     """Removes the temporaries of ``path`` left by a killed run of this machine (its process is gone).
 
@@ -59,7 +51,7 @@ def _remove_stale_temporaries(path: str) -> None:
         if match is None or match["target"] != name:
             continue
         temporary = os.path.join(directory, entry.rstrip("/"))
-        if match["machine"] == _MACHINE_ID and not _process_exists(int(match["pid"])):
+        if match["machine"] == _MACHINE_ID and not is_running(int(match["pid"])):
             logging.info("removing %s, left by an earlier run that was killed", temporary)
             _remove(temporary)
         else:

@@ -2,9 +2,19 @@
 
 ``expand_input_patterns`` turns comma-separated patterns into files; a wildcard never matches what
 is not data (hidden files, the temporaries of albert_tf/files/atomic.py, ``*.stats.json``
-summaries). ``check_output_paths`` refuses outputs that would replace an input or another output of
-the same run, or that cannot be written, so a run fails in its first seconds rather than after
-hours. Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
+summaries). The checks of outputs run before any work, so a run fails in its first seconds rather
+than after hours, and never after it destroyed an input:
+
+- ``check_output_paths``: output files that would replace an input or another output of the same
+  run, or cannot be written;
+- ``check_outputs_are_not_inputs``: outputs (files or directories) that are one of the inputs;
+- ``check_directory_holds_no_input``: inputs lying in an output directory whose files the run
+  replaces or deletes (a run's own checkpoint directory);
+- ``check_output_directories_apart``: directories written whole (exports) that are one directory or
+  nested.
+
+Paths are compared as files: relative and absolute spellings, symbolic and hard links of one file or
+directory are the same. Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
 """
 
 from __future__ import annotations
@@ -76,17 +86,23 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
     return files
 
 
-def _file_identity(path: str) -> tuple:
-    """Equal for two spellings of one file: device and inode of an existing local file (through
-    symbolic and hard links), else the resolved absolute path; a URL as it is."""
+def _path_identity(path: str) -> tuple:
+    """Equal for two spellings of one file or directory: device and inode of an existing local path
+    (through symbolic and hard links), else the resolved absolute path; a URL without a trailing
+    '/'."""
     if "://" in path:
-        return ("url", path)
+        return ("url", path.rstrip("/"))
     resolved = os.path.realpath(path)
     try:
         status = os.stat(resolved)
     except OSError:
         return ("path", resolved)
     return ("inode", status.st_dev, status.st_ino)
+
+
+def _parent(path: str) -> str:
+    """The directory holding ``path`` ("/" is its own parent)."""
+    return os.path.dirname(path.rstrip("/") or "/") or "."
 
 
 def _check_writable_location(what: str, path: str) -> None:
@@ -102,30 +118,82 @@ def _check_writable_location(what: str, path: str) -> None:
                               "directory")
 
 
-def check_output_paths(outputs: Sequence[tuple[str, str]],
-                       inputs: Sequence[tuple[str, str]] = ()) -> None:
-    """Refuses, before any work, outputs that would lose data or cannot be written.
+def check_outputs_are_not_inputs(outputs: Sequence[tuple[str, str]],
+                                 inputs: Sequence[tuple[str, str]]) -> None:
+    """Refuses, before any work, an output (a file or a directory) that is one of the inputs.
 
     outputs, inputs: ``(what, path)`` pairs; ``what`` names the path's origin in messages (e.g.
     "--output_file"). Paths are compared as files, so relative and absolute spellings, symbolic and
-    hard links of one file are the same.
+    hard links of one file or directory are the same. Raises OutputPathError naming both.
+    """
+    read = {_path_identity(path): (what, path) for what, path in inputs}
+    for what, path in outputs:
+        if _path_identity(path) in read:
+            input_what, input_path = read[_path_identity(path)]
+            raise OutputPathError(f"{what} {path!r} is also an input ({input_what} "
+                                  f"{input_path!r}): writing it would replace that input; choose "
+                                  "another output path")
+
+
+def check_directory_holds_no_input(directory: tuple[str, str], inputs: Sequence[tuple[str, str]],
+                                   consequence: str) -> None:
+    """Refuses, before any work, an input file that lies in the output directory ``directory``
+    (``(what, path)``, as the inputs), where the run would replace or delete it: OutputPathError
+    naming both, followed by ``consequence`` (what the run does there, what to do instead)."""
+    what, path = directory
+    for input_what, input_path in inputs:
+        if _path_identity(_parent(input_path)) == _path_identity(path):
+            raise OutputPathError(f"{what} {path!r} holds the input {input_what} {input_path!r}: "
+                                  f"{consequence}")
+
+
+def _check_distinct(outputs: Sequence[tuple[str, str]], noun: str) -> None:
+    """Refuses two outputs that are one ``noun`` (the second would replace the first)."""
+    seen: dict[tuple, tuple[str, str]] = {}
+    for what, path in outputs:
+        identity = _path_identity(path)
+        if identity in seen:
+            first_what, first_path = seen[identity]
+            raise OutputPathError(f"{what} {path!r} and {first_what} {first_path!r} are the same "
+                                  f"{noun}: every output of a run must be a different {noun}")
+        seen[identity] = (what, path)
+
+
+def check_output_directories_apart(outputs: Sequence[tuple[str, str]]) -> None:
+    """Refuses, before any work, directory outputs written whole (exports) that are one directory,
+    or one inside another: OutputPathError naming both."""
+    _check_distinct(outputs, "directory")
+    for what, path in outputs:
+        for outer_what, outer_path in outputs:
+            if _is_inside(path, outer_path) and (what, path) != (outer_what, outer_path):
+                raise OutputPathError(f"{what} {path!r} is inside {outer_what} {outer_path!r}: "
+                                      "each is written whole, so neither may hold the other")
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    """Whether ``path`` lies (at any depth) inside ``directory``, both resolved."""
+    target = _path_identity(directory)
+    current = absolute_path(path)
+    while True:
+        parent = _parent(current)
+        if parent == current or ("://" in parent) != ("://" in current):
+            return False
+        if _path_identity(parent) == target:
+            return True
+        current = parent
+
+
+def check_output_paths(outputs: Sequence[tuple[str, str]],
+                       inputs: Sequence[tuple[str, str]] = ()) -> None:
+    """Refuses, before any work, output files that would lose data or cannot be written.
+
+    outputs, inputs: ``(what, path)`` pairs, compared as in ``check_outputs_are_not_inputs``.
 
     Raises OutputPathError when two outputs are one file (the second would replace the first), an
     output is also an input (it would be replaced), an output is an existing directory or its
     directory cannot be created because a file is in the way.
     """
-    read = {_file_identity(path): (what, path) for what, path in inputs}
-    written: dict[tuple, tuple[str, str]] = {}
+    _check_distinct(outputs, "file")
+    check_outputs_are_not_inputs(outputs, inputs)
     for what, path in outputs:
-        identity = _file_identity(path)
-        if identity in written:
-            first_what, first_path = written[identity]
-            raise OutputPathError(f"{what} {path!r} and {first_what} {first_path!r} are the same "
-                                  "file: every output of a run must be a different file")
-        if identity in read:
-            input_what, input_path = read[identity]
-            raise OutputPathError(f"{what} {path!r} is also an input ({input_what} "
-                                  f"{input_path!r}): writing it would replace that input; choose "
-                                  "another output path")
         _check_writable_location(what, path)
-        written[identity] = (what, path)

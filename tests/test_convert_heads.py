@@ -1,0 +1,157 @@
+"""python -m albert_tf.convert_checkpoint carries a fine-tuned head (classifier, SQuAD v1/v2, RACE)
+under the reference's TF1 names, and back: albert_tf -> TF1 -> albert_tf is bit for bit."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints.conversion import (ConversionError, albert_tf_to_tf1, choose_task_model,
+                                              tf1_to_albert_tf)
+from albert_tf.checkpoints.object_format import load_object_checkpoint
+from albert_tf.checkpoints.tf1_names import encoder_variable_map
+from albert_tf.convert_checkpoint import HEAD_NAMES, TASK_HEADS
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.tasks.question_answering.model import AlbertSquadModel
+from tests.shared_setup import REPO_ROOT, subprocess_env
+
+H = 12
+
+
+def small_config():
+    return AlbertConfig.from_dict(dict(
+        vocab_size=30, embedding_size=8, hidden_size=H, num_hidden_layers=2, num_hidden_groups=1,
+        num_attention_heads=3, intermediate_size=16, max_position_embeddings=12,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+
+
+# The reference's head names and shapes, written out from its code (not from albert_tf's maps).
+REFERENCE_HEADS = {
+    "classifier": {"output_weights": (3, H), "output_bias": (3,)},
+    "squad_v1": {"cls/squad/output_weights": (2, H), "cls/squad/output_bias": (2,)},
+    "squad_v2": {"start_logits/dense/kernel": (H, 1), "start_logits/dense/bias": (1,),
+                 "end_logits/dense_0/kernel": (2 * H, H), "end_logits/dense_0/bias": (H,),
+                 "end_logits/LayerNorm/beta": (H,), "end_logits/LayerNorm/gamma": (H,),
+                 "end_logits/dense_1/kernel": (H, 1), "end_logits/dense_1/bias": (1,),
+                 "answer_class/dense_0/kernel": (2 * H, H), "answer_class/dense_0/bias": (H,),
+                 "answer_class/dense_1/kernel": (H, 1)},
+    "race": {"output_weights": (1, H), "output_bias": (1,)},
+}
+MODELS = {"classifier": lambda cfg: AlbertClassifierModel(cfg, 3),
+          "squad_v1": lambda cfg: AlbertSquadModel(cfg),
+          "squad_v2": lambda cfg: AlbertSquadModel(cfg, version_2=True),
+          "race": lambda cfg: AlbertMultipleChoiceModel(cfg)}
+
+
+def fine_tuned(kind, cfg, seed=3):
+    """A task model with every variable random (heads start at zero), as after fine-tuning."""
+    model = MODELS[kind](cfg)
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
+    return model
+
+
+def save(model, directory):
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(directory),
+                                         max_to_keep=None, checkpoint_name="model.ckpt")
+    return manager.save(checkpoint_number=7)
+
+
+@pytest.mark.parametrize("kind", sorted(REFERENCE_HEADS))
+def test_a_fine_tuned_head_goes_to_the_reference_names_and_back_bit_for_bit(tmp_path, kind, capsys):
+    cfg = small_config()
+    original = fine_tuned(kind, cfg)
+    save(original, tmp_path / "run")
+
+    model = choose_task_model(str(tmp_path / "run"), "checkpoint", cfg, TASK_HEADS)
+    assert type(model) is type(original)
+    _, tf1_prefix, count = albert_tf_to_tf1(model, str(tmp_path / "run"), str(tmp_path / "tf1"))
+    stored = tf.train.load_checkpoint(tf1_prefix)
+    shapes = stored.get_variable_to_shape_map()
+    encoder = encoder_variable_map(original.albert)
+    assert set(shapes) == set(encoder) | set(REFERENCE_HEADS[kind]) | {"global_step"}
+    assert count == len(shapes) - 1
+    for name, shape in REFERENCE_HEADS[kind].items():
+        assert tuple(shapes[name]) == shape, name
+    np.testing.assert_array_equal(stored.get_tensor("bert/pooler/dense/kernel"),
+                                  original.albert.pooler.kernel.numpy())
+    assert "Dropped" not in capsys.readouterr().out
+
+    # Back: RACE's [1, H] root head could be a one-output classifier's, so it is named.
+    head = "race" if kind == "race" else None
+    model = choose_task_model(str(tmp_path / "tf1"), "tf1_checkpoint", cfg, TASK_HEADS, head)
+    assert type(model) is type(original)
+    back = tf1_to_albert_tf(model, str(tmp_path / "tf1"), str(tmp_path / "back"))
+    restored = MODELS[kind](cfg)
+    report = load_object_checkpoint(restored, back)
+    assert report.missing == [] and report.unused == []
+    assert len(restored.weights) == len(original.weights)
+    for want, got in zip(original.weights, restored.weights):
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=want.path)
+
+
+def test_a_one_output_root_head_needs_head_to_say_whose_it_is(tmp_path):
+    cfg = small_config()
+    save(fine_tuned("race", cfg), tmp_path / "run")
+    albert_tf_to_tf1(choose_task_model(str(tmp_path / "run"), "checkpoint", cfg, TASK_HEADS),
+                     str(tmp_path / "run"), str(tmp_path / "tf1"))
+    with pytest.raises(ConversionError, match="fits more than one model; give --head=classifier "
+                                              "or --head=race"):
+        choose_task_model(str(tmp_path / "tf1"), "tf1_checkpoint", cfg, TASK_HEADS)
+    regression = choose_task_model(str(tmp_path / "tf1"), "tf1_checkpoint", cfg, TASK_HEADS,
+                                   "classifier")
+    assert isinstance(regression, AlbertClassifierModel) and regression.num_labels == 1
+
+
+def test_a_head_without_reference_name_in_the_chosen_model_is_named_as_dropped(tmp_path, capsys):
+    """A pretraining checkpoint that also holds a classifier head: the pretraining heads win (more
+    variables) and the classifier's are said to be dropped, not silently lost."""
+    cfg = small_config()
+    pretraining, classifier = AlbertPretrainingModel(cfg), fine_tuned("classifier", cfg)
+    pretraining.classifier = classifier.classifier  # a checkpoint of both heads
+    save(pretraining, tmp_path / "both")
+    model = choose_task_model(str(tmp_path / "both"), "checkpoint", cfg, TASK_HEADS)
+    assert isinstance(model, AlbertPretrainingModel)
+    _, prefix, _ = albert_tf_to_tf1(model, str(tmp_path / "both"), str(tmp_path / "tf1"))
+    out = capsys.readouterr().out
+    dropped = [line for line in out.splitlines() if line.startswith("Dropped")]
+    assert dropped and "classifier/output_weights" in dropped[0] and prefix in dropped[0]
+    assert "output_weights" not in tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+
+
+def test_the_command_carries_a_squad_head_both_ways(tmp_path):
+    cfg = small_config()
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(cfg.to_json_string())
+    original = fine_tuned("squad_v2", cfg)
+    save(original, tmp_path / "run")
+
+    def convert(*args):
+        result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
+                                 f"--albert_config_file={config_file}", *args],
+                                capture_output=True, text=True, env=subprocess_env(),
+                                cwd=REPO_ROOT, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    out = convert(f"--checkpoint={tmp_path / 'run'}", f"--output_dir={tmp_path / 'tf1'}")
+    assert "missing from the checkpoint (0)" in out and "Dropped" not in out
+    stored = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt"))
+    assert set(REFERENCE_HEADS["squad_v2"]) <= set(stored.get_variable_to_shape_map())
+    convert(f"--tf1_checkpoint={tmp_path / 'tf1'}", f"--output_dir={tmp_path / 'back'}")
+    restored = MODELS["squad_v2"](cfg)
+    report = load_object_checkpoint(restored, os.path.join(tmp_path, "back", "model.ckpt-0"))
+    assert report.missing == [] and report.unused == []
+    for want, got in zip(original.weights, restored.weights):
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=want.path)
+
+
+def test_the_head_flag_names_every_task_head():
+    assert tuple(head.name for head in TASK_HEADS) == HEAD_NAMES
