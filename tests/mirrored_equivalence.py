@@ -25,8 +25,8 @@ import tensorflow as tf  # noqa: E402
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
 from albert_tf.training.trainer import RunConfig, Trainer, dropout_seed  # noqa: E402
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,  # noqa: E402
-                                tiny_config)
+from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS,  # noqa: E402
+                                REFERENCE_SEQ_LENGTH, tiny_config)
 
 
 def make_trainer(strategy, output_dir, model_config=None, **run_config):
@@ -63,7 +63,7 @@ def replica_dropout_seeds(strategy):
 def resumed_difference(strategy, output_dir, records):
     """Dropout 0.1: 4 steps in one Trainer vs a new Trainer resuming from the first one's checkpoint
     at step 2 (copied alone to a new directory); (number of variables, max-abs difference)."""
-    config = tiny_config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    config = tiny_config(**DROPOUT)
     settings = dict(save_checkpoints_steps=2, iterations_per_loop=2, seed=7)
     full = make_trainer(strategy, output_dir + "/full", config, **settings)
     full.train(train_data(records))

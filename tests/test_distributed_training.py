@@ -11,8 +11,9 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                free_ports, subprocess_env, tiny_config)
+from albert_tf.training.trainer import DROPOUT_SEED_KEY
+from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
+                                REPO_ROOT, free_ports, subprocess_env, tiny_config)
 
 ENV = subprocess_env()
 
@@ -23,9 +24,6 @@ def pretraining_command(config_file, records, output_dir, *extra):
             f"--output_dir={output_dir}", f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
             f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}",
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
-
-
-DROPOUT = {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
 
 
 def write_config(tmp_path, **overrides):
@@ -79,7 +77,7 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_reco
     assert "step 6/6" not in outputs[1][0]
     chief_prefix = str(output_dir / "model.ckpt-6")
     worker_prefix = tf.train.latest_checkpoint(str(output_dir / ".worker_tmp" / "1"))
-    seeds = [tf.train.load_checkpoint(prefix).get_tensor("dropout_seed/.ATTRIBUTES/VARIABLE_VALUE")
+    seeds = [tf.train.load_checkpoint(prefix).get_tensor(DROPOUT_SEED_KEY)
              for prefix in (chief_prefix, worker_prefix)]
     assert seeds[0] == seeds[1]
     chief, worker = model_weights(chief_prefix), model_weights(worker_prefix)

@@ -58,7 +58,7 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 
 # Where a Trainer checkpoint saves the run's dropout seed (the edge ``dropout_seed`` of its root).
-_DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
+DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -202,7 +202,7 @@ class Trainer:
             require_same_model(self.model, latest, config_file)
             require_same_optimizer(self.optimizer, latest)
             root, note = self.checkpoint, ""
-            if not tf.train.load_checkpoint(latest).has_tensor(_DROPOUT_SEED_KEY):
+            if not tf.train.load_checkpoint(latest).has_tensor(DROPOUT_SEED_KEY):
                 root = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
                 note = (" It holds no dropout seed (an older albert_tf wrote it): dropout goes on "
                         "with this run's seed, so with dropout on the weights will differ from an "
