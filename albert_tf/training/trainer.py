@@ -9,10 +9,10 @@ any tf.distribute strategy:
 - the loss of every replica is normalised by *global* totals (all-reduced, ``replica_sum``), so the
   summed gradient equals the single-device gradient of the same global batch, and the optimizer
   (which sums over replicas and then clips) reproduces the reference's single-device update;
-- checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
-  ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
-  step it reached so the data order is that of an uninterrupted run; dropout masks are stateless,
-  a function of the run's dropout seed (saved in the checkpoints), the step, the replica and the
+- checkpoints (model, optimizer, step, dropout seed) every ``save_checkpoints_steps`` in
+  ``output_dir`` as ``model.ckpt-<step>``; a run restarts from the latest one, replaying the
+  (seeded) input up to the step it reached so the data order is that of an uninterrupted run;
+  dropout masks are stateless, a function of the run's dropout seed, the step, the replica and the
   micro-batch (``dropout_seed``), so a resumed run ends with the same weights, bit for bit, as an
   uninterrupted one;
 - a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
