@@ -1,12 +1,18 @@
-"""Run as a subprocess by test_distributed_training: one device vs MirroredStrategy on 2 logical CPUs.
+"""Run as a subprocess by test_distributed_training: one device vs MirroredStrategy on 2 logical CPUs,
+and a mirrored run with dropout resumed from its checkpoint vs the same run uninterrupted.
 
 Usage: python -m tests.mirrored_equivalence <output_dir> <pretraining records (S 128, M 20)>
 
 Logical devices must be configured before TensorFlow initialises, hence a separate process. Prints
-one JSON line: per-step losses and the max-abs weight difference after training.
+one JSON line: per-step losses and the max-abs weight difference after training (one device vs
+mirrored), the two replicas' dropout seeds of one step, and the max-abs difference of every variable
+between the resumed and the uninterrupted mirrored run with dropout.
 """
 
+import glob
 import json
+import os
+import shutil
 import sys
 
 from albert_tf.training import distribute
@@ -18,24 +24,58 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
-from albert_tf.training.trainer import RunConfig, Trainer  # noqa: E402
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,  # noqa: E402
-                                tiny_config)
+from albert_tf.training.trainer import RunConfig, Trainer, dropout_seed  # noqa: E402
+from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS,  # noqa: E402
+                                REFERENCE_SEQ_LENGTH, tiny_config)
+
+
+def make_trainer(strategy, output_dir, model_config=None, **run_config):
+    config = RunConfig(output_dir=output_dir, **{
+        "train_batch_size": 8, "num_train_steps": 4, "save_checkpoints_steps": 4,
+        "iterations_per_loop": 1, **run_config})
+    return Trainer(strategy, PretrainingTask(model_config or tiny_config()),
+                   lambda: optimization.create_optimizer("lamb", 5e-3, 4, 1), config,
+                   log=lambda message: None)
+
+
+def train_data(records):
+    return pretraining_dataset_fn([records], REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS, True)
 
 
 def run(strategy, output_dir, records, initial):
-    config = RunConfig(output_dir=output_dir, train_batch_size=8, num_train_steps=4,
-                       save_checkpoints_steps=4, iterations_per_loop=1)
-    trainer = Trainer(strategy, PretrainingTask(tiny_config()),
-                      lambda: optimization.create_optimizer("lamb", 5e-3, 4, 1), config,
-                      log=lambda message: None)
+    trainer = make_trainer(strategy, output_dir)
     if initial is not None:
         for variable, value in zip(trainer.model.trainable_variables, initial):
             variable.assign(value)
     weights = [v.numpy() for v in trainer.model.trainable_variables]
-    trainer.train(pretraining_dataset_fn([records], REFERENCE_SEQ_LENGTH,
-                                         REFERENCE_MAX_PREDICTIONS, True))
+    trainer.train(train_data(records))
     return trainer, weights
+
+
+def replica_dropout_seeds(strategy):
+    """The dropout seeds (int32 [2] as lists) each replica derives for step 0, micro-batch 0."""
+    seeds = strategy.run(lambda: dropout_seed(
+        tf.constant(7, tf.int64), tf.constant(0, tf.int64),
+        tf.distribute.get_replica_context().replica_id_in_sync_group, 0))
+    return [seed.numpy().tolist() for seed in strategy.experimental_local_results(seeds)]
+
+
+def resumed_difference(strategy, output_dir, records):
+    """Dropout 0.1: 4 steps in one Trainer vs a new Trainer resuming from the first one's checkpoint
+    at step 2 (copied alone to a new directory); (number of variables, max-abs difference)."""
+    config = tiny_config(**DROPOUT)
+    settings = dict(save_checkpoints_steps=2, iterations_per_loop=2, seed=7)
+    full = make_trainer(strategy, output_dir + "/full", config, **settings)
+    full.train(train_data(records))
+    os.makedirs(output_dir + "/resumed")
+    for path in glob.glob(output_dir + "/full/model.ckpt-2.*"):
+        shutil.copy(path, output_dir + "/resumed")
+    resumed = make_trainer(strategy, output_dir + "/resumed", config, **settings)
+    assert resumed.initialize().startswith("Resumed from") and resumed.global_step == 2
+    resumed.train(train_data(records))
+    pairs = list(zip(full.model.weights + full.optimizer.variables,
+                     resumed.model.weights + resumed.optimizer.variables))
+    return len(pairs), max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in pairs)
 
 
 def main(output_dir, records):
@@ -45,11 +85,15 @@ def main(output_dir, records):
     weight_diff = max(float(np.max(np.abs(a.numpy() - b.numpy())))
                       for a, b in zip(single.model.trainable_variables,
                                       mirrored.model.trainable_variables))
+    resumed_variables, resumed_diff = resumed_difference(mirrored_strategy, output_dir, records)
     print(json.dumps({
         "replicas": mirrored_strategy.num_replicas_in_sync,
         "one_device": [h["loss"] for h in single.history],
         "mirrored": [h["loss"] for h in mirrored.history],
         "weight_max_abs_diff": weight_diff,
+        "replica_dropout_seeds": replica_dropout_seeds(mirrored_strategy),
+        "resumed_variables": resumed_variables,
+        "resumed_max_abs_diff": resumed_diff,
         "devices": [d.name for d in tf.config.list_logical_devices("CPU")],
     }))
 

@@ -42,6 +42,10 @@ REFERENCE_SEQ_LENGTH = 128
 REFERENCE_MAX_PREDICTIONS = 20
 
 
+# tiny_config overrides that turn dropout on, at the rate of the reference's v1 configs.
+DROPOUT = {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+
+
 def tiny_config(**overrides) -> AlbertConfig:
     """A 2-layer ALBERT (E 16, H 32, 2 heads, FFN 64) over en8k's vocabulary, without dropout.
 

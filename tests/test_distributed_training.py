@@ -1,4 +1,5 @@
-"""run_pretraining across processes: mirrored == one device, multi-worker, kill and resume.
+"""run_pretraining across processes: mirrored == one device (and resumes exactly with dropout),
+multi-worker, kill and resume.
 
 The records are made from the bundled corpus (the pretraining_records fixture of tests/conftest.py)."""
 
@@ -10,8 +11,9 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                free_ports, subprocess_env, tiny_config)
+from albert_tf.training.trainer import DROPOUT_SEED_KEY
+from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
+                                REPO_ROOT, free_ports, subprocess_env, tiny_config)
 
 ENV = subprocess_env()
 
@@ -24,9 +26,9 @@ def pretraining_command(config_file, records, output_dir, *extra):
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
 
 
-def write_config(tmp_path):
+def write_config(tmp_path, **overrides):
     path = tmp_path / "albert_config.json"
-    path.write_text(tiny_config().to_json_string())
+    path.write_text(tiny_config(**overrides).to_json_string())
     return path
 
 
@@ -47,10 +49,15 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_r
     assert len(report["one_device"]) == len(report["mirrored"]) == 4
     np.testing.assert_allclose(report["mirrored"], report["one_device"], rtol=1e-5)
     assert report["weight_max_abs_diff"] < 1e-5
+    # With dropout: the replicas draw other masks, and a resume gives the same weights bit for bit.
+    first, second = report["replica_dropout_seeds"]
+    assert first != second
+    assert report["resumed_variables"] > 20 and report["resumed_max_abs_diff"] == 0.0
 
 
 def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_records):
-    config_file = write_config(tmp_path)
+    # Dropout on, no --seed: the chief's random dropout seed is the one every worker uses.
+    config_file = write_config(tmp_path, **DROPOUT)
     cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
     output_dir = tmp_path / "out"
     processes = []
@@ -68,15 +75,19 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_reco
         assert process.returncode == 0, err[-3000:]
     assert "step 6/6" in outputs[0][0]  # the chief reports progress; the other worker is silent
     assert "step 6/6" not in outputs[1][0]
-    chief = model_weights(str(output_dir / "model.ckpt-6"))
-    worker = model_weights(tf.train.latest_checkpoint(str(output_dir / ".worker_tmp" / "1")))
+    chief_prefix = str(output_dir / "model.ckpt-6")
+    worker_prefix = tf.train.latest_checkpoint(str(output_dir / ".worker_tmp" / "1"))
+    seeds = [tf.train.load_checkpoint(prefix).get_tensor(DROPOUT_SEED_KEY)
+             for prefix in (chief_prefix, worker_prefix)]
+    assert seeds[0] == seeds[1]
+    chief, worker = model_weights(chief_prefix), model_weights(worker_prefix)
     assert chief.keys() == worker.keys() and len(chief) > 10
     for name in chief:
         np.testing.assert_array_equal(chief[name], worker[name])
 
 
 def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
-    config_file = write_config(tmp_path)
+    config_file = write_config(tmp_path, **DROPOUT)
 
     def command(output_dir, *extra):
         return pretraining_command(config_file, pretraining_records, output_dir, *extra)
@@ -109,7 +120,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     got = model_weights(str(interrupted_dir / "model.ckpt-40"))
     assert want.keys() == got.keys()
     for name in want:
-        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-6, err_msg=name)
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
     # An eval job beside training (--nodo_train --do_eval): sweeps every checkpoint, keeps the best.
     eval_flags = ["--nodo_train", "--do_eval", "--eval_batch_size=8", "--max_eval_steps=2"]

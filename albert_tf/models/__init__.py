@@ -7,7 +7,8 @@ albert_tf/tasks/question_answering/heads.py), checkpoint loading (albert_tf/chec
 (albert_tf/training/).
 
 - config.py: ``AlbertConfig``, the reference's JSON configuration and its semantics.
-- layers.py: Keras 3 building blocks (Dense, LayerNorm, GELU, dropout, initializers).
+- layers.py: Keras 3 building blocks (Dense, LayerNorm, GELU, dropout and its seed scope,
+  initializers).
 - encoder.py: ``AlbertModel``: embeddings, the shared transformer, the pooler; ``INPUT_NAMES``.
 - heads.py: the heads several tasks use: ``MaskedLMHead``, ``ClassifierHead``, ``gather_positions``.
 - task_model.py: ``AlbertTaskModel``, the contract of every "encoder + head" model.

@@ -9,8 +9,10 @@ before any forward pass. Layer and weight names are chosen so that ``variable.pa
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Callable
+import threading
+from typing import Callable, Iterator
 
 import keras
 import tensorflow as tf
@@ -41,15 +43,55 @@ def get_activation(name: str | None) -> Callable[[tf.Tensor], tf.Tensor]:
     return _ACTIVATIONS[key]
 
 
-def dropout(x: tf.Tensor, rate: float, training: bool | None) -> tf.Tensor:
-    """Inverted dropout, active only when ``training`` is true and ``rate`` > 0.
+class _DropoutSeedState(threading.local):
+    """The seed scope of the forward pass being traced in this thread (MirroredStrategy traces each
+    replica in its own thread): its seed and how many dropout calls it has seeded so far."""
 
-    Uses TF's stateful RNG instead of keras.layers.Dropout so that no seed-state variables enter the
-    model (they would show up in checkpoints and need syncing across replicas).
+    seed: tf.Tensor | None = None
+    calls: int = 0
+
+
+_seed_state = _DropoutSeedState()
+
+
+@contextlib.contextmanager
+def dropout_seed_scope(seed: tf.Tensor) -> Iterator[None]:
+    """Within the block, ``dropout`` draws its masks from ``seed`` (int32 [2]) statelessly.
+
+    The n-th dropout call traced in the block (trace order, which the model's code fixes: the
+    embeddings, then per layer the attention probabilities, attention output and FFN output, then
+    the head) gets the seed ``stateless_fold_in(seed, n)``. The masks are thus a function of
+    ``seed`` alone, whatever the process traced before, so a training step that derives ``seed``
+    from the run's seed, the step, the replica and the micro-batch draws the same masks in an
+    interrupted and resumed run as in an uninterrupted one. The Trainer opens this scope around
+    every training forward pass.
+    """
+    if seed.dtype != tf.int32 or seed.shape != (2,):
+        raise ValueError(f"The dropout seed must be an int32 [2] tensor, got {seed!r}.")
+    previous = (_seed_state.seed, _seed_state.calls)
+    _seed_state.seed, _seed_state.calls = seed, 0
+    try:
+        yield
+    finally:
+        _seed_state.seed, _seed_state.calls = previous
+
+
+def dropout(x: tf.Tensor, rate: float, training: bool | None) -> tf.Tensor:
+    """Inverted dropout, active only when ``training`` is true and ``rate`` > 0: each element is
+    kept with probability 1 - ``rate`` and scaled by 1 / (1 - ``rate``), as ``tf.nn.dropout``.
+
+    Inside ``dropout_seed_scope`` the mask is stateless (``tf.nn.experimental.stateless_dropout``,
+    seeded by the scope); outside it (a model called with ``training=True`` directly) it comes from
+    TF's stateful RNG. Neither puts seed-state variables into the model, unlike
+    keras.layers.Dropout (they would show up in its checkpoints and need syncing across replicas).
     """
     if not training or rate <= 0.0:
         return x
-    return tf.nn.dropout(x, rate=rate)
+    if _seed_state.seed is None:
+        return tf.nn.dropout(x, rate=rate)
+    seed = tf.random.experimental.stateless_fold_in(_seed_state.seed, _seed_state.calls)
+    _seed_state.calls += 1
+    return tf.nn.experimental.stateless_dropout(x, rate=rate, seed=seed)
 
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:

@@ -9,9 +9,12 @@ any tf.distribute strategy:
 - the loss of every replica is normalised by *global* totals (all-reduced, ``replica_sum``), so the
   summed gradient equals the single-device gradient of the same global batch, and the optimizer
   (which sums over replicas and then clips) reproduces the reference's single-device update;
-- checkpoints (model, optimizer, step) every ``save_checkpoints_steps`` in ``output_dir`` as
-  ``model.ckpt-<step>``; a run restarts from the latest one, replaying the (seeded) input up to the
-  step it reached so the data order is that of an uninterrupted run;
+- checkpoints (model, optimizer, step, dropout seed) every ``save_checkpoints_steps`` in
+  ``output_dir`` as ``model.ckpt-<step>``; a run restarts from the latest one, replaying the
+  (seeded) input up to the step it reached so the data order is that of an uninterrupted run;
+  dropout masks are stateless, a function of the run's dropout seed, the step, the replica and the
+  micro-batch (``dropout_seed``), so a resumed run ends with the same weights, bit for bit, as an
+  uninterrupted one;
 - a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
   last good checkpoint stays the latest;
 - ``evaluate_checkpoint``: restore one checkpoint, predict every ``EvalSet``, reduce to metrics
@@ -28,6 +31,7 @@ import dataclasses
 import functools
 import math
 import os
+import secrets
 import time
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -39,6 +43,7 @@ from tensorflow.core.framework import summary_pb2
 from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
 from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.models.layers import dropout_seed_scope
 from albert_tf.training.input_pipeline import DatasetFn
 from albert_tf.training.task import EvalSet, Features, Task
 
@@ -50,6 +55,10 @@ DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16":
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
     data_class=summary_pb2.DATA_CLASS_SCALAR)
+
+
+# Where a Trainer checkpoint saves the run's dropout seed (the edge ``dropout_seed`` of its root).
+DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -70,7 +79,7 @@ class RunConfig:
     use_xla: bool = False
     dtype: str = "float32"
     replay_input_on_resume: bool = True
-    seed: int | None = None  # model initialisation and dropout; None: random
+    seed: int | None = None  # model initialisation and dropout; None: random (see Trainer)
 
     def __post_init__(self):
         if self.dtype not in DTYPE_POLICIES:
@@ -115,13 +124,28 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
+def dropout_seed(run_seed: tf.Tensor, step: tf.Tensor, replica: tf.Tensor,
+                 micro_batch: int) -> tf.Tensor:
+    """int32 [2]: the seed of the dropout masks of one forward pass in training, a function of the
+    run's dropout seed, the global step (before its update), the replica's id in the sync group and
+    the micro-batch index of gradient accumulation, so that every step, replica and micro-batch
+    draws other masks and a resumed run draws the masks of an uninterrupted one."""
+    seed = tf.stack([tf.cast(run_seed, tf.int32), tf.cast(step, tf.int32)])
+    seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(replica, tf.int32))
+    return tf.random.experimental.stateless_fold_in(seed, micro_batch)
+
+
 def format_duration(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 class Trainer:
-    """Runs a Task under a strategy: ``initialize``, ``train``, ``evaluate``, ``predict``."""
+    """Runs a Task under a strategy: ``initialize``, ``train``, ``evaluate``, ``predict``.
+
+    The run's dropout seed is ``config.seed`` (modulo 2**31), or drawn at random when it is None; it
+    is saved in the checkpoints, so a resumed run keeps the seed of the run it continues.
+    """
 
     def __init__(self, strategy: tf.distribute.Strategy, task: Task,
                  optimizer_fn: Callable[[], keras.optimizers.Optimizer], config: RunConfig,
@@ -142,7 +166,11 @@ class Trainer:
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             self.optimizer = optimizer
             self.optimizer.build(self.model.trainable_variables)
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+            run_seed = secrets.randbelow(2**31) if config.seed is None else config.seed % 2**31
+            self.dropout_seed = tf.Variable(run_seed, dtype=tf.int64, trainable=False,
+                                            name="dropout_seed")
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                              dropout_seed=self.dropout_seed)
         checkpoint_dir = config.output_dir if self.chief else os.path.join(
             config.output_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
         self.manager = tf.train.CheckpointManager(
@@ -173,9 +201,15 @@ class Trainer:
         if latest is not None:
             require_same_model(self.model, latest, config_file)
             require_same_optimizer(self.optimizer, latest)
+            root, note = self.checkpoint, ""
+            if not tf.train.load_checkpoint(latest).has_tensor(DROPOUT_SEED_KEY):
+                root = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+                note = (" It holds no dropout seed (an older albert_tf wrote it): dropout goes on "
+                        "with this run's seed, so with dropout on the weights will differ from an "
+                        "uninterrupted run's.")
             # expect_partial: the save counter is not restored (checkpoints are numbered by step).
-            self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
-            message = f"Resumed from {latest} at step {self.global_step}."
+            root.read(latest).assert_existing_objects_matched().expect_partial()
+            message = f"Resumed from {latest} at step {self.global_step}.{note}"
             if init_checkpoint:
                 message += " (--init_checkpoint is used only when output_dir has no checkpoint.)"
         elif init_checkpoint:
@@ -223,12 +257,15 @@ class Trainer:
     def _replica_train_step(self, batches: tuple[Features, ...]) -> dict[str, tf.Tensor]:
         """Runs on each replica: accumulate gradients over the micro-batches, apply once."""
         variables = self.model.trainable_variables
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        step = tf.convert_to_tensor(self.optimizer.iterations)
         accumulated, logs_total = None, {}
-        for features in batches:
+        for micro_batch, features in enumerate(batches):
             dependencies = [] if accumulated is None else [g for g in accumulated if g is not None]
             with tf.control_dependencies(dependencies):
                 normalizers = replica_sum(self.task.loss_normalizers(features))
-                grads, logs = self._compute_gradients(features, normalizers)
+                seed = dropout_seed(self.dropout_seed, step, replica, micro_batch)
+                grads, logs = self._compute_gradients(features, normalizers, seed)
             if accumulated is None:
                 accumulated = grads
             else:
@@ -245,8 +282,10 @@ class Trainer:
                                         if g is not None])
         return logs_total
 
-    def _gradients(self, features: Features, normalizers: Mapping[str, tf.Tensor]):
-        with tf.GradientTape() as tape:
+    def _gradients(self, features: Features, normalizers: Mapping[str, tf.Tensor],
+                   seed: tf.Tensor):
+        """Gradients and logs of one micro-batch, dropout masks drawn from ``seed`` (int32 [2])."""
+        with tf.GradientTape() as tape, dropout_seed_scope(seed):
             loss, logs = self.task.train_loss(self.model, features, normalizers)
             scaled = (self.optimizer.scale_loss(loss)
                       if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer) else loss)
