@@ -25,7 +25,7 @@ class LoadReport:
     loaded: dict[str, str]  # model name -> checkpoint name it was read from
     missing: list[str]  # model variables the checkpoint lacks (left as they were)
     unused: list[str]  # checkpoint variables no model variable took
-    ignored: int  # optimizer slots and global_step skipped
+    ignored: int  # training state skipped: optimizer slots, global_step, the dropout seed
     kind: str = "reference"  # the checkpoint's format: "reference" (TF1 names) or "albert_tf"
 
     def missing_encoder(self) -> list[str]:
@@ -48,7 +48,8 @@ class LoadReport:
     def format(self) -> str:
         """A human-readable summary, printed by the scripts; missing heads get a WARNING line."""
         lines = [f"Loaded {len(self.loaded)} variable(s) from {self.kind} checkpoint "
-                 f"{self.checkpoint} ({self.ignored} optimizer slot(s)/global_step ignored)."]
+                 f"{self.checkpoint} ({self.ignored} training-state value(s) ignored: optimizer "
+                 "slots, step, dropout seed)."]
         grown = {k: v for k, v in self.loaded.items() if k != v}
         if grown:
             lines.append(f"  {len(grown)} variable(s) initialised from another group "

@@ -189,8 +189,9 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                                 "many micro-batches and sum their gradients before one "
                                                 "update (train_batch_size stays the global batch)."),
         "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
-        "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout (Python, "
-                         "NumPy, TF); unset = random, as the reference."),
+        "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout "
+                         "(Python, NumPy, TF); unset = random, as the reference. The dropout seed "
+                         "is saved in the checkpoints: a resumed run keeps its own."),
         "replay_input_on_resume": FlagSpec(_B, True, "[albert_tf] On restart, skip the batches the run "
                                            "already consumed so the data order equals an "
                                            "uninterrupted run (costs one read of the consumed "

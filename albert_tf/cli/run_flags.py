@@ -2,8 +2,8 @@
 
 The strategy, config, tokenizer, optimizer, ``RunConfig`` and ``Trainer`` of a script, and the
 checks that run before any work (output directories writable and sparing the inputs, the lock of
-``--output_dir`` taken, ``--init_checkpoint`` present, required flags given). Only scripts call these (after absl parsed the command line); library modules
-never read flags.
+``--output_dir`` taken, ``--init_checkpoint`` present, required flags given). Only scripts call
+these (after absl parsed the command line); library modules never read flags.
 """
 
 from __future__ import annotations

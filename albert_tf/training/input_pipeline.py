@@ -10,8 +10,8 @@ Records are batched before parsing so that a resumed run skips the batches it al
 without parsing them. Every dataset shards by element across workers (``with_data_sharding``).
 
 Record files are checked when a pipeline is built: a file with no record (which a repeated dataset
-would search forever) is a ``RecordFileError`` naming the file. The record reading, those checks and the tracing of a corrupt
-record to its file are albert_tf/files/records.py. Pretraining builds its own pipeline over many
+would search forever) is a ``RecordFileError`` naming the file. The record reading, those checks
+and the tracing of a corrupt record to its file are albert_tf/files/records.py. Pretraining builds its own pipeline over many
 files (albert_tf/tasks/pretraining/task.py).
 """
 
