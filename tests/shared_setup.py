@@ -15,6 +15,7 @@ import copy
 import glob
 import json
 import os
+import signal
 import socket
 import time
 from typing import Callable, TypeVar
@@ -101,6 +102,13 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     env.pop("TF_CONFIG", None)
     env.update(overrides)
     return env
+
+
+def ctrl_c_enabled() -> None:
+    """A ``preexec_fn`` for a child process that a test stops with Ctrl-C's SIGINT: restores its
+    default action. A child of a shell's background job (``cmd &``, as CI may run the tests)
+    inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_ports(count: int) -> list[int]:

@@ -19,7 +19,8 @@ from absl.testing import flagsaver
 from data_prep import create_pretraining_data
 from data_prep.pretraining.chunks import ChunkProcessor
 from tests import spm_fixtures
-from tests.shared_setup import REPO_ROOT, child_pids, is_alive, subprocess_env, wait_for
+from tests.shared_setup import (REPO_ROOT, child_pids, ctrl_c_enabled, is_alive, subprocess_env,
+                                wait_for)
 from tests.test_create_pretraining_data import bundled_documents, write_corpus
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -137,7 +138,7 @@ def running_generator(tmp_path):
              "--max_seq_length=128",
              "--dupe_factor=40", "--chunk_documents=50", "--num_workers=2"],
             cwd=REPO_ROOT, env=subprocess_env(), stderr=stderr, stdout=subprocess.DEVNULL,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=ctrl_c_enabled)
     workers = []
     try:
         workers = wait_for(lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid),

@@ -16,7 +16,7 @@ import pytest
 from albert_tf.files import run_lock
 from albert_tf.files.processes import process_start_time
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                subprocess_env, tiny_config)
+                                ctrl_c_enabled, subprocess_env, tiny_config)
 
 HOST = socket.gethostname()
 
@@ -233,7 +233,7 @@ def test_ctrl_c_releases_the_lock_and_a_killed_runs_lock_does_not_stop_the_resum
     lock_path = run_lock.lock_path(str(output_dir), run_lock.TRAINING)
     process = subprocess.Popen([*command, "--num_train_steps=1000"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, env=subprocess_env(),
-                               cwd=REPO_ROOT)
+                               cwd=REPO_ROOT, preexec_fn=ctrl_c_enabled)
     for line in process.stdout:
         if line.startswith("Saved checkpoint"):
             assert json.load(open(lock_path))["pid"] == process.pid

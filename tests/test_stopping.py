@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids, is_alive,
-                                subprocess_env, tiny_config, wait_for,
+from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids,
+                                ctrl_c_enabled, is_alive, subprocess_env, tiny_config, wait_for,
                                 write_repeated_squad)
 
 SQUAD_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
@@ -41,7 +41,7 @@ def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
          f"--output_file={output_dir / 'features.tfrecord'}", f"--spm_model_file={EN8K_MODEL}",
          "--num_workers=2"],
         cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True)
+        text=True, start_new_session=True, preexec_fn=ctrl_c_enabled)
     workers = []
     try:
         workers = wait_for(lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid),
@@ -75,7 +75,7 @@ def test_a_stopped_training_run_keeps_its_checkpoints(tmp_path, how):
          "--train_step=100000", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
          "--train_batch_size=2"],
         cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True)
+        text=True, start_new_session=True, preexec_fn=ctrl_c_enabled)
     try:
         wait_for(lambda: (output_dir / "model.ckpt-2.index").exists(), 300, "the first checkpoint")
         returncode, stderr = stop(process, how)
