@@ -316,6 +316,7 @@ def test_training_answers_not_found_at_answer_start_skip_their_question():
     assert len(evaluation.examples) == 5 and evaluation.skipped_qas_ids == []
 
 
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("is_training", [False, True])
 def test_a_repeated_question_id_is_refused_naming_both_places(is_training):
     dataset = load_json(V1_SAMPLE)
