@@ -19,8 +19,8 @@ conversion itself used), the features written and the seconds taken. Figures onl
 so that the same script measures an older commit checked out elsewhere, e.g.
 
     git worktree add /tmp/albert_old 01baf43
-    .venv/bin/python benchmarks/squad_feature_memory.py --repo_root=/tmp/albert_old
-    .venv/bin/python benchmarks/squad_feature_memory.py
+    .venv/bin/python benchmarks/bench_squad_feature_memory.py --repo_root=/tmp/albert_old
+    .venv/bin/python benchmarks/bench_squad_feature_memory.py
 """
 
 from __future__ import annotations
