@@ -20,6 +20,7 @@ Commands at the top (``python -m albert_tf.<command>``), flags and wiring only:
 - convert_checkpoint.py: reference TF1 checkpoint <-> albert_tf checkpoint.
 - export_hub.py: the hub-style encoder SavedModel of a pretrained model, and its preprocessing model.
 - model_report.py: the parameter report of a config and a training-memory estimate.
+- run_seeds.py: one fine-tuning recipe run with several seeds; each seed's best and the median.
 
 The training scripts (run_pretraining.py, run_classifier.py, run_squad.py, run_race.py) are at the
 repository root; the data preparation is the package data_prep.

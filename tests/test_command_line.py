@@ -23,6 +23,7 @@ COMMANDS = {
     "run_race": (["run_race.py"], "num_keep_checkpoint", "max_qa_length"),
     "export_hub": (["-m", "albert_tf.export_hub"], "export_path", "spm_model_file"),
     "model_report": (["-m", "albert_tf.model_report"], "batch_size", "dtype"),
+    "run_seeds": (["-m", "albert_tf.run_seeds"], "seeds", "output_dir"),
     "convert_checkpoint": (["-m", "albert_tf.convert_checkpoint"], "tf1_checkpoint",
                            "init_from_group0"),
     "create_pretraining_data": (["-m", "data_prep.create_pretraining_data"], "dupe_factor",

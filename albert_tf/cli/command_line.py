@@ -57,16 +57,18 @@ def exit_with_message(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def parse_flags(argv: Sequence[str]) -> list[str]:
-    """absl's parsing of ``argv``: every flag must be known and every argument a flag (a stray word,
-    e.g. a value after a space instead of ``=``, is refused); a mistake is one line and exit 1.
+def parse_flags(argv: Sequence[str], positional_arguments: bool = False) -> list[str]:
+    """absl's parsing of ``argv``: every flag must be known and, unless ``positional_arguments``,
+    every argument a flag (a stray word, e.g. a value after a space instead of ``=``, is refused);
+    a mistake is one line and exit 1.
 
-    Returns ``[argv[0]]``, what ``main`` receives."""
+    Returns ``argv[0]`` and the arguments that are not flags (those after ``--`` included), what
+    ``main`` receives."""
     try:
         remaining = flags.FLAGS(list(argv))
     except flags.Error as error:
         exit_with_message(f"{flag_error_message(error)} (--help lists the flags)")
-    if len(remaining) > 1:
+    if len(remaining) > 1 and not positional_arguments:
         exit_with_message(f"unexpected argument(s) {' '.join(remaining[1:])!r}: every setting is a "
                           "--flag=value")
     return remaining

@@ -8,6 +8,8 @@ albert_tf/tasks/question_answering/metrics.py, each task's ``reduce``), the eval
 (albert_tf/training/trainer.py), checkpoint file handling (albert_tf/checkpoints/files.py).
 
 - checkpoint_sweep.py: evaluate every saved checkpoint, keep the best as ``model.ckpt-best``.
-- best_checkpoint.py: the sweep with its report; finding and restoring the best checkpoint.
+- best_checkpoint.py: the sweep with its report (and ``best_results.json``); finding and restoring
+  the best checkpoint.
+- seed_results.py: the best results of one recipe's seeds and their median (``seed_results.json``).
 - metrics.py: weighted accuracy, F1, MCC, Pearson, Spearman, MSE with the reference's 0-not-NaN cases.
 """

@@ -1,0 +1,97 @@
+"""run_seeds: one recipe with several seeds, each seed's best dev results and their median, checked
+against the runs' own eval_results.txt; the library's summary on hand-written results."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.evaluation.seed_results import seed_directory, summarize_seeds
+from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
+from tests.test_run_classifier import blocks_of, glue_sample, write_config
+
+
+def write_best_results(directory, key, metrics, step=4):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "best_results.json"), "w", encoding="utf-8") as handle:
+        json.dump({"selection_metric": key, "best_step": step, "metrics": metrics}, handle)
+
+
+def test_the_median_is_taken_per_metric_over_the_seeds(tmp_path):
+    for seed, accuracy, loss in ((1, 0.5, 0.9), (2, 0.7, 0.8), (3, 0.6, 0.7)):
+        write_best_results(seed_directory(str(tmp_path), seed), "eval_accuracy",
+                           {"eval_accuracy": accuracy, "eval_loss": loss})
+    write_best_results(seed_directory(str(tmp_path), 4), "eval_accuracy", {"eval_accuracy": 0.9})
+    summary = summarize_seeds(str(tmp_path), [1, 2, 3])
+    assert summary["selection_metric"] == "eval_accuracy"
+    assert summary["median"] == {"eval_accuracy": 0.6, "eval_loss": 0.8}
+    assert sorted(summary["seeds"]) == ["1", "2", "3"]
+    # A metric that one seed lacks (a resumed sweep keeps only the key) has no median.
+    assert summarize_seeds(str(tmp_path), [1, 4])["median"] == {"eval_accuracy": 0.7}
+
+
+def test_missing_or_mixed_runs_are_errors(tmp_path):
+    write_best_results(seed_directory(str(tmp_path), 1), "eval_accuracy", {"eval_accuracy": 0.5})
+    with pytest.raises(FileNotFoundError, match="seed_2/best_results.json does not exist"):
+        summarize_seeds(str(tmp_path), [1, 2])
+    write_best_results(seed_directory(str(tmp_path), 2), "f1", {"f1": 50.0})
+    with pytest.raises(ValueError, match=r"different metrics \(\['eval_accuracy', 'f1'\]\)"):
+        summarize_seeds(str(tmp_path), [1, 2])
+
+
+def run_seeds(*args):
+    return subprocess.run([sys.executable, "-m", "albert_tf.run_seeds", *args], cwd=REPO_ROOT,
+                          env=subprocess_env(), capture_output=True, text=True, timeout=900)
+
+
+def rte_recipe(tmp_path):
+    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=24)
+    return ["run_classifier.py", "--task_name=RTE", f"--data_dir={data_dir}",
+            f"--albert_config_file={write_config(tmp_path / 'config.json', hidden_dropout_prob=0.1)}",
+            f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--learning_rate=1e-3",
+            "--do_train", "--do_eval", "--train_step=4", "--save_checkpoints_steps=2",
+            "--train_batch_size=8", "--eval_batch_size=8"]
+
+
+@pytest.mark.requires_shared_data
+def test_two_seeds_of_a_glue_recipe_give_their_best_and_median(tmp_path):
+    output_dir, recipe = tmp_path / "runs", rte_recipe(tmp_path)
+    result = run_seeds("--seeds=1,2", f"--output_dir={output_dir}", "--", *recipe)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((output_dir / "seed_results.json").read_text())
+    assert summary["selection_metric"] == "eval_accuracy"
+    for seed in ("1", "2"):
+        blocks = [dict(line.split(" = ") for line in block[:-1])
+                  for block in blocks_of(output_dir / f"seed_{seed}" / "eval_results.txt")]
+        best = max(blocks, key=lambda block: float(block["eval_accuracy"]))  # first maximum
+        recorded = summary["seeds"][seed]
+        assert recorded["best_step"] == int(best["global_step"])
+        for name, value in recorded["metrics"].items():
+            assert value == pytest.approx(float(best[name]), rel=1e-6), (seed, name)
+    losses = [summary["seeds"][seed]["metrics"]["eval_loss"] for seed in ("1", "2")]
+    assert losses[0] != losses[1]  # the seeds differ
+    for name, median in summary["median"].items():
+        assert median == pytest.approx(statistics.median(
+            summary["seeds"][seed]["metrics"][name] for seed in ("1", "2")))
+    assert "median" in result.stdout
+
+    again = run_seeds("--seeds=1,2", f"--output_dir={output_dir}", "--", *recipe)
+    assert again.returncode == 0 and again.stdout.count("done earlier") == 2
+    assert json.loads((output_dir / "seed_results.json").read_text()) == summary
+
+
+def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
+    result = run_seeds(f"--output_dir={tmp_path}", "--", "run_classifier.py", "--seed=3")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("run_seeds: error: the recipe sets --seed, which run_seeds "
+                                     "sets for each seed: leave it out")
+    failed = run_seeds("--seeds=7", f"--output_dir={tmp_path}", "--", "run_classifier.py",
+                       "--task_name=no_such_task")
+    assert failed.returncode == 1
+    assert failed.stderr.strip().splitlines()[-1].startswith(
+        "run_seeds: error: the run of seed 7 failed (exit status 1)")
