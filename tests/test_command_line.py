@@ -115,9 +115,9 @@ def test_a_stray_argument_is_refused():
                                      "setting is a --flag=value")
 
 
-def test_tensorflow_start_up_lines_are_held_back_unless_verbosity_asks():
+def test_tensorflow_start_up_lines_are_held_back_unless_verbosity_asks(tmp_path):
     """A mistake found after TensorFlow loaded is still the only line on stderr."""
-    arguments = ("--do_train", "--output_dir=unused", "--albert_config_file=/no/such/config.json",
+    arguments = ("--do_train", f"--output_dir={tmp_path / 'out'}", "--albert_config_file=/no/such/config.json",
                  "--train_file=x.json", "--spm_model_file=x.model")
     quiet = run_command("run_squad", *arguments, tensorflow_report=True)
     assert quiet.returncode == 1
