@@ -1,5 +1,9 @@
 """Pretrains ALBERT (MLM + SOP) with the reference's flags, under any tf.distribute strategy.
 
+--sentence_objective chooses the sentence-level objective beside the masked LM: sop (the
+reference's), nsp (on records of create_pretraining_data --random_next_sentence) or none (the MLM
+alone); output_dir records it and refuses a resume with another.
+
 Reads TFRecords written by data_prep/create_pretraining_data.py or by the reference's script.
 --do_train trains (resuming from the latest checkpoint in --output_dir); --do_eval evaluates every
 checkpoint in --output_dir, writes eval_results.txt and keeps the best (masked_lm_accuracy) as
@@ -20,6 +24,15 @@ flags.DEFINE_string("eval_input_file", None,
                     "Globs of held-out TFRecords for --do_eval (default: --input_file, as the "
                     "reference, which evaluates on its training files).")
 flags.DEFINE_integer("max_eval_steps", 100, "Eval batches per checkpoint.")
+flags.DEFINE_enum("sentence_objective", "sop", ["sop", "nsp", "none"],
+                  "Sentence-level objective beside the masked LM: sop (sentence order, the "
+                  "reference's), nsp (next sentence; train on records of create_pretraining_data "
+                  "--random_next_sentence) or none (MLM only; the sentence head is not trained). "
+                  "Recorded in --output_dir: a resume with another objective is refused.")
+flags.DEFINE_enum("eval_sentence_task", None, ["sop", "nsp"],
+                  "The sentence task of the --do_eval records, which names the sentence metrics: "
+                  "sop -> sentence_order_accuracy/_loss, nsp -> next_sentence_accuracy/_loss "
+                  "(default: the --sentence_objective's; required with --sentence_objective=none).")
 flags.DEFINE_float("masked_lm_budget", 0,
                    "[Reference flag] online masking; unfinished in the reference and refused here.")
 flag_definitions.define(
@@ -32,6 +45,12 @@ flag_definitions.define(
     learning_rate=0.00176, save_checkpoints_steps=5000)
 flag_definitions.check_ranges(max_eval_steps=flag_definitions.AT_LEAST_ONE)
 flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
+flags.register_multi_flags_validator(
+    ["sentence_objective", "eval_sentence_task", "do_eval"],
+    lambda values: not (values["do_eval"] and values["sentence_objective"] == "none"
+                        and not values["eval_sentence_task"]),
+    message="--sentence_objective=none trains no sentence head, so --do_eval needs "
+            "--eval_sentence_task=sop or nsp naming the kind of records in --eval_input_file")
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
@@ -40,6 +59,7 @@ from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.paths import expand_input_patterns  # noqa: E402
 from albert_tf.files.records import require_records  # noqa: E402
+from albert_tf.tasks.pretraining.objective import check_objective, record_objective  # noqa: E402
 from albert_tf.tasks.pretraining.records import check_pretraining_files  # noqa: E402
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
@@ -51,6 +71,12 @@ def validate_flags() -> None:
         raise app.UsageError("--masked_lm_budget (online masking) is unfinished in the reference "
                              "and not supported; create masked data with create_pretraining_data.")
     run_flags.require_action("do_train", "do_eval")
+
+
+def check_sentence_objective() -> None:
+    """run_pretraining's check before work: --output_dir holds no run of another
+    --sentence_objective (ValueError naming both and the directory)."""
+    check_objective(FLAGS.output_dir, FLAGS.sentence_objective)
 
 
 def check_pretraining_inputs() -> None:
@@ -79,7 +105,7 @@ def evaluate(trainer: Trainer) -> None:
     eval_data = pretraining_dataset_fn(eval_files, FLAGS.max_seq_length,
                                        FLAGS.max_predictions_per_seq, is_training=False)
     eval_set = EvalSet("", lambda: eval_data(FLAGS.eval_batch_size, 0),
-                       max_steps=FLAGS.max_eval_steps)
+                       context=FLAGS.eval_sentence_task, max_steps=FLAGS.max_eval_steps)
     # Beside a training job (--nodo_train), poll for new checkpoints like the reference's eval loop.
     policy = (SweepPolicy() if FLAGS.do_train else
               SweepPolicy(until_step=FLAGS.num_train_steps,
@@ -94,9 +120,11 @@ def main(argv):
     train_files = expand_input_patterns(FLAGS.input_file)
     run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
     trainer = run_flags.trainer_from_flags(
-        PretrainingTask(config), FLAGS.num_train_steps, FLAGS.num_warmup_steps, FLAGS.poly_power,
-        FLAGS.start_warmup_step)
+        PretrainingTask(config, FLAGS.sentence_objective), FLAGS.num_train_steps,
+        FLAGS.num_warmup_steps, FLAGS.poly_power, FLAGS.start_warmup_step)
     if FLAGS.do_train:
+        if trainer.chief:
+            record_objective(FLAGS.output_dir, FLAGS.sentence_objective)
         trainer.initialize(FLAGS.init_checkpoint, FLAGS.init_from_group0,
                            config_file=FLAGS.albert_config_file)
         trainer.train(pretraining_dataset_fn(train_files, FLAGS.max_seq_length,
@@ -111,5 +139,5 @@ if __name__ == "__main__":
     error_boundary.run(main, checks=[run_flags.strategy_from_flags,
                                      run_flags.check_outputs_spare_inputs,
                                      run_flags.check_output_directories, run_flags.lock_output_dir,
-                                     check_pretraining_inputs],
+                                     check_sentence_objective, check_pretraining_inputs],
                        when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

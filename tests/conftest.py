@@ -49,6 +49,14 @@ def pretraining_records(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def nsp_pretraining_records(tmp_path_factory) -> str:
+    """NSP records of the same corpus and settings (create_pretraining_data
+    --random_next_sentence): negatives take segment B from a random document."""
+    return spm_fixtures.write_pretraining_records(
+        tmp_path_factory.mktemp("nsp_records") / "train.tfrecord", random_next_sentence=True)
+
+
+@pytest.fixture(scope="session")
 def en8k() -> FullTokenizer:
     """The en8k SentencePiece tokenizer with lowercasing, as the reference's scripts run it."""
     require_shared_data()

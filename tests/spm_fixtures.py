@@ -97,13 +97,15 @@ def write_wordpiece_vocab(directory: str | os.PathLike, tokens: list[str],
 
 
 def write_pretraining_records(path: str | os.PathLike, max_seq_length: int = 128,
-                              max_predictions_per_seq: int = 20, dupe_factor: int = 2) -> str:
+                              max_predictions_per_seq: int = 20, dupe_factor: int = 2,
+                              random_next_sentence: bool = False) -> str:
     """Pretraining records (MLM + SOP, the reference's schema) of the bundled corpus, tokenized with
     ``cached_tiny_spm()`` (ids below 500); returns the path. The defaults are the settings of the
-    reference's records in the shared data; dupe_factor 2 gives about 300 records."""
+    reference's records in the shared data; dupe_factor 2 gives about 300 records.
+    ``random_next_sentence``: NSP records (create_pretraining_data --random_next_sentence)."""
     path = os.fspath(path)
     config = GenerationConfig(InstanceConfig(
-        max_seq_length=max_seq_length,
+        max_seq_length=max_seq_length, random_next_sentence=random_next_sentence,
         masking=MaskingConfig(max_predictions_per_seq=max_predictions_per_seq)), dupe_factor=dupe_factor)
     processor = ChunkProcessor(FullTokenizer(spm_model_file=cached_tiny_spm()), config)
     generate_pretraining_data([FIXTURE_CORPUS], [path], processor, chunk_documents=100)

@@ -1,11 +1,16 @@
-"""Pretraining: the input pipeline, MLM + SOP losses and eval metrics of the reference's
-run_pretraining.
+"""Pretraining: the input pipeline, MLM + sentence losses and eval metrics of the reference's
+run_pretraining, with the sentence objective SOP (the reference's), NSP or none (objective.py).
 
 - MLM loss per position = -log softmax(logits)[label] (no label smoothing); the batch loss is
   ``sum(w * loss) / (sum(w) + 1e-5)`` over the masked positions, w = ``masked_lm_weights``.
-- SOP loss = mean cross-entropy of the 2-way sentence-order logits (label 1 = swapped / random).
-- total loss = MLM + SOP. Eval metrics: ``masked_lm_accuracy`` (weighted), ``masked_lm_loss``
-  (weighted mean), ``sentence_order_accuracy``, ``sentence_order_loss``, and ``loss`` (their sum).
+- Sentence loss = mean cross-entropy of the 2-way head's logits against ``next_sentence_labels``
+  (label 1 = swapped / random).
+- total loss = MLM + sentence loss (SOP, NSP) or MLM alone (none: the sentence head gets no
+  gradient, so the optimizer leaves it as it is). Eval metrics: ``masked_lm_accuracy``
+  (weighted), ``masked_lm_loss`` (weighted mean), the sentence accuracy and loss named by the
+  sentence task of the evaluation records (``sentence_order_*`` for SOP records, as the
+  reference, ``next_sentence_*`` for NSP records), and ``loss`` (the training objective's: MLM +
+  sentence loss, or MLM alone for none).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from albert_tf.files.records import (READ_BUFFER_BYTES, remember_record_files, r
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.tasks.pretraining.objective import require_objective, sentence_metric_names
 from albert_tf.tasks.pretraining.records import parse_pretraining_example
 from albert_tf.training.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_data_sharding
 from albert_tf.training.per_example import examples_normalizer
@@ -71,7 +77,7 @@ def model_inputs(features: Features) -> dict[str, tf.Tensor]:
 
 
 def _per_example_losses(outputs: Mapping[str, tf.Tensor], features: Features):
-    """MLM per-position CE [B, M], correctness [B, M]; SOP CE [B], correctness [B]."""
+    """MLM per-position CE [B, M], correctness [B, M]; sentence-head CE [B], correctness [B]."""
     labels = tf.cast(features["masked_lm_ids"], tf.int32)
     mlm_log_probs = tf.nn.log_softmax(outputs["mlm_logits"], axis=-1)
     mlm_ce = -tf.gather(mlm_log_probs, labels, batch_dims=2)
@@ -86,10 +92,20 @@ def _per_example_losses(outputs: Mapping[str, tf.Tensor], features: Features):
 
 
 class PretrainingTask:
-    """MLM + SOP pretraining of ``AlbertPretrainingModel`` (a ``training.Task``)."""
+    """MLM + sentence-objective pretraining of ``AlbertPretrainingModel`` (a ``training.Task``).
 
-    def __init__(self, config: AlbertConfig):
+    sentence_objective: ``sop``, ``nsp`` or ``none`` (objective.py). ``reduce``'s context names the
+    sentence task of the evaluation records (``sop`` or ``nsp``); None means the objective's own
+    (a ``none`` objective has none, so evaluation must name it).
+    """
+
+    def __init__(self, config: AlbertConfig, sentence_objective: str = "sop"):
         self.config = config
+        self.sentence_objective = require_objective(sentence_objective)
+
+    @property
+    def trains_sentence_head(self) -> bool:
+        return self.sentence_objective != "none"
 
     def build_model(self) -> keras.Model:
         return AlbertPretrainingModel(self.config)
@@ -105,15 +121,18 @@ class PretrainingTask:
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
         total_weight, examples = normalizers["masked_lm_weight"], normalizers["examples"]
         mlm_loss = tf.reduce_sum(weights * mlm_ce) / (total_weight + MLM_DENOMINATOR_EPSILON)
-        sop_loss = tf.reduce_sum(sop_ce) / examples
         logs = {
             "masked_lm_loss": mlm_loss,
-            "sentence_order_loss": sop_loss,
             "masked_lm_accuracy": tf.math.divide_no_nan(tf.reduce_sum(weights * mlm_correct),
                                                         total_weight),
-            "sentence_order_accuracy": tf.reduce_sum(sop_correct) / examples,
         }
-        return mlm_loss + sop_loss, logs
+        if not self.trains_sentence_head:
+            return mlm_loss, logs
+        sentence_loss = tf.reduce_sum(sop_ce) / examples
+        loss_key, accuracy_key = sentence_metric_names(self.sentence_objective)
+        logs[loss_key] = sentence_loss
+        logs[accuracy_key] = tf.reduce_sum(sop_correct) / examples
+        return mlm_loss + sentence_loss, logs
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         outputs = model(model_inputs(features), training=False)
@@ -124,13 +143,20 @@ class PretrainingTask:
                 "mlm_weight": tf.reduce_sum(weights, axis=1),
                 "sop_loss": sop_ce, "sop_correct": sop_correct}
 
-    def reduce(self, outputs: Mapping[str, np.ndarray], context: None = None) -> dict[str, float]:
+    def reduce(self, outputs: Mapping[str, np.ndarray],
+               context: str | None = None) -> dict[str, float]:
+        sentence_task = context or self.sentence_objective
+        if sentence_task == "none":
+            raise ValueError("An MLM-only model (sentence objective none) is evaluated on SOP or "
+                             "NSP records: name their sentence task (sop or nsp).")
+        loss_key, accuracy_key = sentence_metric_names(sentence_task)
         total_weight = float(np.sum(outputs["mlm_weight"]))
         metrics = {
             "masked_lm_accuracy": float(np.sum(outputs["mlm_weighted_correct"]) / total_weight),
             "masked_lm_loss": float(np.sum(outputs["mlm_weighted_loss"]) / total_weight),
-            "sentence_order_accuracy": float(np.mean(outputs["sop_correct"])),
-            "sentence_order_loss": float(np.mean(outputs["sop_loss"])),
+            accuracy_key: float(np.mean(outputs["sop_correct"])),
+            loss_key: float(np.mean(outputs["sop_loss"])),
         }
-        metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
+        metrics["loss"] = metrics["masked_lm_loss"] + (
+            metrics[loss_key] if self.trains_sentence_head else 0.0)
         return metrics
