@@ -43,7 +43,8 @@ def block_scopes(cfg, layer, inner):
     first = min(n for n in range(layers) if int(n / layers * groups) == group)
     attention = {"all": group, "attention": first}.get(sharing, layer)
     ffn = {"all": group, "ffn": first}.get(sharing, layer)
-    return tuple(f"bert/encoder/transformer/group_{n}/inner_group_{inner}" for n in (attention, ffn))
+    scope = "bert/encoder/transformer/group_{}/inner_group_" + str(inner)
+    return scope.format(attention), scope.format(ffn)
 
 
 def block(w, scopes, x, mask, heads, act):

@@ -2,18 +2,25 @@
 which variables exist and receive gradient, TF1 round trip, parameter counts, config checks."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints.object_format import require_same_model
+from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.parameters import encoder_parameter_count, parameter_report
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
+from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.test_checkpoints import save_object_checkpoint
 from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
 
 STRATEGIES = ("all", "attention", "ffn", "none")
@@ -160,6 +167,7 @@ def test_base_counts_match_the_paper(embedding_size, strategy):
 
 @pytest.mark.parametrize("values,message", [
     ({"cross_layer_sharing": "layers"}, "'cross_layer_sharing' 'layers' is not one of"),
+    ({"cross_layer_sharing": ["all"]}, "'cross_layer_sharing' ['all'] is not one of"),
     ({"cross_layer_sharing": "attention", "num_hidden_groups": 3},
      "'num_hidden_groups' (3) equals 'num_hidden_layers' (3)"),
     ({"cross_layer_sharing": "ffn", "num_hidden_groups": 3}, "'cross_layer_sharing' 'ffn'"),
@@ -184,3 +192,50 @@ def test_the_key_is_written_only_when_given(tmp_path):
     assert json.loads(open(path).read())["cross_layer_sharing"] == "ffn"
     read = AlbertConfig.from_json_file(path)
     assert read.cross_layer_sharing == "ffn" and not read.shares("attention")
+
+
+def _model_report(config_path):
+    return subprocess.run([sys.executable, "-m", "albert_tf.model_report",
+                           f"--albert_config_file={config_path}", "--max_seq_length=8"],
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env())
+
+
+def test_model_report_prints_the_strategy_and_its_count(tmp_path):
+    cfg = sharing_config("ffn", layers=4, groups=2, inner=2)
+    path = tmp_path / "albert_config.json"
+    cfg.to_json_file(str(path))
+    result = _model_report(path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    paper_count = encoder_parameter_count(cfg) - (12 * 12 + 12)
+    assert "cross_layer_sharing: ffn" in result.stdout
+    assert f"embeddings + transformer (the paper's count): {paper_count:,d}" in result.stdout
+
+
+def test_model_report_refuses_a_nonsensical_config_in_one_line(tmp_path):
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps({"vocab_size": 30, "num_hidden_layers": 2, "num_hidden_groups": 2,
+                                "cross_layer_sharing": "attention"}))
+    result = _model_report(path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"model_report: error: {path}: AlbertConfig: 'cross_layer_sharing' 'attention'")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_albert_tf_checkpoint_round_trip_and_strategy_change(strategy, tmp_path):
+    """An albert_tf (object-based) checkpoint restores bit for bit; resuming it with another
+    strategy in the config is one CheckpointMismatchError."""
+    cfg = sharing_config(strategy, layers=4, groups=2 if strategy != "none" else 1, inner=2)
+    source = AlbertPretrainingModel(cfg)
+    randomize(source, seed=5)
+    prefix = save_object_checkpoint(source, tmp_path)
+    target = AlbertPretrainingModel(cfg)
+    require_same_model(target, prefix)
+    report = load_checkpoint(target, prefix)
+    assert not report.missing and not report.unused
+    for name, variable in tf1_variable_map(target).items():
+        np.testing.assert_array_equal(variable.numpy(), tf1_variable_map(source)[name].numpy())
+    other = "attention" if strategy != "attention" else "ffn"
+    with pytest.raises(CheckpointMismatchError, match="written by another model"):
+        require_same_model(AlbertPretrainingModel(sharing_config(other, layers=4, inner=2)),
+                           prefix)

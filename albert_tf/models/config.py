@@ -5,12 +5,12 @@ Semantics kept from the reference's AlbertConfig:
 - unknown keys (``net_structure_type``, ``gap_size``, ``layers_to_keep``, ...) are kept as attributes,
   written back by ``to_dict``, and otherwise ignored;
 - ``down_scale_factor`` is stored and never used;
-- ``cross_layer_sharing`` (not a reference key; the paper's Table 4 ablation) says what the layers of
-  a group share: ``all`` (the reference: whole blocks; the default when the key is absent, and then
-  ``to_dict`` does not add it), ``attention``, ``ffn`` or ``none``;
 - JSON is written with sorted keys and an indent of 2.
 
 Unlike the reference, invalid values are rejected at construction with an error naming the key.
+Added to the reference: the key ``cross_layer_sharing`` says what the layers of a group share:
+``all`` (the reference: whole blocks; the default when the key is absent, and then ``to_dict`` does
+not add it), ``attention``, ``ffn`` or ``none``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class AlbertConfig:
         """The strategy is known, and num_hidden_groups leaves it something to mean."""
         sharing, groups, layers = (self.cross_layer_sharing, self.num_hidden_groups,
                                    self.num_hidden_layers)
-        if sharing not in CROSS_LAYER_SHARING:
+        if not isinstance(sharing, str) or sharing not in CROSS_LAYER_SHARING:
             raise ConfigError(f"AlbertConfig: 'cross_layer_sharing' {sharing!r} is not one of "
                               f"{list(CROSS_LAYER_SHARING)}.")
         if sharing in ("attention", "ffn") and groups == layers:
