@@ -19,9 +19,10 @@ from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.parameters import encoder_parameter_count, parameter_report
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
 from tests.test_checkpoints import save_object_checkpoint
 from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
+from tests.test_training import make_trainer, synthetic_dataset_fn
 
 STRATEGIES = ("all", "attention", "ffn", "none")
 # (strategy, L, G, K): one group, several groups of unequal size, two inner blocks.
@@ -239,3 +240,24 @@ def test_albert_tf_checkpoint_round_trip_and_strategy_change(strategy, tmp_path)
     with pytest.raises(CheckpointMismatchError, match="written by another model"):
         require_same_model(AlbertPretrainingModel(sharing_config(other, layers=4, inner=2)),
                            prefix)
+
+
+@pytest.mark.parametrize("strategy", ["attention", "ffn"])
+def test_trainer_updates_each_shared_variable_once(strategy, tmp_path):
+    """The training loop sees a shared part once (one optimizer slot per variable) and updates it;
+    after training the layers still run the very same variables."""
+    trainer = make_trainer(tmp_path, config=tiny_config(cross_layer_sharing=strategy,
+                                                        num_hidden_layers=3), steps=2,
+                           iterations_per_loop=2)
+    variables = tf1_variable_map(trainer.model)
+    assert len({id(v) for v in trainer.model.trainable_variables}) == \
+        len(trainer.model.trainable_variables) == len(variables)
+    before = {name: v.numpy().copy() for name, v in variables.items()}
+    trainer.train(synthetic_dataset_fn())
+    assert trainer.global_step == 2
+    changed = [name for name, v in variables.items()
+               if "/transformer/" in name and np.any(v.numpy() != before[name])]
+    assert len(changed) == sum("/transformer/" in name for name in variables)
+    layers = trainer.model.albert.transformer.layer_blocks
+    part = "query" if strategy == "attention" else "ffn_intermediate"
+    assert getattr(layers[2][0], part) is getattr(layers[0][0], part)
