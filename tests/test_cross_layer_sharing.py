@@ -2,6 +2,7 @@
 which variables exist and receive gradient, TF1 round trip, parameter counts, config checks."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,9 +18,12 @@ from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.parameters import encoder_parameter_count, parameter_report
+from albert_tf.tasks.pretraining.hub_export import CONFIG_ASSET, export_encoder
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert
-from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
+from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, require_shared_data, subprocess_env,
+                                tiny_config)
 from tests.test_checkpoints import save_object_checkpoint
 from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
 from tests.test_training import make_trainer, synthetic_dataset_fn
@@ -261,3 +265,22 @@ def test_trainer_updates_each_shared_variable_once(strategy, tmp_path):
     layers = trainer.model.albert.transformer.layer_blocks
     part = "query" if strategy == "attention" else "ffn_intermediate"
     assert getattr(layers[2][0], part) is getattr(layers[0][0], part)
+
+
+@pytest.mark.requires_shared_data
+def test_hub_export_carries_the_strategy_and_computes_like_the_model(tmp_path):
+    require_shared_data()
+    cfg = tiny_config(cross_layer_sharing="attention", num_hidden_layers=3)
+    model = AlbertPretrainingModel(cfg)
+    randomize(model, seed=6)
+    tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
+    export_path = str(tmp_path / "hub")
+    export_encoder(model, tokenizer, export_path, seq_length=16)
+    asset = json.loads(open(os.path.join(export_path, "assets", CONFIG_ASSET)).read())
+    assert asset["cross_layer_sharing"] == "attention"
+    ids, mask, segments, _ = padded_batch(cfg)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    exported = tf.saved_model.load(export_path).signatures["tokens"](**inputs)
+    expected = model.albert(inputs)
+    for key in ("sequence_output", "pooled_output"):
+        assert np.max(np.abs(exported[key].numpy() - expected[key].numpy())) <= TOLERANCE
