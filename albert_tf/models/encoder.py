@@ -88,8 +88,8 @@ class AttentionFFNBlock(keras.layers.Layer):
     """
 
     def __init__(self, config: AlbertConfig, name: str,
-                 attention_of: "AttentionFFNBlock | None" = None,
-                 ffn_of: "AttentionFFNBlock | None" = None, **kwargs):
+                 attention_of: AttentionFFNBlock | None = None,
+                 ffn_of: AttentionFFNBlock | None = None, **kwargs):
         super().__init__(name=name, **kwargs)
         hidden, init_range = config.hidden_size, config.initializer_range
         self.num_heads = config.num_attention_heads
