@@ -3,8 +3,9 @@
     python -m albert_tf.model_report --albert_config_file=configs/albert_base_v2.json \\
         [--batch_size=8 --max_seq_length=512 --dtype=float32]
 
-Prints the parameters of the pretraining model (encoder + MLM and SOP heads) split into
-embeddings, projection, transformer, pooler and heads, then the lower-bound training-memory
+Prints the cross-layer sharing strategy, the parameters of the pretraining model (encoder + MLM and
+SOP heads) split into embeddings, projection, transformer, pooler and heads, the count the paper
+reports (embeddings + transformer: no pooler, no heads), then the lower-bound training-memory
 estimate for one device. The counts are albert_tf/models/parameters.py (``parameter_report``), the
 estimate albert_tf/tasks/pretraining/memory.py (``training_memory_bytes``); this module holds the
 flags and the printing.
@@ -36,7 +37,12 @@ _COMPUTE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 def format_model_report(config: AlbertConfig, batch_size: int, max_seq_length: int,
                         dtype: str) -> str:
     """The parameter report of ``config``'s pretraining model and its memory estimate, as text."""
-    lines = [format_parameter_report(parameter_report(AlbertPretrainingModel(config))),
+    counts = parameter_report(AlbertPretrainingModel(config))
+    paper_count = counts["encoder total"] - counts["pooler"]
+    lines = [f"cross_layer_sharing: {config.cross_layer_sharing}",
+             format_parameter_report(counts),
+             f"embeddings + transformer (the paper's count): {paper_count:,d} "
+             f"({paper_count / 1e6:.2f}M)",
              "",
              f"Estimated training memory, batch {batch_size} x seq {max_seq_length}, {dtype} "
              "(lower bound):"]

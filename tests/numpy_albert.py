@@ -33,8 +33,24 @@ def dense(w, prefix, x, act=None):
 ACTIVATIONS = {"gelu": gelu, "relu": lambda x: np.maximum(x, 0.0), "tanh": np.tanh}
 
 
-def block(w, p, x, mask, heads, act):
-    """One attention + FFN block under reference scope ``p``; x [B,S,H], mask [B,S]."""
+def block_scopes(cfg, layer, inner):
+    """(attention scope, FFN scope) of block ``inner`` of ``layer``: the reference's
+    group_{int(l/L*G)} under cross_layer_sharing "all"; otherwise a layer's own part is under
+    group_{layer} and a shared part under group_{first layer of the group}."""
+    layers, groups = cfg.num_hidden_layers, cfg.num_hidden_groups
+    group = int(layer / layers * groups)
+    sharing = getattr(cfg, "cross_layer_sharing", "all")
+    first = min(n for n in range(layers) if int(n / layers * groups) == group)
+    attention = {"all": group, "attention": first}.get(sharing, layer)
+    ffn = {"all": group, "ffn": first}.get(sharing, layer)
+    scope = "bert/encoder/transformer/group_{}/inner_group_" + str(inner)
+    return scope.format(attention), scope.format(ffn)
+
+
+def block(w, scopes, x, mask, heads, act):
+    """One attention + FFN block; ``scopes`` = (attention scope, FFN scope) as block_scopes gives;
+    x [B,S,H], mask [B,S]."""
+    p, f = scopes
     b, s, h = x.shape
     d = h // heads
 
@@ -49,9 +65,9 @@ def block(w, p, x, mask, heads, act):
     ctx = np.einsum("bnft,bntd->bnfd", softmax(scores), v).transpose(0, 2, 1, 3).reshape(b, s, h)
     attn = dense(w, p + "/attention_1/output/dense", ctx)
     attn = layer_norm(attn + x, w[p + "/LayerNorm/gamma"], w[p + "/LayerNorm/beta"])
-    inter = dense(w, p + "/ffn_1/intermediate/dense", attn, act)
-    out = dense(w, p + "/ffn_1/intermediate/output/dense", inter)
-    return layer_norm(out + attn, w[p + "/LayerNorm_1/gamma"], w[p + "/LayerNorm_1/beta"])
+    inter = dense(w, f + "/ffn_1/intermediate/dense", attn, act)
+    out = dense(w, f + "/ffn_1/intermediate/output/dense", inter)
+    return layer_norm(out + attn, w[f + "/LayerNorm_1/gamma"], w[f + "/LayerNorm_1/beta"])
 
 
 def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None):
@@ -68,10 +84,8 @@ def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None
         x = dense(w, "bert/encoder/embedding_hidden_mapping_in", x)
     outputs = []
     for layer in range(cfg.num_hidden_layers):
-        group = int(layer / cfg.num_hidden_layers * cfg.num_hidden_groups)
         for inner in range(cfg.inner_group_num):
-            x = block(w, f"bert/encoder/transformer/group_{group}/inner_group_{inner}", x, mask,
-                      cfg.num_attention_heads, act)
+            x = block(w, block_scopes(cfg, layer, inner), x, mask, cfg.num_attention_heads, act)
             outputs.append(x)
     pooled = dense(w, "bert/pooler/dense", x[:, 0], np.tanh)
     result = {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": outputs}
@@ -100,21 +114,21 @@ def reference_variable_shapes(cfg, with_heads=True):
     if e != h:
         shapes["bert/encoder/embedding_hidden_mapping_in/kernel"] = (e, h)
         shapes["bert/encoder/embedding_hidden_mapping_in/bias"] = (h,)
-    for g in range(cfg.num_hidden_groups):
+    for layer in range(cfg.num_hidden_layers):
         for k in range(cfg.inner_group_num):
-            p = f"bert/encoder/transformer/group_{g}/inner_group_{k}"
+            p, f = block_scopes(cfg, layer, k)
             for name in ("query", "key", "value"):
                 shapes[f"{p}/attention_1/self/{name}/kernel"] = (h, h)
                 shapes[f"{p}/attention_1/self/{name}/bias"] = (h,)
             shapes[f"{p}/attention_1/output/dense/kernel"] = (h, h)
             shapes[f"{p}/attention_1/output/dense/bias"] = (h,)
-            shapes[f"{p}/ffn_1/intermediate/dense/kernel"] = (h, i)
-            shapes[f"{p}/ffn_1/intermediate/dense/bias"] = (i,)
-            shapes[f"{p}/ffn_1/intermediate/output/dense/kernel"] = (i, h)
-            shapes[f"{p}/ffn_1/intermediate/output/dense/bias"] = (h,)
-            for ln in ("LayerNorm", "LayerNorm_1"):
-                shapes[f"{p}/{ln}/beta"] = (h,)
-                shapes[f"{p}/{ln}/gamma"] = (h,)
+            shapes[f"{f}/ffn_1/intermediate/dense/kernel"] = (h, i)
+            shapes[f"{f}/ffn_1/intermediate/dense/bias"] = (i,)
+            shapes[f"{f}/ffn_1/intermediate/output/dense/kernel"] = (i, h)
+            shapes[f"{f}/ffn_1/intermediate/output/dense/bias"] = (h,)
+            for scope, ln in ((p, "LayerNorm"), (f, "LayerNorm_1")):
+                shapes[f"{scope}/{ln}/beta"] = (h,)
+                shapes[f"{scope}/{ln}/gamma"] = (h,)
     if with_heads:
         shapes.update({
             "cls/predictions/transform/dense/kernel": (h, e),

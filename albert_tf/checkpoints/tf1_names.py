@@ -3,6 +3,11 @@
 - ``tf1_variable_map(model)``: {reference name: variable} for an ``AlbertModel`` (the ``bert/...``
   scope, ``encoder_variable_map``) or any ``AlbertTaskModel``, whose head adds its names through
   ``tf1_head_variables()``.
+- Transformer names: the reference's ``group_{g}/inner_group_{k}/...`` under the default
+  ``cross_layer_sharing`` ``all``; under ``attention`` / ``ffn`` / ``none`` each layer l owns the
+  scope ``group_{l}`` (the reference's names for G = L), where a shared part appears once, under
+  the first layer that runs it (e.g. ``attention``: ``group_0/.../attention_1`` and ``LayerNorm``,
+  and ``ffn_1`` and ``LayerNorm_1`` under every ``group_{l}``).
 - ``canonical_name``: the ``layer_normalization`` / ``layer_norm`` spellings of ``LayerNorm`` (and a
   ``:0`` suffix) that other TF1 writers use map to the reference's.
 - ``is_ignored_name``: optimizer slots, ``global_step`` and object-graph metadata are never weights.
@@ -16,7 +21,8 @@ import re
 
 import keras
 
-from albert_tf.models.encoder import AlbertModel, AttentionFFNBlock
+from albert_tf.models.encoder import AlbertModel, AlbertTransformer, AttentionFFNBlock
+from albert_tf.models.layers import LayerNorm
 from albert_tf.models.task_model import AlbertTaskModel
 
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
@@ -25,21 +31,41 @@ _LAYER_NORM_VARIANT = re.compile(r"(^|/)(?:layer_normalization|layer_norm)(_\d+)
 _GROUP = re.compile(r"/group_\d+/")
 
 
-def _block_variables(prefix: str, block: AttentionFFNBlock) -> dict[str, keras.Variable]:
-    names = {}
-    for tf1_name, dense in (("attention_1/self/query", block.query),
-                            ("attention_1/self/key", block.key),
-                            ("attention_1/self/value", block.value),
-                            ("attention_1/output/dense", block.attention_output),
-                            ("ffn_1/intermediate/dense", block.ffn_intermediate),
-                            ("ffn_1/intermediate/output/dense", block.ffn_output)):
-        names[f"{prefix}/{tf1_name}/kernel"] = dense.kernel
-        names[f"{prefix}/{tf1_name}/bias"] = dense.bias
-    for tf1_name, norm in (("LayerNorm", block.attention_layer_norm),
-                           ("LayerNorm_1", block.ffn_layer_norm)):
-        names[f"{prefix}/{tf1_name}/beta"] = norm.beta
-        names[f"{prefix}/{tf1_name}/gamma"] = norm.gamma
-    return names
+_ATTENTION_NAMES = (("attention_1/self/query", "query"), ("attention_1/self/key", "key"),
+                    ("attention_1/self/value", "value"),
+                    ("attention_1/output/dense", "attention_output"),
+                    ("LayerNorm", "attention_layer_norm"))
+_FFN_NAMES = (("ffn_1/intermediate/dense", "ffn_intermediate"),
+              ("ffn_1/intermediate/output/dense", "ffn_output"), ("LayerNorm_1", "ffn_layer_norm"))
+
+
+def _part_variables(prefix: str, block: AttentionFFNBlock,
+                    names: tuple[tuple[str, str], ...]) -> dict[str, keras.Variable]:
+    """{reference name: variable} of one part (attention or feed-forward) of a block."""
+    variables = {}
+    for tf1_name, attribute in names:
+        layer = getattr(block, attribute)
+        weights = (("beta", "gamma") if isinstance(layer, LayerNorm) else ("kernel", "bias"))
+        for weight in weights:
+            variables[f"{prefix}/{tf1_name}/{weight}"] = getattr(layer, weight)
+    return variables
+
+
+def _transformer_variables(transformer: AlbertTransformer) -> dict[str, keras.Variable]:
+    """{reference name: variable} of the transformer: each part under the scope
+    ``group_{n}/inner_group_{k}`` of the first layer that runs it (n = ``variable_group``)."""
+    variables: dict[str, keras.Variable] = {}
+    named: set[int] = set()
+    for layer_index, blocks in enumerate(transformer.layer_blocks):
+        group = transformer.variable_group(layer_index)
+        for k, block in enumerate(blocks):
+            prefix = f"bert/encoder/transformer/group_{group}/inner_group_{k}"
+            for names in (_ATTENTION_NAMES, _FFN_NAMES):
+                first_layer = getattr(block, names[0][1])
+                if id(first_layer) not in named:
+                    named.add(id(first_layer))
+                    variables.update(_part_variables(prefix, block, names))
+    return variables
 
 
 def encoder_variable_map(albert: AlbertModel) -> dict[str, keras.Variable]:
@@ -55,10 +81,7 @@ def encoder_variable_map(albert: AlbertModel) -> dict[str, keras.Variable]:
     if albert.embedding_projection is not None:
         names["bert/encoder/embedding_hidden_mapping_in/kernel"] = albert.embedding_projection.kernel
         names["bert/encoder/embedding_hidden_mapping_in/bias"] = albert.embedding_projection.bias
-    for g, blocks in enumerate(albert.transformer.groups):
-        for k, block in enumerate(blocks):
-            names.update(_block_variables(f"bert/encoder/transformer/group_{g}/inner_group_{k}",
-                                          block))
+    names.update(_transformer_variables(albert.transformer))
     names["bert/pooler/dense/kernel"] = albert.pooler.kernel
     names["bert/pooler/dense/bias"] = albert.pooler.bias
     return names

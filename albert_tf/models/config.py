@@ -8,6 +8,9 @@ Semantics kept from the reference's AlbertConfig:
 - JSON is written with sorted keys and an indent of 2.
 
 Unlike the reference, invalid values are rejected at construction with an error naming the key.
+Added to the reference: the key ``cross_layer_sharing`` says what the layers of a group share:
+``all`` (the reference: whole blocks; the default when the key is absent, and then ``to_dict`` does
+not add it), ``attention``, ``ffn`` or ``none``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ _POSITIVE_INT_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden
                       "inner_group_num", "max_position_embeddings", "type_vocab_size")
 
 
+# What the layers of a group share under each ``cross_layer_sharing`` strategy: the attention
+# sub-block (Q, K, V, output projection, LayerNorm) and/or the feed-forward one (two dense layers,
+# LayerNorm_1).
+CROSS_LAYER_SHARING = {"all": ("attention", "ffn"), "attention": ("attention",), "ffn": ("ffn",),
+                       "none": ()}
+
+
 class ConfigError(ValueError):
     """An AlbertConfig value is missing or invalid; the message names the key."""
 
@@ -37,6 +47,9 @@ class AlbertConfig:
     Attributes are plain public fields, as in the reference; extra keys given to ``from_dict`` become
     attributes too. Call ``validate()`` after mutating fields by hand.
     """
+
+    # A class-level default: a config built without the key reads "all" and does not write it.
+    cross_layer_sharing = "all"
 
     def __init__(self,
                  vocab_size: int,
@@ -91,6 +104,7 @@ class AlbertConfig:
             raise ConfigError(
                 f"AlbertConfig: 'num_hidden_groups' ({self.num_hidden_groups}) must not exceed "
                 f"'num_hidden_layers' ({self.num_hidden_layers}).")
+        self._validate_sharing()
         act = self.hidden_act
         if not isinstance(act, str) or act.lower() not in ACTIVATIONS:
             raise ConfigError(f"AlbertConfig: 'hidden_act' {act!r} is not one of {list(ACTIVATIONS)}.")
@@ -101,6 +115,28 @@ class AlbertConfig:
         if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
             raise ConfigError("AlbertConfig: 'initializer_range' must be a positive number, "
                               f"got {self.initializer_range!r}.")
+
+    def _validate_sharing(self) -> None:
+        """The strategy is known, and num_hidden_groups leaves it something to mean."""
+        sharing, groups, layers = (self.cross_layer_sharing, self.num_hidden_groups,
+                                   self.num_hidden_layers)
+        if not isinstance(sharing, str) or sharing not in CROSS_LAYER_SHARING:
+            raise ConfigError(f"AlbertConfig: 'cross_layer_sharing' {sharing!r} is not one of "
+                              f"{list(CROSS_LAYER_SHARING)}.")
+        if sharing in ("attention", "ffn") and groups == layers:
+            raise ConfigError(
+                f"AlbertConfig: 'cross_layer_sharing' {sharing!r} shares within groups of layers, "
+                f"but 'num_hidden_groups' ({groups}) equals 'num_hidden_layers' ({layers}), "
+                "which leaves every layer alone in its group; use fewer groups, or 'none'.")
+        if sharing == "none" and 1 < groups < layers:
+            raise ConfigError(
+                f"AlbertConfig: 'cross_layer_sharing' 'none' gives every layer its own parameters, "
+                f"but 'num_hidden_groups' ({groups}) asks for groups that share; set it to 1 or to "
+                f"'num_hidden_layers' ({layers}).")
+
+    def shares(self, part: str) -> bool:
+        """Whether the layers of a group share their ``part`` ("attention" or "ffn") sub-blocks."""
+        return part in CROSS_LAYER_SHARING[self.cross_layer_sharing]
 
     @property
     def head_size(self) -> int:

@@ -69,6 +69,11 @@ def attention_mask_adder(input_mask: tf.Tensor) -> tf.Tensor:
     return (1.0 - mask) * ATTENTION_MASK_ADDER
 
 
+# The sub-layers of a block's attention part and of its feed-forward part (each with its LayerNorm).
+ATTENTION_PARTS = ("query", "key", "value", "attention_output", "attention_layer_norm")
+FFN_PARTS = ("ffn_intermediate", "ffn_output", "ffn_layer_norm")
+
+
 class AttentionFFNBlock(keras.layers.Layer):
     """One post-LN transformer block, the reference's ``inner_group_{k}``.
 
@@ -77,24 +82,38 @@ class AttentionFFNBlock(keras.layers.Layer):
     LayerNorm_1(+attention output). Input [B, S, H] and int input_mask [B, S]; output [B, S, H].
     (The mask stays an int tensor: Keras would autocast a float adder to the compute dtype.)
     Attention kernels are stored 2-D [H, A*D] exactly as in the reference checkpoints.
+
+    ``attention_of`` / ``ffn_of``: a block whose attention (``ATTENTION_PARTS``) / feed-forward
+    (``FFN_PARTS``) layers this block uses instead of its own (cross-layer sharing of one part).
     """
 
-    def __init__(self, config: AlbertConfig, name: str, **kwargs):
+    def __init__(self, config: AlbertConfig, name: str,
+                 attention_of: AttentionFFNBlock | None = None,
+                 ffn_of: AttentionFFNBlock | None = None, **kwargs):
         super().__init__(name=name, **kwargs)
         hidden, init_range = config.hidden_size, config.initializer_range
         self.num_heads = config.num_attention_heads
         self.head_size = config.head_size
         self.hidden_dropout = config.hidden_dropout_prob
         self.attention_dropout = config.attention_probs_dropout_prob
-        self.query = Dense(hidden, hidden, init_range, name="query")
-        self.key = Dense(hidden, hidden, init_range, name="key")
-        self.value = Dense(hidden, hidden, init_range, name="value")
-        self.attention_output = Dense(hidden, hidden, init_range, name="attention_output")
-        self.attention_layer_norm = LayerNorm(hidden, name="LayerNorm")
-        self.ffn_intermediate = Dense(hidden, config.intermediate_size, init_range,
-                                      activation=config.hidden_act, name="ffn_intermediate")
-        self.ffn_output = Dense(config.intermediate_size, hidden, init_range, name="ffn_output")
-        self.ffn_layer_norm = LayerNorm(hidden, name="LayerNorm_1")
+        if attention_of is not None:
+            for part in ATTENTION_PARTS:
+                setattr(self, part, getattr(attention_of, part))
+        else:
+            self.query = Dense(hidden, hidden, init_range, name="query")
+            self.key = Dense(hidden, hidden, init_range, name="key")
+            self.value = Dense(hidden, hidden, init_range, name="value")
+            self.attention_output = Dense(hidden, hidden, init_range, name="attention_output")
+            self.attention_layer_norm = LayerNorm(hidden, name="LayerNorm")
+        if ffn_of is not None:
+            for part in FFN_PARTS:
+                setattr(self, part, getattr(ffn_of, part))
+        else:
+            self.ffn_intermediate = Dense(hidden, config.intermediate_size, init_range,
+                                          activation=config.hidden_act, name="ffn_intermediate")
+            self.ffn_output = Dense(config.intermediate_size, hidden, init_range,
+                                    name="ffn_output")
+            self.ffn_layer_norm = LayerNorm(hidden, name="LayerNorm_1")
         self.built = True
 
     def _split_heads(self, x: tf.Tensor) -> tf.Tensor:
@@ -123,36 +142,58 @@ class AttentionFFNBlock(keras.layers.Layer):
 
 
 class AlbertTransformer(keras.layers.Layer):
-    """The shared transformer: G groups of K blocks; layer l runs group int(l * G / L).
+    """The transformer: L layers of K blocks; layer l belongs to group int(l * G / L).
 
+    ``config.cross_layer_sharing`` says what the layers of a group share with the group's first
+    layer: ``all`` their whole blocks (the reference: G*K blocks), ``attention`` or ``ffn`` one
+    part of each block (the other part is the layer's own), ``none`` nothing (L*K blocks).
+    ``layer_blocks[l]``: the K blocks layer l runs; ``groups[g]``: those of group g's first layer.
     Input [B, S, H] and int input_mask [B, S]; returns the list of L*K block outputs.
-    Each block is also an attribute (``group_{g}_inner_group_{k}``) so tf.train.Checkpoint tracks
-    it (Keras 3 lists of layers are not checkpoint dependencies).
+    Each block a layer creates is also an attribute (``group_{variable_group(l)}_inner_group_{k}``)
+    so tf.train.Checkpoint tracks it (Keras 3 lists of layers are not checkpoint dependencies).
     """
 
     def __init__(self, config: AlbertConfig, name: str = "transformer", **kwargs):
         super().__init__(name=name, **kwargs)
         self.num_layers = config.num_hidden_layers
         self.num_groups = config.num_hidden_groups
+        self.sharing = config.cross_layer_sharing
         self.groups: list[list[AttentionFFNBlock]] = []
-        for g in range(config.num_hidden_groups):
+        self.layer_blocks: list[list[AttentionFFNBlock]] = []
+        for layer_index in range(self.num_layers):
+            group = self.group_index(layer_index)
+            first = self.groups[group] if group < len(self.groups) else None
+            if first is not None and config.shares("attention") and config.shares("ffn"):
+                self.layer_blocks.append(first)
+                continue
             blocks = []
             for k in range(config.inner_group_num):
-                block = AttentionFFNBlock(config, name=f"inner_group_{k}")
-                setattr(self, f"group_{g}_inner_group_{k}", block)
+                block = AttentionFFNBlock(
+                    config, name=f"inner_group_{k}",
+                    attention_of=first[k] if first and config.shares("attention") else None,
+                    ffn_of=first[k] if first and config.shares("ffn") else None)
+                setattr(self, f"group_{self.variable_group(layer_index)}_inner_group_{k}", block)
                 blocks.append(block)
-            self.groups.append(blocks)
+            if first is None:
+                self.groups.append(blocks)
+            self.layer_blocks.append(blocks)
         self.built = True
 
     def group_index(self, layer_index: int) -> int:
         """The reference's layer -> group mapping, int(l / L * G)."""
         return int(layer_index / self.num_layers * self.num_groups)
 
+    def variable_group(self, layer_index: int) -> int:
+        """n in the ``group_{n}`` scope of the variables layer l creates: its group (the reference)
+        under ``all``; under the other strategies the layer itself, so a shared part is named
+        after the first layer that runs it and a layer's own part after that layer."""
+        return self.group_index(layer_index) if self.sharing == "all" else layer_index
+
     def call(self, hidden: tf.Tensor, input_mask: tf.Tensor,
              training: bool | None = None) -> list[tf.Tensor]:
         outputs = []
-        for layer_index in range(self.num_layers):
-            for block in self.groups[self.group_index(layer_index)]:
+        for blocks in self.layer_blocks:
+            for block in blocks:
                 hidden = block(hidden, input_mask, training=training)
                 outputs.append(hidden)
         return outputs

@@ -53,12 +53,20 @@ def format_parameter_report(counts: dict[str, int]) -> str:
 
 
 def encoder_parameter_count(config: AlbertConfig) -> int:
-    """Closed form of the encoder's parameters (embeddings, projection, G*K blocks, pooler)."""
+    """Closed form of the encoder's parameters: embeddings, projection, pooler and the transformer's
+    attention and feed-forward parts, K per group for a part the layers of a group share
+    (``cross_layer_sharing``), K per layer otherwise."""
     v, e, h, i = (config.vocab_size, config.embedding_size, config.hidden_size,
                   config.intermediate_size)
     embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * e + 2 * e
     projection = e * h + h if e != h else 0
-    block = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 2 * 2 * h
+    attention = 4 * (h * h + h) + 2 * h  # Q, K, V, output projection, LayerNorm
+    ffn = (h * i + i) + (i * h + h) + 2 * h  # two dense layers, LayerNorm_1
     pooler = h * h + h
+
+    def copies(part: str) -> int:
+        sets = config.num_hidden_groups if config.shares(part) else config.num_hidden_layers
+        return sets * config.inner_group_num
+
     return (embeddings + projection + pooler
-            + config.num_hidden_groups * config.inner_group_num * block)
+            + copies("attention") * attention + copies("ffn") * ffn)
