@@ -191,8 +191,11 @@ def _complete_parts(model: keras.Model,
             [name for name, ok in complete.items() if not ok])
 
 
-def _print_dropped(report: LoadReport, model: AlbertTaskModel, output_prefix: str) -> None:
-    """Names the source's variables that the output will not hold (the model has no such)."""
+def _report_load(report: LoadReport, model: AlbertTaskModel, output_prefix: str) -> None:
+    """Prints the load report, raises if encoder variables are missing, and names the source's
+    variables that the output will not hold (the model has no such)."""
+    print(report.format())
+    report.require_complete_encoder()
     if report.unused:
         print(f"Dropped, not carried to {output_prefix} ({model.name} has no such variable): "
               f"{', '.join(report.unused)}.")
@@ -212,9 +215,7 @@ def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: st
     output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
     source = _source(tf1_checkpoint, "tf1_checkpoint", object_based=False)
     report = load_tf1_checkpoint(model, source, init_from_group0, config_file)
-    print(report.format())
-    report.require_complete_encoder()
-    _print_dropped(report, model, output_prefix)
+    _report_load(report, model, output_prefix)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -237,9 +238,7 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
     output_prefix = check_output_dir(output_dir, TF1_OUTPUT, overwrite)
     source = _source(checkpoint, "checkpoint", object_based=True)
     report = load_object_checkpoint(model, source, init_from_group0, config_file)
-    print(report.format())
-    report.require_complete_encoder()
-    _print_dropped(report, model, output_prefix)
+    _report_load(report, model, output_prefix)
     if report.missing:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)
