@@ -54,12 +54,14 @@ flags.register_multi_flags_validator(
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
+from albert_tf.checkpoints.run_config import check_run_config, record_run_config  # noqa: E402
 from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.paths import expand_input_patterns  # noqa: E402
 from albert_tf.files.records import require_records  # noqa: E402
-from albert_tf.tasks.pretraining.objective import check_objective, record_objective  # noqa: E402
+from albert_tf.tasks.pretraining.objective import (  # noqa: E402
+    check_objective, evaluation_name, record_objective)
 from albert_tf.tasks.pretraining.records import check_pretraining_files  # noqa: E402
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
@@ -73,10 +75,13 @@ def validate_flags() -> None:
     run_flags.require_action("do_train", "do_eval")
 
 
-def check_sentence_objective() -> None:
+def check_run_record() -> None:
     """run_pretraining's check before work: --output_dir holds no run of another
-    --sentence_objective (ValueError naming both and the directory)."""
+    --sentence_objective or another architecture (ValueError naming both and the directory)."""
     check_objective(FLAGS.output_dir, FLAGS.sentence_objective)
+    check_run_config(FLAGS.output_dir, run_flags.load_config(FLAGS.albert_config_file,
+                                                             FLAGS.max_seq_length),
+                     FLAGS.albert_config_file)
 
 
 def check_pretraining_inputs() -> None:
@@ -100,7 +105,9 @@ def check_pretraining_inputs() -> None:
 
 
 def evaluate(trainer: Trainer) -> None:
-    """The sweep over the checkpoints, keeping the best masked_lm_accuracy as model.ckpt-best."""
+    """The sweep over the checkpoints, keeping the best masked_lm_accuracy as model.ckpt-best; an
+    evaluation on records of another sentence task than the run's own writes its results under
+    that task's name (eval_results_nsp.txt, best_results_nsp.json)."""
     eval_files = expand_input_patterns(FLAGS.eval_input_file or FLAGS.input_file)
     eval_data = pretraining_dataset_fn(eval_files, FLAGS.max_seq_length,
                                        FLAGS.max_predictions_per_seq, is_training=False)
@@ -110,7 +117,8 @@ def evaluate(trainer: Trainer) -> None:
     policy = (SweepPolicy() if FLAGS.do_train else
               SweepPolicy(until_step=FLAGS.num_train_steps,
                           max_wait_seconds=FLAGS.max_eval_wait_secs))
-    run_checkpoint_sweep(trainer, [eval_set], "masked_lm_accuracy", policy)
+    run_checkpoint_sweep(trainer, [eval_set], "masked_lm_accuracy", policy,
+                         evaluation_name(FLAGS.sentence_objective, FLAGS.eval_sentence_task))
 
 
 def main(argv):
@@ -125,6 +133,7 @@ def main(argv):
     if FLAGS.do_train:
         if trainer.chief:
             record_objective(FLAGS.output_dir, FLAGS.sentence_objective)
+            record_run_config(FLAGS.output_dir, config, FLAGS.albert_config_file)
         trainer.initialize(FLAGS.init_checkpoint, FLAGS.init_from_group0,
                            config_file=FLAGS.albert_config_file)
         trainer.train(pretraining_dataset_fn(train_files, FLAGS.max_seq_length,
@@ -139,5 +148,5 @@ if __name__ == "__main__":
     error_boundary.run(main, checks=[run_flags.strategy_from_flags,
                                      run_flags.check_outputs_spare_inputs,
                                      run_flags.check_output_directories, run_flags.lock_output_dir,
-                                     check_sentence_objective, check_pretraining_inputs],
+                                     check_run_record, check_pretraining_inputs],
                        when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -24,6 +24,7 @@ COMMANDS = {
     "export_hub": (["-m", "albert_tf.export_hub"], "export_path", "spm_model_file"),
     "model_report": (["-m", "albert_tf.model_report"], "batch_size", "dtype"),
     "run_seeds": (["-m", "albert_tf.run_seeds"], "seeds", "output_dir"),
+    "paper_tables": (["-m", "albert_tf.paper_tables"], "pretraining_runs", "init_checkpoint"),
     "convert_checkpoint": (["-m", "albert_tf.convert_checkpoint"], "tf1_checkpoint",
                            "init_from_group0"),
     "create_pretraining_data": (["-m", "data_prep.create_pretraining_data"], "dupe_factor",
@@ -106,6 +107,15 @@ def test_a_value_out_of_range_is_a_flag_error_before_tensorflow_loads(name, argu
     message, report = result.stderr.strip().splitlines()
     assert message.startswith(f"{name}: error: ") and expected in message
     assert report == "tensorflow imported: False"
+
+
+def test_only_check_args_checks_the_flags_and_stops_before_tensorflow_loads():
+    """A cluster job's flags can be checked in a fraction of a second (absl's --only_check_args)."""
+    checked = run_command("run_classifier", "--task_name=rte", "--learning_rate=2e-5",
+                          "--only_check_args", tensorflow_report=True)
+    assert (checked.returncode, checked.stderr.strip()) == (0, "tensorflow imported: False")
+    wrong = run_command("run_classifier", "--learning_rate=-1", "--only_check_args")
+    assert wrong.returncode == 1 and "flag --learning_rate=-1.0: expected" in wrong.stderr
 
 
 def test_a_stray_argument_is_refused():

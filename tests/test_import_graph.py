@@ -6,7 +6,8 @@ top, its commands (``python -m albert_tf.<command>``, ``python -m data_prep.<com
 - no import cycle between project modules (module-level and function-level imports alike), nor
   between capability folders (the picture of the tree is a DAG);
 - core folders never import ``albert_tf/tasks/``; a task never imports another task (in either
-  package); a ``data_prep`` task folder may use the ``albert_tf`` task of its own name;
+  package); a ``data_prep`` task folder may use the ``albert_tf`` task of its own name; the folders
+  above the tasks (``reproduction/``) are used by commands only;
 - albert_tf never imports data_prep; nothing imports a command;
 - every top-level module is a command (it has a ``__main__`` block) and every folder is a package;
 - library modules never touch absl flags: only the flag modules of ``albert_tf/cli/`` and the
@@ -26,9 +27,11 @@ from tests import shared_setup
 REPO_ROOT = pathlib.Path(shared_setup.REPO_ROOT)
 PACKAGES = ("albert_tf", "data_prep")
 
-# The capability folders that hold no task (everything else in albert_tf is under tasks/).
+# The capability folders that hold no task and that tasks build on.
 ALBERT_TF_CORE = ("files", "models", "tokenization", "checkpoints", "training", "evaluation",
                   "serving", "cli")
+# Folders built on the tasks (they read every task's results); only commands use them.
+ALBERT_TF_ABOVE_TASKS = ("reproduction",)
 DATA_PREP_CORE = ("common",)
 # The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
 FLAG_MODULES = {"albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
@@ -221,6 +224,14 @@ def test_core_folders_never_import_tasks(project_graph):
         f"data_prep.{name}" for name in DATA_PREP_CORE)
     offending = [f"{module} imports {target}" for module, target in edges(project_graph)
                  if folder_of(module) in core and task_of(target) is not None]
+    assert not offending, "; ".join(offending)
+
+
+def test_only_commands_use_the_folders_above_the_tasks(project_graph, modules):
+    above = tuple(f"albert_tf.{name}" for name in ALBERT_TF_ABOVE_TASKS)
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if folder_of(target) in above and folder_of(module) not in above
+                 and not is_command(module, modules[module])]
     assert not offending, "; ".join(offending)
 
 

@@ -3,6 +3,7 @@ names the sentence accuracy by its records, and run_pretraining's record of the 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, check_run_config, record_run_config
+from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.pretraining.objective import (OBJECTIVE_FILE, SENTENCE_OBJECTIVES,
                                                    check_objective, record_objective)
 from albert_tf.tasks.pretraining.task import PretrainingTask, model_inputs, pretraining_dataset_fn
@@ -142,6 +145,20 @@ def test_the_recorded_objective_refuses_another(tmp_path):
         check_objective(str(tmp_path), "sop")
 
 
+def test_the_recorded_config_refuses_another_architecture_but_not_other_dropout(tmp_path):
+    record_run_config(str(tmp_path), tiny_config(), "first.json")
+    record_run_config(str(tmp_path), tiny_config(hidden_dropout_prob=0.1,
+                                                 attention_probs_dropout_prob=0.1), "drop.json")
+    assert json.load(open(tmp_path / RUN_CONFIG_FILE))["hidden_dropout_prob"] == 0.0  # kept
+    with pytest.raises(ValueError) as raised:
+        check_run_config(str(tmp_path), tiny_config(cross_layer_sharing="ffn", vocab_size=9),
+                         "other.json")
+    assert str(raised.value) == (
+        f"other.json differs from the config {tmp_path} was trained with ({RUN_CONFIG_FILE}): "
+        "cross_layer_sharing 'ffn' (recorded 'all'), vocab_size 9 (recorded 8000); use that "
+        "config or another output directory.")
+
+
 def run_pretraining(tmp_path, records, *extra):
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(tiny_config().to_json_string())
@@ -162,8 +179,15 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
                             "--num_train_steps=2", "--do_eval", "--eval_sentence_task=sop")
     assert first.returncode == 0, first.stderr
     assert json.load(open(output_dir / OBJECTIVE_FILE)) == {"sentence_objective": "none"}
-    results = open(output_dir / "eval_results.txt").read()
+    assert (AlbertConfig.from_json_file(str(output_dir / RUN_CONFIG_FILE)).to_dict()
+            == tiny_config().to_dict())
+    # An MLM-only run has no sentence task of its own: its evaluations are named by their records.
+    assert not (output_dir / "eval_results.txt").exists()
+    results = open(output_dir / "eval_results_sop.txt").read()
     assert "sentence_order_accuracy = " in results and "next_sentence" not in results
+    sop_best = json.load(open(output_dir / "best_results_sop.json"))
+    assert sop_best["metrics"]["sentence_order_accuracy"] == float(
+        re.findall(r"sentence_order_accuracy = (\S+)", results)[-1])
 
     resumed = run_pretraining(tmp_path, nsp_pretraining_records, "--sentence_objective=nsp",
                               "--num_train_steps=4")
@@ -174,19 +198,31 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
         "--sentence_objective=none or use another output directory."]
     assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-2")  # no step taken
 
+    wider = tmp_path / "wider.json"
+    wider.write_text(tiny_config(hidden_size=48, hidden_dropout_prob=0.1).to_json_string())
+    other_config = run_pretraining(tmp_path, pretraining_records, "--sentence_objective=none",
+                                   "--num_train_steps=4", f"--albert_config_file={wider}")
+    assert other_config.returncode == 1
+    assert other_config.stderr.strip().splitlines() == [
+        f"run_pretraining: error: {wider} differs from the config {output_dir} was trained with "
+        f"({RUN_CONFIG_FILE}): hidden_size 48 (recorded 32); use that config or another output "
+        "directory."]
+
     evaluated = run_pretraining(tmp_path, pretraining_records, "--sentence_objective=none",
                                 "--num_train_steps=2", "--nodo_train", "--do_eval",
                                 "--eval_sentence_task=nsp",
                                 f"--eval_input_file={nsp_pretraining_records}",
                                 "--max_eval_wait_secs=0")
     assert evaluated.returncode == 0, evaluated.stderr
-    results = open(output_dir / "eval_results.txt").read()
+    results = open(output_dir / "eval_results_nsp.txt").read()
     assert "next_sentence_accuracy = " in results and "sentence_order" not in results
+    assert json.load(open(output_dir / "best_results_sop.json")) == sop_best  # kept beside
 
 
 def run_command_line(output_dir, *arguments):
     return subprocess.run([sys.executable, "run_pretraining.py", "--albert_config_file=x.json",
-                           "--input_file=x.tfrecord", f"--output_dir={output_dir}", *arguments], capture_output=True, text=True, env=subprocess_env(),
+                           "--input_file=x.tfrecord", f"--output_dir={output_dir}", *arguments],
+                          capture_output=True, text=True, env=subprocess_env(),
                           cwd=REPO_ROOT, timeout=300)
 
 

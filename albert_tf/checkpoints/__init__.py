@@ -16,6 +16,8 @@ best one (albert_tf/evaluation/), SavedModel exports (albert_tf/serving/), a hea
 - object_format.py: loading and checking albert_tf's own (object-based) checkpoints.
 - report.py: ``LoadReport`` (what a load took, missed, left unused) and ``CheckpointMismatchError``.
 - warm_start.py: ``load_checkpoint``, the warm start from either format.
+- run_config.py: the config a run directory was trained with (``albert_config.json`` beside its
+  checkpoints).
 - conversion.py: reference TF1 <-> albert_tf conversion (the library of
   ``python -m albert_tf.convert_checkpoint``).
 """

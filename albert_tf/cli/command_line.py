@@ -87,8 +87,9 @@ def parse_before_imports(module_name: str,
                          checks: Sequence[Callable[[], None]] = ()) -> None:
     """For the module running as the program (``module_name == "__main__"``): answers ``--help``
     (exit 0), parses the flags with ``parser`` and runs ``checks`` (functions of the flags alone
-    that raise ``app.UsageError``; a mistake: one line, exit 1), then imports TensorFlow quietly.
-    Does nothing for an imported module."""
+    that raise ``app.UsageError``; a mistake: one line, exit 1), exits 0 there for absl's
+    ``--only_check_args`` (a job script's flags checked in a fraction of a second), then imports
+    TensorFlow quietly. Does nothing for an imported module."""
     if module_name != "__main__":
         return
     arguments = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
@@ -101,6 +102,8 @@ def parse_before_imports(module_name: str,
             check()
     except app.UsageError as error:
         exit_with_message(str(error))
+    if flags.FLAGS["only_check_args"].value:
+        sys.exit(0)
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
 
 

@@ -26,23 +26,36 @@ from albert_tf.training.trainer import Trainer
 BEST_RESULTS_FILE = "best_results.json"
 
 
+def results_file_names(results_name: str = "") -> tuple[str, str]:
+    """(eval results, best results) file names of a sweep: ``eval_results.txt`` and
+    ``best_results.json``, or ``eval_results_<name>.txt`` and ``best_results_<name>.json`` for a
+    named evaluation (a run evaluated on other data than its own, kept beside its own results)."""
+    suffix = f"_{results_name}" if results_name else ""
+    stem, extension = os.path.splitext(BEST_RESULTS_FILE)
+    return f"eval_results{suffix}.txt", f"{stem}{suffix}{extension}"
+
+
 def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selection_key: str,
-                         policy: SweepPolicy) -> tuple[int, dict[str, float]]:
-    """Evaluates the checkpoints of the trainer's output_dir, keeps the best by ``selection_key``.
+                         policy: SweepPolicy, results_name: str = ""
+                         ) -> tuple[int, dict[str, float]]:
+    """Evaluates the checkpoints of the trainer's output_dir, keeps the best by ``selection_key``;
+    ``results_name`` names the results files (``results_file_names``).
 
     Returns (best step, its metrics).
     """
     output_dir = trainer.config.output_dir
+    results_file, best_results_file = results_file_names(results_name)
     evaluate = functools.partial(trainer.evaluate_checkpoint, eval_sets=eval_sets)
-    best_step, best = sweep_checkpoints(output_dir, evaluate, selection_key, policy=policy)
+    best_step, best = sweep_checkpoints(output_dir, evaluate, selection_key,
+                                        results_file=results_file, policy=policy)
     trainer.write_eval_summaries(best, best_step)
     results = {"selection_metric": selection_key, "best_step": int(best_step),
                "metrics": {name: float(value) for name, value in best.items()}}
-    atomic_write_text(os.path.join(output_dir, BEST_RESULTS_FILE),
+    atomic_write_text(os.path.join(output_dir, best_results_file),
                       json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(f"Best checkpoint: step {best_step}, {selection_key} {best[selection_key]:.4f} -> "
           f"{os.path.join(output_dir, BEST_PREFIX)}; all results in "
-          f"{os.path.join(output_dir, 'eval_results.txt')}", flush=True)
+          f"{os.path.join(output_dir, results_file)}", flush=True)
     return best_step, best
 
 

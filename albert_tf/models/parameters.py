@@ -70,3 +70,8 @@ def encoder_parameter_count(config: AlbertConfig) -> int:
 
     return (embeddings + projection + pooler
             + copies("attention") * attention + copies("ffn") * ffn)
+
+
+def paper_parameter_count(config: AlbertConfig) -> int:
+    """The parameters as the paper counts them: embeddings + transformer (no pooler, no heads)."""
+    return encoder_parameter_count(config) - (config.hidden_size ** 2 + config.hidden_size)

@@ -53,6 +53,17 @@ def sentence_metric_names(sentence_task: str) -> tuple[str, str]:
     return f"{prefix}_loss", f"{prefix}_accuracy"
 
 
+def evaluation_name(objective: str, eval_sentence_task: str | None) -> str:
+    """The name of an evaluation of an ``objective`` run on records of ``eval_sentence_task``: ""
+    when they are the objective's own (its results are eval_results.txt, best_results.json), else
+    the records' task, which names the results files (``eval_results_nsp.txt``, ...) so that a
+    run's evaluations on SOP and on NSP records are kept side by side. A ``none`` run has no task
+    of its own: every evaluation is named."""
+    if eval_sentence_task is None or eval_sentence_task == require_objective(objective):
+        return ""
+    return eval_sentence_task
+
+
 def recorded_objective(output_dir: str) -> str | None:
     """The objective recorded in ``output_dir`` (None when no run recorded one)."""
     path = os.path.join(output_dir, OBJECTIVE_FILE)

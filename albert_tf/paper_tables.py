@@ -1,0 +1,105 @@
+"""Command line: the paper's tables from this project's runs, beside the published numbers, and the
+plan of a full reproduction.
+
+    # the downstream table (MNLI ... RACE, Avg) of one checkpoint's fine-tuning runs
+    python -m albert_tf.paper_tables --runs_dir=runs/base --model=v2_base --output=runs/base/table
+    # Tables 3, 4 and 5 from pretraining runs (run_pretraining --output_dir each)
+    python -m albert_tf.paper_tables --pretraining_runs='ablation/*' --output=ablation/tables
+    # every command of a full reproduction for a checkpoint (paths left out stay ${VARIABLES})
+    python -m albert_tf.paper_tables --plan --model=v2_base --init_checkpoint=base/model.ckpt-best \\
+        --runs_dir=runs/base
+
+--runs_dir holds one subdirectory per task (mnli, qnli, qqp, rte, sst-2, mrpc, cola, sts-b,
+squad1.1, squad2.0, race); a task's score is its seeds' median (seed_results.json of
+albert_tf.run_seeds) or its run's best dev score (best_results.json). The paper's Avg is
+((SQuAD1.1 F1 + EM)/2 + (SQuAD2.0 F1 + EM)/2 + MNLI + SST-2 + RACE) / 5. The tables print as
+Markdown; --output=<prefix> also writes <prefix>.md and <prefix>.json. The library is
+albert_tf/reproduction/.
+"""
+
+from __future__ import annotations
+
+from absl import app, flags
+
+from albert_tf.cli import command_line, flag_definitions
+
+# The released models, whose published numbers the downstream table compares with.
+RELEASED_MODELS = [f"{version}_{size}" for version in ("v2", "v1")
+                   for size in ("base", "large", "xlarge", "xxlarge")]
+
+flags.DEFINE_string("runs_dir", None, "Fine-tuning runs of one checkpoint, a subdirectory per "
+                    "task (the downstream table); with --plan, where the plan puts them.")
+flags.DEFINE_enum("model", None, RELEASED_MODELS, "The released model whose published numbers "
+                  "go beside the downstream table (with --plan it also picks the RACE recipe).")
+flags.DEFINE_list("pretraining_runs", [], "Comma-separated run_pretraining output directories "
+                  "(globs allowed) for Tables 3, 4 and 5.")
+flags.DEFINE_string("output", None, "Also write the tables to <output>.md and <output>.json.")
+flags.DEFINE_bool("plan", False, "Print every command of a full reproduction for "
+                  "--init_checkpoint instead of reading results.")
+flags.DEFINE_list("seeds", ["1", "2", "3", "4", "5"], "--plan: the seeds of each GLUE task.")
+flags.DEFINE_string("glue_dir", None, "--plan: GLUE data (a folder per task).")
+flags.DEFINE_string("squad_dir", None, "--plan: SQuAD files (train-v1.1.json, dev-v1.1.json, "
+                    "train-v2.0.json, dev-v2.0.json).")
+flags.DEFINE_string("race_dir", None, "--plan: RACE data (RACE/{train,dev,test}/...).")
+flag_definitions.define("init_checkpoint", "albert_config_file", "spm_model_file")
+flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
+    seed.lstrip("-").isdigit() for seed in seeds), "expected a comma-separated list of integers")
+
+
+def check_what_to_do() -> None:
+    """One of the three jobs is asked for, and --model where it is needed (app.UsageError)."""
+    values = flags.FLAGS
+    if not (values.plan or values.runs_dir or values.pretraining_runs):
+        raise app.UsageError("give --runs_dir (the downstream table), --pretraining_runs "
+                             "(Tables 3-5) or --plan")
+    if (values.plan or values.runs_dir) and not values.model:
+        raise app.UsageError("--runs_dir and --plan need --model, the released model to compare "
+                             "with (e.g. --model=v2_base)")
+
+
+# --help, flag mistakes: before TensorFlow loads.
+command_line.parse_before_imports(__name__, checks=[check_what_to_do])
+
+import json  # noqa: E402
+
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.atomic import atomic_write_text  # noqa: E402
+from albert_tf.reproduction.ablation import (  # noqa: E402
+    ablation_tables, expand_run_dirs, format_ablation_markdown)
+from albert_tf.reproduction.downstream import (  # noqa: E402
+    downstream_table, format_downstream_markdown)
+from albert_tf.reproduction.plan import PlanPaths, reproduction_plan  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+
+def print_plan() -> None:
+    paths = PlanPaths(FLAGS.init_checkpoint, FLAGS.albert_config_file, FLAGS.spm_model_file,
+                      FLAGS.glue_dir, FLAGS.squad_dir, FLAGS.race_dir, FLAGS.runs_dir)
+    seeds = tuple(int(seed) for seed in FLAGS.seeds)
+    print("\n".join(reproduction_plan(paths, FLAGS.model, seeds)))
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    if FLAGS.plan:
+        print_plan()
+        return
+    results, sections = {}, []
+    if FLAGS.runs_dir:
+        results["downstream"] = downstream_table(FLAGS.runs_dir, FLAGS.model)
+        sections.append(format_downstream_markdown(results["downstream"]))
+    if FLAGS.pretraining_runs:
+        results["ablation"] = ablation_tables(expand_run_dirs(FLAGS.pretraining_runs))
+        sections.append(format_ablation_markdown(results["ablation"]))
+    markdown = "\n\n".join(sections) + "\n"
+    print(markdown, end="")
+    if FLAGS.output:
+        atomic_write_text(FLAGS.output + ".md", markdown)
+        atomic_write_text(FLAGS.output + ".json", json.dumps(results, indent=1, sort_keys=True)
+                          + "\n")
+        print(f"-> {FLAGS.output}.md, {FLAGS.output}.json")
+
+
+if __name__ == "__main__":
+    error_boundary.run(main)

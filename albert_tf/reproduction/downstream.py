@@ -1,0 +1,162 @@
+"""The paper's downstream table from fine-tuning runs: MNLI, QNLI, QQP, RTE, SST-2, MRPC, CoLA,
+STS-B, SQuAD1.1 F1/EM, SQuAD2.0 F1/EM, RACE and the paper's average, beside published numbers.
+
+The runs of one pretrained checkpoint live in one directory, a subdirectory per task named as
+``DOWNSTREAM_TASKS`` says (``<runs_dir>/mnli``, ``<runs_dir>/squad1.1``, ...; the layout the plan
+of reproduction/plan.py writes). A task's score is the median over seeds when the directory holds
+``seed_results.json`` (albert_tf.run_seeds), else the best checkpoint's score in
+``best_results.json`` (one run's sweep). Scores are percentages: GLUE accuracy (CoLA Matthews
+correlation, STS-B Pearson), SQuAD F1 and exact match (v2.0: the reference's threshold tuned on the
+dev set, the figure the paper reports), RACE accuracy.
+
+    table = downstream_table("runs/albert_base", "v2_base")
+    print(format_downstream_markdown(table))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Mapping
+
+import tensorflow as tf
+
+from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
+from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE
+from albert_tf.reproduction.published import published_model
+
+
+@dataclasses.dataclass(frozen=True)
+class DownstreamTask:
+    """One column group of the table.
+
+    name: the run subdirectory (and the key prefix of its cells), e.g. "squad1.1".
+    label: the column title, e.g. "SQuAD1.1".
+    cells: (cell key, result key, scale to percent) per cell; SQuAD has F1 then EM.
+    """
+
+    name: str
+    label: str
+    cells: tuple[tuple[str, str, float], ...]
+
+
+def _glue(name: str, label: str, result_key: str = "eval_accuracy") -> DownstreamTask:
+    return DownstreamTask(name, label, ((name, result_key, 100.0),))
+
+
+DOWNSTREAM_TASKS: tuple[DownstreamTask, ...] = (
+    _glue("mnli", "MNLI"), _glue("qnli", "QNLI"), _glue("qqp", "QQP"), _glue("rte", "RTE"),
+    _glue("sst-2", "SST-2"), _glue("mrpc", "MRPC"), _glue("cola", "CoLA", "matthew_corr"),
+    _glue("sts-b", "STS-B", "pearson"),
+    DownstreamTask("squad1.1", "SQuAD1.1", (("squad1.1_f1", "f1", 1.0),
+                                            ("squad1.1_em", "exact_match", 1.0))),
+    DownstreamTask("squad2.0", "SQuAD2.0", (("squad2.0_f1", "reference_tuned_f1", 1.0),
+                                            ("squad2.0_em", "reference_tuned_exact", 1.0))),
+    _glue("race", "RACE"),
+)
+AVERAGE_KEY = "avg"
+# The cells of the paper's average; each SQuAD version counts as the mean of its F1 and EM.
+AVERAGE_CELLS = ("squad1.1_f1", "squad1.1_em", "squad2.0_f1", "squad2.0_em", "mnli", "sst-2",
+                 "race")
+
+
+def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | None:
+    """The task's cells from its run directory: ``{"cells": {key: percent}, "runs": seeds or 1,
+    "source": file}``; None when the directory holds neither results file (not run yet).
+
+    ValueError naming the file when it lacks a result the task needs (a run of another task)."""
+    seeds_path = os.path.join(task_dir, SEED_RESULTS_FILE)
+    best_path = os.path.join(task_dir, BEST_RESULTS_FILE)
+    if tf.io.gfile.exists(seeds_path):
+        path = seeds_path
+        with tf.io.gfile.GFile(path) as handle:
+            summary = json.load(handle)
+        metrics, runs = summary["median"], len(summary["seeds"])
+    elif tf.io.gfile.exists(best_path):
+        path = best_path
+        with tf.io.gfile.GFile(path) as handle:
+            metrics, runs = json.load(handle)["metrics"], 1
+    else:
+        return None
+    cells = {}
+    for cell, result_key, scale in task.cells:
+        if result_key not in metrics:
+            raise ValueError(f"{path} has no {result_key!r} (it has {sorted(metrics)}): is it a "
+                             f"run of {task.label}?")
+        cells[cell] = float(metrics[result_key]) * scale
+    return {"cells": cells, "runs": runs, "source": path}
+
+
+def paper_average(cells: Mapping[str, float]) -> float | None:
+    """The paper's Avg: (SQuAD1.1 (F1+EM)/2 + SQuAD2.0 (F1+EM)/2 + MNLI + SST-2 + RACE) / 5; None
+    unless all seven cells are there."""
+    if any(key not in cells for key in AVERAGE_CELLS):
+        return None
+    squad = sum((cells[f"{version}_f1"] + cells[f"{version}_em"]) / 2
+                for version in ("squad1.1", "squad2.0"))
+    return (squad + cells["mnli"] + cells["sst-2"] + cells["race"]) / 5
+
+
+def downstream_scores(runs_dir: str) -> dict[str, Any]:
+    """Every task's cells found under ``runs_dir`` and the average: ``{"cells": {key: percent},
+    "runs": {task: seeds}, "sources": {task: file}}`` (tasks not run are absent)."""
+    cells: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    sources: dict[str, str] = {}
+    for task in DOWNSTREAM_TASKS:
+        scores = read_task_scores(os.path.join(runs_dir, task.name), task)
+        if scores is not None:
+            cells.update(scores["cells"])
+            runs[task.name], sources[task.name] = scores["runs"], scores["source"]
+    average = paper_average(cells)
+    if average is not None:
+        cells[AVERAGE_KEY] = average
+    return {"cells": cells, "runs": runs, "sources": sources}
+
+
+def cell_keys() -> list[str]:
+    """Every cell key in table order, the average last."""
+    return [cell for task in DOWNSTREAM_TASKS for cell, _, _ in task.cells] + [AVERAGE_KEY]
+
+
+def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
+    """The table of ``runs_dir`` beside the published numbers of the released ``model``
+    (``v2_base``, ...): ``{"runs_dir", "model", "ours", "published", "difference", "runs",
+    "sources"}``, cells keyed by ``cell_keys()``; a difference only where both exist."""
+    scores = downstream_scores(runs_dir)
+    published = published_model(model)
+    ours = scores["cells"]
+    difference = {key: ours[key] - published[key] for key in cell_keys()
+                  if key in ours and key in published}
+    return {"runs_dir": runs_dir, "model": model, "ours": ours,
+            "published": {key: published[key] for key in cell_keys() if key in published},
+            "difference": difference, "runs": scores["runs"], "sources": scores["sources"]}
+
+
+def _value(cells: Mapping[str, float], key: str, signed: bool = False) -> str:
+    if key not in cells:
+        return "–"
+    return f"{cells[key]:+.1f}" if signed else f"{cells[key]:.1f}"
+
+
+def _row(title: str, cells: Mapping[str, float], signed: bool = False) -> str:
+    parts = [title]
+    for task in DOWNSTREAM_TASKS:
+        parts.append("/".join(_value(cells, cell, signed) for cell, _, _ in task.cells))
+    parts.append(_value(cells, AVERAGE_KEY, signed))
+    return "| " + " | ".join(parts) + " |"
+
+
+def format_downstream_markdown(table: Mapping[str, Any]) -> str:
+    """The table in the paper's layout (a column per task, SQuAD cells F1/EM): our row, the
+    published row and their difference, then how many runs each of our cells is the median of."""
+    labels = [task.label for task in DOWNSTREAM_TASKS] + ["Avg"]
+    lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|",
+             _row(f"albert_tf ({table['runs_dir']})", table["ours"]),
+             _row(f"published ({table['model']})", table["published"]),
+             _row("difference", table["difference"], signed=True)]
+    runs = ", ".join(f"{task} {count}" for task, count in table["runs"].items())
+    lines += ["", f"Runs per cell (median over seeds where more than 1): {runs or 'none found'}.",
+              "– : not run here, or not published for this model."]
+    return "\n".join(lines)

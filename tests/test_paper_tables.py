@@ -1,0 +1,277 @@
+"""python -m albert_tf.paper_tables: the published numbers it carries, the downstream table and the
+pretraining ablation tables (Tables 3-5) checked cell by cell against the runs' own results files,
+and the reproduction plan's commands accepted by the scripts they run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints.run_config import record_run_config
+from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
+from albert_tf.models.config import AlbertConfig
+from albert_tf.models.parameters import paper_parameter_count
+from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table, paper_average,
+                                               read_task_scores)
+from albert_tf.reproduction.plan import PlanPaths, reproduction_plan
+from albert_tf.reproduction.published import published_model, published_rows, released_models
+from albert_tf.tasks.pretraining.objective import evaluation_name, record_objective
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
+from albert_tf.training import optimization
+from albert_tf.training.task import EvalSet
+from albert_tf.training.trainer import RunConfig, Trainer
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
+                                subprocess_env, tiny_config)
+
+BASE = dict(vocab_size=30000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+
+
+def paper_tables(*args):
+    return subprocess.run([sys.executable, "-m", "albert_tf.paper_tables", *args], cwd=REPO_ROOT,
+                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
+
+
+# ------------------------------------------------------------------------------------------------
+# The published numbers.
+
+def test_every_published_average_follows_the_papers_formula():
+    rows = [published_model(name) for name in released_models()]
+    rows += [row for table in ("table2", "table5", "table6_8", "appendix_depth", "appendix_width")
+             for row in published_rows(table)]
+    assert len(rows) == 8 + 6 + 3 + 4 + 6 + 4
+    for row in rows:  # cells and averages are rounded to 0.1 each
+        assert paper_average(row) == pytest.approx(row["avg"], abs=0.1), row
+    assert paper_average(published_model("v1_base")) == pytest.approx(80.05)
+
+
+def test_published_parameter_counts_are_the_closed_form_within_1m():
+    rows = published_rows("table3") + published_rows("table4")
+    assert len(rows) == 16
+    for row in rows:
+        config = AlbertConfig.from_dict(dict(BASE, embedding_size=row["embedding_size"],
+                                             cross_layer_sharing=row["cross_layer_sharing"]))
+        assert abs(paper_parameter_count(config) / 1e6 - row["params_m"]) < 1.0, row
+
+
+def test_unknown_model_names_the_released_ones():
+    with pytest.raises(ValueError, match="v3_base.*v2_base, v2_large"):
+        published_model("v3_base")
+
+
+# ------------------------------------------------------------------------------------------------
+# The downstream table.
+
+def write_results(directory, metrics, file="best_results.json", key="f1"):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, file), "w", encoding="utf-8") as handle:
+        json.dump({"selection_metric": key, "best_step": 3, "metrics": metrics}, handle)
+
+
+def write_seeds(directory, accuracies):
+    os.makedirs(directory, exist_ok=True)
+    seeds = {str(i): {"selection_metric": "eval_accuracy", "best_step": 2,
+                      "metrics": {"eval_accuracy": value}} for i, value in enumerate(accuracies)}
+    with open(os.path.join(directory, "seed_results.json"), "w", encoding="utf-8") as handle:
+        json.dump({"selection_metric": "eval_accuracy", "seeds": seeds,
+                   "median": {"eval_accuracy": statistics.median(accuracies)}}, handle)
+
+
+def test_the_downstream_table_reads_medians_and_single_runs_and_averages_as_the_paper(tmp_path):
+    runs = str(tmp_path)
+    write_seeds(os.path.join(runs, "mnli"), [0.80, 0.84, 0.82, 0.70, 0.83])  # median 0.82
+    write_seeds(os.path.join(runs, "sst-2"), [0.91, 0.93])  # median 0.92
+    write_results(os.path.join(runs, "squad1.1"), {"f1": 88.0, "exact_match": 81.0})
+    write_results(os.path.join(runs, "squad2.0"), {"reference_tuned_f1": 79.0,
+                                                   "reference_tuned_exact": 76.0, "f1": 1.0,
+                                                   "exact": 1.0})
+    write_results(os.path.join(runs, "race"), {"eval_accuracy": 0.6})
+    write_results(os.path.join(runs, "cola"), {"matthew_corr": 0.5})
+    table = downstream_table(runs, "v2_base")
+    ours = table["ours"]
+    assert ours["mnli"] == pytest.approx(82.0) and ours["sst-2"] == pytest.approx(92.0)
+    assert (ours["squad2.0_f1"], ours["squad2.0_em"]) == (79.0, 76.0)  # the reference's tuned
+    assert ours["cola"] == pytest.approx(50.0) and "qnli" not in ours
+    expected_average = ((88 + 81) / 2 + (79 + 76) / 2 + 82 + 92 + 60) / 5
+    assert ours["avg"] == pytest.approx(expected_average)
+    assert table["difference"]["avg"] == pytest.approx(expected_average - 82.3)
+    assert table["difference"]["race"] == pytest.approx(60 - 66.8)
+    assert "cola" not in table["difference"]  # not published for v2_base
+    assert table["runs"] == {"mnli": 5, "sst-2": 2, "cola": 1, "squad1.1": 1, "squad2.0": 1,
+                             "race": 1}
+
+    result = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={tmp_path}/table")
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "table.md").read_text().splitlines()
+    assert lines[0] == ("| | MNLI | QNLI | QQP | RTE | SST-2 | MRPC | CoLA | STS-B | SQuAD1.1 | "
+                        "SQuAD2.0 | RACE | Avg |")
+    assert lines[2] == (f"| albert_tf ({runs}) | 82.0 | – | – | – | 92.0 | – | 50.0 | – | "
+                        f"88.0/81.0 | 79.0/76.0 | 60.0 | {expected_average:.1f} |")
+    assert lines[3] == ("| published (v2_base) | 84.6 | – | – | – | 92.9 | – | – | – | 90.2/83.2 "
+                        "| 82.1/79.3 | 66.8 | 82.3 |")
+    assert lines[4].startswith("| difference | -2.6 | – |")
+    written = json.loads((tmp_path / "table.json").read_text())["downstream"]
+    assert written["ours"] == pytest.approx(ours)
+
+
+def test_a_results_file_of_another_task_is_named(tmp_path):
+    write_results(tmp_path / "race", {"f1": 50.0})
+    race = next(task for task in DOWNSTREAM_TASKS if task.name == "race")
+    with pytest.raises(ValueError, match=r"race/best_results.json has no 'eval_accuracy' .*RACE"):
+        read_task_scores(str(tmp_path / "race"), race)
+    assert read_task_scores(str(tmp_path / "mnli"), race) is None  # not run: no cell
+
+
+def test_table_command_mistakes_are_one_line(tmp_path):
+    nothing = paper_tables()
+    assert nothing.returncode == 1
+    assert nothing.stderr.strip() == ("paper_tables: error: give --runs_dir (the downstream "
+                                      "table), --pretraining_runs (Tables 3-5) or --plan")
+    no_model = paper_tables(f"--runs_dir={tmp_path}")
+    assert no_model.returncode == 1 and "need --model" in no_model.stderr
+    missing = paper_tables(f"--pretraining_runs={tmp_path}/nothing*")
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (f"paper_tables: error: --pretraining_runs: "
+                                      f"'{tmp_path}/nothing*' matches no directory.")
+
+
+# ------------------------------------------------------------------------------------------------
+# The pretraining ablation tables, from tiny runs made here.
+
+def pretrain(run_dir, config, objective, records):
+    """A 2-step run with run_pretraining's records (config, objective) and evaluations on SOP and
+    NSP records, the own one unnamed."""
+    os.makedirs(run_dir, exist_ok=True)
+    record_objective(run_dir, objective)
+    record_run_config(run_dir, config, "config.json")
+    run_config = RunConfig(output_dir=run_dir, train_batch_size=8, num_train_steps=2,
+                           save_checkpoints_steps=2, iterations_per_loop=2, seed=1)
+    trainer = Trainer(tf.distribute.get_strategy(), PretrainingTask(config, objective),
+                      lambda: optimization.create_optimizer("lamb", 5e-3, 2, 0), run_config,
+                      log=lambda message: None)
+    train_records = records["nsp" if objective == "nsp" else "sop"]
+    trainer.train(pretraining_dataset_fn([train_records], REFERENCE_SEQ_LENGTH,
+                                         REFERENCE_MAX_PREDICTIONS, is_training=True))
+    for task in ("sop", "nsp"):
+        data = pretraining_dataset_fn([records[task]], REFERENCE_SEQ_LENGTH,
+                                      REFERENCE_MAX_PREDICTIONS, is_training=False)
+        eval_set = EvalSet("", lambda data=data: data(8, 0), context=task, max_steps=2)
+        run_checkpoint_sweep(trainer, [eval_set], "masked_lm_accuracy", SweepPolicy(),
+                             evaluation_name(objective, task))
+
+
+def best_metrics(run_dir, name=""):
+    suffix = f"_{name}" if name else ""
+    with open(os.path.join(run_dir, f"best_results{suffix}.json"), encoding="utf-8") as handle:
+        return json.load(handle)["metrics"]
+
+
+def test_ablation_tables_from_pretraining_runs(tmp_path, pretraining_records,
+                                               nsp_pretraining_records):
+    records = {"sop": pretraining_records, "nsp": nsp_pretraining_records}
+    configs = {"all": tiny_config(), "none": tiny_config(cross_layer_sharing="none")}
+    runs = {"all": str(tmp_path / "all"), "none": str(tmp_path / "none"),
+            "mlm_only": str(tmp_path / "mlm_only")}
+    pretrain(runs["all"], configs["all"], "sop", records)
+    pretrain(runs["none"], configs["none"], "sop", records)
+    pretrain(runs["mlm_only"], configs["all"], "none", records)
+    assert not os.path.exists(os.path.join(runs["mlm_only"], "best_results.json"))  # all named
+    # One run's downstream results: its Avg goes into every table it is in.
+    downstream = os.path.join(runs["all"], "downstream")
+    for task, metrics in (("mnli", {"eval_accuracy": 0.5}), ("sst-2", {"eval_accuracy": 0.7}),
+                          ("race", {"eval_accuracy": 0.3}),
+                          ("squad1.1", {"f1": 40.0, "exact_match": 30.0}),
+                          ("squad2.0", {"reference_tuned_f1": 50.0,
+                                        "reference_tuned_exact": 45.0})):
+        write_results(os.path.join(downstream, task), metrics)
+    average = (35 + 47.5 + 50 + 70 + 30) / 5
+
+    result = paper_tables(f"--pretraining_runs={tmp_path}/*", f"--output={tmp_path}/ablation")
+    assert result.returncode == 0, result.stderr
+    tables = json.loads((tmp_path / "ablation.json").read_text())["ablation"]
+    size = tiny_config().embedding_size
+
+    [row3] = tables["table3"]
+    assert row3["embedding_size"] == size
+    for column, sharing in (("all_shared", "all"), ("not_shared", "none")):
+        cell = row3[column]
+        assert cell["run_dir"] == runs[sharing]
+        assert cell["params_m"]["ours"] == paper_parameter_count(configs[sharing]) / 1e6
+        assert cell["params_m"]["published"] is None  # the paper has no E=16 row
+    assert row3["all_shared"]["avg"]["ours"] == pytest.approx(average)
+    assert row3["not_shared"]["avg"]["ours"] is None
+
+    assert [row["cross_layer_sharing"] for row in tables["table4"]] == ["all", "none"]
+    assert tables["table4"][0][f"E={size}"]["avg"]["ours"] == pytest.approx(average)
+
+    rows5 = {row["sentence_objective"]: row for row in tables["table5"]}
+    assert list(rows5) == ["none", "sop"]  # the paper's order; no NSP run here
+    sop_own, sop_other = best_metrics(runs["all"]), best_metrics(runs["all"], "nsp")
+    assert rows5["sop"]["masked_lm_accuracy"]["ours"] == pytest.approx(
+        100 * sop_own["masked_lm_accuracy"])
+    assert rows5["sop"]["sentence_order_accuracy"]["ours"] == pytest.approx(
+        100 * sop_own["sentence_order_accuracy"])
+    assert rows5["sop"]["next_sentence_accuracy"]["ours"] == pytest.approx(
+        100 * sop_other["next_sentence_accuracy"])
+    assert rows5["sop"]["sentence_order_accuracy"]["published"] == 86.5
+    assert rows5["sop"]["avg"]["difference"] == pytest.approx(average - 80.1)
+    mlm_sop, mlm_nsp = best_metrics(runs["mlm_only"], "sop"), best_metrics(runs["mlm_only"], "nsp")
+    assert rows5["none"]["masked_lm_accuracy"]["ours"] == pytest.approx(
+        100 * mlm_sop["masked_lm_accuracy"])
+    assert rows5["none"]["next_sentence_accuracy"]["ours"] == pytest.approx(
+        100 * mlm_nsp["next_sentence_accuracy"])
+    markdown = (tmp_path / "ablation.md").read_text()
+    assert "Table 3" in markdown and "Table 4" in markdown and "Table 5" in markdown
+    assert f"{100 * sop_own['sentence_order_accuracy']:.1f} (86.5, " in markdown
+
+    # Two runs in one cell are refused, naming both.
+    shutil.copytree(runs["none"], tmp_path / "again")
+    repeated = paper_tables(f"--pretraining_runs={tmp_path}/*")
+    assert repeated.returncode == 1
+    assert re.search(r"Table 3: .*/again and .*/none are both runs of embedding_size 16, "
+                     "cross_layer_sharing none", repeated.stderr)
+
+
+# ------------------------------------------------------------------------------------------------
+# The plan.
+
+def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_parse(tmp_path):
+    paths = PlanPaths(init_checkpoint="base/model.ckpt-best", runs_dir=str(tmp_path / "runs"))
+    plan = reproduction_plan(paths, "v2_base", seeds=(1, 2, 3))
+    commands = [shlex.split(line.replace("\\\n", " ")) for line in plan
+                if not line.startswith("#")]
+    assert len(commands) == 8 + 2 + 1 + 1
+    glue = commands[:8]
+    assert [c[c.index("--") + 2] for c in glue] == [
+        f"--task_name={task}" for task in ("mnli", "qnli", "qqp", "rte", "sst-2", "mrpc", "cola",
+                                            "sts-b")]
+    assert all("--seeds=1,2,3" in command for command in glue)
+    assert "--learning_rate=3e-05" in glue[3] and "--train_step=800" in glue[3]  # RTE's recipe
+    assert "--learning_rate=1e-5" in commands[10]  # RACE, v2 recipe
+    assert "--learning_rate=2e-5" in shlex.split(reproduction_plan(paths, "v1_base")[-3])
+    assert commands[-1][-3:] == [f"--runs_dir={tmp_path}/runs", "--model=v2_base",
+                                 f"--output={tmp_path}/runs/downstream_table"]
+    # Every command's flags are the script's (absl checks them without running anything).
+    for command in commands:
+        if command[1] == "-m" and command[2] == "albert_tf.run_seeds":
+            command = command[command.index("--") + 1:]  # the recipe is a run_classifier command
+        else:
+            command = command[1:]
+        result = subprocess.run([sys.executable, *command, "--only_check_args"], cwd=REPO_ROOT,
+                                env=subprocess_env(), capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, (command[:2], result.stderr)
+
+    printed = paper_tables("--plan", "--model=v2_base", "--seeds=1,2,3",
+                           "--init_checkpoint=base/model.ckpt-best", f"--runs_dir={tmp_path}/runs")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.splitlines() == "\n".join(plan).splitlines()
