@@ -37,6 +37,8 @@ flags.DEFINE_string("output", None, "Also write the tables to <output>.md and <o
 flags.DEFINE_bool("plan", False, "Print every command of a full reproduction for "
                   "--init_checkpoint instead of reading results.")
 flags.DEFINE_list("seeds", ["1", "2", "3", "4", "5"], "--plan: the seeds of each GLUE task.")
+flags.DEFINE_list("plan_tasks", [], "--plan: only these tasks (default: all of the table; "
+                  "mnli,sst-2,squad1.1,squad2.0,race are those of the paper's Avg).")
 flags.DEFINE_string("glue_dir", None, "--plan: GLUE data (a folder per task).")
 flags.DEFINE_string("squad_dir", None, "--plan: SQuAD files (train-v1.1.json, dev-v1.1.json, "
                     "train-v2.0.json, dev-v2.0.json).")
@@ -68,7 +70,7 @@ from albert_tf.reproduction.ablation import (  # noqa: E402
     ablation_tables, expand_run_dirs, format_ablation_markdown)
 from albert_tf.reproduction.downstream import (  # noqa: E402
     downstream_table, format_downstream_markdown)
-from albert_tf.reproduction.plan import PlanPaths, reproduction_plan  # noqa: E402
+from albert_tf.reproduction.plan import PLAN_TASKS, PlanPaths, reproduction_plan  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -77,7 +79,8 @@ def print_plan() -> None:
     paths = PlanPaths(FLAGS.init_checkpoint, FLAGS.albert_config_file, FLAGS.spm_model_file,
                       FLAGS.glue_dir, FLAGS.squad_dir, FLAGS.race_dir, FLAGS.runs_dir)
     seeds = tuple(int(seed) for seed in FLAGS.seeds)
-    print("\n".join(reproduction_plan(paths, FLAGS.model, seeds)))
+    tasks = tuple(task.lower() for task in FLAGS.plan_tasks) or PLAN_TASKS
+    print("\n".join(reproduction_plan(paths, FLAGS.model, seeds, tasks)))
 
 
 def main(argv: list[str]) -> None:

@@ -23,7 +23,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.models.parameters import paper_parameter_count
 from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table, paper_average,
                                                read_task_scores)
-from albert_tf.reproduction.plan import PlanPaths, reproduction_plan
+from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
 from albert_tf.reproduction.published import published_model, published_rows, released_models
 from albert_tf.tasks.pretraining.objective import evaluation_name, record_objective
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
@@ -270,6 +270,13 @@ def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_par
         result = subprocess.run([sys.executable, *command, "--only_check_args"], cwd=REPO_ROOT,
                                 env=subprocess_env(), capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, (command[:2], result.stderr)
+
+    average_only = reproduction_plan(paths, "v2_base", tasks=AVERAGE_TASKS)
+    assert [line.split("--output_dir=")[1].split()[0] for line in average_only
+            if "--output_dir=" in line] == [f"{tmp_path}/runs/{task}" for task in (
+                "mnli", "sst-2", "squad1.1", "squad2.0", "race")]
+    with pytest.raises(ValueError, match="Unknown task.*squad3"):
+        reproduction_plan(paths, "v2_base", tasks=("squad3",))
 
     printed = paper_tables("--plan", "--model=v2_base", "--seeds=1,2,3",
                            "--init_checkpoint=base/model.ckpt-best", f"--runs_dir={tmp_path}/runs")

@@ -61,16 +61,26 @@ def _line(words: list[str]) -> str:
     return "\n".join(lines + [current])
 
 
+# Every task of the table, and those of the paper's average (what an ablation's Avg needs).
+PLAN_TASKS = (*GLUE_TABLE_TASKS, "squad1.1", "squad2.0", "race")
+AVERAGE_TASKS = ("mnli", "sst-2", "squad1.1", "squad2.0", "race")
+
+
 def reproduction_plan(paths: PlanPaths, model: str, seeds: tuple[int, ...] = (1, 2, 3, 4, 5),
-                      python: str = "python") -> list[str]:
-    """The commands (with comment lines) of a full reproduction; ``model`` names the released
-    model the table compares with (``v2_base``, ...) and chooses the RACE recipe (v1 or v2)."""
+                      tasks: tuple[str, ...] = PLAN_TASKS, python: str = "python") -> list[str]:
+    """The commands (with comment lines) of a full reproduction, or of ``tasks`` only (some of
+    ``PLAN_TASKS``; ValueError naming an unknown one); ``model`` names the released model the
+    table compares with (``v2_base``, ...) and chooses the RACE recipe (v1 or v2)."""
+    unknown = [task for task in tasks if task not in PLAN_TASKS]
+    if unknown:
+        raise ValueError(f"Unknown task(s) {', '.join(unknown)} for the plan; expected some of "
+                         f"{', '.join(PLAN_TASKS)}.")
     runs = paths.value("runs_dir")
     seed_list = ",".join(str(seed) for seed in seeds)
     plan = [f"# Reproduction of the paper's downstream table for {paths.value('init_checkpoint')}"
             f" (compared with {model}); runs in {runs}/<task>.",
             f"# GLUE: {len(seeds)} seeds per task, the median of each task's best dev scores."]
-    for task in GLUE_TABLE_TASKS:
+    for task in (task for task in GLUE_TABLE_TASKS if task in tasks):
         recipe = GLUE_RECIPES[task]
         if recipe.encoder_dropout:
             plan.append(f"# {task}: the paper fine-tunes with encoder dropout "
@@ -83,16 +93,21 @@ def reproduction_plan(paths: PlanPaths, model: str, seeds: tuple[int, ...] = (1,
                            "--do_train", "--do_eval"]))
     plan.append("# SQuAD v1.1 and v2.0: one run each (the paper's numbers are single runs).")
     for version, recipe_flags in SQUAD_RECIPES.items():
+        if version not in tasks:
+            continue
         train_file, dev_file = SQUAD_FILES[version]
         squad_dir = paths.value("squad_dir")
         plan.append(_line([python, "run_squad.py", *recipe_flags, *SQUAD_COMMON_FLAGS,
                            f"--train_file={squad_dir}/{train_file}",
                            f"--predict_file={squad_dir}/{dev_file}", *_model_flags(paths),
                            f"--output_dir={runs}/{version}", "--do_train", "--do_predict"]))
-    plan.append("# RACE: one run, the dev set selects the checkpoint, the test set is predicted.")
-    plan.append(_line([python, "run_race.py", *race_recipe(model.split("_")[0]),
-                       f"--data_dir={paths.value('race_dir')}", *_model_flags(paths),
-                       f"--output_dir={runs}/race", "--do_train", "--do_eval", "--do_predict"]))
+    if "race" in tasks:
+        plan.append("# RACE: one run, the dev set selects the checkpoint, the test set is "
+                    "predicted.")
+        plan.append(_line([python, "run_race.py", *race_recipe(model.split("_")[0]),
+                           f"--data_dir={paths.value('race_dir')}", *_model_flags(paths),
+                           f"--output_dir={runs}/race", "--do_train", "--do_eval",
+                           "--do_predict"]))
     plan.append("# The table (Markdown and JSON), beside the published numbers:")
     plan.append(_line([python, "-m", "albert_tf.paper_tables", f"--runs_dir={runs}",
                        f"--model={model}", f"--output={runs}/downstream_table"]))
