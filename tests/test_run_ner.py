@@ -217,6 +217,7 @@ print(json.dumps(result))
 """
 
 
+@pytest.mark.slow
 def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_path):
     train = write(tmp_path / "train.txt", TRAIN_CONLL)
     sentences = read_sentences(train)
@@ -253,6 +254,28 @@ def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_pa
     assert outputs["words_tags"] == [["B-ORG", "O", "B-PER", "O", "B-LOC", ""]]
     assert (export_dir / "ids_only" / "assets.extra" / "tags.txt").read_text().split() == \
         tag_set(sentences)
+
+
+def test_run_ner_short_run_on_json_lines_sweeps_and_predicts_every_word(tmp_path):
+    """A few steps (no memorising): the sweep's keys, a prediction per word in JSON Lines."""
+    sentences = read_sentences(write(tmp_path / "train.txt", TRAIN_CONLL))
+    train = write(tmp_path / "train.jsonl", as_jsonl(sentences))
+    predict = write(tmp_path / "test.jsonl", "".join(
+        json.dumps({"tokens": list(s.words), "id": index}) + "\n"
+        for index, s in enumerate(sentences)))
+    run_ner(*common_flags(tmp_path, train), f"--eval_file={train}", f"--predict_file={predict}",
+            "--do_train", "--do_eval", "--do_predict", "--train_step=4",
+            "--save_checkpoints_steps=2", "--train_batch_size=4")
+    blocks = (tmp_path / "out" / "eval_results.txt").read_text().strip().split("best = ")
+    assert "global_step = 2" in blocks[0] and "global_step = 4" in blocks[1]
+    for key in ("f1", "precision", "recall", "accuracy", "eval_loss", "PER_f1", "LOC_support"):
+        assert f"\n{key} = " in "\n" + blocks[0]
+    records = [json.loads(line) for line in open(tmp_path / "out" / "predictions.jsonl")]
+    assert [record["id"] for record in records] == [0, 1, 2, 3]
+    tags = tag_set(sentences)
+    for record, sentence in zip(records, sentences):
+        assert record["tokens"] == list(sentence.words)
+        assert len(record["tags"]) == len(sentence.words) and set(record["tags"]) <= set(tags)
 
 
 def test_run_ner_refuses_a_broken_eval_file_before_training(tmp_path):
