@@ -31,9 +31,9 @@ flags.DEFINE_enum("tag_scheme", "IOB2", ["IOB1", "IOB2", "BIOES"], "Tag scheme o
                   "files; a sentence that breaks it is an error (never repaired).")
 flags.DEFINE_enum("file_format", "auto", ["auto", "conll", "jsonl"], "Format of the data files; "
                   "auto: .jsonl / .json are JSON Lines, anything else CoNLL.")
-flag_definitions.define(*[name for name in flag_definitions.FINE_TUNING_FLAGS if name != "data_dir"],
-                        "train_step", "warmup_step", "doc_stride", max_seq_length=128,
-                        doc_stride=64, keep_checkpoint_max=0)
+flag_definitions.define(
+    *[name for name in flag_definitions.FINE_TUNING_FLAGS if name != "data_dir"], "train_step",
+    "warmup_step", "doc_stride", max_seq_length=128, doc_stride=64, keep_checkpoint_max=0)
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tasks.token_classification.model import AlbertTokenClassifierModel
+from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import word_predictions
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.windows import doc_spans, max_context_spans
@@ -196,25 +197,80 @@ def common_flags(tmp_path, train_file) -> list[str]:
             f"--output_dir={tmp_path / 'out'}", f"--max_seq_length={SEQ}", f"--doc_stride={STRIDE}"]
 
 
-# Loads the exports in a fresh process: ids_only before tensorflow_text is imported.
+# Loads the exports in a fresh process: ids_only (TensorFlow alone: tensorflow_text not imported),
+# then with_text. argv: the export directory and a JSON {"ids", "texts", "words"}.
 EXPORT_LOADER = r"""
 import json, sys
 import tensorflow as tf
-export, ids = sys.argv[1], json.loads(sys.argv[2])
+export, request = sys.argv[1], json.loads(sys.argv[2])
+ids = tf.constant(request["ids"])
 outputs = tf.saved_model.load(export + "/ids_only").signatures["serving_default"](
-    input_ids=tf.constant(ids), input_mask=tf.ones_like(tf.constant(ids)),
-    segment_ids=tf.zeros_like(tf.constant(ids)))
+    input_ids=ids, input_mask=tf.cast(ids > 0, tf.int32), segment_ids=tf.zeros_like(ids))
 assert "tensorflow_text" not in sys.modules
 result = {"ids_tags": outputs["tags"].numpy().astype(str).tolist()}
 import tensorflow_text
 text = tf.saved_model.load(export + "/with_text")
-outputs = text.signatures["serve_text"](text=tf.constant(["John lives in Paris .", "Acme"]))
+outputs = text.signatures["serve_text"](text=tf.constant(request["texts"]))
 result["text"] = {name: outputs[name].numpy().astype(str).tolist() for name in ("words", "tags")}
-outputs = text.signatures["serve_words"](
-    words=tf.constant([["Acme", "hired", "Peter", "in", "Berlin", ""]]))
+result["text"]["truncated"] = outputs["truncated"].numpy().tolist()
+outputs = text.signatures["serve_words"](words=tf.constant(request["words"]))
 result["words_tags"] = outputs["tags"].numpy().astype(str).tolist()
+result["words_tag_ids"] = outputs["tag_ids"].numpy().tolist()
 print(json.dumps(result))
 """
+
+
+def load_exports(export_dir, ids, texts, words) -> dict:
+    """The outputs of both exports (EXPORT_LOADER), in a process without the repository."""
+    loaded = subprocess.run([sys.executable, "-c", EXPORT_LOADER, str(export_dir),
+                             json.dumps({"ids": ids, "texts": texts, "words": words})],
+                            capture_output=True, text=True, timeout=600,
+                            env=subprocess_env(PYTHONPATH=""), cwd=str(export_dir))
+    assert loaded.returncode == 0, loaded.stderr[-4000:]
+    return json.loads(loaded.stdout.strip().splitlines()[-1])
+
+
+def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_path):
+    """An untrained model (random head): the text signatures' tag per word is the Keras model's
+    arg-max at the word's first piece in the features' first window; words past it get ""."""
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm())
+    tf.keras.utils.set_random_seed(4)
+    model = AlbertTokenClassifierModel(
+        shared_setup.tiny_config(vocab_size=500, max_position_embeddings=SEQ), num_tags=5)
+    model.classifier.output_weights.assign(tf.random.normal([5, 32]))
+    tags = ["O", "B-LOC", "B-ORG", "B-PER", "I-PER"]
+    length = 12  # a window of 10 pieces: the second sentence does not fit
+    export_dir = tmp_path / "export"
+    export_token_classifier(model, str(export_dir), tags, tokenizer, max_seq_length=length)
+    sentences = [["John", "lives", "in", "Paris"], ["the", "river", "runs", "past", "the", "old",
+                                                    "city", "and", "then", "north"]]
+    expected, rows = [], []
+    for words in sentences:
+        pieces = word_pieces(words, tokenizer)
+        window = sentence_windows(pieces, None, 0, length, length, tokenizer.cls_id,
+                                  tokenizer.sep_id)[0]
+        rows.append(window.input_ids)
+        logits = model({"input_ids": np.array([window.input_ids]),
+                        "input_mask": np.array([window.input_mask]),
+                        "segment_ids": np.zeros((1, length), np.int32)}, training=False)["logits"]
+        predicted = np.argmax(logits.numpy()[0], axis=-1)
+        first = np.cumsum([1] + [len(p) for p in pieces])[:-1]
+        expected.append([tags[predicted[p]] if p <= length - 2 else "" for p in first])
+    assert "" in expected[1] and "" not in expected[0]
+    outputs = load_exports(export_dir, rows, [" ".join(words) for words in sentences],
+                           [words + [""] for words in sentences[:1]])
+    per_position = [[tags[i] for i in np.argmax(model({
+        "input_ids": np.array([row]), "input_mask": np.array([[int(i > 0) for i in row]]),
+        "segment_ids": np.zeros((1, length), np.int32)}, training=False)["logits"].numpy()[0],
+        axis=-1)] for row in rows]
+    assert outputs["ids_tags"] == per_position
+    width = len(sentences[1])
+    assert outputs["text"]["words"] == [sentences[0] + [""] * (width - 4), sentences[1]]
+    assert outputs["text"]["tags"] == [expected[0] + [""] * (width - 4), expected[1]]
+    assert outputs["text"]["truncated"] == [False, True]
+    assert outputs["words_tags"] == [expected[0] + [""]]
+    assert outputs["words_tag_ids"] == [[tags.index(tag) for tag in expected[0]] + [-1]]
+    assert (export_dir / "with_text" / "assets.extra" / "tags.txt").read_text().split() == tags
 
 
 @pytest.mark.slow
@@ -237,13 +293,10 @@ def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_pa
     assert [s.tags for s in predicted] == [s.tags for s in sentences]
 
     tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm())
-    ids = [[tokenizer.cls_id] + [i for word in sentences[0].words for i in tokenizer.encode_text(word)]
-           + [tokenizer.sep_id]]
-    loaded = subprocess.run([sys.executable, "-c", EXPORT_LOADER, str(export_dir),
-                             json.dumps(ids)], capture_output=True, text=True, timeout=600,
-                            env=subprocess_env(PYTHONPATH=""), cwd=str(tmp_path))
-    assert loaded.returncode == 0, loaded.stderr[-4000:]
-    outputs = json.loads(loaded.stdout.strip().splitlines()[-1])
+    pieces = [i for word in sentences[0].words for i in tokenizer.encode_text(word)]
+    ids = [[tokenizer.cls_id] + pieces + [tokenizer.sep_id]]
+    outputs = load_exports(export_dir, ids, ["John lives in Paris .", "Acme"],
+                           [["Acme", "hired", "Peter", "in", "Berlin", ""]])
     # "John lives in Paris .": John's first piece is position 1, Paris's 1 + 5 + 3 + 1.
     assert [outputs["ids_tags"][0][i] for i in (1, 10)] == ["B-PER", "B-LOC"]
     assert outputs["text"]["words"] == [["John", "lives", "in", "Paris", "."],

@@ -1,6 +1,6 @@
-"""Overlapping windows over a long sequence of pieces, and the window where each piece has the most
-context: the reference's SQuAD ``doc_spans`` and ``_check_is_max_context``, shared by every task that
-splits long inputs (SQuAD paragraphs, NER sentences).
+"""Overlapping windows over a long sequence of pieces, and the window where each piece has the
+most context: the reference's SQuAD ``doc_spans`` and ``_check_is_max_context``, shared by every
+task that splits long inputs (SQuAD paragraphs, NER sentences).
 
 - ``doc_spans``: windows of up to ``max_pieces`` pieces, the next starting ``min(window length,
   doc_stride)`` pieces later, the last one reaching the end; every piece lies in at least one;

@@ -139,7 +139,7 @@ def ner_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
 
 
 def parse_ner_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """Serialized records [B] (or one) -> int32 features: the sequences [B, S], sentence_index [B]."""
+    """Serialized records [B] (or one) -> int32 features: sequences [B, S], sentence_index [B]."""
     parsed = tf.io.parse_example(serialized, ner_feature_spec(max_seq_length))
     return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 

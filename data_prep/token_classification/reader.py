@@ -1,10 +1,10 @@
-"""NER files -> sentences of words and tags, checked; predictions written back in the input's format.
+"""NER files -> sentences of words and tags, checked; predictions written back in their format.
 
 Two formats (``file_format``: by extension unless declared, ``.jsonl`` / ``.json`` = JSON Lines):
 
-- CoNLL: one word per line, whitespace-separated columns, the word first and the tag last (CoNLL-2003's
-  ``EU NNP B-NP B-ORG`` or just ``EU B-ORG``); a blank line ends a sentence; ``-DOCSTART-`` lines
-  are ignored (they end a sentence too);
+- CoNLL: one word per line, whitespace-separated columns, the word first and the tag last
+  (CoNLL-2003's ``EU NNP B-NP B-ORG`` or just ``EU B-ORG``); a blank line ends a sentence;
+  ``-DOCSTART-`` lines are ignored (they end a sentence too);
 - JSON Lines: one sentence per line, ``{"tokens": [...], "tags": [...]}`` (other keys are kept
   and ignored); blank lines are skipped.
 

@@ -48,7 +48,7 @@ def _position_losses(logits: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, t
 
 
 class TokenClassifierTask:
-    """Fine-tuning of ``AlbertTokenClassifierModel`` with ``num_tags`` tags (a ``training.Task``)."""
+    """Fine-tuning of ``AlbertTokenClassifierModel`` on ``num_tags`` tags (a ``training.Task``)."""
 
     def __init__(self, config: AlbertConfig, num_tags: int):
         self.config = config
