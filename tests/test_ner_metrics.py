@@ -10,6 +10,7 @@ from seqeval.scheme import IOBES
 
 from albert_tf.tasks.token_classification.metrics import entity_metrics
 from albert_tf.tasks.token_classification.schemes import Entity, entities, scheme_violation
+from data_prep.token_classification.reader import NerDataError, read_sentences
 
 # Hand-made cases: (gold, predicted) sentences, each with its scheme's oddities.
 CASES = {
@@ -134,3 +135,20 @@ def test_scheme_violations_name_the_tag(scheme, tags, index, words):
 ])
 def test_valid_sequences_pass(scheme, tags):
     assert scheme_violation(tags, scheme) is None
+
+
+def test_files_in_iob1_and_bioes_read_under_their_scheme_and_not_under_iob2(tmp_path):
+    iob1 = tmp_path / "iob1.txt"
+    iob1.write_text("Mary I-PER\nJohn B-PER\nsaw O\nRome I-LOC\n")
+    assert read_sentences(str(iob1), scheme="IOB1")[0].tags == ("I-PER", "B-PER", "O", "I-LOC")
+    with pytest.raises(NerDataError, match=r"iob1.txt:1: 'I-PER' after 'O': in IOB2"):
+        read_sentences(str(iob1), scheme="IOB2")
+    bioes = tmp_path / "bioes.jsonl"
+    bioes.write_text('{"tokens": ["New", "York", "is"], "tags": ["B-LOC", "E-LOC", "O"]}\n'
+                     '{"tokens": ["New", "York"], "tags": ["B-LOC", "I-LOC"]}\n')
+    with pytest.raises(NerDataError, match=r"bioes.jsonl:2: 'I-LOC' is followed by the "
+                                           r"sentence's end"):
+        read_sentences(str(bioes), scheme="BIOES")
+    with pytest.raises(NerDataError, match=r"bioes.jsonl:1: tag 'E-LOC' has prefix E-, which "
+                                           r"IOB2 does not use"):
+        read_sentences(str(bioes), scheme="IOB2")
