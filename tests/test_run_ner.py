@@ -230,6 +230,7 @@ def load_exports(export_dir, ids, texts, words) -> dict:
     return json.loads(loaded.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # about 20 s on an idle machine, a minute on two busy cores
 def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_path):
     """An untrained model (random head): the text signatures' tag per word is the Keras model's
     arg-max at the word's first piece in the features' first window; words past it get ""."""

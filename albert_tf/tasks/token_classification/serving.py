@@ -81,6 +81,9 @@ class TokenClassifierServing(ServingModule):
         self.packer = packer
         self.define_signatures(ids_specs(), text_specs("text") if packer is not None else None)
         if packer is not None:
+            # One traced graph of the word tagging, shared by both text signatures.
+            self._tag_words = tf.function(self._tag_words, autograph=False, input_signature=[
+                tf.RaggedTensorSpec([None, None], tf.string, row_splits_dtype=tf.int64)])
             self.serve_words = tf.function(
                 self._outputs_from_words_dict, autograph=False,
                 input_signature=[{"words": tf.TensorSpec([None, None], tf.string, name="words")}])
