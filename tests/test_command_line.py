@@ -21,6 +21,7 @@ COMMANDS = {
     "run_classifier": (["run_classifier.py"], "threshold_to_export", "task_name"),
     "run_squad": (["run_squad.py"], "n_best_size", "doc_stride"),
     "run_race": (["run_race.py"], "num_keep_checkpoint", "max_qa_length"),
+    "run_ner": (["run_ner.py"], "tag_scheme", "doc_stride"),
     "export_hub": (["-m", "albert_tf.export_hub"], "export_path", "spm_model_file"),
     "model_report": (["-m", "albert_tf.model_report"], "batch_size", "dtype"),
     "run_seeds": (["-m", "albert_tf.run_seeds"], "seeds", "output_dir"),

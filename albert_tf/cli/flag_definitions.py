@@ -127,8 +127,8 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
         "high_only": FlagSpec(_B, False, "RACE: only the high-school questions."),
         "skip_invalid": FlagSpec(_B, False, "[albert_tf] Skip (and count) invalid examples instead of "
                                  "stopping at the first with an error naming it."),
-        "doc_stride": FlagSpec(_I, 128, "SQuAD: stride between the document windows of a long "
-                               "paragraph (pieces)."),
+        "doc_stride": FlagSpec(_I, 128, "SQuAD, NER: stride between the windows of a long "
+                               "paragraph or sentence (pieces)."),
         "version_2_with_negative": FlagSpec(_B, False, "SQuAD 2.0: questions without an answer "
                                             "(is_impossible) are allowed and the model gets the "
                                             "answer-verifier head; without it such a question is "

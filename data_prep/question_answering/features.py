@@ -48,13 +48,12 @@ import tensorflow as tf
 from albert_tf.tokenization.normalization import preprocess_text
 from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, encode_ids, encode_pieces
 from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.common.worker_pool import ordered_map
 from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import SquadDataError, SquadExample
 
 FIRST_UNIQUE_ID = 1000000000
-# Score bonus per piece of window length in the max-context rule (reference value).
-_MAX_CONTEXT_LENGTH_WEIGHT = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,36 +156,6 @@ def tokenize_paragraph(paragraph_text: str, sp_model: spm.SentencePieceProcessor
         tok_end_to_orig_index=[chartok_to_orig.fill(p, is_start=False) for p in tok_end_to_chartok],
         chartok_to_tok_index=chartok_to_tok_index,
         orig_to_chartok=IndexFiller(alignment.orig_to_chartok))
-
-
-def doc_spans(num_pieces: int, max_pieces: int, doc_stride: int) -> list[tuple[int, int]]:
-    """(start, length) of each window over ``num_pieces`` pieces (see the module doc, step 3)."""
-    spans = []
-    start = 0
-    while start < num_pieces:
-        length = min(num_pieces - start, max_pieces)
-        spans.append((start, length))
-        if start + length == num_pieces:
-            break
-        start += min(length, doc_stride)
-    return spans
-
-
-def max_context_spans(spans: Sequence[tuple[int, int]], num_pieces: int) -> list[int]:
-    """[num_pieces] the index of the window in which each piece has the most context."""
-    if len(spans) == 1:
-        return [0] * num_pieces
-    best_span = [-1] * num_pieces
-    best_score: list[float | None] = [None] * num_pieces
-    for span_index, (start, length) in enumerate(spans):
-        end = start + length - 1
-        bonus = _MAX_CONTEXT_LENGTH_WEIGHT * length
-        for position in range(start, end + 1):
-            score = min(position - start, end - position) + bonus
-            if best_score[position] is None or score > best_score[position]:
-                best_score[position] = score
-                best_span[position] = span_index
-    return best_span
 
 
 class FeatureConverter:

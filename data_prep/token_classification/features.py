@@ -1,0 +1,163 @@
+"""NER sentences -> windows of pieces -> fixed-length records, cached as feature files.
+
+Each word is tokenized on its own (``FullTokenizer.encode_text``; a word that yields no piece, e.g.
+one made of characters normalisation removes, gets the unknown piece), so a word's pieces never
+straddle another word. A sentence's pieces are cut into windows of up to ``max_seq_length - 2``
+pieces, the next starting ``doc_stride`` pieces later (SQuAD's windows,
+data_prep/common/windows.py); every piece lies in a window, so every word is read. One record per
+window, of max_seq_length S::
+
+    input_ids      [CLS] p_1 .. p_l [SEP] 0 .. 0
+    label_ids        0   t_1 .. t_l   0   0 .. 0     tag id at a word's first piece, else 0
+    label_weights    0   1 0 .. 1 0   0   0 .. 0     1 at the first piece of every word
+    word_index      -1   w   .. -1   -1  -1 .. -1    the word's index where this window is the
+                                                    one where its first piece has the most context
+
+``label_weights`` are the training loss's positions (a word's other pieces are ignored, as is a
+word whose first piece falls in an earlier window). ``word_index`` picks, for evaluation and
+prediction, each word's prediction from the one window where it has the most context (SQuAD's
+max-context rule): exactly one position per word over a sentence's windows. ``sentence_index``
+(scalar) says which sentence a window belongs to. ``input_mask`` 1 over the real positions,
+``segment_ids`` 0. All int64 in the file, int32 once parsed (``parse_ner_record``).
+
+``ner_feature_file`` caches a file's records (data_prep/common/feature_cache.py), keyed by the
+input file, the tokenizer, S, the stride, the tag list and FEATURES_VERSION; its metadata holds
+``num_sentences``, ``num_words`` and ``words_per_sentence``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import tensorflow as tf
+
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.windows import doc_spans, max_context_spans
+from data_prep.token_classification.reader import Sentence
+
+# Bump when the records written for the same inputs change.
+FEATURES_VERSION = 1
+# [CLS] and [SEP] around each window.
+SPECIAL_TOKENS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """One record's lists, each of length max_seq_length, and its sentence."""
+
+    input_ids: list[int]
+    input_mask: list[int]
+    label_ids: list[int]
+    label_weights: list[int]
+    word_index: list[int]
+    sentence_index: int
+
+
+def check_geometry(max_seq_length: int, doc_stride: int) -> None:
+    if max_seq_length < SPECIAL_TOKENS + 1:
+        raise ValueError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
+                         f"{max_seq_length}")
+    if doc_stride < 1:
+        raise ValueError(f"doc_stride must be >= 1, got {doc_stride}")
+
+
+def word_pieces(words: Sequence[str], tokenizer: FullTokenizer) -> list[list[int]]:
+    """The piece ids of every word, tokenized alone (the unknown piece for a word without any)."""
+    return [tokenizer.encode_text(word) or [tokenizer.unk_id] for word in words]
+
+
+def sentence_windows(pieces: Sequence[Sequence[int]], tag_ids: Sequence[int] | None,
+                     sentence_index: int, max_seq_length: int, doc_stride: int,
+                     cls_id: int, sep_id: int) -> list[Window]:
+    """The windows of one sentence (see the module doc). pieces: per word; tag_ids: per word (None:
+    unlabelled, label ids 0)."""
+    check_geometry(max_seq_length, doc_stride)
+    flat = [piece for word in pieces for piece in word]
+    first_piece, position = [], 0
+    for word in pieces:
+        first_piece.append(position)
+        position += len(word)
+    spans = doc_spans(len(flat), max_seq_length - SPECIAL_TOKENS, doc_stride)
+    best = max_context_spans(spans, len(flat))
+    windows = []
+    for span_index, (start, length) in enumerate(spans):
+        padding = max_seq_length - length - SPECIAL_TOKENS
+        labels, weights = [0] * max_seq_length, [0] * max_seq_length
+        word_index = [-1] * max_seq_length
+        for word, piece in enumerate(first_piece):
+            if start <= piece < start + length:
+                slot = piece - start + 1
+                labels[slot] = 0 if tag_ids is None else tag_ids[word]
+                weights[slot] = 1
+                if best[piece] == span_index:
+                    word_index[slot] = word
+        windows.append(Window(
+            input_ids=[cls_id] + flat[start:start + length] + [sep_id] + [0] * padding,
+            input_mask=[1] * (length + SPECIAL_TOKENS) + [0] * padding,
+            label_ids=labels, label_weights=weights, word_index=word_index,
+            sentence_index=sentence_index))
+    return windows
+
+
+def serialize_window(window: Window) -> bytes:
+    return serialize_example({
+        "input_ids": int64_feature(window.input_ids),
+        "input_mask": int64_feature(window.input_mask),
+        "segment_ids": int64_feature([0] * len(window.input_ids)),
+        "label_ids": int64_feature(window.label_ids),
+        "label_weights": int64_feature(window.label_weights),
+        "word_index": int64_feature(window.word_index),
+        "sentence_index": int64_feature([window.sentence_index]),
+    })
+
+
+def write_windows(sink: RecordSink, sentences: Sequence[Sentence], tags: Sequence[str] | None,
+                  tokenizer: FullTokenizer, max_seq_length: int, doc_stride: int) -> int:
+    """Writes every sentence's windows to ``sink``; returns the number of records. tags: the tag
+    list (tag id = index) of labelled sentences."""
+    tag_id = {tag: index for index, tag in enumerate(tags or ())}
+    count = 0
+    for index, sentence in enumerate(sentences):
+        tag_ids = None if sentence.tags is None else [tag_id[tag] for tag in sentence.tags]
+        for window in sentence_windows(word_pieces(sentence.words, tokenizer), tag_ids, index,
+                                       max_seq_length, doc_stride, tokenizer.cls_id,
+                                       tokenizer.sep_id):
+            sink.write(serialize_window(window))
+            count += 1
+    return count
+
+
+def ner_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
+    sequence = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
+                "word_index")
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in sequence}
+    spec["sentence_index"] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def parse_ner_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
+    """Serialized records [B] (or one) -> int32 features: sequences [B, S], sentence_index [B]."""
+    parsed = tf.io.parse_example(serialized, ner_feature_spec(max_seq_length))
+    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+
+def ner_feature_file(input_path: str, split: str, sentences: Sequence[Sentence],
+                     tags: Sequence[str], tokenizer: FullTokenizer, max_seq_length: int,
+                     doc_stride: int, cache_dir: str) -> FeatureFile:
+    """The cached feature file of ``sentences`` (read from ``input_path``; see the module doc)."""
+    check_geometry(max_seq_length, doc_stride)
+
+    def build(sink: RecordSink) -> dict:
+        write_windows(sink, sentences, tags, tokenizer, max_seq_length, doc_stride)
+        return {"num_sentences": len(sentences),
+                "num_words": sum(len(sentence.words) for sentence in sentences),
+                "words_per_sentence": [len(sentence.words) for sentence in sentences]}
+
+    labelled = all(sentence.tags is not None for sentence in sentences)
+    settings = {"max_seq_length": max_seq_length, "doc_stride": doc_stride,
+                "tags": list(tags), "labelled": labelled, "features_version": FEATURES_VERSION}
+    return cached_feature_file(cache_dir, "ner", split, settings, tokenizer.fingerprint,
+                               [input_path], build)

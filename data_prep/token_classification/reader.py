@@ -1,0 +1,194 @@
+"""NER files -> sentences of words and tags, checked; predictions written back in their format.
+
+Two formats (``file_format``: by extension unless declared, ``.jsonl`` / ``.json`` = JSON Lines):
+
+- CoNLL: one word per line, whitespace-separated columns, the word first and the tag last
+  (CoNLL-2003's ``EU NNP B-NP B-ORG`` or just ``EU B-ORG``); a blank line ends a sentence;
+  ``-DOCSTART-`` lines are ignored (they end a sentence too);
+- JSON Lines: one sentence per line, ``{"tokens": [...], "tags": [...]}`` (other keys are kept
+  and ignored); blank lines are skipped.
+
+A labelled file (training, evaluation) needs a tag per word; each sentence's tags must keep the
+declared scheme (albert_tf/tasks/token_classification/schemes.py: e.g. no ``I-PER`` after ``O`` in
+IOB2; such a file is refused, never repaired, so that scores count the tags the file holds) and,
+for an evaluation file, come from the training file's tag set. A prediction file's tags are
+optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a ``NerDataError``
+``<file>:<line>: <what is wrong and what was expected>``, raised while reading, before any training.
+
+``write_predictions`` writes a file's predicted tags back in its own format: CoNLL, every word line
+with the predicted tag appended as a last column (conlleval's ``word ... gold predicted`` layout
+for labelled input); JSON Lines, every object with ``tags`` set to the predictions (the input's
+tags, if any, kept under ``gold_tags``). Both read back with ``read_sentences``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Iterator, Sequence
+
+import tensorflow as tf
+
+from albert_tf.files.atomic import atomic_open
+from albert_tf.tasks.token_classification.schemes import OUTSIDE, scheme_violation
+
+CONLL, JSON_LINES = "conll", "jsonl"
+FILE_FORMATS = ("auto", CONLL, JSON_LINES)
+DOCUMENT_START = "-DOCSTART-"
+_JSON_EXTENSIONS = (".jsonl", ".json")
+
+
+class NerDataError(ValueError):
+    """An NER file breaks its format or scheme; the message names the file and line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    """One sentence: its words, their tags (None in an unlabelled file) and, per word, the line of
+    the file it comes from (JSON Lines: the sentence's line for every word)."""
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...] | None
+    lines: tuple[int, ...]
+
+
+def resolve_format(path: str, file_format: str = "auto") -> str:
+    """``conll`` or ``jsonl``: ``file_format`` unless "auto", then by the file's extension."""
+    if file_format not in FILE_FORMATS:
+        raise NerDataError(f"unknown file format {file_format!r}; expected one of "
+                           f"{', '.join(FILE_FORMATS)}")
+    if file_format != "auto":
+        return file_format
+    return JSON_LINES if os.path.splitext(path)[1].lower() in _JSON_EXTENSIONS else CONLL
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text without the line break) of a UTF-8 file."""
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        raise NerDataError(f"{path}: file not found")
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise NerDataError(f"{path}:{line}: not UTF-8 ({error.reason})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        yield number, line
+
+
+def _conll_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
+    words, tags, lines = [], [], []
+    for number, line in list(_lines(path)) + [(0, "")]:
+        columns = line.split()
+        if columns and columns[0] != DOCUMENT_START:
+            if labelled and len(columns) < 2:
+                raise NerDataError(f"{path}:{number}: {line.strip()!r} has no tag; expected "
+                                   "'<word> ... <tag>' (whitespace-separated, the tag last)")
+            words.append(columns[0])
+            tags.append(columns[-1] if len(columns) > 1 else OUTSIDE)
+            lines.append(number)
+        elif words:
+            yield Sentence(tuple(words), tuple(tags) if labelled else None, tuple(lines))
+            words, tags, lines = [], [], []
+
+
+def _string_list(record: dict, key: str, where: str) -> list[str]:
+    values = record.get(key)
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        raise NerDataError(f"{where}: {key!r} must be a list of strings, got "
+                           f"{json.dumps(values)[:80]}")
+    return values
+
+
+def _json_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise NerDataError(f"{where}: not valid JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise NerDataError(f'{where}: expected an object {{"tokens": [...], "tags": [...]}}')
+        words = _string_list(record, "tokens", where)
+        tags = None
+        if labelled or "tags" in record:
+            tags = _string_list(record, "tags", where)
+            if len(tags) != len(words):
+                raise NerDataError(f"{where}: {len(words)} tokens but {len(tags)} tags; expected "
+                                   "one tag per token")
+        if not words:
+            raise NerDataError(f"{where}: empty sentence (no tokens)")
+        yield Sentence(tuple(words), tuple(tags) if labelled else None, (number,) * len(words))
+
+
+def read_sentences(path: str, file_format: str = "auto", labelled: bool = True,
+                   scheme: str | None = None,
+                   known_tags: Sequence[str] | None = None) -> list[Sentence]:
+    """The sentences of an NER file, checked (see the module doc).
+
+    labelled: every word needs a tag (else tags are ignored: ``Sentence.tags`` None).
+    scheme: the declared tag scheme every labelled sentence must keep. known_tags: the tag set
+    (the training file's) every tag must belong to. NerDataError naming file and line otherwise.
+    """
+    file_format = resolve_format(path, file_format)
+    reader = _json_sentences if file_format == JSON_LINES else _conll_sentences
+    sentences = []
+    known = None if known_tags is None else set(known_tags)
+    for sentence in reader(path, labelled):
+        for word, line in zip(sentence.words, sentence.lines):
+            if not word.strip():
+                raise NerDataError(f"{path}:{line}: empty token; every token needs a character "
+                                   "other than whitespace")
+        if sentence.tags is not None:
+            _check_tags(path, sentence, scheme, known)
+        sentences.append(sentence)
+    if not sentences:
+        raise NerDataError(f"{path}: no sentence found (expected {file_format} data)")
+    return sentences
+
+
+def _check_tags(path: str, sentence: Sentence, scheme: str | None, known: set | None) -> None:
+    if scheme is not None:
+        violation = scheme_violation(sentence.tags, scheme)
+        if violation is not None:
+            index, reason = violation
+            raise NerDataError(f"{path}:{sentence.lines[index]}: {reason}")
+    if known is not None:
+        for tag, line in zip(sentence.tags, sentence.lines):
+            if tag not in known:
+                raise NerDataError(f"{path}:{line}: tag {tag!r} is not in the training file's "
+                                   f"tag set {sorted(known)}")
+
+
+def tag_set(sentences: Sequence[Sentence]) -> list[str]:
+    """The tags of labelled sentences: ``O`` first, then the others sorted (tag id = index)."""
+    tags = {tag for sentence in sentences for tag in sentence.tags}
+    return [OUTSIDE] + sorted(tags - {OUTSIDE})
+
+
+def write_predictions(input_path: str, output_path: str, predicted: Sequence[Sequence[str]],
+                      file_format: str = "auto") -> str:
+    """Writes ``predicted`` (tags per sentence, in ``read_sentences`` order) back in the format of
+    ``input_path`` to ``output_path`` (atomically; see the module doc). Returns ``output_path``."""
+    file_format = resolve_format(input_path, file_format)
+    remaining = iter(tag for tags in predicted for tag in tags)
+    with atomic_open(output_path) as output:
+        for _, line in _lines(input_path):
+            columns = line.split()
+            if file_format == CONLL and columns and columns[0] != DOCUMENT_START:
+                output.write(f"{line.rstrip()} {next(remaining)}\n")
+            elif file_format == JSON_LINES and line.strip():
+                record = json.loads(line)
+                if "tags" in record:
+                    record["gold_tags"] = record["tags"]
+                record["tags"] = [next(remaining) for _ in record["tokens"]]
+                output.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                output.write(line + "\n")
+    if next(remaining, None) is not None:
+        raise ValueError(f"more predicted tags than words in {input_path}")
+    return output_path
