@@ -171,6 +171,7 @@ SCRIPT_FLAGS = {
     "run_classifier.py": ["--do_train"],
     "run_squad.py": ["--do_train"],
     "run_race.py": [],
+    "run_ner.py": ["--do_train", "--train_file={tmp}/x.tfrecord"],
 }
 
 
