@@ -15,6 +15,8 @@ pass over its input too): little beside the model.
 - ``token_ids_checks``: what every ids signature (the fine-tuned exports' and the hub export's)
   checks: ``same_shape`` of every input as ``input_ids``, ``positions_fit`` and the ranges of the
   ids and segment ids (``values_in_range``); ``positions_checks``: those of MLM positions;
+- ``with_dynamic_shapes``: what a saved function applies to its inputs before the checks, so that
+  they run even on inputs of contradictory static shapes;
 - ``same_shape``, ``same_rows`` (the batch agreement of text inputs), ``positions_fit`` (the
   length a model's position embeddings take), ``dimension_is``, ``values_in_range``, and ``check``,
   the assertion they are built on.
@@ -52,6 +54,15 @@ def gated(tensors: Mapping[str, tf.Tensor],
     """``tensors`` (a dict of tensors), each available only once every check has passed."""
     with tf.control_dependencies(checks):
         return {name: tf.identity(tensor) for name, tensor in tensors.items()}
+
+
+def with_dynamic_shapes(tensors: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """``tensors`` (dense) with only their rank known to the graph. A saved function (not a
+    signature) called on eager tensors is traced around its inputs' static shapes, so contradictory
+    shapes (an input_mask of 11 positions for input_ids of 12) would fail while that graph is built,
+    in a model op, before the checks could run and name the input. Computes nothing."""
+    return {name: tf.compat.v1.placeholder_with_default(tensor, [None] * tensor.shape.rank)
+            for name, tensor in tensors.items()}
 
 
 def _rows(tensor: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:

@@ -27,7 +27,8 @@ import tensorflow as tf
 
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import gated, positions_checks, token_ids_checks
+from albert_tf.serving.input_checks import (gated, positions_checks, token_ids_checks,
+                                            with_dynamic_shapes)
 
 WORD_IDS, INPUT_MASK, TYPE_IDS = "input_word_ids", "input_mask", "input_type_ids"
 TF2_INPUT_NAMES = (WORD_IDS, INPUT_MASK, TYPE_IDS)
@@ -53,6 +54,7 @@ def checked_albert_inputs(inputs: Mapping[str, tf.Tensor],
     """TF2-named inputs (and ``masked_lm_positions`` if given) after the checks of every ids
     signature, named by their TF2 names in the messages (albert_tf/serving/input_checks.py); returned
     under albert_tf's names (``masked_lm_positions`` keeps its name)."""
+    inputs = with_dynamic_shapes(inputs)
     ids = {name: inputs[name] for name in TF2_INPUT_NAMES}
     checks = token_ids_checks(ids, config, ids_name=WORD_IDS, types_name=TYPE_IDS)
     if MASKED_POSITIONS in inputs:

@@ -41,7 +41,8 @@ from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import gated, positions_checks, token_ids_checks
+from albert_tf.serving.input_checks import (gated, positions_checks, token_ids_checks,
+                                            with_dynamic_shapes)
 from albert_tf.serving.preprocessing import PreprocessingModule, save_preprocessing
 from albert_tf.serving.saved_model import check_new_directory, save_new_directory
 from albert_tf.serving.tf2_encoder import (MASKED_POSITIONS, checked_albert_inputs, encoder_outputs,
@@ -74,6 +75,7 @@ def _checked(inputs: dict[str, tf.Tensor], config: AlbertConfig) -> dict[str, tf
     """Reference-named ``inputs`` after the checks of every ids signature (each has the shape of
     input_ids, of 1 to max_position_embeddings positions, ids in the vocabulary) and, with
     mlm_positions, a row of positions inside the sequence per example."""
+    inputs = with_dynamic_shapes(inputs)
     checks = token_ids_checks({name: inputs[name] for name in _ID_INPUTS}, config)
     if MLM_POSITIONS in inputs:
         checks += positions_checks(inputs["input_ids"], inputs[MLM_POSITIONS], "input_ids",
