@@ -13,11 +13,23 @@ The SavedModel at ``--export_path`` has the reference module's signatures, input
 - ``serving_default`` = ``tokens`` (the reference module had no default signature).
 
 The same functions are saved as attributes taking one dict (``loaded.tokens({"input_ids": ...})``,
-``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``). Each checks its inputs in the
+``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``; ``loaded.mlm`` answers this
+dict too, see below). Each checks its inputs in the
 graph, as the fine-tuned exports do (albert_tf/serving/input_checks.py): every input has the shape
 of ``input_ids``, of 1 to max_position_embeddings positions, ids and segment ids in the config's
 vocabularies; ``mlm_positions`` has a row per example and positions inside the sequence. A wrong
 input is an InvalidArgumentError naming it; an empty batch gives empty outputs.
+
+The same SavedModel follows the TF2 encoder convention of TF-Hub's BERT/ALBERT encoders
+(albert_tf/serving/tf2_encoder.py), so ``hub.KerasLayer(export_path, trainable=True)`` fine-tunes
+it: the root call ``loaded(inputs, training=False)`` on int32 [B, S] ``input_word_ids``,
+``input_mask``, ``input_type_ids`` -> ``sequence_output``, ``pooled_output``, ``default``,
+``encoder_outputs`` (dropout with ``training=True``); ``loaded.mlm`` (``HubMaskedLM``), the same plus
+``masked_lm_positions`` -> ``mlm_logits`` [B, P, V]; ``loaded.serve`` (the root call without
+dropout, Keras 3 TFSMLayer's default endpoint); ``variables``, ``trainable_variables`` (the
+encoder's) and an empty ``regularization_losses``. One SavedModel for both: hub.KerasLayer reads
+only the root call and these attributes, the signatures stay as they were, the variables are saved
+once.
 
 Assets: ``albert_config.json`` and the SentencePiece model; the directory can be moved. The encoder
 holds no SentencePiece op, so TensorFlow alone loads it. ``<export_path>/preprocessing`` is the
