@@ -325,3 +325,13 @@ def test_a_wrong_input_is_named_by_its_tf2_name(exported, loaded, changed, messa
         inputs = ids_of(inputs)
     with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"failed: [{message}")):
         call({name: tf.constant(value) for name, value in inputs.items()})
+
+
+def test_an_empty_batch_gives_empty_outputs(loaded):
+    empty = {name: tf.zeros([0, LENGTH], tf.int32)
+             for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    outputs = loaded(empty)
+    assert outputs["sequence_output"].shape == [0, LENGTH, 32]
+    assert outputs["default"].shape == [0, 32]
+    mlm = loaded.mlm({**empty, "masked_lm_positions": tf.zeros([0, POSITIONS], tf.int32)})
+    assert mlm["mlm_logits"].shape == [0, POSITIONS, VOCAB]
