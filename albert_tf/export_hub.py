@@ -15,7 +15,9 @@ bad input ends in one line ``export_hub: error: ...`` and exit status 1
 Writes to ``--export_path`` the encoder SavedModel with the reference module's signatures
 (``tokens``, ``sop``, ``mlm``, ``tokenization_info``, and ``serving_default`` = ``tokens``; inputs
 int32 [B, S] ``input_ids``, ``input_mask``, ``segment_ids``), its config and SentencePiece model as
-assets, and the preprocessing SavedModel (text -> inputs at ``--max_seq_length``, needs
+assets, the TF2 encoder convention (``hub.KerasLayer(export_path, trainable=True)`` fine-tunes it;
+inputs ``input_word_ids``, ``input_mask``, ``input_type_ids``; an ``mlm`` object) in the same
+SavedModel, and the preprocessing SavedModel (text -> inputs at ``--max_seq_length``, needs
 tensorflow_text) in ``<export_path>/preprocessing``. ``--preprocessing_export_path`` writes the
 preprocessing model on its own too; without ``--export_path`` it is all that is written (only the
 SentencePiece flags are needed then).

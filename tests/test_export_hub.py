@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import tf1_format
 from albert_tf.serving.saved_model import save_new_directory
+from albert_tf.serving.tf2_encoder import TF2_INPUT_NAMES
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.task import ClassifierTask
 from albert_tf.tasks.pretraining.hub_export import (CONFIG_ASSET, HubExportError,
@@ -375,9 +376,10 @@ def test_tokenize_equals_full_tokenizer_on_real_text(fresh_run, en8k):
     assert fresh_run.report["preprocessing"]["tokenize"] == expected
 
 
-def rows(packed: dict[str, list]) -> list[list[list[int]]]:
-    return [list(row) for row in zip(packed["input_ids"], packed["input_mask"],
-                                     packed["segment_ids"])]
+def rows(packed: dict[str, list],
+         names: tuple[str, ...] = ("input_ids", "input_mask", "segment_ids")) -> list[list[list[int]]]:
+    """[[ids, mask, segment ids] per example] of packed inputs named by ``names``."""
+    return [list(row) for row in zip(*(packed[name] for name in names))]
 
 
 @pytest.mark.requires_shared_data
@@ -401,7 +403,9 @@ def test_bert_pack_inputs_packs_like_the_python_features(fresh_run, en8k):
     preprocessing = fresh_run.report["preprocessing"]
     for packed, features in ((preprocessing["pack_pair"], pairs),
                              (preprocessing["pack_single"], singles)):
-        assert rows(packed) == [[f.input_ids, f.input_mask, f.segment_ids] for f in features]
+        # bert_pack_inputs answers in the TF2 encoder's input names.
+        assert rows(packed, TF2_INPUT_NAMES) == [[f.input_ids, f.input_mask, f.segment_ids]
+                                                 for f in features]
 
 
 # ------------------------------------------------------------------- fine-tuning from the export

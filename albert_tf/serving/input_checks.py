@@ -14,7 +14,9 @@ pass over its input too): little beside the model.
 
 - ``token_ids_checks``: what every ids signature (the fine-tuned exports' and the hub export's)
   checks: ``same_shape`` of every input as ``input_ids``, ``positions_fit`` and the ranges of the
-  ids and segment ids (``values_in_range``);
+  ids and segment ids (``values_in_range``); ``positions_checks``: those of MLM positions;
+- ``with_dynamic_shapes``: what a saved function applies to its inputs before the checks, so that
+  they run even on inputs of contradictory static shapes;
 - ``same_shape``, ``same_rows`` (the batch agreement of text inputs), ``positions_fit`` (the
   length a model's position embeddings take), ``dimension_is``, ``values_in_range``, and ``check``,
   the assertion they are built on.
@@ -54,6 +56,15 @@ def gated(tensors: Mapping[str, tf.Tensor],
         return {name: tf.identity(tensor) for name, tensor in tensors.items()}
 
 
+def with_dynamic_shapes(tensors: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """``tensors`` (dense) with only their rank known to the graph. A saved function (not a
+    signature) called on eager tensors is traced around its inputs' static shapes, so contradictory
+    shapes (an input_mask of 11 positions for input_ids of 12) would fail while that graph is built,
+    in a model op, before the checks could run and name the input. Computes nothing."""
+    return {name: tf.compat.v1.placeholder_with_default(tensor, [None] * tensor.shape.rank)
+            for name, tensor in tensors.items()}
+
+
 def _rows(tensor: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
     if isinstance(tensor, tf.RaggedTensor):
         return tf.cast(tensor.nrows(), tf.int32)
@@ -79,11 +90,12 @@ def same_rows(tensors: Mapping[str, tf.Tensor | tf.RaggedTensor],
             for name, tensor in tensors.items() if name != reference]
 
 
-def positions_fit(input_ids: tf.Tensor, max_positions: int) -> tf.Operation:
-    """The last dimension of ``input_ids`` (its positions) lies in [1, max_positions]: the
-    position embeddings of the model's config."""
+def positions_fit(input_ids: tf.Tensor, max_positions: int,
+                  name: str = "input_ids") -> tf.Operation:
+    """The last dimension of ``input_ids`` (the input ``name``: its positions) lies in
+    [1, max_positions]: the position embeddings of the model's config."""
     length = tf.shape(input_ids)[-1]
-    return check((length >= 1) & (length <= max_positions), "input_ids has ", length,
+    return check((length >= 1) & (length <= max_positions), f"{name} has ", length,
                  f" positions but this model takes 1 to {max_positions} "
                  "(max_position_embeddings); truncate longer inputs as the features do")
 
@@ -107,14 +119,27 @@ def values_in_range(tensor: tf.Tensor, name: str, low: int | tf.Tensor, high: in
                  tf.reduce_min(tensor), " to ", tf.reduce_max(tensor))
 
 
-def token_ids_checks(ids: Mapping[str, tf.Tensor], config: AlbertConfig) -> list[tf.Operation]:
+def token_ids_checks(ids: Mapping[str, tf.Tensor], config: AlbertConfig,
+                     ids_name: str = "input_ids",
+                     types_name: str = "segment_ids") -> list[tf.Operation]:
     """The checks of every ids signature: each input (``input_mask``, ``segment_ids``, ...) has the
     shape of ``input_ids``, whose positions fit the model (``positions_fit``); the ids lie in the
     config's vocabulary and the segment ids in its token types (an id outside is an error naming
-    the embedding's node on CPU, and a silent zero vector on GPU)."""
-    return [*same_shape(ids, "input_ids"),
-            positions_fit(ids["input_ids"], config.max_position_embeddings),
-            values_in_range(ids["input_ids"], "input_ids", 0, config.vocab_size,
+    the embedding's node on CPU, and a silent zero vector on GPU). ids_name, types_name: the keys
+    of the ids and segment ids in ``ids`` (``input_word_ids``, ``input_type_ids`` in the TF2
+    encoder convention), as the messages name them."""
+    return [*same_shape(ids, ids_name),
+            positions_fit(ids[ids_name], config.max_position_embeddings, ids_name),
+            values_in_range(ids[ids_name], ids_name, 0, config.vocab_size,
                             "vocab_size of the config"),
-            values_in_range(ids["segment_ids"], "segment_ids", 0, config.type_vocab_size,
+            values_in_range(ids[types_name], types_name, 0, config.type_vocab_size,
                             "type_vocab_size of the config")]
+
+
+def positions_checks(input_ids: tf.Tensor, positions: tf.Tensor, ids_name: str,
+                     positions_name: str) -> list[tf.Operation]:
+    """The checks of the positions of an MLM input (int32 [B, P]): a row per example of
+    ``input_ids`` [B, S], every position inside the sequence, in [0, S)."""
+    return [*same_rows({ids_name: input_ids, positions_name: positions}, ids_name),
+            values_in_range(positions, positions_name, 0, tf.shape(input_ids)[1],
+                            f"the positions of {ids_name}")]

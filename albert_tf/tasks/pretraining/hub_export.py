@@ -13,11 +13,23 @@ The SavedModel at ``--export_path`` has the reference module's signatures, input
 - ``serving_default`` = ``tokens`` (the reference module had no default signature).
 
 The same functions are saved as attributes taking one dict (``loaded.tokens({"input_ids": ...})``,
-``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``). Each checks its inputs in the
+``keras.layers.TFSMLayer(export_path, call_endpoint="tokens")``; ``loaded.mlm`` answers this
+dict too, see below). Each checks its inputs in the
 graph, as the fine-tuned exports do (albert_tf/serving/input_checks.py): every input has the shape
 of ``input_ids``, of 1 to max_position_embeddings positions, ids and segment ids in the config's
 vocabularies; ``mlm_positions`` has a row per example and positions inside the sequence. A wrong
 input is an InvalidArgumentError naming it; an empty batch gives empty outputs.
+
+The same SavedModel follows the TF2 encoder convention of TF-Hub's BERT/ALBERT encoders
+(albert_tf/serving/tf2_encoder.py), so ``hub.KerasLayer(export_path, trainable=True)`` fine-tunes
+it: the root call ``loaded(inputs, training=False)`` on int32 [B, S] ``input_word_ids``,
+``input_mask``, ``input_type_ids`` -> ``sequence_output``, ``pooled_output``, ``default``,
+``encoder_outputs`` (dropout with ``training=True``); ``loaded.mlm`` (``HubMaskedLM``), the same plus
+``masked_lm_positions`` -> ``mlm_logits`` [B, P, V]; ``loaded.serve`` (the root call without
+dropout, Keras 3 TFSMLayer's default endpoint); ``variables``, ``trainable_variables`` (the
+encoder's) and an empty ``regularization_losses``. One SavedModel for both: hub.KerasLayer reads
+only the root call and these attributes, the signatures stay as they were, the variables are saved
+once.
 
 Assets: ``albert_config.json`` and the SentencePiece model; the directory can be moved. The encoder
 holds no SentencePiece op, so TensorFlow alone loads it. ``<export_path>/preprocessing`` is the
@@ -39,16 +51,22 @@ import tensorflow as tf
 from albert_tf.checkpoints.files import resolve_checkpoint_path
 from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
+from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import gated, same_rows, token_ids_checks, values_in_range
+from albert_tf.serving.input_checks import (gated, positions_checks, token_ids_checks,
+                                            with_dynamic_shapes)
 from albert_tf.serving.preprocessing import PreprocessingModule, save_preprocessing
 from albert_tf.serving.saved_model import check_new_directory, save_new_directory
+from albert_tf.serving.tf2_encoder import (MASKED_POSITIONS, checked_albert_inputs, encoder_outputs,
+                                           set_reusable_attributes, tf2_input_specs,
+                                           trace_training_modes)
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 CONFIG_ASSET = "albert_config.json"
 PREPROCESSING_SUBDIR = "preprocessing"
 SIGNATURES = ("tokens", "sop", "mlm", "tokenization_info", "serving_default")
+MLM_POSITIONS = "mlm_positions"  # the reference module's name of the MLM positions
 
 
 def _int_inputs(*names: str) -> dict[str, tf.TensorSpec]:
@@ -58,44 +76,107 @@ def _int_inputs(*names: str) -> dict[str, tf.TensorSpec]:
 _ID_INPUTS = _int_inputs(*INPUT_NAMES)
 
 
-_MLM_INPUTS = _int_inputs(*INPUT_NAMES, "mlm_positions")
+_MLM_INPUTS = _int_inputs(*INPUT_NAMES, MLM_POSITIONS)
 
 
 class HubExportError(ValueError):
     """The export cannot be written as asked (the message names the file or flag and why)."""
 
 
-class HubEncoderModule(tf.Module):
+def _checked(inputs: dict[str, tf.Tensor], config: AlbertConfig) -> dict[str, tf.Tensor]:
+    """Reference-named ``inputs`` after the checks of every ids signature (each has the shape of
+    input_ids, of 1 to max_position_embeddings positions, ids in the vocabulary) and, with
+    mlm_positions, a row of positions inside the sequence per example."""
+    inputs = with_dynamic_shapes(inputs)
+    checks = token_ids_checks({name: inputs[name] for name in _ID_INPUTS}, config)
+    if MLM_POSITIONS in inputs:
+        checks += positions_checks(inputs["input_ids"], inputs[MLM_POSITIONS], "input_ids",
+                                   MLM_POSITIONS)
+    return gated(inputs, checks)
+
+
+def _reference_mlm(model: AlbertPretrainingModel,
+                   inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The reference module's ``mlm``: tokens' outputs plus mlm_logits [B*P, V] (row b*P + p:
+    position mlm_positions[b, p])."""
+    inputs = _checked(inputs, model.config)
+    model_inputs = {name: inputs[name] for name in _ID_INPUTS}
+    outputs = model({**model_inputs, "masked_lm_positions": inputs[MLM_POSITIONS]}, training=False)
+    logits = outputs["mlm_logits"]
+    return {"sequence_output": outputs["sequence_output"],
+            "pooled_output": outputs["pooled_output"],
+            "mlm_logits": tf.reshape(logits, [-1, tf.shape(logits)[-1]])}
+
+
+class HubMaskedLM(tf.__internal__.tracking.AutoTrackable):
+    """The export's ``mlm`` object: the encoder and the MLM head (no SOP head), as TF-Hub's
+    BERT/ALBERT encoders have it.
+
+    ``mlm(inputs, training=False)`` on the TF2 encoder's dict plus ``masked_lm_positions`` int32
+    [B, P] -> the encoder's outputs (``sequence_output``, ``pooled_output``, ``default``,
+    ``encoder_outputs``) plus ``mlm_logits`` float32 [B, P, V]; on the reference's dict (with
+    ``mlm_positions``) -> the ``mlm`` signature's outputs (as before the TF2 convention). Reusable:
+    its ``variables`` are the encoder's and the MLM head's.
+    """
+
+    def __init__(self, model: AlbertPretrainingModel):
+        super().__init__()
+        self.model = model
+        set_reusable_attributes(self, [model.albert, model.mlm_head])
+
+    @tf.function(autograph=False)
+    def __call__(self, inputs: dict[str, tf.Tensor],
+                 training: bool = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        if MLM_POSITIONS in inputs:
+            return _reference_mlm(self.model, inputs)
+        inputs = checked_albert_inputs(inputs, self.model.config)
+        outputs = self.model(inputs, training=training)
+        return {**encoder_outputs(outputs), "mlm_logits": outputs["mlm_logits"]}
+
+    def trace(self) -> None:
+        """Traces both conventions (the TF2 one with and without dropout) before saving."""
+        trace_training_modes(self.__call__, tf2_input_specs(MASKED_POSITIONS))
+        self.__call__.get_concrete_function(_MLM_INPUTS)
+
+
+class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
     """The pretraining model's encoder and heads behind the reference hub module's signatures
-    (inference mode, no dropout), plus the tokenizer's assets."""
+    (inference mode, no dropout) and the TF2 encoder convention (the root call and ``mlm``), plus
+    the tokenizer's assets. Reusable (``hub.KerasLayer(..., trainable=True)``): its ``variables``
+    are the encoder's."""
 
     def __init__(self, model: AlbertPretrainingModel, spm_model_file: str, config_file: str,
                  do_lower_case: bool):
-        super().__init__(name="albert_hub_module")
-        self.model = model
+        super().__init__()
+        self.model = model  # first: the checkpoint's object path model/albert/...
         self.vocab_file = tf.saved_model.Asset(spm_model_file)
         self.config_file = tf.saved_model.Asset(config_file)
         self.do_lower_case = do_lower_case
+        self.mlm = HubMaskedLM(model)
+        set_reusable_attributes(self, [model.albert])
 
-    # Each function takes one dict, so that the saved function (``loaded.tokens(inputs)``, Keras'
-    # TFSMLayer) and the signature (``loaded.signatures["tokens"](**inputs)``) share their inputs.
+    # The TF2 encoder convention: ``encoder(inputs, training=False)``, and ``serve``, the same
+    # without dropout for keras.layers.TFSMLayer (whose default endpoint is ``serve``).
 
-    def _checked(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        """``inputs`` after the checks of every ids signature (each has the shape of input_ids, of
-        1 to max_position_embeddings positions, ids in the vocabulary) and, with mlm_positions, a
-        row of positions inside the sequence per example."""
-        input_ids = inputs["input_ids"]
-        checks = token_ids_checks({name: inputs[name] for name in _ID_INPUTS}, self.model.config)
-        if "mlm_positions" in inputs:
-            positions = inputs["mlm_positions"]
-            checks += [*same_rows({"input_ids": input_ids, "mlm_positions": positions},
-                                  "input_ids"),
-                       values_in_range(positions, "mlm_positions", 0, tf.shape(input_ids)[1],
-                                       "the positions of input_ids")]
-        return gated(inputs, checks)
+    @tf.function(autograph=False)
+    def __call__(self, inputs: dict[str, tf.Tensor],
+                 training: bool = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        """TF2-named int32 [B, S] inputs -> sequence_output [B, S, H], pooled_output and default
+        [B, H], encoder_outputs (a list of every block's [B, S, H])."""
+        inputs = checked_albert_inputs(inputs, self.model.config)
+        return encoder_outputs(self.model.albert(inputs, training=training))
+
+    @tf.function(input_signature=[tf2_input_specs()], autograph=False)
+    def serve(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        """``__call__(inputs, training=False)``."""
+        return self.__call__(inputs, training=False)
+
+    # The reference module's functions. Each takes one dict, so that the saved function
+    # (``loaded.tokens(inputs)``, Keras' TFSMLayer) and the signature
+    # (``loaded.signatures["tokens"](**inputs)``) share their inputs.
 
     def _encode(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        outputs = self.model.albert(self._checked(inputs), training=False)
+        outputs = self.model.albert(_checked(inputs, self.model.config), training=False)
         return {"sequence_output": outputs["sequence_output"],
                 "pooled_output": outputs["pooled_output"]}
 
@@ -113,16 +194,9 @@ class HubEncoderModule(tf.Module):
         return outputs
 
     @tf.function(input_signature=[_MLM_INPUTS])
-    def mlm(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        """tokens' outputs plus mlm_logits [B*P, V] (row b*P + p: position mlm_positions[b, p])."""
-        inputs = self._checked(inputs)
-        model_inputs = {name: inputs[name] for name in _ID_INPUTS}
-        outputs = self.model({**model_inputs, "masked_lm_positions": inputs["mlm_positions"]},
-                             training=False)
-        logits = outputs["mlm_logits"]
-        return {"sequence_output": outputs["sequence_output"],
-                "pooled_output": outputs["pooled_output"],
-                "mlm_logits": tf.reshape(logits, [-1, tf.shape(logits)[-1]])}
+    def _mlm_signature(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The ``mlm`` signature (``_reference_mlm``); the attribute ``mlm`` is ``HubMaskedLM``."""
+        return _reference_mlm(self.model, inputs)
 
     @tf.function(input_signature=[])
     def tokenization_info(self) -> dict[str, tf.Tensor]:
@@ -130,9 +204,14 @@ class HubEncoderModule(tf.Module):
         return {"vocab_file": self.vocab_file.asset_path,
                 "do_lower_case": tf.constant(self.do_lower_case)}
 
+    def trace(self) -> None:
+        """Traces the functions without an input signature (the TF2 convention) before saving."""
+        trace_training_modes(self.__call__, tf2_input_specs())
+        self.mlm.trace()
+
     def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
-        """The SavedModel signatures (traced by the save itself)."""
-        return {"tokens": self.tokens, "sop": self.sop, "mlm": self.mlm,
+        """The SavedModel signatures (the reference module's, and ``serving_default``)."""
+        return {"tokens": self.tokens, "sop": self.sop, "mlm": self._mlm_signature,
                 "tokenization_info": self.tokenization_info, "serving_default": self.tokens}
 
 
@@ -194,6 +273,7 @@ def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, expo
             config.to_json_file(config_file)
             module = HubEncoderModule(model, tokenizer.source_file, config_file,
                                       tokenizer.do_lower_case)
+            module.trace()
             tf.saved_model.save(module, directory, signatures=module.signatures())
         save_preprocessing(preprocessing, os.path.join(directory, PREPROCESSING_SUBDIR))
 
