@@ -30,7 +30,7 @@ albert_tf/checkpoints/conversion.py.
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
 
@@ -64,6 +64,44 @@ flags.DEFINE_enum("head", None, list(HEAD_NAMES),
                   "variables fit; needed where root output_weights [1, H] may be a one-output "
                   "classifier's or RACE's).")
 
+
+def _source_and_target(values: dict) -> tuple[str, str]:
+    """(source flag, target format) of the flag values ``values`` ({name: value})."""
+    flag = next(name for name in DEFAULT_TARGETS if values[name])
+    return flag, values["to"] or DEFAULT_TARGETS[flag]
+
+
+_CHECKED_FLAGS = [*DEFAULT_TARGETS, "to", "albert_config_file", "head"]
+
+
+def _check_conversion(values: dict) -> bool:
+    """One source flag, a --to that converts it, --albert_config_file where needed (a flag
+    validator: mistakes answer before TensorFlow loads)."""
+    given = [name for name in DEFAULT_TARGETS if values[name]]
+    if len(given) != 1:
+        raise flags.ValidationError(
+            "Give exactly one of --tf1_checkpoint (reference), --checkpoint (albert_tf) or "
+            "--hf_checkpoint (Hugging Face directory).")
+    flag, target = _source_and_target(values)
+    if flag == "hf_checkpoint":
+        if target != "albert_tf":
+            raise flags.ValidationError(
+                f"--hf_checkpoint converts to albert_tf only, not --to={target}.")
+        if values["head"] not in (None, "pretraining"):
+            raise flags.ValidationError(
+                "A Hugging Face directory carries the pretraining heads only; "
+                f"--head={values['head']} does not apply.")
+        return True
+    if target == {"tf1_checkpoint": "reference", "checkpoint": "albert_tf"}[flag]:
+        raise flags.ValidationError(f"--{flag} is already in the {target} format; "
+                                    f"--to={target} converts nothing.")
+    if not values["albert_config_file"]:
+        raise flags.ValidationError(f"--albert_config_file is required with --{flag}.")
+    return True
+
+
+flags.register_multi_flags_validator(_CHECKED_FLAGS, _check_conversion)
+
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.checkpoints.conversion import (  # noqa: E402
@@ -92,37 +130,14 @@ TASK_HEADS = (
 )
 
 
-def _source_and_target() -> tuple[str, str, str]:
-    """(source flag, its value, target format) of the command line; UsageError for no source or
-    two, a --to equal to the source's format, or a pair the command does not convert."""
-    values = flags.FLAGS
-    given = [name for name in DEFAULT_TARGETS if values[name].value]
-    if len(given) != 1:
-        raise app.UsageError("Give exactly one of --tf1_checkpoint (reference), --checkpoint "
-                             "(albert_tf) or --hf_checkpoint (Hugging Face directory).")
-    flag = given[0]
-    target = values.to or DEFAULT_TARGETS[flag]
-    if flag == HF_SOURCE_FLAG and target != "albert_tf":
-        raise app.UsageError(f"--hf_checkpoint converts to albert_tf only, not --to={target}.")
-    if flag != HF_SOURCE_FLAG and target == {"tf1_checkpoint": "reference",
-                                             "checkpoint": "albert_tf"}[flag]:
-        raise app.UsageError(f"--{flag} is already in the {target} format; --to={target} "
-                             "converts nothing.")
-    if flag != HF_SOURCE_FLAG and not values.albert_config_file:
-        raise app.UsageError(f"--albert_config_file is required with --{flag}.")
-    return flag, values[flag].value, target
-
-
 def main(argv: list[str]) -> None:
     del argv
     values = flags.FLAGS
-    flag, source, target = _source_and_target()
+    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    source = values[flag].value
     options = dict(init_from_group0=values.init_from_group0, overwrite=values.overwrite,
                    config_file=values.albert_config_file)
     if flag == HF_SOURCE_FLAG:
-        if values.head not in (None, "pretraining"):
-            raise app.UsageError("A Hugging Face directory carries the pretraining heads only; "
-                                 f"--head={values.head} does not apply.")
         config = (AlbertConfig.from_json_file(values.albert_config_file)
                   if values.albert_config_file else read_hf_config(source))
         prefix = huggingface_to_albert_tf(TASK_HEADS[0].build(config, {}), source,
