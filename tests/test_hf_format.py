@@ -27,8 +27,9 @@ from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from tests import spm_fixtures
+from tests import numpy_albert, spm_fixtures
 from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.tf1_fixtures import write_reference_checkpoint
 
 
 def small_config(**overrides):
@@ -199,6 +200,26 @@ def test_output_directory_and_heads_the_format_lacks(tmp_path, capsys):
         check_hf_output_dir(str(tmp_path / "hf"), overwrite=False)
     check_hf_output_dir(str(tmp_path / "hf"), overwrite=True)
     check_init_checkpoint(str(tmp_path / "hf"))  # what the scripts check of --init_checkpoint
+
+
+def test_a_reference_checkpoint_converts_to_huggingface(tmp_path):
+    cfg = small_config()
+    values = write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                                        numpy_albert.reference_variable_shapes(cfg))
+    read, count = to_huggingface(AlbertPretrainingModel(cfg), str(tmp_path / "ref"),
+                                 "tf1_checkpoint", str(tmp_path / "hf"))
+    assert read.startswith(str(tmp_path / "ref" / "model.ckpt")) and count == len(values)
+    tensors = read_safetensors(tmp_path / "hf")
+    prefix = "albert.encoder.albert_layer_groups.1.albert_layers.0."
+    np.testing.assert_array_equal(
+        tensors[prefix + "attention.dense.weight"],
+        values["bert/encoder/transformer/group_1/inner_group_0/attention_1/output/dense/kernel"].T)
+    np.testing.assert_array_equal(tensors["predictions.LayerNorm.bias"],
+                                  values["cls/predictions/transform/LayerNorm/beta"])
+    back = AlbertPretrainingModel(cfg)
+    assert not load_checkpoint(back, str(tmp_path / "hf")).missing
+    for name, value in weights_of(back).items():
+        np.testing.assert_array_equal(value, values[name], err_msg=name)
 
 
 def run_converter(*args, check=True):
