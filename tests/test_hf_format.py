@@ -191,6 +191,8 @@ def test_output_directory_and_heads_the_format_lacks(tmp_path, capsys):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ConversionError, match="holds other files"):
         to_huggingface(AlbertClassifierModel(cfg, 3), prefix, "checkpoint", str(tmp_path / "other"))
+    with pytest.raises(HuggingFaceFormatError, match="holds other files"):
+        write_hf_directory(classifier, str(tmp_path / "other"))
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
     to_huggingface(AlbertClassifierModel(cfg, 3), prefix, "checkpoint", str(tmp_path / "hf"))
     assert "Left out of" in capsys.readouterr().out.split("only): ")[0]

@@ -10,6 +10,7 @@
 The only test module that imports torch, transformers and keras-hub (test-only dependencies).
 """
 
+import copy
 import os
 
 import numpy as np
@@ -19,6 +20,7 @@ import torch
 import transformers
 
 from albert_tf.checkpoints.hf_format import write_hf_directory
+from albert_tf.checkpoints.hf_names import HuggingFaceFormatError
 from albert_tf.checkpoints.warm_start import load_checkpoint
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
@@ -184,6 +186,17 @@ def test_a_directory_saved_by_transformers_warm_starts_albert_tf(tmp_path):
     assert "Hugging Face checkpoint" in message
     assert_close(albert_tf_outputs(trainer.model, *batch), expected,
                  ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"))
+
+    # Shards listed by model.safetensors.index.json load as one file.
+    theirs.save_pretrained(str(tmp_path / "sharded"), max_shard_size="20KB")
+    assert os.path.exists(tmp_path / "sharded" / "model.safetensors.index.json")
+    sharded = AlbertPretrainingModel(cfg)
+    assert not load_checkpoint(sharded, str(tmp_path / "sharded")).missing
+    assert_close(albert_tf_outputs(sharded, *batch), expected, ["mlm_logits"])
+    # bfloat16 weights have no NumPy type: one clear error.
+    copy.deepcopy(theirs).to(torch.bfloat16).save_pretrained(str(tmp_path / "bf16"))
+    with pytest.raises(HuggingFaceFormatError, match="save the model in float32"):
+        load_checkpoint(AlbertPretrainingModel(cfg), str(tmp_path / "bf16"))
 
     # AlbertModel's own save has no "albert." prefix.
     theirs.albert.save_pretrained(str(tmp_path / "encoder"))

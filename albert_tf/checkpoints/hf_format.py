@@ -87,7 +87,11 @@ def _read_tensors(directory: str) -> dict[str, np.ndarray]:
         try:
             with tf.io.gfile.GFile(path, "rb") as reader:
                 tensors.update(safetensors.numpy.load(reader.read()))
-        except (tf.errors.NotFoundError, safetensors.SafetensorError, TypeError) as err:
+        except KeyError as err:  # a dtype NumPy lacks
+            raise HuggingFaceFormatError(
+                f"Cannot read the weights {path}: dtype {err} has no NumPy type; save the model "
+                "in float32 (model.float().save_pretrained(...)).") from None
+        except (tf.errors.NotFoundError, safetensors.SafetensorError) as err:
             raise HuggingFaceFormatError(f"Cannot read the weights {path}: {err}") from None
     if not any(key.startswith(ENCODER_PREFIX) for key in tensors):
         tensors = {ENCODER_PREFIX + key: value for key, value in tensors.items()}
@@ -220,12 +224,17 @@ def unrepresented_names(model: keras.Model, only: Iterable[str] | None = None) -
 def write_hf_directory(model: keras.Model, directory: str, only: Iterable[str] | None = None,
                        spm_model_file: str | None = None, do_lower_case: bool = True) -> int:
     """Writes ``model`` (only the reference names ``only``, default all) as the Hugging Face
-    directory ``directory`` (replacing an existing one); returns the number of tensors written.
+    directory ``directory`` (replacing an existing Hugging Face directory; one holding anything else
+    is refused); returns the number of tensors written.
 
     ``spm_model_file``: copied as ``spiece.model`` with ``tokenizer_config.json``, and its [CLS],
     [SEP] and <pad> ids go into config.json. HuggingFaceFormatError for a config the format cannot
     represent (hf_names.check_representable), before anything is written.
     """
+    if (tf.io.gfile.isdir(directory) and tf.io.gfile.listdir(directory)
+            and not is_hf_directory(directory)):
+        raise HuggingFaceFormatError(f"{directory} holds other files than a Hugging Face "
+                                     "directory; it is not replaced.")
     config = getattr(model, "albert", model).config
     tensors = hf_tensors(model, only)
     with_heads = any(not key.startswith(ENCODER_PREFIX) for key in tensors)
