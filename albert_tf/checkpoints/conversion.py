@@ -17,10 +17,11 @@ fine-tuned checkpoint's head is carried under the reference's names (``output_we
 ``output_bias``, ``cls/squad/*``, ``start_logits/*`` ...).
 
 The Hugging Face format holds the encoder and the pretraining heads only: another head is named
-as left out. It cannot hold a ``cross_layer_sharing`` other than ``all`` (a ``HuggingFaceFormatError``
-before anything is read).
+as left out. It cannot hold a ``cross_layer_sharing`` other than ``all`` (a
+``HuggingFaceFormatError`` before anything is read).
 
-The output directory belongs to the converter (``check_output_dir``, ``check_hf_output_dir``). One that holds any other
+The output directory belongs to the converter (``check_output_dir``; for a Hugging Face directory
+``check_hf_output_dir``: new, empty, or an earlier export). One that holds any other
 checkpoint (a training run's, a released model's) is refused, ``overwrite`` or not: writing there
 would change the ``checkpoint`` state file that run resumes from. An earlier conversion of the same
 direction is replaced only with ``overwrite``. Source format and output directory are checked

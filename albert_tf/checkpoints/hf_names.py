@@ -65,7 +65,8 @@ _FIXED = {
 }
 _BLOCK = re.compile(r"^bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)/"
                     r"(kernel|bias|gamma|beta)$")
-_BLOCK_PARTS = {"attention_1/self/query": "attention.query", "attention_1/self/key": "attention.key",
+_BLOCK_PARTS = {"attention_1/self/query": "attention.query",
+                "attention_1/self/key": "attention.key",
                 "attention_1/self/value": "attention.value",
                 "attention_1/output/dense": "attention.dense", "LayerNorm": "attention.LayerNorm",
                 "ffn_1/intermediate/dense": "ffn", "ffn_1/intermediate/output/dense": "ffn_output",
@@ -131,7 +132,7 @@ def hf_config_dict(config: AlbertConfig, with_heads: bool, pad_id: int, cls_id: 
     ``AlbertModel``); the special-token ids are the SentencePiece model's. Checks
     ``check_representable`` first."""
     check_representable(config)
-    values: dict[str, Any] = {
+    return {
         "architectures": ["AlbertForPreTraining" if with_heads else "AlbertModel"],
         "model_type": MODEL_TYPE,
         **{key: getattr(config, key) for key in _SIZE_KEYS + _FLOAT_KEYS},
@@ -143,7 +144,6 @@ def hf_config_dict(config: AlbertConfig, with_heads: bool, pad_id: int, cls_id: 
         "tie_word_embeddings": True,
         "dtype": "float32",
     }
-    return values
 
 
 def albert_config_from_hf(values: Mapping[str, Any], source: str) -> AlbertConfig:
@@ -182,6 +182,11 @@ def albert_config_from_hf(values: Mapping[str, Any], source: str) -> AlbertConfi
 
 
 def compute_differences(config: AlbertConfig, other: AlbertConfig) -> list[str]:
-    """'key: a vs b' for each of ``COMPUTE_KEYS`` in which the two configs differ."""
+    """"<key> <other's value> (the model's: <config's value>)" for each of ``COMPUTE_KEYS`` in which
+    ``other`` differs from ``config`` (activation names compared case-insensitively)."""
+    def value(source: AlbertConfig, key: str) -> Any:
+        found = getattr(source, key)
+        return found.lower() if isinstance(found, str) else found
+
     return [f"{key} {getattr(other, key)!r} (the model's: {getattr(config, key)!r})"
-            for key in COMPUTE_KEYS if getattr(config, key) != getattr(other, key)]
+            for key in COMPUTE_KEYS if value(config, key) != value(other, key)]
