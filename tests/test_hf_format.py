@@ -28,7 +28,8 @@ from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert, spm_fixtures
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
+                                subprocess_env, tiny_config)
 from tests.tf1_fixtures import write_reference_checkpoint
 
 
@@ -282,3 +283,24 @@ def test_conversion_command_refuses_flag_combinations_before_loading(tmp_path, a
     result = run_converter(*args, f"--output_dir={tmp_path / 'out'}", check=False)
     assert result.returncode == 1 and message in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_run_pretraining_warm_starts_from_a_huggingface_directory(tmp_path, pretraining_records):
+    cfg = tiny_config()
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(cfg.to_json_string())
+    write_hf_directory(randomized(AlbertPretrainingModel(cfg)), str(tmp_path / "hf"))
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
+         f"--albert_config_file={config_file}", f"--input_file={pretraining_records}",
+         f"--output_dir={tmp_path / 'run'}", f"--init_checkpoint={tmp_path / 'hf'}",
+         f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
+         f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}", "--train_batch_size=4",
+         "--num_train_steps=1", "--num_warmup_steps=0", "--save_checkpoints_steps=1"],
+        capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert f"from Hugging Face checkpoint {tmp_path / 'hf'}" in output
+    assert "missing from the checkpoint (0)" in output
+    assert (tmp_path / "run" / "model.ckpt-1.index").exists()
