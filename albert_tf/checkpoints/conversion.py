@@ -42,7 +42,7 @@ from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_ch
 from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, is_hf_directory,
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
-from albert_tf.checkpoints.hf_names import check_representable
+from albert_tf.checkpoints.hf_names import check_representable, keras_hub_differences
 from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_checkpoint,
                                                  object_variable_paths, stored_model_variables)
 from albert_tf.checkpoints.report import LoadReport
@@ -330,7 +330,7 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
     model: a fresh task model of the checkpoint's config. HuggingFaceFormatError first when its
     config cannot be represented. Prints the load report; raises if encoder variables are missing;
     writes only what the source holds and the format has a place for (the encoder, the
-    pretraining heads), naming the rest as left out.
+    pretraining heads), naming the rest as left out; notes where keras-hub computes another model.
     """
     check_representable(model.config)
     check_hf_output_dir(output_dir, overwrite)
@@ -346,4 +346,8 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
               f"pretraining heads only): {', '.join(unrepresented)}.")
     count = write_hf_directory(model, output_dir, only=report.loaded,
                                spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+    differences = keras_hub_differences(model.config)
+    if differences:
+        print(f"Note: keras-hub's AlbertBackbone loads {output_dir} but computes another model: "
+              f"{'; '.join(differences)} (transformers computes this one).")
     return report.checkpoint, count

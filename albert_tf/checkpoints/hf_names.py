@@ -126,6 +126,21 @@ def check_representable(config: AlbertConfig) -> None:
         raise HuggingFaceFormatError(f"hidden_act {config.hidden_act!r} has no Hugging Face name.")
 
 
+def keras_hub_differences(config: AlbertConfig) -> list[str]:
+    """Where keras-hub's AlbertBackbone, which loads the directory, computes another model than
+    ``config``'s: it always applies the tanh GELU, and runs L // G layers per group in sequence
+    (the reference's mapping only when G divides L)."""
+    differences = []
+    if config.hidden_act.lower() != "gelu":
+        differences.append(f"it applies the tanh GELU, not hidden_act {config.hidden_act!r}")
+    if config.num_hidden_layers % config.num_hidden_groups:
+        differences.append(
+            f"it runs {config.num_hidden_layers // config.num_hidden_groups} layer(s) per group, "
+            f"as num_hidden_groups {config.num_hidden_groups} does not divide num_hidden_layers "
+            f"{config.num_hidden_layers}")
+    return differences
+
+
 def hf_config_dict(config: AlbertConfig, with_heads: bool, pad_id: int, cls_id: int,
                    sep_id: int) -> dict[str, Any]:
     """The ``config.json`` of ``config`` (``AlbertForPreTraining`` when ``with_heads``, else
