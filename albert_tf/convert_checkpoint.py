@@ -21,8 +21,8 @@ the load report and require the whole encoder (a Hugging Face directory carries 
 pretraining heads only; ``--hf_checkpoint`` takes its config from its config.json unless
 ``--albert_config_file`` is given); a head the source lacks is left out of the output,
 a source variable the model lacks is named as dropped. An output directory holding any other
-checkpoint, or the source, is refused; an earlier conversion is replaced only with
-``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
+checkpoint, or the source, is refused (for ``--to=huggingface``: any other file); an earlier
+conversion is replaced only with ``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
 
 This module holds the flags and the wiring only; the conversion is
 albert_tf/checkpoints/conversion.py.
