@@ -1,4 +1,5 @@
-"""Command line: converts checkpoints between the reference TF1 format and albert_tf's own.
+"""Command line: converts checkpoints between the reference TF1 format, albert_tf's own and the
+Hugging Face format.
 
     # reference TF1 checkpoint -> albert_tf checkpoint (output_dir/model.ckpt-0)
     python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
@@ -6,14 +7,22 @@
     # albert_tf checkpoint (prefix or directory) -> reference TF1 checkpoint (output_dir/model.ckpt)
     python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
         --checkpoint=runs/pretrain/ --output_dir=exported/
+    # albert_tf or reference checkpoint -> Hugging Face directory (transformers, keras-hub)
+    python -m albert_tf.convert_checkpoint --albert_config_file=albert_config.json \\
+        --checkpoint=runs/pretrain/ --to=huggingface --spm_model_file=30k-clean.model \\
+        --output_dir=hf/
+    # Hugging Face directory -> albert_tf checkpoint (+ albert_config.json, spiece.model)
+    python -m albert_tf.convert_checkpoint --hf_checkpoint=hf/ --output_dir=converted/
 
 Both directions go through the task model whose head the source holds (``--head`` names it,
 else the source's variables choose among ``TASK_HEADS``: the pretraining model, a GLUE classifier,
 SQuAD v1 or v2, RACE), so a fine-tuned head is carried under the reference's names; they print
-the load report and require the whole encoder; a head the source lacks is left out of the output,
+the load report and require the whole encoder (a Hugging Face directory carries the encoder and the
+pretraining heads only; ``--hf_checkpoint`` takes its config from its config.json unless
+``--albert_config_file`` is given); a head the source lacks is left out of the output,
 a source variable the model lacks is named as dropped. An output directory holding any other
-checkpoint, or the source, is refused; an earlier conversion is replaced only with
-``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
+checkpoint, or the source, is refused (for ``--to=huggingface``: any other file); an earlier
+conversion is replaced only with ``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
 
 This module holds the flags and the wiring only; the conversion is
 albert_tf/checkpoints/conversion.py.
@@ -21,21 +30,32 @@ albert_tf/checkpoints/conversion.py.
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
 
-flag_definitions.define("albert_config_file", "init_from_group0")
+flag_definitions.define("albert_config_file", "init_from_group0", "spm_model_file",
+                        "do_lower_case")
 flags.DEFINE_string("tf1_checkpoint", None, "Reference TF1 checkpoint to convert to albert_tf.")
 flags.DEFINE_string("checkpoint", None,
                     "albert_tf checkpoint to convert to the reference format.")
+flags.DEFINE_string("hf_checkpoint", None,
+                    "Hugging Face directory (config.json, model.safetensors) to convert to "
+                    "albert_tf; --albert_config_file may be left out (taken from config.json).")
+# The format each source converts to by default (--to names another).
+DEFAULT_TARGETS = {"tf1_checkpoint": "albert_tf", "checkpoint": "reference",
+                   "hf_checkpoint": "albert_tf"}
+flags.DEFINE_enum("to", None, ["albert_tf", "reference", "huggingface"],
+                  "The format to write (default: albert_tf for --tf1_checkpoint and "
+                  "--hf_checkpoint, reference for --checkpoint); huggingface writes a directory "
+                  "that transformers and keras-hub load, with --spm_model_file's tokenizer.")
 flags.DEFINE_string("output_dir", None,
                     "Directory for the converted checkpoint: new, empty, or holding only an "
                     "earlier conversion (replaced with --overwrite). A directory holding other "
                     "checkpoints (a training run) is refused.")
 flags.DEFINE_bool("overwrite", False,
                   "Replace an earlier conversion in --output_dir (never other checkpoints).")
-flags.mark_flags_as_required(["albert_config_file", "output_dir"])
+flags.mark_flags_as_required(["output_dir"])
 
 # The task heads a conversion can carry, in the order TASK_HEADS (below) tries them.
 HEAD_NAMES = ("pretraining", "classifier", "squad_v1", "squad_v2", "race")
@@ -44,11 +64,51 @@ flags.DEFINE_enum("head", None, list(HEAD_NAMES),
                   "variables fit; needed where root output_weights [1, H] may be a one-output "
                   "classifier's or RACE's).")
 
+
+def _source_and_target(values: dict) -> tuple[str, str]:
+    """(source flag, target format) of the flag values ``values`` ({name: value})."""
+    flag = next(name for name in DEFAULT_TARGETS if values[name])
+    return flag, values["to"] or DEFAULT_TARGETS[flag]
+
+
+_CHECKED_FLAGS = [*DEFAULT_TARGETS, "to", "albert_config_file", "head"]
+
+
+def _check_conversion(values: dict) -> bool:
+    """One source flag, a --to that converts it, --albert_config_file where needed (a flag
+    validator: mistakes answer before TensorFlow loads)."""
+    given = [name for name in DEFAULT_TARGETS if values[name]]
+    if len(given) != 1:
+        raise flags.ValidationError(
+            "Give exactly one of --tf1_checkpoint (reference), --checkpoint (albert_tf) or "
+            "--hf_checkpoint (Hugging Face directory).")
+    flag, target = _source_and_target(values)
+    if flag == "hf_checkpoint":
+        if target != "albert_tf":
+            raise flags.ValidationError(
+                f"--hf_checkpoint converts to albert_tf only, not --to={target}.")
+        if values["head"] not in (None, "pretraining"):
+            raise flags.ValidationError(
+                "A Hugging Face directory carries the pretraining heads only; "
+                f"--head={values['head']} does not apply.")
+        return True
+    if target == {"tf1_checkpoint": "reference", "checkpoint": "albert_tf"}[flag]:
+        raise flags.ValidationError(f"--{flag} is already in the {target} format; "
+                                    f"--to={target} converts nothing.")
+    if not values["albert_config_file"]:
+        raise flags.ValidationError(f"--albert_config_file is required with --{flag}.")
+    return True
+
+
+flags.register_multi_flags_validator(_CHECKED_FLAGS, _check_conversion)
+
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.checkpoints.conversion import (  # noqa: E402
-    TaskHead, albert_tf_to_tf1, choose_task_model, tf1_to_albert_tf)
+    HF_SOURCE_FLAG, TaskHead, albert_tf_to_tf1, choose_task_model, huggingface_to_albert_tf,
+    tf1_to_albert_tf, to_huggingface)
 from albert_tf.checkpoints.files import resolve_checkpoint_path  # noqa: E402
+from albert_tf.checkpoints.hf_format import read_hf_config  # noqa: E402
 from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.files.paths import (  # noqa: E402
     check_directory_holds_no_input, check_outputs_are_not_inputs)
@@ -73,30 +133,42 @@ TASK_HEADS = (
 def main(argv: list[str]) -> None:
     del argv
     values = flags.FLAGS
-    if bool(values.tf1_checkpoint) == bool(values.checkpoint):
-        raise app.UsageError("Give exactly one of --tf1_checkpoint (reference -> albert_tf) or "
-                             "--checkpoint (albert_tf -> reference).")
-    source, flag = ((values.tf1_checkpoint, "tf1_checkpoint") if values.tf1_checkpoint
-                    else (values.checkpoint, "checkpoint"))
-    model = choose_task_model(source, flag, AlbertConfig.from_json_file(values.albert_config_file),
-                              TASK_HEADS, values.head)
+    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    source = values[flag].value
     options = dict(init_from_group0=values.init_from_group0, overwrite=values.overwrite,
                    config_file=values.albert_config_file)
-    if values.tf1_checkpoint:
-        prefix = tf1_to_albert_tf(model, values.tf1_checkpoint, values.output_dir, **options)
+    if flag == HF_SOURCE_FLAG:
+        config = (AlbertConfig.from_json_file(values.albert_config_file)
+                  if values.albert_config_file else read_hf_config(source))
+        prefix = huggingface_to_albert_tf(TASK_HEADS[0].build(config, {}), source,
+                                          values.output_dir, **options)
+        print(f"Wrote albert_tf checkpoint {prefix} and its albert_config.json")
+        return
+    model = choose_task_model(source, flag, AlbertConfig.from_json_file(values.albert_config_file),
+                              TASK_HEADS, values.head)
+    if target == "huggingface":
+        read, count = to_huggingface(model, source, flag, values.output_dir,
+                                     spm_model_file=values.spm_model_file,
+                                     do_lower_case=values.do_lower_case, **options)
+        tokenizer = (f"with the tokenizer of {values.spm_model_file}" if values.spm_model_file
+                     else "without a tokenizer (no --spm_model_file)")
+        print(f"Read {read}; wrote Hugging Face directory {values.output_dir} ({count} tensors) "
+              f"{tokenizer}.")
+    elif flag == "tf1_checkpoint":
+        prefix = tf1_to_albert_tf(model, source, values.output_dir, **options)
         print(f"Wrote albert_tf checkpoint {prefix}")
     else:
-        source, prefix, count = albert_tf_to_tf1(model, values.checkpoint, values.output_dir,
-                                                 **options)
-        print(f"Read {source}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
+        read, prefix, count = albert_tf_to_tf1(model, source, values.output_dir, **options)
+        print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
 
 def _check_paths() -> None:
     """Before any work: --output_dir is not an input, and does not hold the checkpoint converted
     (the conversion would rewrite its 'checkpoint' file, or replace it)."""
-    sources = run_flags.flag_paths("tf1_checkpoint", "checkpoint")
+    sources = run_flags.flag_paths("tf1_checkpoint", "checkpoint", "hf_checkpoint")
     output = run_flags.flag_paths("output_dir")
-    check_outputs_are_not_inputs(output, sources + run_flags.flag_paths("albert_config_file"))
+    check_outputs_are_not_inputs(
+        output, sources + run_flags.flag_paths("albert_config_file", "spm_model_file"))
     for what, path in sources:
         try:
             prefix = resolve_checkpoint_path(path)

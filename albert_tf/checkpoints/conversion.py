@@ -1,10 +1,14 @@
-"""Converting checkpoints between the reference TF1 format and albert_tf's own (the library of
-``python -m albert_tf.convert_checkpoint``).
+"""Converting checkpoints between the reference TF1 format, albert_tf's own and the Hugging Face
+format (the library of ``python -m albert_tf.convert_checkpoint``).
 
 - ``tf1_to_albert_tf``: a reference checkpoint -> ``output_dir/model.ckpt-0`` (albert_tf's format);
-- ``albert_tf_to_tf1``: an albert_tf checkpoint (prefix or directory) -> ``output_dir/model.ckpt``.
+- ``albert_tf_to_tf1``: an albert_tf checkpoint (prefix or directory) -> ``output_dir/model.ckpt``;
+- ``huggingface_to_albert_tf``: a Hugging Face directory -> ``output_dir/model.ckpt-0`` and
+  ``output_dir/albert_config.json`` (and its ``spiece.model``);
+- ``to_huggingface``: any of the three (``--tf1_checkpoint``, ``--checkpoint``) -> a Hugging Face
+  directory (albert_tf/checkpoints/hf_format.py), with the SentencePiece model when given.
 
-Both load the source into the model they are given, print the load report and require the whole
+All load the source into the model they are given, print the load report and require the whole
 encoder. Only what the source holds is written: a head the source lacks is left out of the output,
 never written with its random initial values; a source variable the model lacks is named as
 dropped. ``choose_task_model`` picks the model from the source's head variables among the task
@@ -12,7 +16,12 @@ models the command lists (``TaskHead``: pretraining, classifier, SQuAD v1 and v2
 fine-tuned checkpoint's head is carried under the reference's names (``output_weights`` /
 ``output_bias``, ``cls/squad/*``, ``start_logits/*`` ...).
 
-The output directory belongs to the converter (``check_output_dir``). One that holds any other
+The Hugging Face format holds the encoder and the pretraining heads only: another head is named
+as left out. It cannot hold a ``cross_layer_sharing`` other than ``all`` (a
+``HuggingFaceFormatError`` before anything is read).
+
+The output directory belongs to the converter (``check_output_dir``; for a Hugging Face directory
+``check_hf_output_dir``: new, empty, or an earlier export). One that holds any other
 checkpoint (a training run's, a released model's) is refused, ``overwrite`` or not: writing there
 would change the ``checkpoint`` state file that run resumes from. An earlier conversion of the same
 direction is replaced only with ``overwrite``. Source format and output directory are checked
@@ -30,6 +39,10 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_checkpoint,
                                          resolve_checkpoint_path, write_checkpoint_state)
+from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, is_hf_directory,
+                                             load_hf_checkpoint, unrepresented_names,
+                                             write_hf_directory)
+from albert_tf.checkpoints.hf_names import check_representable, keras_hub_differences
 from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_checkpoint,
                                                  object_variable_paths, stored_model_variables)
 from albert_tf.checkpoints.report import LoadReport
@@ -42,6 +55,8 @@ from albert_tf.models.task_model import AlbertTaskModel
 ALBERT_TF_OUTPUT = f"{TF2_CHECKPOINT_NAME}-0"  # the prefix a reference checkpoint converts to
 TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts to
 _TEMPORARY_SUFFIX = ".tmp-export"  # export_tf1_checkpoint's temporary prefix
+ALBERT_CONFIG_OUTPUT = "albert_config.json"  # the config a Hugging Face directory converts to
+HF_SOURCE_FLAG = "hf_checkpoint"  # the command's flag for a Hugging Face directory
 
 
 # A source's head variables: {reference name: shape}.
@@ -243,3 +258,96 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)
     return source, output_prefix, len(report.loaded)
+
+
+def check_hf_output_dir(output_dir: str, overwrite: bool) -> None:
+    """ConversionError unless ``output_dir`` is new, empty, or (with ``overwrite``) an earlier
+    Hugging Face export: a directory holding anything else is never replaced."""
+    if not tf.io.gfile.exists(output_dir):
+        return
+    if not tf.io.gfile.isdir(output_dir):
+        raise ConversionError(f"--output_dir={output_dir} is a file; expected a directory.")
+    if not tf.io.gfile.listdir(output_dir):
+        return
+    if not is_hf_directory(output_dir):
+        raise ConversionError(
+            f"--output_dir={output_dir} holds other files; the Hugging Face directory is written "
+            "as a whole and would replace them. Choose a new or empty directory.")
+    if not overwrite:
+        raise ConversionError(f"--output_dir={output_dir} already holds a Hugging Face directory "
+                              "(an earlier conversion); pass --overwrite to replace it, or choose "
+                              "another --output_dir.")
+
+
+def _load_source(model: AlbertTaskModel, path: str, flag: str, init_from_group0: bool,
+                 config_file: str | None) -> LoadReport:
+    """Loads ``--<flag>=path`` (tf1_checkpoint, checkpoint or hf_checkpoint) into ``model``,
+    refusing a source of another format than the flag's."""
+    if flag == HF_SOURCE_FLAG:
+        if not is_hf_directory(path):
+            raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
+                                  f"{CONFIG_FILE} and model.safetensors in it).")
+        return load_hf_checkpoint(model, path, init_from_group0, config_file)
+    object_based = flag == "checkpoint"
+    source = _source(path, flag, object_based)
+    loader = load_object_checkpoint if object_based else load_tf1_checkpoint
+    return loader(model, source, init_from_group0, config_file)
+
+
+def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_dir: str,
+                             init_from_group0: bool = False, overwrite: bool = False,
+                             config_file: str | None = None) -> str:
+    """Converts a Hugging Face directory to ``output_dir/model.ckpt-0``; returns that prefix.
+
+    model: a fresh task model (the pretraining model: the heads the format holds) of the
+    directory's config, or of ``config_file``, which must agree with its config.json. Writes the
+    model's config as ``output_dir/albert_config.json`` and copies ``spiece.model`` when the
+    directory has one. Prints the load report; raises if encoder variables are missing.
+    """
+    output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
+    report = _load_source(model, hf_checkpoint, HF_SOURCE_FLAG, init_from_group0, config_file)
+    _report_load(report, model, output_prefix)
+    parts, left_out = _complete_parts(model, report)
+    if left_out:
+        print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
+    prefix = tf.train.Checkpoint(model=tf.train.Checkpoint(**parts)).write(output_prefix)
+    model.config.to_json_file(os.path.join(os.path.dirname(prefix), ALBERT_CONFIG_OUTPUT))
+    spm_model = os.path.join(hf_checkpoint, SPM_FILE)
+    if tf.io.gfile.exists(spm_model):
+        tf.io.gfile.copy(spm_model, os.path.join(os.path.dirname(prefix), SPM_FILE),
+                         overwrite=True)
+    write_checkpoint_state(os.path.dirname(prefix), ALBERT_TF_OUTPUT)
+    return prefix
+
+
+def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: str,
+                   spm_model_file: str | None = None, do_lower_case: bool = True,
+                   init_from_group0: bool = False, overwrite: bool = False,
+                   config_file: str | None = None) -> tuple[str, int]:
+    """Converts ``--<flag>=source`` (an albert_tf or a reference checkpoint) to the Hugging Face
+    directory ``output_dir``; returns (the checkpoint read, the number of tensors written).
+
+    model: a fresh task model of the checkpoint's config. HuggingFaceFormatError first when its
+    config cannot be represented. Prints the load report; raises if encoder variables are missing;
+    writes only what the source holds and the format has a place for (the encoder, the
+    pretraining heads), naming the rest as left out; notes where keras-hub computes another model.
+    """
+    check_representable(model.config)
+    check_hf_output_dir(output_dir, overwrite)
+    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
+        raise ConversionError(f"--spm_model_file={spm_model_file} does not exist.")
+    report = _load_source(model, source, flag, init_from_group0, config_file)
+    _report_load(report, model, output_dir)
+    if report.missing:
+        print(f"Left out of {output_dir} (not in the source): {', '.join(report.missing)}.")
+    unrepresented = unrepresented_names(model, report.loaded)
+    if unrepresented:
+        print(f"Left out of {output_dir} (the Hugging Face format holds the encoder and the "
+              f"pretraining heads only): {', '.join(unrepresented)}.")
+    count = write_hf_directory(model, output_dir, only=report.loaded,
+                               spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+    differences = keras_hub_differences(model.config)
+    if differences:
+        print(f"Note: keras-hub's AlbertBackbone loads {output_dir} but computes another model: "
+              f"{'; '.join(differences)} (transformers computes this one).")
+    return report.checkpoint, count

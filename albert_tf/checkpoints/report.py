@@ -26,7 +26,7 @@ class LoadReport:
     missing: list[str]  # model variables the checkpoint lacks (left as they were)
     unused: list[str]  # checkpoint variables no model variable took
     ignored: int  # training state skipped: optimizer slots, global_step, the dropout seed
-    kind: str = "reference"  # the checkpoint's format: "reference" (TF1 names) or "albert_tf"
+    kind: str = "reference"  # the format: "reference" (TF1 names), "albert_tf", "Hugging Face"
 
     def missing_encoder(self) -> list[str]:
         """Missing ``bert/...`` variables: an encoder that did not load."""

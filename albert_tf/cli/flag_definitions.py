@@ -98,8 +98,8 @@ _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, 
 SECTIONS: dict[str, dict[str, FlagSpec]] = {
     "Model, tokenizer and files": {
         "albert_config_file": FlagSpec(_S, None, "ALBERT config JSON of the (pretrained) model."),
-        "init_checkpoint": FlagSpec(_S, None, "Warm start: a reference TF1 checkpoint or an albert_tf "
-                                    "one (prefix or directory)."),
+        "init_checkpoint": FlagSpec(_S, None, "Warm start: a reference TF1 checkpoint, an albert_tf "
+                                    "one (prefix or directory) or a Hugging Face directory."),
         "init_from_group0": FlagSpec(_B, False, "Initialise every group of the model from group_0 of a "
                                      "1-group checkpoint."),
         "albert_hub_module_handle": FlagSpec(_S, None, "[Reference flag] TF-Hub module; not supported "

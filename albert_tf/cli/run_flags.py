@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from albert_tf.checkpoints.files import resolve_checkpoint_path
+from albert_tf.checkpoints.hf_format import is_hf_directory
 from albert_tf.files import run_lock
 from albert_tf.files.paths import (OutputPathError, absolute_path, check_directory_holds_no_input,
                                    check_outputs_are_not_inputs, expand_input_patterns)
@@ -183,8 +184,9 @@ def _directory_problem(path: str) -> str | None:
 
 
 def check_init_checkpoint(path: str | None) -> None:
-    """Fails fast when --init_checkpoint names nothing (never a silent random init)."""
-    if path:
+    """Fails fast when --init_checkpoint names nothing (never a silent random init): a
+    checkpoint prefix, a directory of checkpoints, a SavedModel or a Hugging Face directory."""
+    if path and not is_hf_directory(path):
         resolve_checkpoint_path(path)
 
 
