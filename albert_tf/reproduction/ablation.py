@@ -38,6 +38,9 @@ from albert_tf.reproduction.published import published_rows
 from albert_tf.tasks.pretraining.objective import SENTENCE_TASKS, recorded_objective
 
 DOWNSTREAM_DIR = "downstream"
+# The paper's ablations are of ALBERT-base; other architectures get no published cells.
+_ALBERT_BASE = {"vocab_size": 30000, "hidden_size": 768, "num_hidden_layers": 12,
+                "num_attention_heads": 12, "intermediate_size": 3072}
 INTRINSIC_KEYS = ("masked_lm_accuracy", "next_sentence_accuracy", "sentence_order_accuracy")
 # Table 5's downstream columns (the paper's five tasks) and their titles.
 TABLE5_CELLS = (("squad1.1", "SQuAD1.1"), ("squad2.0", "SQuAD2.0"), ("mnli", "MNLI"),
@@ -79,6 +82,8 @@ def read_pretraining_run(run_dir: str) -> dict[str, Any]:
             "cross_layer_sharing": config.cross_layer_sharing,
             "sentence_objective": recorded_objective(run_dir) or "sop",
             "params": paper_parameter_count(config),
+            "albert_base": all(getattr(config, key) == value
+                               for key, value in _ALBERT_BASE.items()),
             "intrinsic": intrinsic_accuracies(run_dir),
             "downstream": downstream["cells"]}
 
@@ -111,7 +116,12 @@ def _by_key(runs: Iterable[Mapping[str, Any]], keys: tuple[str, ...], table: str
     return keyed
 
 
-def _published(table: str, **match: Any) -> dict[str, Any] | None:
+def _published(table: str, run: Mapping[str, Any] | None, **match: Any
+               ) -> dict[str, Any] | None:
+    """The published row of ``table`` matching ``match``; None when there is none or the run is
+    not of ALBERT-base's architecture (the paper's ablations are all ALBERT-base)."""
+    if run is None or not run["albert_base"]:
+        return None
     rows = [row for row in published_rows(table)
             if all(row.get(key) == value for key, value in match.items())]
     return rows[0] if rows else None
@@ -140,7 +150,8 @@ def table3(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"embedding_size": size}
         for sharing, column in (("none", "not_shared"), ("all", "all_shared")):
             run = keyed.get((size, sharing))
-            published = _published("table3", embedding_size=size, cross_layer_sharing=sharing)
+            published = _published("table3", run, embedding_size=size,
+                                   cross_layer_sharing=sharing)
             row[column] = None if run is None else {
                 "run_dir": run["run_dir"], "params_m": _params_cell(run, published),
                 "avg": _avg_cell(run, published)}
@@ -160,7 +171,8 @@ def table4(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"cross_layer_sharing": sharing}
         for size in sizes:
             run = keyed.get((sharing, size))
-            published = _published("table4", embedding_size=size, cross_layer_sharing=sharing)
+            published = _published("table4", run, embedding_size=size,
+                                   cross_layer_sharing=sharing)
             row[f"E={size}"] = None if run is None else {
                 "run_dir": run["run_dir"], "params_m": _params_cell(run, published),
                 "avg": _avg_cell(run, published)}
@@ -188,7 +200,7 @@ def table5(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         run = keyed.get((objective,))
         if run is None:
             continue
-        published = _published("table5", sentence_objective=objective) or {}
+        published = _published("table5", run, sentence_objective=objective) or {}
         cells = {key: _compare(run["intrinsic"].get(key), published.get(key))
                  for key in INTRINSIC_KEYS}
         for key in ("squad1.1_f1", "squad1.1_em", "squad2.0_f1", "squad2.0_em", "mnli", "sst-2",
@@ -221,7 +233,8 @@ _SHARING_TITLES = {"all": "all-shared", "attention": "shared-attention", "ffn": 
 
 
 def format_ablation_markdown(tables: Mapping[str, Any]) -> str:
-    """Tables 3, 4 and 5 as Markdown (those with runs), each cell "ours (paper, difference)"."""
+    """Tables 3, 4 and 5 as Markdown (those with runs), each cell "ours (paper, difference)", then
+    every run's row."""
     sections = []
     if tables["table3"]:
         lines = ["Table 3 (embedding size E): params in M, Avg downstream",
@@ -263,8 +276,24 @@ def format_ablation_markdown(tables: Mapping[str, Any]) -> str:
             cells.append(_cell(row[AVERAGE_KEY]))
             lines.append("| " + " | ".join(cells) + " |")
         sections.append("\n".join(lines))
-    runs = "\n".join(f"- {run['name']}: E={run['embedding_size']}, {run['cross_layer_sharing']}"
-                     f", {run['sentence_objective']}, {run['params'] / 1e6:.2f}M ({run['run_dir']})"
-                     for run in tables["runs"])
-    sections.append("Cells: ours (paper, difference). Runs:\n" + runs)
+    sections.append(format_runs_markdown(tables["runs"]))
     return "\n\n".join(sections)
+
+
+def format_runs_markdown(runs: list[Mapping[str, Any]]) -> str:
+    """Every run's row: its settings, parameters, intrinsic accuracies and downstream Avg (the
+    intrinsic accuracies compare runs that have no downstream results yet)."""
+    lines = ["Runs (intrinsic accuracies in percent on the held-out records of each evaluation; "
+             "published cells only for ALBERT-base runs):",
+             "| run | E | sharing | objective | params | MLM acc | SOP acc | NSP acc | Avg |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        accuracies = [run["intrinsic"].get(key) for key in
+                      ("masked_lm_accuracy", "sentence_order_accuracy", "next_sentence_accuracy")]
+        average = run["downstream"].get(AVERAGE_KEY)
+        cells = [run["name"], str(run["embedding_size"]), run["cross_layer_sharing"],
+                 run["sentence_objective"], f"{run['params'] / 1e6:.2f}M",
+                 *["–" if value is None else f"{value:.1f}" for value in (*accuracies, average)]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {run['name']}: {run['run_dir']}"
+                                                 for run in runs)
