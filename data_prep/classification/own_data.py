@@ -204,14 +204,14 @@ class OwnDataReader:
         return dataclasses.replace(self, given_labels=tuple(labels), labels_source=source)
 
     def read(self, path: str, split: str) -> list[InputExample]:
-        """The examples of one file; ``split`` "test" may lack the label column (label None)."""
-        if self.columns.text_a is None:
-            raise ValueError("resolve_columns first")
+        """The examples of one file; ``split`` "test" may lack the label column (label None).
+        Default columns not yet resolved (``resolve_columns``) are resolved from this file."""
         header, records = read_records(path, file_format(path, self.file_format))
+        reader = self if self.columns.text_a else dataclasses.replace(
+            self, columns=self.columns.resolve(header, path))
         labelled = split != "test" or self.columns.label in header
-        examples = []
-        for line_number, record in records:
-            examples.append(self._example(path, line_number, record, labelled))
+        examples = [reader._example(path, line_number, record, labelled)
+                    for line_number, record in records]
         if not examples:
             raise OwnDataError(f"{path}: no examples; expected at least one row after the header"
                                if header else f"{path}: no examples; the file is empty")
@@ -253,8 +253,8 @@ class OwnDataReader:
         given = self.given_labels
         if isinstance(value, float) or (_NUMBER.fullmatch(name) and not _INTEGER.fullmatch(name)):
             if given is None or name not in given:
-                raise OwnDataError(f"{where}: label {name} is a fractional number: a "
-                                   "classification's labels are class names; for scores use "
+                raise OwnDataError(f"{where}: label {name} is a float: a classification's "
+                                   "labels are class names; for scores use "
                                    "--task_type=regression (to use it as a class name, list it "
                                    "in --labels)")
         if "\t" in name or "\n" in name or "\r" in name:
