@@ -53,7 +53,32 @@ _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+def uses_own_files() -> bool:
+    return any(FLAGS[name].value for name in _OWN_FILE_FLAGS)
+
+
+def check_data_flags() -> None:
+    """Before TensorFlow loads: either a GLUE task (--task_name, --data_dir) or your own files,
+    each action with its file; the own-file flags are refused with a GLUE task."""
+    if uses_own_files():
+        for name in ("task_name", "data_dir"):
+            if FLAGS[name].value:
+                raise app.UsageError(f"--{name} names a GLUE task, --train_file, --dev_file and "
+                                     "--test_file your own files: give one or the other.")
+        for action, name in (("do_train", "train_file"), ("do_eval", "dev_file"),
+                             ("do_predict", "test_file")):
+            if FLAGS[action].value and not FLAGS[name].value:
+                raise app.UsageError(f"--{action} on your own files needs --{name}.")
+    else:
+        for name in _OWN_DATA_FLAGS:
+            if FLAGS[name].present:
+                raise app.UsageError(f"--{name} applies to your own files (--train_file, "
+                                     "--dev_file, --test_file), not to a GLUE --task_name.")
+
+
+# --help, flag mistakes: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[check_data_flags])
 
 import tensorflow as tf  # noqa: E402
 from albert_tf.cli import error_boundary, run_flags  # noqa: E402
@@ -101,28 +126,12 @@ class Run:
         return record_eval_dataset(path, self.parse, batch_size, self.static_batches)
 
 
-def uses_own_files() -> bool:
-    return any(FLAGS[name].value for name in _OWN_FILE_FLAGS)
-
-
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
     run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
     if uses_own_files():
-        for name in ("task_name", "data_dir"):
-            if FLAGS[name].value:
-                raise app.UsageError(f"--{name} names a GLUE task, --train_file, --dev_file and "
-                                     "--test_file your own files: give one or the other.")
-        for action, name in (("do_train", "train_file"), ("do_eval", "dev_file"),
-                             ("do_predict", "test_file")):
-            if FLAGS[action].value and not FLAGS[name].value:
-                raise app.UsageError(f"--{action} on your own files needs --{name}.")
         run_flags.require_flags("output_dir", "albert_config_file")
     else:
-        for name in _OWN_DATA_FLAGS:
-            if FLAGS[name].present:
-                raise app.UsageError(f"--{name} applies to your own files (--train_file, "
-                                     "--dev_file, --test_file), not to a GLUE --task_name.")
         run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
     if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
         best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none

@@ -18,6 +18,8 @@ import pytest
 from albert_tf.tasks.classification.label_file import (LabelSetMismatch, check_label_file,
                                                        read_label_file, write_label_file)
 from albert_tf.tasks.classification.metrics import class_key, class_report
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from data_prep.classification.features import build_features, cached_glue_features
 from data_prep.classification.own_data import Columns, OwnDataError, OwnDataReader, label_set
 from data_prep.classification.own_data_task import load_own_data
 from data_prep.classification.processors import InputExample
@@ -170,13 +172,17 @@ def run_classifier(*args, check=True):
 
 
 def model_flags(tmp_path, output_dir):
+    """The tiny model, its tokenizer and output_dir."""
     config = tmp_path / "config.json"
     if not config.exists():
         config.write_text(shared_setup.tiny_config(max_position_embeddings=SEQ).to_json_string())
     return [f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
-            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", "--learning_rate=1e-3",
-            "--seed=7", "--do_train", "--do_eval", "--train_step=6",
-            "--save_checkpoints_steps=2", "--train_batch_size=8", "--eval_batch_size=16"]
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}"]
+
+
+# Train from the same random start (--seed) and sweep 2 checkpoints.
+TRAIN_FLAGS = ["--learning_rate=1e-3", "--seed=7", "--do_train", "--do_eval", "--train_step=4",
+               "--save_checkpoints_steps=2", "--train_batch_size=8", "--eval_batch_size=16"]
 
 
 def glue_rows(task_dir, split, rows):
@@ -232,44 +238,69 @@ def serve(export, signature, inputs, with_text):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.requires_shared_data
-def test_sst2_as_csv_equals_the_glue_path_and_exports_label_names(tmp_path):
-    rows = 40
-    glue_dir, glue_out = glue_copy(tmp_path / "glue", "SST-2", rows), tmp_path / "glue_out"
-    run_classifier("--task_name=sst-2", f"--data_dir={glue_dir}", *model_flags(tmp_path, glue_out))
+SST2_ROWS = 32
+SST2_NAMES = {"0": "negative", "1": "positive"}
 
-    # The same rows as the user's CSV: other column names, string labels, a test file without them.
-    names = {"0": "negative", "1": "positive"}
+
+@pytest.fixture(scope="module")
+def sst2_own(tmp_path_factory):
+    """The first SST-2 rows as the user's CSV files (other column names, string labels, a test
+    file without labels: the dev sentences), trained, swept, predicted and exported; returns
+    (directory, {split: path}, stdout)."""
+    shared_setup.require_shared_data()
+    tmp_path = tmp_path_factory.mktemp("sst2_own")
     files = {}
     for split in ("train", "dev", "test"):
         path = tmp_path / f"{split}.csv"
+        columns = 2 if split != "test" else 1
         with open(path, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["review", "sentiment"][:2 if split != "test" else 1])
+            writer.writerow(["review", "sentiment"][:columns])
             for sentence, label in glue_rows("SST-2", "dev" if split == "test" else split,
-                                             rows)[1:]:
-                writer.writerow([sentence, names[label]][:2 if split != "test" else 1])
+                                             SST2_ROWS)[1:]:
+                writer.writerow([sentence, SST2_NAMES[label]][:columns])
         files[split] = str(path)
-    own_out, export_dir = tmp_path / "own_out", tmp_path / "export"
     result = run_classifier(*[f"--{split}_file={path}" for split, path in files.items()],
                             "--text_column=review", "--label_column=sentiment", "--do_predict",
-                            f"--export_dir={export_dir}", *model_flags(tmp_path, own_out))
-    assert "negative" in result.stdout and "macro-F1" in result.stdout  # the class table
+                            f"--export_dir={tmp_path / 'export'}",
+                            *model_flags(tmp_path, tmp_path / "out"), *TRAIN_FLAGS)
+    return tmp_path, files, result.stdout
 
+
+@pytest.mark.slow
+@pytest.mark.requires_shared_data
+def test_sst2_as_csv_equals_the_glue_path(tmp_path, sst2_own):
+    own_dir, _, _ = sst2_own
+    own_out = own_dir / "out"
+    glue_dir, glue_out = glue_copy(tmp_path / "glue", "SST-2", SST2_ROWS), tmp_path / "glue_out"
+    run_classifier("--task_name=sst-2", f"--data_dir={glue_dir}", *model_flags(tmp_path, glue_out),
+                   *TRAIN_FLAGS)
     # Same records, same dev metrics at every checkpoint, same best checkpoint.
     for split in ("train", "dev"):
         assert records(own_out, split) == records(glue_out, split)
     glue_blocks, own_blocks = eval_blocks(glue_out), eval_blocks(own_out)
-    assert len(own_blocks) == 3
+    assert len(own_blocks) == 2
     for glue_block, own_block in zip(glue_blocks, own_blocks):
         for key in ("global_step", "eval_accuracy", "eval_loss"):
             assert own_block[key] == glue_block[key]
-        support = [float(own_block[class_key(n, "support")]) for n in names.values()]
-        assert sum(support) == rows
-        assert float(own_block["macro_f1"]) >= 0
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
+
+
+@pytest.mark.requires_shared_data
+def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
+    own_dir, files, stdout = sst2_own
+    own_out, export_dir = own_dir / "out", own_dir / "export"
+    assert "own_data train: 32 examples (negative " in stdout
+    assert "macro-F1" in stdout  # the best checkpoint's class table
     assert json.loads((own_out / "label_list.json").read_text()) == {
         "task_type": "classification", "labels": ["negative", "positive"]}
+    # eval_results.txt: per-class counts of the real dev set; macro-F1 from the per-class F1s.
+    dev_labels = [row[1] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]]
+    for block in eval_blocks(own_out):
+        for label, name in SST2_NAMES.items():
+            assert float(block[class_key(name, "support")]) == dev_labels.count(label)
+        f1s = [float(block[class_key(name, "f1")]) for name in SST2_NAMES.values()]
+        assert float(block["macro_f1"]) == pytest.approx(np.mean(f1s), abs=1e-6)
 
     # Predictions: the user's label names, the probabilities under a header naming them.
     results = (own_out / "test_results.tsv").read_text().splitlines()
@@ -277,36 +308,44 @@ def test_sst2_as_csv_equals_the_glue_path_and_exports_label_names(tmp_path):
     probabilities = np.array([[float(v) for v in line.split("\t")] for line in results[1:]])
     submit = [line.split("\t") for line in (own_out / "submit_results.tsv").read_text()
               .splitlines()[1:]]
-    assert [guid for guid, _ in submit] == [str(line) for line in range(2, rows + 2)]
+    assert [guid for guid, _ in submit] == [str(line) for line in range(2, SST2_ROWS + 2)]
     predicted = [label for _, label in submit]
     assert predicted == [["negative", "positive"][i] for i in probabilities.argmax(-1)]
 
     # Exports, each in a fresh process: the ids signature with TensorFlow only, the text
     # signature with tensorflow_text; both answer with the user's label names.
-    sentences = [row[0] for row in glue_rows("SST-2", "dev", rows)[1:]][:6]
+    sentences = [row[0] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]][:6]
     from_text = serve(export_dir / "with_text", "serve_text",
                       {"text_a": sentences, "text_b": [""] * 6}, with_text=True)
     assert from_text["labels"] == predicted[:6]
     np.testing.assert_allclose(from_text["probabilities"], probabilities[:6], atol=1e-5)
-    from albert_tf.tokenization.full_tokenizer import FullTokenizer
-    from data_prep.classification.features import build_features
     tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
-    features = [build_features(tokenizer.encode_text(s.lower()), None, SEQ, tokenizer.cls_id,
+    features = [build_features(tokenizer.encode_text(s), None, SEQ, tokenizer.cls_id,
                                tokenizer.sep_id, 0) for s in sentences]
     ids = {name: [getattr(f, name) for f in features]
            for name in ("input_ids", "input_mask", "segment_ids")}
     from_ids = serve(export_dir / "ids_only", "serving_default", ids, with_text=False)
     assert from_ids["labels"] == predicted[:6]
+    np.testing.assert_allclose(from_ids["probabilities"], probabilities[:6], atol=1e-5)
     for variant in ("ids_only", "with_text"):
         assert (export_dir / variant / "assets.extra" / "labels.txt").read_text() == \
             "negative\npositive\n"
 
+    # A later predict-only run takes the label set from label_list.json: the same predictions.
+    submitted = (own_out / "submit_results.tsv").read_text()
+    (own_out / "submit_results.tsv").unlink()
+    run_classifier(f"--test_file={files['test']}", "--text_column=review", "--do_predict",
+                   *model_flags(own_dir, own_out))
+    assert (own_out / "submit_results.tsv").read_text() == submitted
 
+
+@pytest.mark.slow
 @pytest.mark.requires_shared_data
 def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
     rows = 9
     glue_dir, glue_out = glue_copy(tmp_path / "glue", "STS-B", rows), tmp_path / "glue_out"
-    run_classifier("--task_name=sts-b", f"--data_dir={glue_dir}", *model_flags(tmp_path, glue_out))
+    run_classifier("--task_name=sts-b", f"--data_dir={glue_dir}", *model_flags(tmp_path, glue_out),
+                   *TRAIN_FLAGS)
     files = {}
     for split in ("train", "dev"):
         path = tmp_path / f"{split}.jsonl"
@@ -317,11 +356,11 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
     own_out = tmp_path / "own_out"
     run_classifier(f"--train_file={files['train']}", f"--dev_file={files['dev']}",
                    "--text_column=first", "--text_b_column=second", "--label_column=similarity",
-                   "--task_type=regression", *model_flags(tmp_path, own_out))
+                   "--task_type=regression", *model_flags(tmp_path, own_out), *TRAIN_FLAGS)
     for split in ("train", "dev"):
         assert records(own_out, split) == records(glue_out, split)
     glue_blocks, own_blocks = eval_blocks(glue_out), eval_blocks(own_out)
-    assert len(own_blocks) == 3 and sorted(own_blocks[0]) == sorted(glue_blocks[0])
+    assert len(own_blocks) == 2 and sorted(own_blocks[0]) == sorted(glue_blocks[0])
     for glue_block, own_block in zip(glue_blocks, own_blocks):
         for key in ("global_step", "pearson", "spearman", "MSE", "eval_loss"):
             assert own_block[key] == glue_block[key]
@@ -330,15 +369,71 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
         "task_type": "regression", "labels": None}
 
 
-def test_bad_input_and_flag_mixtures_stop_before_training(tmp_path):
+def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
     train = write(tmp_path / "train.csv", "text,label\ngood film,pos\nbad film,neg\n")
     dev = write(tmp_path / "dev.tsv", "text\tlabel\nfine\tpos\nawful\tterrible\n")
     output_dir = tmp_path / "out"
-    flags = model_flags(tmp_path, output_dir)
+    flags = [*model_flags(tmp_path, output_dir), *TRAIN_FLAGS]
     result = run_classifier(f"--train_file={train}", f"--dev_file={dev}", *flags, check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert (f"run_classifier: error: {dev}:3: column 'label': label 'terrible' is not in the "
             f"label set ['neg', 'pos'] (the labels of {train})") in result.stderr
     assert not [n for n in os.listdir(output_dir) if n.startswith(("model.ckpt", "label_list"))]
-    result = run_classifier(f"--train_file={train}", "--task_name=sst-2", *flags, check=False)
-    assert result.returncode == 1 and "--task_name names a GLUE task" in result.stderr
+    # A run in a directory trained with another label set is refused, naming both.
+    write_label_file(str(output_dir), "classification", ["neg", "neutral", "pos"])
+    result = run_classifier(f"--train_file={train}", *flags, "--nodo_eval", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (f"run_classifier: error: {output_dir}/label_list.json: the run in this directory was "
+            "trained as a classification with labels ['neg', 'neutral', 'pos']; this run has a "
+            "classification with labels ['neg', 'pos']") in result.stderr
+    assert not [n for n in os.listdir(output_dir) if n.startswith("model.ckpt")]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--train_file=t.csv", "--task_name=sst-2", "--do_train"],
+     "--task_name names a GLUE task, --train_file, --dev_file and --test_file your own files"),
+    (["--train_file=t.csv", "--do_train", "--do_eval"], "--do_eval on your own files needs "
+     "--dev_file."),
+    (["--task_name=sst-2", "--label_column=y", "--do_train"],
+     "--label_column applies to your own files"),
+])
+def test_own_file_flags_and_glue_flags_do_not_mix(arguments, message):
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
+                             *arguments], capture_output=True, text=True, env=subprocess_env(),
+                            timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"run_classifier: error: {message}")
+    assert result.stderr.count("\n") == 1
+    assert "tensorflow" not in result.stderr.lower()
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("task_dir, task_name", [("SST-2", "sst-2"), ("STS-B", "sts-b")])
+def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
+    """The GLUE rows rewritten as the user's files (CSV with string labels; JSON Lines pairs with
+    float scores) give byte-identical feature records: training on them from the same start is
+    training on the same data (the slow tests above train both)."""
+    rows = 20
+    glue_dir = glue_copy(tmp_path / "glue", task_dir, rows)
+    tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
+    files = {}
+    for split in ("train", "dev"):
+        table = glue_rows(task_dir, split, rows)[1:]
+        if task_name == "sst-2":
+            files[split] = write(tmp_path / f"{split}.csv", "review,sentiment\n" + "".join(
+                f'"{row[0].replace(chr(34), 2 * chr(34))}",{SST2_NAMES[row[1]]}\n' for row in table))
+        else:
+            files[split] = write(tmp_path / f"{split}.jsonl", "".join(
+                json.dumps({"s1": row[7], "s2": row[8], "score": float(row[9])}) + "\n"
+                for row in table))
+    columns = ({"text_a": "review", "label": "sentiment"} if task_name == "sst-2"
+               else {"text_a": "s1", "text_b": "s2", "label": "score",
+                     "task_type": "regression"})
+    task = load_own_data(files, reader(**columns), str(tmp_path / "out"))
+    for split in ("train", "dev"):
+        own = task.features(split, tokenizer, SEQ, str(tmp_path / "own_cache"))
+        glue = cached_glue_features(task_name, str(glue_dir), split, tokenizer, SEQ,
+                                    str(tmp_path / "glue_cache"))
+        assert own.num_records == glue.num_records == len(glue_rows(task_dir, split, rows)) - 1
+        with open(own.path, "rb") as mine, open(glue.path, "rb") as theirs:
+            assert mine.read() == theirs.read()
