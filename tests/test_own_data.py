@@ -90,7 +90,11 @@ BAD_FILES = [
      ":2: not valid JSON"),
     ("nolabel.jsonl", '{"text": "a", "label": "x"}\n{"text": "b"}\n', {}, "test",
      ":2: no column 'label'"),
-    ("header.csv", "text,label\n", {}, "train", ": no examples; expected at least one row"),
+    ("header.csv", "text,label\n  \n", {}, "train", ": no examples; expected at least one row"),
+    ("commas.csv", "text,label\ngood,a\n,\n", {}, "train",
+     ":3: column 'text': expected a non-empty text, found an empty text"),
+    ("quote.csv", 'text,label\n"good" film,a\n', {}, "train", ":2: malformed CSV"),
+    ("utf8.tsv", "text\tlabel\ngood\ta\n", {}, "train", ":3: not valid UTF-8 (byte 0xff)"),
     ("pair.jsonl", '{"q": "a", "p": "b", "label": "x"}\n{"q": "a", "p": null, "label": "y"}\n',
      {"text_a": "q", "text_b": "p"}, "train", ":2: column 'p': expected a non-empty text, found "
      "NoneType"),
@@ -102,6 +106,9 @@ BAD_FILES = [
 def test_a_bad_file_is_one_error_naming_the_file_and_line(tmp_path, name, content, options,
                                                           split, message):
     path = write(tmp_path / name, content)
+    if name == "utf8.tsv":
+        with open(path, "ab") as handle:
+            handle.write(b"caf\xff\tb\n")
     with pytest.raises(OwnDataError) as raised:
         reader(**options).resolve_columns(path).read(path, split)
     assert str(raised.value).startswith(path + message)

@@ -119,7 +119,8 @@ def read_records(path: str, fmt: str) -> tuple[list[str], Iterator[tuple[int, di
 
 
 def _json_records(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: JSON strings may hold other line separators (U+2028, ...).
+    for line_number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -159,7 +160,8 @@ def _delimited_records(path: str, text: str, delimiter: str
 
 
 def _numbered_rows(path: str, reader) -> Iterator[tuple[int, list[str]]]:
-    """(line the row starts on, cells) of each non-blank row."""
+    """(line the row starts on, cells) of each row but blank lines (empty or spaces only; a row
+    of empty cells such as ",," is kept, and refused later for its empty text)."""
     next_line = 1
     while True:
         try:
@@ -169,7 +171,7 @@ def _numbered_rows(path: str, reader) -> Iterator[tuple[int, list[str]]]:
         except csv.Error as error:
             raise OwnDataError(f"{path}:{reader.line_num}: malformed CSV ({error})") from None
         start, next_line = next_line, reader.line_num + 1
-        if row and any(cell.strip() for cell in row):
+        if row and not (len(row) == 1 and not row[0].strip()):
             yield start, row
 
 
@@ -179,7 +181,8 @@ class OwnDataReader:
 
     columns: resolved against the first file read (``resolve_columns``). task_type: one of
     TASK_TYPES. file_format: None = by extension. given_labels: the label set every label must
-    belong to (None: any), named in messages by ``labels_source``. use_spm / do_lower_case: the tokenizer's normalization of the texts.
+    belong to (None: any), named in messages by ``labels_source``. use_spm / do_lower_case: the
+    tokenizer's normalization of the texts.
     """
 
     columns: Columns
