@@ -2,7 +2,7 @@
 the label set and its file, the per-class report, and run_classifier.py end to end on GLUE's real
 SST-2 and STS-B rows rewritten as the user's files (renamed columns, string labels): the same
 records and the same dev metrics as through the GLUE path from the same start, predictions and
-exports (loaded in fresh processes) giving the user's label names."""
+exports (loaded in fresh processes) and the TFLite model giving the user's label names."""
 
 from __future__ import annotations
 
@@ -444,3 +444,35 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
         assert own.num_records == glue.num_records == len(glue_rows(task_dir, split, rows)) - 1
         with open(own.path, "rb") as mine, open(glue.path, "rb") as theirs:
             assert mine.read() == theirs.read()
+
+
+@pytest.mark.slow
+@pytest.mark.requires_shared_data
+def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
+    """The TFLite model of the best checkpoint gives the run's probabilities; its class ids map to
+    the user's names through label_list.json (the TFLite model itself carries no strings)."""
+    import tensorflow as tf
+
+    from albert_tf.tasks.classification.model import AlbertClassifierModel
+    from albert_tf.tasks.classification.serving import export_classifier_tflite
+    own_dir, _, _ = sst2_own
+    out = own_dir / "out"
+    labels = read_label_file(str(out))[1]
+    model = AlbertClassifierModel(shared_setup.tiny_config(max_position_embeddings=SEQ),
+                                  len(labels))
+    tf.train.Checkpoint(model=model).read(str(out / "model.ckpt-best")).expect_partial()
+    path = export_classifier_tflite(model, str(tmp_path / "model.tflite"), SEQ)
+    runner = tf.lite.Interpreter(model_path=path).get_signature_runner("serving_default")
+    tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
+    sentences = [row[0] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]][:4]
+    results = (out / "test_results.tsv").read_text().splitlines()[1:5]
+    submit = (out / "submit_results.tsv").read_text().splitlines()[1:5]
+    for sentence, result, line in zip(sentences, results, submit):
+        feature = build_features(tokenizer.encode_text(sentence), None, SEQ, tokenizer.cls_id,
+                                 tokenizer.sep_id, 0)
+        outputs = runner(**{name: np.array([getattr(feature, name)], np.int32)
+                            for name in ("input_ids", "input_mask", "segment_ids")})
+        probabilities = outputs["probabilities"][0]
+        np.testing.assert_allclose(probabilities, [float(v) for v in result.split("\t")],
+                                   atol=1e-4)
+        assert labels[int(np.argmax(probabilities))] == line.split("\t")[1]
