@@ -108,6 +108,7 @@ class Run:
 
     def __init__(self, task: GlueTask | OwnDataTask, tokenizer: FullTokenizer, trainer: Trainer):
         self.task = task
+        self.own_files = isinstance(task, OwnDataTask)  # else a GLUE task
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.static_batches = needs_static_batches(trainer.strategy)
@@ -116,7 +117,7 @@ class Run:
 
     def features(self, task_key: str, split: str) -> FeatureFile:
         """The cached feature file of one split (on TPU too: the pipeline pads the last batch)."""
-        if isinstance(self.task, OwnDataTask):
+        if self.own_files:
             return self.task.features(split, self.tokenizer, FLAGS.max_seq_length,
                                       FLAGS.cached_dir or FLAGS.output_dir)
         return cached_glue_features(task_key, FLAGS.data_dir, split, self.tokenizer,
@@ -153,7 +154,7 @@ def check_input_splits(run: Run) -> None:
         needed += [(key, "test") for _, key in run.task.eval_sets]
     if FLAGS.do_train:
         needed.append((run.task.name, "train"))
-    if not isinstance(run.task, OwnDataTask):  # own files: all read and checked when loaded
+    if not run.own_files:  # own files: all read and checked when loaded
         for key, split in needed:
             glue_task(key).processor().split_path(FLAGS.data_dir, split)
     for key, split in needed:
@@ -163,7 +164,7 @@ def check_input_splits(run: Run) -> None:
 def train(run: Run) -> None:
     train_file = run.features(run.task.name, "train")
     description = f"{run.task.name} train: {train_file.num_records} examples"
-    if isinstance(run.task, OwnDataTask) and not run.task.is_regression:
+    if run.own_files and not run.task.is_regression:
         description += f" ({run.task.label_counts('train')})"
     run_flags.train_from_flags(run.trainer, train_file.path, run.parse, description)
 
@@ -179,7 +180,7 @@ def evaluate(run: Run) -> None:
                               max_wait_seconds=0 if FLAGS.do_train else FLAGS.max_eval_wait_secs)
     _, best = run_checkpoint_sweep(run.trainer, eval_sets, run.task.selection_metric, policy)
     labels = run.task.labels
-    if isinstance(run.task, OwnDataTask) and labels and class_key(labels[0], "f1") in best:
+    if run.own_files and labels and class_key(labels[0], "f1") in best:
         print(f"Dev set, best checkpoint:\n{format_class_report(best, labels)}")
 
 
@@ -189,10 +190,9 @@ def predict(run: Run) -> None:
         test_file = run.features(key, "test")
         outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
         guids = test_file.metadata["guids"]
-        own = isinstance(run.task, OwnDataTask)
         paths = write_predictions(run.trainer.config.output_dir, guids, outputs, run.task.labels,
                                   suffix=f"_{suffix}" if suffix else "",
-                                  header=(run.task.labels or ["score"]) if own else None)
+                                  header=(run.task.labels or ["score"]) if run.own_files else None)
         print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
 
 
@@ -202,7 +202,7 @@ def export_saved_model(run: Run) -> None:
     export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
                       assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                       tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length,
-                      label_names=labels if isinstance(run.task, OwnDataTask) else None)
+                      label_names=labels if run.own_files else None)
     print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
 
 

@@ -127,8 +127,12 @@ def test_label_sets_from_training_flag_and_output_dir(tmp_path):
                        r"\['pos', 'x'\] \(--labels\)"):
         load_own_data({"train": train}, reader(), out, given_labels=["pos", "x"])
     # --labels fixes the class id order (not sorted); a fraction it names is a class name.
-    task = load_own_data({"train": train}, reader(), out, given_labels=["pos", "neg"])
-    assert task.labels == ["pos", "neg"]
+    task = load_own_data({"train": train}, reader(), out, given_labels=["pos", "neg"],
+                         selection="macro_f1")
+    assert task.labels == ["pos", "neg"] and task.selection_metric == "macro_f1"
+    assert load_own_data({"train": train}, reader(), out).selection_metric == "eval_accuracy"
+    with pytest.raises(ValueError, match="a regression's best checkpoint is chosen by Pearson"):
+        load_own_data({"train": train}, reader(task_type="regression"), out, selection="macro_f1")
     # Without --train_file the labels come from the output directory's label file.
     with pytest.raises(ValueError, match="no label set: .*label_list.json does not exist"):
         load_own_data({"test": dev}, reader(), out)
@@ -476,3 +480,17 @@ def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
         np.testing.assert_allclose(probabilities, [float(v) for v in result.split("\t")],
                                    atol=1e-4)
         assert labels[int(np.argmax(probabilities))] == line.split("\t")[1]
+
+
+def test_the_flag_choices_are_the_readers():
+    """run_classifier defines its own-file flags before importing the library (answers in 0.1 s),
+    so it spells their choices out: they must be the reader's and the task's."""
+    from data_prep.classification.own_data import FILE_FORMATS, TASK_TYPES
+    from data_prep.classification.own_data_task import SELECTION_METRICS
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
+                             "--help"], capture_output=True, text=True, env=subprocess_env(),
+                            timeout=60)
+    help_text = " ".join(result.stdout.split())
+    for flag, values in (("file_format", FILE_FORMATS), ("task_type", TASK_TYPES),
+                         ("selection_metric", tuple(SELECTION_METRICS))):
+        assert f"--{flag}: <{'|'.join(values)}>" in help_text
