@@ -431,8 +431,9 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
     for split in ("train", "dev"):
         table = glue_rows(task_dir, split, rows)[1:]
         if task_name == "sst-2":
+            quoted = ['"' + row[0].replace('"', '""') + '"' for row in table]
             files[split] = write(tmp_path / f"{split}.csv", "review,sentiment\n" + "".join(
-                f'"{row[0].replace(chr(34), 2 * chr(34))}",{SST2_NAMES[row[1]]}\n' for row in table))
+                f"{text},{SST2_NAMES[row[1]]}\n" for text, row in zip(quoted, table)))
         else:
             files[split] = write(tmp_path / f"{split}.jsonl", "".join(
                 json.dumps({"s1": row[7], "s2": row[8], "score": float(row[9])}) + "\n"

@@ -281,7 +281,8 @@ def _score(where: str, value: Any) -> float:
 
 
 def label_set(examples: Sequence[InputExample]) -> list[str]:
-    """The sorted label names of ``examples``: numerically when all are integers, else as strings."""
+    """The sorted label names of ``examples``: numerically when all are integers, else as
+    strings."""
     names = {example.label for example in examples if example.label is not None}
     if all(_INTEGER.fullmatch(name) for name in names):
         return sorted(names, key=lambda name: (int(name), name))
