@@ -236,7 +236,7 @@ def main(argv):
     run = Run(task, tokenizer,
               run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
     check_input_splits(run)
-    if own_files and read_label_file(FLAGS.output_dir) is None:
+    if own_files and run.trainer.chief and read_label_file(FLAGS.output_dir) is None:
         write_label_file(FLAGS.output_dir, FLAGS.task_type, task.labels)
     if FLAGS.do_train:
         train(run)
