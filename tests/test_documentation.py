@@ -10,7 +10,7 @@ import subprocess
 from tests.shared_setup import REPO_ROOT
 
 PATH_PATTERN = re.compile(r"\b(?:albert_tf|data_prep|tests|benchmarks|scripts|docs|configs)/"
-                          r"[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|txt)\b")
+                          r"[A-Za-z0-9_/.-]+\.(?:py|md|sh|jsonl|json|txt|csv|tsv)\b")
 OLD_LAYOUT_SECTION = "## Where the modules of the flat layout went"
 
 

@@ -34,7 +34,7 @@ from albert_tf.training.trainer import RunConfig, Trainer, is_chief
 _WRITTEN_DIRECTORY_FLAGS = ("output_dir", "cached_dir")
 # What a run_* script reads, wherever it defines the flag: files, and comma-separated globs.
 _INPUT_FILE_FLAGS = ("albert_config_file", "spm_model_file", "vocab_file", "train_file",
-                     "eval_file", "predict_file")
+                     "eval_file", "dev_file", "test_file", "predict_file")
 _INPUT_PATTERN_FLAGS = ("input_file", "eval_input_file")
 # The flags whose run evaluates, predicts or exports from the checkpoints of --output_dir.
 _EVALUATION_FLAGS = ("do_eval", "do_predict", "export_dir")

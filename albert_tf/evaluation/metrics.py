@@ -1,7 +1,8 @@
 """Evaluation metrics on whole NumPy arrays, shared by every task's ``reduce``.
 
 ``accuracy``, ``f1_score`` (binary, class 1), ``matthews_corrcoef``, ``pearson_correlation``,
-``spearman_correlation`` (on ``average_ranks``) and ``mean_squared_error``. Every metric takes
+``spearman_correlation`` (on ``average_ranks``), ``mean_squared_error`` and the per-class
+``class_counts`` / ``precision_recall_f1`` of a multi-class problem. Every metric takes
 optional per-example weights (``is_real_example``: padding examples weigh 0). Degenerate cases
 return 0 instead of NaN, like the reference's ``div_no_nan`` (``safe_div``): MCC with a zero
 denominator, F1 with no predicted and no true positives, Pearson/Spearman with a constant input.
@@ -116,3 +117,29 @@ def mean_squared_error(predictions, labels, weights=None) -> float:
     x, y = _as_pair(predictions, labels)
     w = weights_for(y, weights)
     return safe_div(np.sum(w * (x.astype(np.float64) - y) ** 2), np.sum(w))
+
+
+def class_counts(predictions, labels, num_classes: int, weights=None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted (true positives, predicted, true) per class, each float64 [num_classes].
+
+    predictions, labels: class ids [N] in 0..num_classes-1.
+    """
+    predictions, labels = _as_pair(predictions, labels)
+    w = weights_for(labels, weights)
+    predictions, labels = predictions.astype(np.int64), labels.astype(np.int64)
+    hits = np.bincount(labels, weights=w * (predictions == labels), minlength=num_classes)
+    predicted = np.bincount(predictions, weights=w, minlength=num_classes)
+    true = np.bincount(labels, weights=w, minlength=num_classes)
+    return hits[:num_classes], predicted[:num_classes], true[:num_classes]
+
+
+def precision_recall_f1(predictions, labels, num_classes: int, weights=None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-class precision, recall and F1, each float64 [num_classes]; 0 where undefined (a class
+    never predicted has precision 0, one never true recall 0; scikit-learn's zero_division=0)."""
+    hits, predicted, true = class_counts(predictions, labels, num_classes, weights)
+    precision = np.array([safe_div(h, p) for h, p in zip(hits, predicted)])
+    recall = np.array([safe_div(h, t) for h, t in zip(hits, true)])
+    f1 = np.array([safe_div(2 * h, p + t) for h, p, t in zip(hits, predicted, true)])
+    return precision, recall, f1

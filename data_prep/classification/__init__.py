@@ -10,4 +10,7 @@ classifier model, task and metrics (albert_tf/tasks/classification/), the comman
 - glue_tasks.py: ``GLUE_TASKS``: per task its processor, metrics, selection metric, eval sets, recipe.
 - processors.py: GLUE TSV files -> ``InputExample`` lists, one processor per task.
 - features.py: examples -> features -> TFRecords, their schema and parser; ``cached_glue_features``.
+- own_data.py: the user's own CSV / TSV / JSON Lines files -> ``InputExample`` lists, every check.
+- own_data_task.py: ``load_own_data``: those files as run_classifier's task (label set, metrics,
+  feature files).
 """

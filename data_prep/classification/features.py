@@ -188,6 +188,19 @@ def parse_glue_example(serialized: tf.Tensor, max_seq_length: int,
 
 # -- the feature cache -----------------------------------------------------------------------------
 
+def write_example_records(sink: RecordSink, examples: Sequence[InputExample],
+                          label_list: Sequence[str] | None, max_seq_length: int,
+                          tokenizer: GlueTokenizer) -> dict:
+    """Writes the records of ``examples`` (a regression when ``label_list`` is None) to ``sink``;
+    returns the feature file's metadata: ``guids`` (in record order), ``num_real_examples``,
+    ``is_regression``."""
+    is_regression = label_list is None
+    features = convert_examples_to_features(examples, label_list, max_seq_length, tokenizer)
+    write_features(sink, features, is_regression)
+    return {"guids": [example.guid for example in examples],
+            "num_real_examples": len(examples), "is_regression": is_regression}
+
+
 def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: GlueTokenizer,
                          max_seq_length: int, cache_dir: str) -> FeatureFile:
     """The feature file of ``split`` of ``task_name``: reused from ``cache_dir`` or (re)built.
@@ -204,11 +217,8 @@ def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: G
     source_path = processor.split_path(data_dir, split)
 
     def build(sink: RecordSink) -> dict:
-        examples = processor.get_examples(data_dir, split)
-        features = convert_examples_to_features(examples, task.labels, max_seq_length, tokenizer)
-        write_features(sink, features, task.is_regression)
-        return {"guids": [example.guid for example in examples],
-                "num_real_examples": len(examples), "is_regression": task.is_regression}
+        return write_example_records(sink, processor.get_examples(data_dir, split), task.labels,
+                                     max_seq_length, tokenizer)
 
     settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION}
     return cached_feature_file(cache_dir, task.name, split, settings, tokenizer.fingerprint,

@@ -1,7 +1,9 @@
 """GLUE metrics: ``glue_metrics`` computes the metric kinds a task asks for (the task table lives in
 data_prep/classification/glue_tasks.py) under the reference's keys (``eval_accuracy``,
 ``eval_loss``, ``matthew_corr``, ``pearson``, ``MSE``) plus ``f1`` and ``spearman``, which the
-reference lacks but the GLUE leaderboard reports. The metric functions themselves
+reference lacks but the GLUE leaderboard reports. ``class_report`` adds, for a classifier with
+named classes (the user's own data), macro-F1 and each class's precision, recall, F1, support and
+predicted count, so that class imbalance shows in eval_results.txt. The metric functions themselves
 (albert_tf/evaluation/metrics.py) take per-example weights (``is_real_example``: padding examples
 weigh 0) and return 0 instead of NaN in degenerate cases, like the reference's ``div_no_nan``.
 """
@@ -12,8 +14,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from albert_tf.evaluation.metrics import (accuracy, f1_score, matthews_corrcoef, mean_squared_error,
-                                          pearson_correlation, safe_div, spearman_correlation,
+from albert_tf.evaluation.metrics import (accuracy, class_counts, f1_score, matthews_corrcoef,
+                                          mean_squared_error, pearson_correlation,
+                                          precision_recall_f1, safe_div, spearman_correlation,
                                           weights_for)
 
 # GLUE metric kind -> (result key, metric(predictions, labels, weights)); the keys are the reference's.
@@ -55,3 +58,46 @@ def glue_metrics(metric_kinds: Sequence[str], predictions, labels, weights=None,
                                 else safe_div(np.sum(weights_for(loss, weights) * loss),
                                               np.sum(weights_for(loss, weights))))
     return results
+
+
+MACRO_F1_KEY = "macro_f1"
+# The per-class result keys: class_key(name, field) = "class/<name>/<field>".
+CLASS_FIELDS = ("precision", "recall", "f1", "support", "predicted")
+
+
+def class_key(class_name: str, field: str) -> str:
+    """The result key of one class's ``field`` (one of CLASS_FIELDS)."""
+    return f"class/{class_name}/{field}"
+
+
+def class_report(predictions, labels, class_names: Sequence[str], weights=None) -> dict[str, float]:
+    """Macro-F1 and per-class precision, recall, F1, support (true examples) and predicted count.
+
+    predictions: class ids [N] or logits/probabilities [N, C] (arg-maxed); labels: ids [N];
+    weights: [N] or None. ``macro_f1`` is the mean F1 of the classes that occur among the labels
+    or the predictions (scikit-learn's f1_score(average="macro") without an explicit label list).
+    """
+    predictions = np.asarray(predictions)
+    if predictions.ndim == 2:
+        predictions = np.argmax(predictions, axis=-1)
+    num_classes = len(class_names)
+    precision, recall, f1 = precision_recall_f1(predictions, labels, num_classes, weights)
+    _, predicted, true = class_counts(predictions, labels, num_classes, weights)
+    present = (predicted > 0) | (true > 0)
+    report = {MACRO_F1_KEY: float(np.mean(f1[present])) if present.any() else 0.0}
+    for index, name in enumerate(class_names):
+        values = (precision[index], recall[index], f1[index], true[index], predicted[index])
+        report.update({class_key(name, field): float(value)
+                       for field, value in zip(CLASS_FIELDS, values)})
+    return report
+
+
+def format_class_report(metrics: dict[str, float], class_names: Sequence[str]) -> str:
+    """A table of ``class_report``'s per-class values (one line per class, then macro-F1)."""
+    width = max(len("class"), *(len(name) for name in class_names))
+    lines = [f"{'class':<{width}}  precision  recall     f1  support  predicted"]
+    for name in class_names:
+        p, r, f, s, n = (metrics[class_key(name, field)] for field in CLASS_FIELDS)
+        lines.append(f"{name:<{width}}  {p:9.4f}  {r:6.4f}  {f:.4f}  {s:7.0f}  {n:9.0f}")
+    lines.append(f"macro-F1 {metrics[MACRO_F1_KEY]:.4f}")
+    return "\n".join(lines)

@@ -4,7 +4,9 @@ albert_tf/serving/saved_model.py) and its TFLite model.
 - ``serving_default``: ``input_ids``, ``input_mask``, ``segment_ids`` int32 [batch, seq] ->
   ``probabilities`` float32 [batch, num_labels] softmax (regression: the raw output [batch, 1]),
   ``predictions`` int32 [batch] arg-max class id (regression: float32 [batch] score), and
-  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``);
+  ``threshold`` float32 scalar when one is given (the reference's ``--threshold_to_export``), and
+  ``labels`` string [batch], the predicted class's name, when label names are given (a classifier
+  trained on the user's own files);
 - ``serve_text``: ``text_a``, ``text_b`` string [batch] (an empty ``text_b`` means a single
   sentence) -> the same outputs and the packed ``input_ids`` int32 [batch, L]: ``TextPacker``'s
   ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
@@ -21,6 +23,7 @@ protobuf step.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import tensorflow as tf
 
@@ -58,12 +61,18 @@ class TextPacker(tf.Module):
 
 
 class ClassifierServing(ServingModule):
-    """The GLUE classifier's signatures (see the module doc); ``packer`` adds ``serve_text``."""
+    """The GLUE classifier's signatures (see the module doc); ``packer`` adds ``serve_text``,
+    ``label_names`` (class id order) the ``labels`` output."""
 
     def __init__(self, model: AlbertClassifierModel, threshold: float | None = None,
-                 packer: TextPacker | None = None):
+                 packer: TextPacker | None = None, label_names: Sequence[str] | None = None):
         super().__init__(model, name="albert_classifier_serving")
         self.threshold = None if threshold is None else tf.constant(threshold, tf.float32)
+        if label_names is not None and (model.is_regression or
+                                        len(label_names) != model.num_labels):
+            raise ValueError(f"{len(label_names)} label names for a model with "
+                             f"{model.num_labels} classes (regression: {model.is_regression})")
+        self.label_names = None if label_names is None else tf.constant(list(label_names))
         self.packer = packer
         self.define_signatures(ids_specs(),
                                text_specs("text_a", "text_b") if packer is not None else None)
@@ -79,6 +88,8 @@ class ClassifierServing(ServingModule):
                        "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
         if self.threshold is not None:
             outputs["threshold"] = tf.identity(self.threshold)
+        if self.label_names is not None:
+            outputs["labels"] = tf.gather(self.label_names, outputs["predictions"])
         return outputs
 
     def outputs_from_text(self, text_a: tf.Tensor, text_b: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -88,12 +99,13 @@ class ClassifierServing(ServingModule):
 
 def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: float | None = None,
                       assets: dict[str, str] | None = None, tokenizer: FullTokenizer | None = None,
-                      max_seq_length: int | None = None) -> str:
+                      max_seq_length: int | None = None,
+                      label_names: Sequence[str] | None = None) -> str:
     """Writes the GLUE classifier's export to ``export_dir`` (see the module doc); returns the path.
 
     threshold: NaN or None = no ``threshold`` output. assets: e.g. {"labels.txt": ...}. tokenizer
     (SentencePiece mode): adds ``with_text``, truncating to ``max_seq_length`` (default
-    max_position_embeddings).
+    max_position_embeddings). label_names: adds the ``labels`` output (a classification).
     """
     if threshold is not None and math.isnan(threshold):
         threshold = None
@@ -101,7 +113,7 @@ def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: 
 
     def serving_module(with_text: bool) -> ClassifierServing:
         packer = TextPacker(tokenizer, max_seq_length) if with_text else None
-        return ClassifierServing(model, threshold, packer)
+        return ClassifierServing(model, threshold, packer, label_names)
 
     return write_export(export_dir, serving_module, has_text_signature(tokenizer), assets)
 

@@ -24,7 +24,7 @@ import tensorflow as tf
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.tasks.classification.metrics import glue_metrics
+from albert_tf.tasks.classification.metrics import class_report, glue_metrics
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.training.per_example import (examples_normalizer, mean_with_accuracy, real_examples,
                                             softmax_outputs)
@@ -36,14 +36,19 @@ class ClassifierTask:
 
     metric_kinds: what ``glue_metrics`` reports (e.g. ("accuracy", "f1") for MRPC).
     num_labels: classes (1 for a regression). is_regression: one real-valued output (STS-B).
+    class_names: the label names in id order; when given, ``reduce`` adds ``class_report``
+      (macro-F1 and per-class precision, recall, F1, support and predicted count).
     """
 
     def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
-                 is_regression: bool = False):
+                 is_regression: bool = False, class_names: Sequence[str] | None = None):
+        if class_names is not None and len(class_names) != num_labels:
+            raise ValueError(f"{len(class_names)} class names for num_labels={num_labels}")
         self.config = config
         self.metric_kinds = tuple(metric_kinds)
         self.num_labels = num_labels
         self.is_regression = is_regression
+        self.class_names = None if class_names is None else tuple(class_names)
 
     def build_model(self) -> keras.Model:
         return AlbertClassifierModel(self.config, self.num_labels, self.is_regression)
@@ -80,6 +85,9 @@ class ClassifierTask:
                                weights=outputs["is_real_example"],
                                loss=outputs["per_example_loss"])
         metrics["loss"] = metrics["eval_loss"]
+        if self.class_names is not None:
+            metrics.update(class_report(outputs["predictions"], outputs["label_ids"],
+                                        self.class_names, weights=outputs["is_real_example"]))
         return metrics
 
 
@@ -89,8 +97,11 @@ def model_inputs(features: Features) -> dict[str, tf.Tensor]:
 
 def write_predictions(output_dir: str, guids: Sequence[str],
                       outputs: Mapping[str, np.ndarray], label_list: Sequence[str] | None,
-                      suffix: str = "") -> tuple[str, str]:
+                      suffix: str = "", header: Sequence[str] | None = None) -> tuple[str, str]:
     """Writes ``test_results<suffix>.tsv`` and ``submit_results<suffix>.tsv`` for the real examples.
+
+    header: a first line for test_results.tsv naming its columns (the reference's file has none;
+    the runs on the user's own files write their label names, or "score").
 
     ``outputs`` come from ``Trainer.predict`` in file order; padding records (is_real_example 0)
     may follow the real ones and are dropped. Returns the two paths.
@@ -102,6 +113,8 @@ def write_predictions(output_dir: str, guids: Sequence[str],
     submit_path = os.path.join(output_dir, f"submit_results{suffix}.tsv")
     with atomic_open(results_path) as results, atomic_open(submit_path) as submit:
         submit.write("index\tprediction\n")
+        if header is not None:
+            results.write("\t".join(header) + "\n")
         for guid, row, prediction in zip(guids, probabilities, predictions):
             results.write("\t".join(str(value) for value in row) + "\n")
             label = str(prediction) if label_list is None else label_list[int(prediction)]
