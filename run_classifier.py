@@ -4,7 +4,8 @@
 --do_eval evaluates every checkpoint on the full dev set (the reference's sweep: eval_results.txt,
 best_trial.txt, non-best checkpoints deleted, the best renamed to model.ckpt-best; MNLI evaluates
 dev_matched and dev_mismatched); --do_predict writes test_results.tsv and submit_results.tsv from
-model.ckpt-best; --export_dir writes a SavedModel of model.ckpt-best. See the README.
+model.ckpt-best; --export_dir writes a SavedModel of model.ckpt-best, --tflite_file a TFLite model
+of it (--tflite_quantization: float32, int8 or float16 weights). See the README.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
-flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step",
-                        keep_checkpoint_max=0)
+flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, *flag_definitions.TFLITE_FLAGS,
+                        "task_name", "train_step", "warmup_step", keep_checkpoint_max=0)
+flag_definitions.check_tflite_flags()
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
@@ -30,7 +32,8 @@ from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
     best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
-from albert_tf.tasks.classification.serving import export_classifier  # noqa: E402
+from albert_tf.tasks.classification.serving import (  # noqa: E402
+    export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from albert_tf.training.input_pipeline import (  # noqa: E402
@@ -65,9 +68,9 @@ class Run:
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
+    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")
     run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
-    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
+    if (FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file) and not FLAGS.do_eval:
         best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
 
 
@@ -150,12 +153,14 @@ def main(argv):
         train(run)
     if FLAGS.do_eval:
         evaluate(run)
-    if FLAGS.do_predict or FLAGS.export_dir:
+    if FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file:
         restore_best_checkpoint(run.trainer)
     if FLAGS.do_predict:
         predict(run)
     if FLAGS.export_dir:
         export_saved_model(run)
+    if FLAGS.tflite_file:
+        run_flags.write_tflite_from_flags(run.trainer.model, export_classifier_tflite)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving import tflite
@@ -35,7 +37,8 @@ from data_prep.classification.features import convert_example
 from data_prep.classification.processors import RteProcessor, Sst2Processor
 from data_prep.question_answering.examples import read_squad_examples
 from data_prep.question_answering.features import FeatureSettings, convert_examples
-from tests.shared_setup import GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
+from tests.shared_setup import (EN8K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR, subprocess_env,
+                                tiny_config)
 
 SEQ_LENGTH = 64
 # Largest |TFLite - Keras| allowed, as a fraction of the spread (max - min) of the Keras outputs
@@ -266,3 +269,90 @@ def test_an_existing_directory_is_refused_by_its_name_before_converting(tmp_path
     with pytest.raises(TFLiteExportError, match=re.escape(f"--tflite_file={message}")):
         check_tflite_path(str(taken), flag="tflite_file")  # a command names its flag
     check_tflite_path(str(tmp_path / "new.tflite"), flag="tflite_file")
+
+
+# -- the commands: --tflite_file and --tflite_quantization ------------------------------------------
+
+def run_command(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env(),
+                          timeout=600)
+
+
+def command_flags(tmp_path, model: keras.Model) -> list[str]:
+    """A tiny config and ``model`` saved as model.ckpt-best of an output directory, as a sweep
+    leaves it; the flags that point a command at them."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    output_dir = tmp_path / "out"
+    tf.train.Checkpoint(model=model).write(str(output_dir / "model.ckpt-best"))
+    return [f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ_LENGTH}"]
+
+
+def run_litert(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every example of ``inputs`` through LiteRT's interpreter, one per call."""
+    runner = Interpreter(model_path=model_path).get_signature_runner(SIGNATURE_KEY)
+    rows = [runner(**{name: value[i:i + 1] for name, value in inputs.items()})
+            for i in range(len(inputs["input_ids"]))]
+    return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
+
+
+@pytest.mark.slow  # a command run: 15-30 s each
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("script, quantization", [("run_classifier.py", "float16"),
+                                                  ("run_squad.py", "dynamic_range")])
+def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k, script,
+                                                                  quantization):
+    """Export only (no training or sweep): the file holds model.ckpt-best in the asked storage."""
+    if script == "run_classifier.py":
+        model, inputs = randomize(AlbertClassifierModel(tiny_config(), 2), 3), glue_inputs(en8k)
+        task_flags = [f"--data_dir={GLUE_DIR}", "--task_name=rte"]
+    else:
+        model, inputs = randomize(AlbertSquadModel(tiny_config()), 4), squad_inputs(en8k)
+        task_flags = ["--max_query_length=16"]
+    expected = keras_outputs(model, inputs)
+    path = tmp_path / "exports" / "albert_model.tflite"
+    result = run_command(script, *command_flags(tmp_path, model), *task_flags,
+                         f"--tflite_file={path}", f"--tflite_quantization={quantization}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (f"Wrote the TFLite model of model.ckpt-best ({quantization}, S={SEQ_LENGTH}) to "
+            f"{path}") in result.stdout
+    assert os.listdir(path.parent) == ["albert_model.tflite"]
+    actual = run_litert(str(path), inputs)
+    assert sorted(actual) == sorted(expected)
+    for output, values in expected.items():
+        difference = np.abs(actual[output] - values).max()
+        assert difference <= TOLERANCES[quantization] * np.ptp(values), (output, difference)
+        assert difference > TOLERANCES["none"] * np.ptp(values)  # not the float32 file
+
+
+@pytest.mark.parametrize("script, args, culprit", [
+    ("run_classifier.py", ["--dtype=bfloat16", "--tflite_file={tmp}/m.tflite"],
+     "--tflite_file needs --dtype=float32"),
+    ("run_classifier.py", ["--do_eval", "--tflite_quantization=float16"],
+     "--tflite_quantization chooses the weights of the --tflite_file model: give --tflite_file"),
+    ("run_squad.py", ["--version_2_with_negative", "--tflite_file={tmp}/m.tflite"],
+     "the SQuAD 2.0 model has no TFLite export"),
+    pytest.param("run_classifier.py", ["--tflite_file={tmp}/m.tflite"],
+                 "model.ckpt-best does not exist: prediction and export use the best checkpoint",
+                 marks=pytest.mark.slow),  # these two import TensorFlow (10-25 s each)
+    pytest.param("run_squad.py", ["--tflite_file={tmp}"],
+                 "--tflite_file={tmp} is a directory; the TFLite export is one file",
+                 marks=pytest.mark.slow),
+])
+def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_path, script, args,
+                                                                           culprit):
+    """The flag mistakes when the command line is parsed; the missing checkpoint and the directory
+    in the way before the model is built."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    task_flags = ["--data_dir=glue", "--task_name=rte"] if script == "run_classifier.py" else []
+    result = run_command(script, f"--albert_config_file={config}", *task_flags,
+                         f"--output_dir={tmp_path / 'out'}",
+                         *[arg.format(tmp=tmp_path) for arg in args])
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[-1].startswith(f"{script[:-3]}: error: "), lines[-1]
+    assert culprit.format(tmp=tmp_path) in lines[-1], lines[-1]
+    assert not list(tmp_path.glob("**/*.tflite"))
