@@ -340,6 +340,9 @@ def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k
     pytest.param("run_squad.py", ["--tflite_file={tmp}"],
                  "--tflite_file={tmp} is a directory; the TFLite export is one file",
                  marks=pytest.mark.slow),
+    pytest.param("run_classifier.py", ["--tflite_file={tmp}/config.json"],
+                 "--tflite_file '{tmp}/config.json' is also an input (--albert_config_file",
+                 marks=pytest.mark.slow),
 ])
 def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_path, script, args,
                                                                            culprit):
@@ -356,3 +359,4 @@ def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_p
     assert lines[-1].startswith(f"{script[:-3]}: error: "), lines[-1]
     assert culprit.format(tmp=tmp_path) in lines[-1], lines[-1]
     assert not list(tmp_path.glob("**/*.tflite"))
+    assert config.read_text() == tiny_config().to_json_string()
