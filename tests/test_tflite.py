@@ -9,6 +9,10 @@ exports reproduce), within a tolerance per storage (``TOLERANCES``). The tiny mo
 weights of standard deviation 0.3 (LayerNorm kept at its identity), so that the compared outputs
 are of order one and differ between inputs, unlike the near-zero logits of the default
 initialisation.
+
+run_classifier.py and run_squad.py write the TFLite model of model.ckpt-best with --tflite_file
+in the storage --tflite_quantization names (slow: a command run each), and refuse the flag
+combinations they cannot export before any work.
 """
 
 from __future__ import annotations
