@@ -177,7 +177,8 @@ def features(tokenizer: FullTokenizer, split: str, count: int | None) -> tuple[I
     examples = processor.get_examples(FLAGS.glue_dir, split)[:count]
     rows = [convert_example(example, processor.get_labels(), FLAGS.max_seq_length, tokenizer)
             for example in examples]
-    inputs = {name: np.array([getattr(row, name) for row in rows], np.int32) for name in INPUT_NAMES}
+    inputs = {name: np.array([getattr(row, name) for row in rows], np.int32)
+              for name in INPUT_NAMES}
     return inputs, np.array([row.label_id for row in rows])
 
 

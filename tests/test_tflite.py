@@ -275,7 +275,7 @@ def test_an_existing_directory_is_refused_by_its_name_before_converting(tmp_path
     check_tflite_path(str(tmp_path / "new.tflite"), flag="tflite_file")
 
 
-# -- the commands: --tflite_file and --tflite_quantization ------------------------------------------
+# -- the commands: --tflite_file and --tflite_quantization -----------------------------------------
 
 def run_command(script: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
