@@ -5,7 +5,8 @@ classification or regression files.
 --do_eval evaluates every checkpoint on the full dev set (the reference's sweep: eval_results.txt,
 best_trial.txt, non-best checkpoints deleted, the best renamed to model.ckpt-best; MNLI evaluates
 dev_matched and dev_mismatched); --do_predict writes test_results.tsv and submit_results.tsv from
-model.ckpt-best; --export_dir writes a SavedModel of model.ckpt-best. See the README.
+model.ckpt-best; --export_dir writes a SavedModel of model.ckpt-best, --tflite_file a TFLite model
+of it (--tflite_quantization: float32, int8 or float16 weights). See the README.
 
 Your own files (docs/own_data.md): --train_file, --dev_file, --test_file (CSV, TSV or JSON Lines)
 instead of --task_name and --data_dir, with the columns named by --text_column, --text_b_column,
@@ -26,8 +27,9 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
-flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step",
-                        keep_checkpoint_max=0)
+flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, *flag_definitions.TFLITE_FLAGS,
+                        "task_name", "train_step", "warmup_step", keep_checkpoint_max=0)
+flag_definitions.check_tflite_flags()
 # Your own files instead of a GLUE task (data_prep/classification/own_data.py).
 flags.DEFINE_string("train_file", None, "[albert_tf] Your training file (.csv, .tsv or .jsonl) "
                     "instead of --task_name and --data_dir; see docs/own_data.md.")
@@ -88,7 +90,8 @@ from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # no
 from albert_tf.tasks.classification.label_file import (  # noqa: E402
     read_label_file, write_label_file)
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
-from albert_tf.tasks.classification.serving import export_classifier  # noqa: E402
+from albert_tf.tasks.classification.serving import (  # noqa: E402
+    export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from albert_tf.training.input_pipeline import (  # noqa: E402
@@ -129,12 +132,12 @@ class Run:
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
+    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")
     if uses_own_files():
         run_flags.require_flags("output_dir", "albert_config_file")
     else:
         run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
-    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
+    if (FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file) and not FLAGS.do_eval:
         best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
 
 
@@ -242,12 +245,14 @@ def main(argv):
         train(run)
     if FLAGS.do_eval:
         evaluate(run)
-    if FLAGS.do_predict or FLAGS.export_dir:
+    if FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file:
         restore_best_checkpoint(run.trainer)
     if FLAGS.do_predict:
         predict(run)
     if FLAGS.export_dir:
         export_saved_model(run)
+    if FLAGS.tflite_file:
+        run_flags.write_tflite_from_flags(run.trainer.model, export_classifier_tflite)
 
 
 if __name__ == "__main__":

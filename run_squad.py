@@ -12,7 +12,9 @@ flags and defaults plus the shared loop flags:
   waits for checkpoints that will not come and needs no --train_file;
 - --export_dir writes SavedModels of model.ckpt-best: ``ids_only`` (signature on ids) and
   ``with_text`` (also on a raw question and context: the first window's scores with each token's
-  character span in the context), see albert_tf/tasks/question_answering/serving.py.
+  character span in the context), see albert_tf/tasks/question_answering/serving.py;
+- --tflite_file writes a TFLite model of model.ckpt-best (v1.1 only, as the reference's v1 export;
+  --tflite_quantization: float32, int8 or float16 weights).
 
 v2 reports two scores: the official ones of the predictions at --null_score_diff_threshold (what a
 deployed model does) and the reference's, tuned on the evaluated file itself (reference_tuned_*, the
@@ -52,12 +54,19 @@ flag_definitions.define(
     *[name for name in flag_definitions.FINE_TUNING_FLAGS
       if name not in ("data_dir", "do_eval", "eval_batch_size")],
     "doc_stride", "max_query_length", "version_2_with_negative", "dropout_prob", "num_workers",
-    max_seq_length=384, save_checkpoints_steps=1000, keep_checkpoint_max=0)
+    *flag_definitions.TFLITE_FLAGS, max_seq_length=384, save_checkpoints_steps=1000,
+    keep_checkpoint_max=0)
 flag_definitions.check_ranges(
     num_train_epochs=flag_definitions.POSITIVE, warmup_proportion=flag_definitions.FRACTION,
     n_best_size=flag_definitions.AT_LEAST_ONE, max_answer_length=flag_definitions.AT_LEAST_ONE,
     start_n_top=flag_definitions.AT_LEAST_ONE, end_n_top=flag_definitions.AT_LEAST_ONE,
     null_score_diff_threshold=flag_definitions.FINITE)
+flag_definitions.check_tflite_flags()
+flags.register_multi_flags_validator(
+    ["tflite_file", "version_2_with_negative"],
+    lambda values: not (values["tflite_file"] and values["version_2_with_negative"]),
+    message="the SQuAD 2.0 model has no TFLite export (the reference had none either): leave "
+            "out --version_2_with_negative or --tflite_file")
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
@@ -66,7 +75,8 @@ from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
     best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
-from albert_tf.tasks.question_answering.serving import export_squad  # noqa: E402
+from albert_tf.tasks.question_answering.serving import (  # noqa: E402
+    export_squad, export_squad_tflite)
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
     SquadEvalContext, SquadSettings, SquadTask)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
@@ -95,13 +105,13 @@ def parse_fn(is_training: bool):
 
 def validate_flags() -> None:
     run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_predict", "export_dir")
+    run_flags.require_action("do_train", "do_predict", "export_dir", "tflite_file")
     run_flags.require_flags("output_dir", "albert_config_file")
     if FLAGS.do_train:
         run_flags.require_flags("train_file")
     if FLAGS.do_predict:
         run_flags.require_flags("predict_file")
-    if FLAGS.export_dir and not FLAGS.do_predict:
+    if (FLAGS.export_dir or FLAGS.tflite_file) and not FLAGS.do_predict:
         # Fails before training when there is none.
         best_checkpoint_prefix(FLAGS.output_dir, "--do_predict")
     if (FLAGS.do_predict and not FLAGS.do_train and not FLAGS.init_checkpoint
@@ -159,7 +169,6 @@ def predict(trainer: Trainer, eval_file: FeatureFile, selection_metric: str) -> 
 
 
 def export_saved_model(trainer: Trainer, tokenizer: FullTokenizer) -> None:
-    restore_best_checkpoint(trainer)
     export_squad(trainer.model, FLAGS.export_dir, tokenizer, FLAGS.max_seq_length,
                  FLAGS.max_query_length)
     print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
@@ -182,8 +191,12 @@ def main(argv):
         train(trainer, train_file)
     if FLAGS.do_predict:
         predict(trainer, eval_file, settings.selection_metric)
+    if FLAGS.export_dir or FLAGS.tflite_file:
+        restore_best_checkpoint(trainer)
     if FLAGS.export_dir:
         export_saved_model(trainer, tokenizer)
+    if FLAGS.tflite_file:
+        run_flags.write_tflite_from_flags(trainer.model, export_squad_tflite)
 
 
 if __name__ == "__main__":

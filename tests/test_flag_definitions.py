@@ -10,6 +10,7 @@ import pytest
 from absl import flags
 
 from albert_tf.cli import flag_definitions
+from albert_tf.serving import tflite
 from albert_tf.training import distribute, optimization, trainer
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
@@ -66,8 +67,10 @@ def test_the_table_agrees_with_the_library():
     assert set(flag_definitions.OPTIMIZERS) == set(optimization.OPTIMIZER_NAMES)
     assert set(flag_definitions.STRATEGIES) == set(distribute.STRATEGY_NAMES)
     assert set(flag_definitions.DTYPES) == set(trainer.DTYPE_POLICIES)
+    assert flag_definitions.TFLITE_QUANTIZATIONS == tflite.QUANTIZATIONS
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
-                   + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS)
+                   + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS
+                   + flag_definitions.TFLITE_FLAGS)
     assert set(every_group) <= set(flag_definitions.SPECS)
     assert len(set(flag_definitions.FINE_TUNING_FLAGS)) == len(flag_definitions.FINE_TUNING_FLAGS)
 

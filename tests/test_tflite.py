@@ -1,11 +1,18 @@
-"""TFLite export of the GLUE classifier and the SQuAD v1.1 model.
+"""TFLite export of the GLUE classifier and the SQuAD v1.1 model, in each weight storage.
 
-The .tflite files are run in a fresh Python process that imports only tensorflow and numpy, with the
-interpreter's default kernels (XNNPACK) and with its reference kernels; their outputs must equal the
-Keras models' within 1e-4 on real inputs (SST-2 sentences, RTE pairs, SQuAD question/context
-windows, tokenized with en8k). The tiny models get random weights of standard deviation 0.3
-(LayerNorm kept at its identity), so that the compared outputs are of order one and differ
-between inputs, unlike the near-zero logits of the default initialisation.
+Every model is exported three times (``QUANTIZATIONS``: float32, int8 dynamic range, float16) and
+the .tflite files are run with LiteRT's interpreter (``ai_edge_litert``) in a fresh Python process
+that imports only LiteRT and NumPy, with the interpreter's default kernels (XNNPACK) and with its
+reference kernels, on real inputs (SST-2 sentences, RTE pairs, SQuAD question/context windows,
+tokenized with en8k). Their outputs are compared with the Keras model's (which the SavedModel
+exports reproduce), within a tolerance per storage (``TOLERANCES``). The tiny models get random
+weights of standard deviation 0.3 (LayerNorm kept at its identity), so that the compared outputs
+are of order one and differ between inputs, unlike the near-zero logits of the default
+initialisation.
+
+run_classifier.py and run_squad.py write the TFLite model of model.ckpt-best with --tflite_file
+in the storage --tflite_quantization names (slow: a command run each), and refuse the flag
+combinations they cannot export before any work.
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving import tflite
-from albert_tf.serving.tflite import SIGNATURE_KEY, TFLiteExportError, check_tflite_path
+from albert_tf.serving.tflite import (QUANTIZATIONS, SIGNATURE_KEY, TFLiteExportError,
+                                      check_tflite_path)
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.serving import export_classifier_tflite
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
@@ -31,21 +41,27 @@ from data_prep.classification.features import convert_example
 from data_prep.classification.processors import RteProcessor, Sst2Processor
 from data_prep.question_answering.examples import read_squad_examples
 from data_prep.question_answering.features import FeatureSettings, convert_examples
-from tests.shared_setup import GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
+from tests.shared_setup import (EN8K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR, subprocess_env,
+                                tiny_config)
 
 SEQ_LENGTH = 64
-TOLERANCE = 1e-4
+# Largest |TFLite - Keras| allowed, as a fraction of the spread (max - min) of the Keras outputs
+# (logits spanning about 4 to 6), per storage. float32: rounding only (measured: at most 4e-6).
+# float16: the weights rounded to 11 significant bits (measured: at most 3e-3). int8 dynamic
+# range: weights and activations rounded to 8 bits (measured: at most 0.09); these random weights
+# of deviation 0.3 amplify the rounding from layer to layer more than trained weights do, so
+# every input's predicted class and span ends must also stay those of the Keras model.
+TOLERANCES = {"none": 2e-5, "float16": 1e-2, "dynamic_range": 0.15}
 SQUAD_V1_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
 
-# Runs every (model, inputs, outputs) triple of argv with tf.lite only; prints each model's
-# signature list and input details as JSON.
+# Runs every (model, inputs, outputs) triple of argv with LiteRT only; prints, per model, its
+# signature list, input details and the number of weight tensors of each dtype, as JSON.
 INTERPRETER_SCRIPT = r"""
 import json, sys
 import numpy as np
-import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-RESOLVERS = {"default": tf.lite.experimental.OpResolverType.AUTO,
-             "reference": tf.lite.experimental.OpResolverType.BUILTIN_REF}
+RESOLVERS = {"default": OpResolverType.AUTO, "reference": OpResolverType.BUILTIN_REF}
 report = {}
 args = sys.argv[1:]
 for model_path, inputs_path, outputs_path in zip(args[0::3], args[1::3], args[2::3]):
@@ -53,18 +69,25 @@ for model_path, inputs_path, outputs_path in zip(args[0::3], args[1::3], args[2:
     names = list(inputs.files)
     outputs = {}
     for resolver, kind in RESOLVERS.items():
-        interpreter = tf.lite.Interpreter(model_path=model_path, experimental_op_resolver_type=kind)
+        interpreter = Interpreter(model_path=model_path, experimental_op_resolver_type=kind)
         runner = interpreter.get_signature_runner("serving_default")
         rows = [runner(**{name: inputs[name][i:i + 1] for name in names})
                 for i in range(len(inputs[names[0]]))]
         for key in rows[0]:
             outputs[f"{resolver}/{key}"] = np.concatenate([row[key] for row in rows])
     np.savez(outputs_path, **outputs)
+    weights = {}
+    for detail in interpreter.get_tensor_details():
+        if len(detail["shape"]) == 2 and min(detail["shape"]) > 1:   # matrices and tables
+            name = np.dtype(detail["dtype"]).name
+            weights[name] = weights.get(name, 0) + 1
     report[model_path] = {
         "signatures": interpreter.get_signature_list(),
         "inputs": {detail["name"]: [detail["shape"].tolist(), np.dtype(detail["dtype"]).name]
-                   for detail in interpreter.get_input_details()}}
-report["modules"] = sorted(name for name in sys.modules if name.split(".")[0] == "albert_tf")
+                   for detail in interpreter.get_input_details()},
+        "matrix_dtypes": weights}
+report["modules"] = sorted(name for name in sys.modules
+                           if name.split(".")[0] in ("albert_tf", "tensorflow", "keras"))
 print(json.dumps(report))
 """
 
@@ -108,7 +131,8 @@ def keras_outputs(model: keras.Model, inputs: dict[str, np.ndarray]) -> dict[str
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, en8k):
-    """{name: (Keras outputs, TFLite outputs by resolver/name)} plus the interpreter's report."""
+    """{(name, quantization): (Keras outputs, TFLite outputs by "resolver/output", interpreter's
+    report, file size)} and the modules the interpreter's process imported."""
     directory = tmp_path_factory.mktemp("tflite")
     cases = {
         "classifier": (randomize(AlbertClassifierModel(tiny_config(), 3), 1), glue_inputs(en8k)),
@@ -117,46 +141,94 @@ def exported(tmp_path_factory, en8k):
     exporters = {"classifier": export_classifier_tflite, "squad": export_squad_tflite}
     args = []
     for name, (model, inputs) in cases.items():
-        model_path = exporters[name](model, str(directory / f"{name}.tflite"), SEQ_LENGTH)
         np.savez(directory / f"{name}_inputs.npz", **inputs)
-        args += [model_path, str(directory / f"{name}_inputs.npz"),
-                 str(directory / f"{name}_out.npz")]
+        for quantization in QUANTIZATIONS:
+            model_path = exporters[name](model, str(directory / f"{name}_{quantization}.tflite"),
+                                         SEQ_LENGTH, quantization)
+            args += [model_path, str(directory / f"{name}_inputs.npz"),
+                     str(directory / f"{name}_{quantization}_out.npz")]
     done = subprocess.run([sys.executable, "-c", INTERPRETER_SCRIPT, *args], env=subprocess_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    results = {name: (keras_outputs(model, inputs), dict(np.load(directory / f"{name}_out.npz")),
-                      report[str(directory / f"{name}.tflite")])
-               for name, (model, inputs) in cases.items()}
+    results = {}
+    for name, (model, inputs) in cases.items():
+        expected = keras_outputs(model, inputs)
+        for quantization in QUANTIZATIONS:
+            model_path = str(directory / f"{name}_{quantization}.tflite")
+            results[name, quantization] = (
+                expected, dict(np.load(directory / f"{name}_{quantization}_out.npz")),
+                report[model_path], os.path.getsize(model_path))
     return results, report["modules"]
 
 
+OUTPUTS = {"classifier": ("logits", "probabilities"), "squad": ("start_logits", "end_logits")}
+
+
 @pytest.mark.requires_shared_data
-@pytest.mark.parametrize("name, outputs", [("classifier", ("logits", "probabilities")),
-                                           ("squad", ("start_logits", "end_logits"))])
-def test_tflite_outputs_equal_the_keras_model(exported, name, outputs):
-    expected, actual, _ = exported[0][name]
+@pytest.mark.parametrize("quantization", QUANTIZATIONS)
+@pytest.mark.parametrize("name", OUTPUTS)
+def test_tflite_outputs_equal_the_keras_model_within_the_storage_tolerance(exported, name,
+                                                                          quantization):
+    expected, actual, _, _ = exported[0][name, quantization]
+    outputs = OUTPUTS[name]
     assert np.ptp(expected[outputs[0]], axis=0).max() > 0.5  # inputs give clearly different outputs
     for resolver in ("default", "reference"):
         for output in outputs:
+            spread = np.ptp(expected[output])
             difference = np.abs(actual[f"{resolver}/{output}"] - expected[output]).max()
-            assert difference <= TOLERANCE, (resolver, output, difference)
+            assert difference <= TOLERANCES[quantization] * spread, (resolver, output, difference)
+            np.testing.assert_array_equal(actual[f"{resolver}/{output}"].argmax(-1),
+                                          expected[output].argmax(-1))
 
 
 @pytest.mark.requires_shared_data
-@pytest.mark.parametrize("name, outputs", [("classifier", ["logits", "probabilities"]),
-                                           ("squad", ["end_logits", "start_logits"])])
-def test_tflite_signature_has_fixed_int32_inputs_and_named_outputs(exported, name, outputs):
-    _, _, report = exported[0][name]
+@pytest.mark.parametrize("name", OUTPUTS)
+def test_quantized_files_store_their_weights_as_asked_and_are_smaller(exported, name):
+    """float32 keeps every matrix float32; float16 stores them as float16 (the file about half);
+    dynamic range stores the large ones as int8 (the file under a third), so its outputs differ
+    from float32's by more than rounding."""
+    results = {quantization: exported[0][name, quantization] for quantization in QUANTIZATIONS}
+    dtypes = {quantization: result[2]["matrix_dtypes"] for quantization, result in results.items()}
+    sizes = {quantization: result[3] for quantization, result in results.items()}
+    assert set(dtypes["none"]) == {"float32"}
+    assert dtypes["float16"].get("float16", 0) >= 7 and "int8" not in dtypes["float16"]
+    assert dtypes["dynamic_range"].get("int8", 0) >= 7 and "float16" not in dtypes["dynamic_range"]
+    assert 0.4 < sizes["float16"] / sizes["none"] < 0.6
+    assert sizes["dynamic_range"] / sizes["none"] < 0.35
+    output = OUTPUTS[name][0]
+    float32, int8 = results["none"][1][f"default/{output}"], results["dynamic_range"][1][
+        f"default/{output}"]
+    assert np.abs(int8 - float32).max() > 10 * TOLERANCES["none"]
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("quantization", QUANTIZATIONS)
+@pytest.mark.parametrize("name", OUTPUTS)
+def test_tflite_signature_has_fixed_int32_inputs_and_named_outputs(exported, name, quantization):
+    _, _, report, _ = exported[0][name, quantization]
     signature = report["signatures"][SIGNATURE_KEY]
     assert sorted(signature["inputs"]) == sorted(INPUT_NAMES)
-    assert sorted(signature["outputs"]) == outputs
+    assert sorted(signature["outputs"]) == sorted(OUTPUTS[name])
     assert sorted(report["inputs"].values()) == [[[1, SEQ_LENGTH], "int32"]] * 3
 
 
 @pytest.mark.requires_shared_data
-def test_interpreter_process_never_imported_albert_tf(exported):
+def test_interpreter_process_imported_neither_albert_tf_nor_tensorflow(exported):
+    """A client needs LiteRT and NumPy only."""
     assert exported[1] == []
+
+
+def test_an_unknown_quantization_is_refused_before_converting(tmp_path, monkeypatch):
+    def convert(*args):
+        raise AssertionError("converted before checking the quantization")
+
+    monkeypatch.setattr(tflite, "convert_to_tflite", convert)
+    with pytest.raises(TFLiteExportError, match=re.escape(
+            "quantization must be one of none, dynamic_range, float16; got 'int8'.")):
+        export_classifier_tflite(AlbertClassifierModel(tiny_config(), 2),
+                                 str(tmp_path / "m.tflite"), SEQ_LENGTH, "int8")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_squad_2_model_is_refused_and_nothing_is_written(tmp_path):
@@ -201,3 +273,94 @@ def test_an_existing_directory_is_refused_by_its_name_before_converting(tmp_path
     with pytest.raises(TFLiteExportError, match=re.escape(f"--tflite_file={message}")):
         check_tflite_path(str(taken), flag="tflite_file")  # a command names its flag
     check_tflite_path(str(tmp_path / "new.tflite"), flag="tflite_file")
+
+
+# -- the commands: --tflite_file and --tflite_quantization -----------------------------------------
+
+def run_command(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env(),
+                          timeout=600)
+
+
+def command_flags(tmp_path, model: keras.Model) -> list[str]:
+    """A tiny config and ``model`` saved as model.ckpt-best of an output directory, as a sweep
+    leaves it; the flags that point a command at them."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    output_dir = tmp_path / "out"
+    tf.train.Checkpoint(model=model).write(str(output_dir / "model.ckpt-best"))
+    return [f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ_LENGTH}"]
+
+
+def run_litert(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every example of ``inputs`` through LiteRT's interpreter, one per call."""
+    runner = Interpreter(model_path=model_path).get_signature_runner(SIGNATURE_KEY)
+    rows = [runner(**{name: value[i:i + 1] for name, value in inputs.items()})
+            for i in range(len(inputs["input_ids"]))]
+    return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
+
+
+@pytest.mark.slow  # a command run: 15-30 s each
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("script, quantization", [("run_classifier.py", "float16"),
+                                                  ("run_squad.py", "dynamic_range")])
+def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k, script,
+                                                                  quantization):
+    """Export only (no training or sweep): the file holds model.ckpt-best in the asked storage."""
+    if script == "run_classifier.py":
+        model, inputs = randomize(AlbertClassifierModel(tiny_config(), 2), 3), glue_inputs(en8k)
+        task_flags = [f"--data_dir={GLUE_DIR}", "--task_name=rte"]
+    else:
+        model, inputs = randomize(AlbertSquadModel(tiny_config()), 4), squad_inputs(en8k)
+        task_flags = ["--max_query_length=16"]
+    expected = keras_outputs(model, inputs)
+    path = tmp_path / "exports" / "albert_model.tflite"
+    result = run_command(script, *command_flags(tmp_path, model), *task_flags,
+                         f"--tflite_file={path}", f"--tflite_quantization={quantization}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (f"Wrote the TFLite model of model.ckpt-best ({quantization}, S={SEQ_LENGTH}) to "
+            f"{path}") in result.stdout
+    assert os.listdir(path.parent) == ["albert_model.tflite"]
+    actual = run_litert(str(path), inputs)
+    assert sorted(actual) == sorted(expected)
+    for output, values in expected.items():
+        difference = np.abs(actual[output] - values).max()
+        assert difference <= TOLERANCES[quantization] * np.ptp(values), (output, difference)
+        assert difference > TOLERANCES["none"] * np.ptp(values)  # not the float32 file
+
+
+@pytest.mark.parametrize("script, args, culprit", [
+    ("run_classifier.py", ["--dtype=bfloat16", "--tflite_file={tmp}/m.tflite"],
+     "--tflite_file needs --dtype=float32"),
+    ("run_classifier.py", ["--do_eval", "--tflite_quantization=float16"],
+     "--tflite_quantization chooses the weights of the --tflite_file model: give --tflite_file"),
+    ("run_squad.py", ["--version_2_with_negative", "--tflite_file={tmp}/m.tflite"],
+     "the SQuAD 2.0 model has no TFLite export"),
+    pytest.param("run_classifier.py", ["--tflite_file={tmp}/m.tflite"],
+                 "model.ckpt-best does not exist: prediction and export use the best checkpoint",
+                 marks=pytest.mark.slow),  # these two import TensorFlow (10-25 s each)
+    pytest.param("run_squad.py", ["--tflite_file={tmp}"],
+                 "--tflite_file={tmp} is a directory; the TFLite export is one file",
+                 marks=pytest.mark.slow),
+    pytest.param("run_classifier.py", ["--tflite_file={tmp}/config.json"],
+                 "--tflite_file '{tmp}/config.json' is also an input (--albert_config_file",
+                 marks=pytest.mark.slow),
+])
+def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_path, script, args,
+                                                                           culprit):
+    """The flag mistakes when the command line is parsed; the missing checkpoint and the directory
+    in the way before the model is built."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config().to_json_string())
+    task_flags = ["--data_dir=glue", "--task_name=rte"] if script == "run_classifier.py" else []
+    result = run_command(script, f"--albert_config_file={config}", *task_flags,
+                         f"--output_dir={tmp_path / 'out'}",
+                         *[arg.format(tmp=tmp_path) for arg in args])
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[-1].startswith(f"{script[:-3]}: error: "), lines[-1]
+    assert culprit.format(tmp=tmp_path) in lines[-1], lines[-1]
+    assert not list(tmp_path.glob("**/*.tflite"))
+    assert config.read_text() == tiny_config().to_json_string()

@@ -27,6 +27,8 @@ STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 DTYPES = ("bfloat16", "float16", "float32")
 # The data splits of GLUE and RACE (data_prep's processors.SPLITS and reader.SPLITS; tested equal).
 DATA_SPLITS = ("train", "dev", "test")
+# The weight storages of a TFLite export (serving/tflite.QUANTIZATIONS; tested equal).
+TFLITE_QUANTIZATIONS = ("none", "dynamic_range", "float16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +94,26 @@ def check_ranges(flag_values: flags.FlagValues = flags.FLAGS, **ranges: Range) -
                                  flag_values=flag_values)
 
 
+def check_tflite_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Registers the checks of the ``TFLITE_FLAGS`` of a script that defines them and --dtype (absl
+    runs them when the command line is parsed, before any work): --tflite_quantization other than
+    none needs --tflite_file (it would be ignored), and --tflite_file needs --dtype=float32 (the
+    TFLite export converts a float32 model; a model trained in mixed precision is exported by a
+    second run, --dtype=float32 --tflite_file=..., which only reads its best checkpoint)."""
+    flags.register_multi_flags_validator(
+        ["tflite_file", "tflite_quantization"],
+        lambda values: values["tflite_file"] or values["tflite_quantization"] == "none",
+        message="--tflite_quantization chooses the weights of the --tflite_file model: give "
+                "--tflite_file too", flag_values=flag_values)
+    flags.register_multi_flags_validator(
+        ["tflite_file", "dtype"],
+        lambda values: not values["tflite_file"] or values["dtype"] == "float32",
+        message="--tflite_file needs --dtype=float32: the TFLite export converts a float32 "
+                "model. Train with another --dtype first, then export in a second run with "
+                "--dtype=float32 --tflite_file=... (it reads model.ckpt-best only)",
+        flag_values=flag_values)
+
+
 _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
 
 # The shared flags by group (the groups of --help).
@@ -115,6 +137,12 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
         "cached_dir": FlagSpec(_S, None, "Where feature TFRecords are cached (default --output_dir); a "
                                "cache is reused only if built from the same inputs and settings."),
         "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
+        "tflite_file": FlagSpec(_S, None, "[albert_tf] Write a TFLite model of model.ckpt-best to "
+                                "this file (one example of --max_seq_length per call; an existing "
+                                "file is replaced). Needs --dtype=float32."),
+        "tflite_quantization": _enum("none", TFLITE_QUANTIZATIONS, "[albert_tf] Weights of the "
+                                     "--tflite_file model: none (float32), dynamic_range (int8, "
+                                     "about a quarter of the size) or float16 (half the size)."),
         "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
                                 "the output does not depend on it."),
     },
@@ -219,6 +247,8 @@ LOOP_FLAGS = ("strategy", "num_gpus", "use_xla", "dtype", "gradient_accumulation
               "input_seed", "seed", "replay_input_on_resume")
 CHECKPOINT_FLAGS = ("save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop")
 TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
+# The scripts whose task has a TFLite export (run_classifier, run_squad).
+TFLITE_FLAGS = ("tflite_file", "tflite_quantization")
 # What every fine-tuning script (run_classifier, run_squad, run_race) shares.
 FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module_handle",
                      *TOKENIZER_FLAGS, "data_dir", "output_dir", "cached_dir", "export_dir",

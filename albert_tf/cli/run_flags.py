@@ -12,17 +12,21 @@ import atexit
 import functools
 import os
 import uuid
+from typing import Callable
 
+import keras
 import tensorflow as tf
 from absl import app, flags
 
 from albert_tf.checkpoints.files import resolve_checkpoint_path
 from albert_tf.checkpoints.hf_format import is_hf_directory
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.files import run_lock
 from albert_tf.files.paths import (OutputPathError, absolute_path, check_directory_holds_no_input,
                                    check_outputs_are_not_inputs, expand_input_patterns)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.saved_model import check_new_directory
+from albert_tf.serving.tflite import check_tflite_path
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.distribute import create_strategy
 from albert_tf.training.input_pipeline import ParseFn, record_train_dataset_fn
@@ -37,7 +41,7 @@ _INPUT_FILE_FLAGS = ("albert_config_file", "spm_model_file", "vocab_file", "trai
                      "eval_file", "dev_file", "test_file", "predict_file")
 _INPUT_PATTERN_FLAGS = ("input_file", "eval_input_file")
 # The flags whose run evaluates, predicts or exports from the checkpoints of --output_dir.
-_EVALUATION_FLAGS = ("do_eval", "do_predict", "export_dir")
+_EVALUATION_FLAGS = ("do_eval", "do_predict", "export_dir", "tflite_file")
 
 
 @functools.cache
@@ -77,9 +81,11 @@ def _flag_value(name: str):
 
 def check_output_directories() -> None:
     """Checks before work: --output_dir and --cached_dir are directories this run can write
-    (created when absent) and --export_dir is absent or an empty directory whose parent can be
-    written, wherever the script defines them and they are set. OutputPathError (FileExistsError
-    for a used --export_dir) naming the flag and the path in the way otherwise."""
+    (created when absent), --export_dir is absent or an empty directory whose parent can be
+    written, and --tflite_file is no directory and its directory can be written, wherever the
+    script defines them and they are set. OutputPathError (FileExistsError for a used
+    --export_dir, TFLiteExportError for a directory at --tflite_file) naming the flag and the path
+    in the way otherwise."""
     for name in _WRITTEN_DIRECTORY_FLAGS:
         path = _flag_value(name)
         problem = path and _directory_problem(path)
@@ -93,6 +99,12 @@ def check_output_directories() -> None:
         problem = _directory_problem(os.path.dirname(export_dir.rstrip("/")) or ".")
         if problem:
             raise OutputPathError(f"--export_dir: {problem}")
+    tflite_file = _flag_value("tflite_file")
+    if tflite_file:
+        check_tflite_path(tflite_file, flag="tflite_file")
+        problem = _directory_problem(os.path.dirname(tflite_file) or ".")
+        if problem:
+            raise OutputPathError(f"--tflite_file: {problem}")
 
 
 def flag_paths(*names: str) -> list[tuple[str, str]]:
@@ -104,8 +116,8 @@ def flag_paths(*names: str) -> list[tuple[str, str]]:
 def check_outputs_spare_inputs() -> None:
     """Checks before work of a run_* script: no output replaces or destroys an input.
 
-    - --output_dir, --cached_dir and --export_dir are none of the files read (config, tokenizer,
-      data files and globs);
+    - --output_dir, --cached_dir, --export_dir and --tflite_file are none of the files read
+      (config, tokenizer, data files and globs);
     - --export_dir (written whole) is not --output_dir, --cached_dir, --data_dir or
       --init_checkpoint;
     - --init_checkpoint is not a checkpoint in --output_dir, where the run writes its checkpoints
@@ -120,7 +132,8 @@ def check_outputs_spare_inputs() -> None:
     for name in _INPUT_PATTERN_FLAGS:
         if _flag_value(name):
             inputs += [(f"--{name}", path) for path in expand_input_patterns(_flag_value(name))]
-    check_outputs_are_not_inputs(flag_paths("output_dir", "cached_dir", "export_dir"), inputs)
+    check_outputs_are_not_inputs(
+        flag_paths("output_dir", "cached_dir", "export_dir", "tflite_file"), inputs)
     check_outputs_are_not_inputs(
         flag_paths("export_dir"),
         flag_paths("output_dir", "cached_dir", "data_dir", "init_checkpoint"))
@@ -213,6 +226,15 @@ def train_from_flags(trainer: Trainer, record_path: str, parse: ParseFn,
     print(f"{description}, batch {values.train_batch_size}, {trainer.config.num_train_steps} steps")
     trainer.initialize(values.init_checkpoint, config_file=values.albert_config_file)
     trainer.train(record_train_dataset_fn(record_path, parse, seed=values.input_seed))
+
+
+def write_tflite_from_flags(model: keras.Model, export: Callable[..., str]) -> None:
+    """--tflite_file: ``export(model, --tflite_file, --max_seq_length, --tflite_quantization)``,
+    the task's TFLite export of ``model`` (restored from model.ckpt-best by the caller)."""
+    values = flags.FLAGS
+    path = export(model, values.tflite_file, values.max_seq_length, values.tflite_quantization)
+    print(f"Wrote the TFLite model of {BEST_PREFIX} ({values.tflite_quantization}, S="
+          f"{values.max_seq_length}) to {path}")
 
 
 def reject_hub_module_handle() -> None:

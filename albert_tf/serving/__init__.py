@@ -12,5 +12,6 @@ export (albert_tf/tasks/pretraining/hub_export.py), tokenization itself (albert_
   ranges), failing with a message naming the input; every export runs them.
 - text_packing.py: truncation and ``[CLS] a [SEP] b [SEP]`` packing of ragged ids, in the graph.
 - preprocessing.py: the preprocessing SavedModel (text -> encoder inputs), saved apart from the encoder.
-- tflite.py: the float32 TFLite flatbuffer of a model and the outputs a task gives.
+- tflite.py: the TFLite flatbuffer (float32, int8 or float16 weights) of a model and the outputs a
+  task gives.
 """

@@ -1,7 +1,7 @@
 """TFLite export of a fine-tuned model: the conversion every task's TFLite export goes through.
 
-``export_tflite(model, path, max_seq_length, outputs_of)`` writes a float32 TFLite flatbuffer with
-one signature, ``serving_default``, on fixed-shape inputs ``input_ids``, ``input_mask``,
+``export_tflite(model, path, max_seq_length, outputs_of, quantization)`` writes a TFLite flatbuffer
+with one signature, ``serving_default``, on fixed-shape inputs ``input_ids``, ``input_mask``,
 ``segment_ids`` (int32 [1, max_seq_length], one example per call, zero-padded as the Python
 features are), returning what the task's ``outputs_of(model, inputs)`` computes. The tasks that
 have one: the GLUE classifier (``logits``, ``probabilities``; albert_tf/tasks/classification/serving.py)
@@ -9,11 +9,25 @@ and the SQuAD v1.1 model (``start_logits``, ``end_logits``, the outputs of the r
 TFLite export; albert_tf/tasks/question_answering/serving.py). The SQuAD 2.0 model is not
 exported, as in the reference.
 
+``quantization`` (one of ``QUANTIZATIONS``) chooses how the weights are stored; the signature is the
+same float32 one in every case:
+
+- ``none``: float32 weights and arithmetic (the default, and what the reference exported).
+- ``dynamic_range``: the converter's dynamic-range quantization: int8 weights for the matrix
+  products (one scale per output unit) and the word-embedding table (one scale), each weight of at
+  least 1024 values; about a quarter of the float32 file at base size. The activations entering
+  those products are quantized to int8 call by call; the outputs move by about a percent of their
+  range.
+- ``float16``: the weights stored as float16 (half the file) and widened to float32 when the model
+  is loaded; the arithmetic stays float32, so the outputs move only by the weights' rounding.
+
 The conversion uses the pinned TensorFlow's own converter (``tf.lite.TFLiteConverter``). It goes
 through a SavedModel written by ``keras.export.ExportArchive``: converting the traced function
 directly (``from_concrete_functions``) leaves Keras 3 variables as resource variables that the
 TFLite interpreter cannot read, whereas the archive's SavedModel lets the converter freeze them
 into constants. A model computing in another dtype than float32 is a ``TFLiteExportError``.
+The files are meant for LiteRT's interpreter (``ai_edge_litert.interpreter.Interpreter``;
+TensorFlow's own ``tf.lite.Interpreter`` is deprecated), which the tests and benchmarks use.
 """
 
 from __future__ import annotations
@@ -30,6 +44,9 @@ from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving.saved_model import output_name
 
 SIGNATURE_KEY = "serving_default"
+# The weight storages of the export; flag_definitions keeps the same names for
+# --tflite_quantization (tested equal).
+QUANTIZATIONS = ("none", "dynamic_range", "float16")
 
 
 class TFLiteExportError(ValueError):
@@ -45,16 +62,40 @@ def input_specs(max_seq_length: int) -> list[tf.TensorSpec]:
 OutputsFn = Callable[[keras.Model, dict[str, tf.Tensor]], dict[str, tf.Tensor]]
 
 
-def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: OutputsFn) -> bytes:
-    """The TFLite flatbuffer of ``model`` at ``max_seq_length`` (see the module docstring), whose
-    signature returns ``outputs_of(model, inputs)``.
+def check_quantization(quantization: str) -> None:
+    """Raises TFLiteExportError unless ``quantization`` is one of ``QUANTIZATIONS``."""
+    if quantization not in QUANTIZATIONS:
+        raise TFLiteExportError(f"quantization must be one of {', '.join(QUANTIZATIONS)}; "
+                                f"got {quantization!r}.")
+
+
+def _converter(saved_model_dir: str, quantization: str) -> tf.lite.TFLiteConverter:
+    """TensorFlow's converter of ``saved_model_dir``, set for ``quantization``."""
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
+    if quantization != "none":
+        # Without a representative dataset, Optimize.DEFAULT is dynamic-range quantization;
+        # with float16 as the only supported type it stores the weights as float16 instead.
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    return converter
+
+
+def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: OutputsFn,
+                      quantization: str = "none") -> bytes:
+    """The TFLite flatbuffer of ``model`` at ``max_seq_length`` with its weights stored as
+    ``quantization`` says (see the module docstring), whose signature returns
+    ``outputs_of(model, inputs)``.
 
     Raises TFLiteExportError for a model that computes in another dtype than float32 (built under
-    a mixed-precision policy), or a max_seq_length outside [1, max_position_embeddings].
+    a mixed-precision policy), a max_seq_length outside [1, max_position_embeddings], or an unknown
+    quantization.
     """
+    check_quantization(quantization)
     if model.compute_dtype != "float32":
         raise TFLiteExportError(f"the model computes in {model.compute_dtype}; the TFLite export "
-                                "is float32: build the model under the float32 policy "
+                                "converts a float32 model (quantization is the converter's "
+                                "job): build the model under the float32 policy "
                                 "(keras.mixed_precision.set_global_policy('float32')) and load "
                                 "its checkpoint into it.")
     limit = model.config.max_position_embeddings
@@ -73,7 +114,7 @@ def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: Outpu
     with tempfile.TemporaryDirectory() as scratch:
         saved_model_dir = os.path.join(scratch, "saved_model")
         archive.write_out(saved_model_dir, verbose=False)
-        return tf.lite.TFLiteConverter.from_saved_model(saved_model_dir).convert()
+        return _converter(saved_model_dir, quantization).convert()
 
 
 def check_tflite_path(path: str, flag: str | None = None) -> None:
@@ -86,13 +127,16 @@ def check_tflite_path(path: str, flag: str | None = None) -> None:
                                 f"{os.path.join(path, 'model.tflite')}.")
 
 
-def export_tflite(model: keras.Model, path: str, max_seq_length: int, outputs_of: OutputsFn) -> str:
-    """Writes the TFLite model of ``model`` (outputs ``outputs_of(model, inputs)``) to ``path`` (a
-    file, replaced if it exists; written under a temporary name and renamed, so ``path`` is never
-    half-written); returns ``path``. The tasks call it with their outputs. An existing directory at
-    ``path`` is a TFLiteExportError naming it (``check_tflite_path``)."""
+def export_tflite(model: keras.Model, path: str, max_seq_length: int, outputs_of: OutputsFn,
+                  quantization: str = "none") -> str:
+    """Writes the TFLite model of ``model`` (outputs ``outputs_of(model, inputs)``, weights stored
+    as ``quantization`` says) to ``path`` (a file, replaced if it exists; written under a temporary
+    name and renamed, so ``path`` is never half-written); returns ``path``. The tasks call it with
+    their outputs. An existing directory at ``path`` or an unknown quantization is a
+    TFLiteExportError, raised before converting."""
+    check_quantization(quantization)
     check_tflite_path(path)
-    flatbuffer = convert_to_tflite(model, max_seq_length, outputs_of)
+    flatbuffer = convert_to_tflite(model, max_seq_length, outputs_of, quantization)
     with atomic_open(path, "wb") as handle:
         handle.write(flatbuffer)
     return path

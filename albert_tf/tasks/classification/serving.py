@@ -16,8 +16,9 @@ Unlike the reference's export (serialized ``tf.Example`` strings of fixed length
 protobuf step.
 
 ``TextPacker`` is the in-graph packing of ``serve_text`` (the classifier features' truncation).
-``export_classifier_tflite`` writes the float32 TFLite model: ``logits`` and ``probabilities``
-[1, num_labels] on fixed-shape int32 [1, max_seq_length] ids (albert_tf/serving/tflite.py).
+``export_classifier_tflite`` writes the TFLite model (float32, or int8 / float16 weights):
+``logits`` and ``probabilities`` [1, num_labels] on fixed-shape int32 [1, max_seq_length] ids
+(albert_tf/serving/tflite.py).
 """
 
 from __future__ import annotations
@@ -125,8 +126,10 @@ def _tflite_outputs(model: AlbertClassifierModel, inputs: dict[str, tf.Tensor]
     return {"logits": logits, "probabilities": probabilities}
 
 
-def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_length: int) -> str:
-    """Writes the classifier's float32 TFLite model to ``path``: ``logits`` and ``probabilities``
-    float32 [1, num_labels] (softmax; a regression such as STS-B: the raw score, as the
-    SavedModel's ``probabilities``). Returns ``path``."""
-    return export_tflite(model, path, max_seq_length, _tflite_outputs)
+def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_length: int,
+                             quantization: str = "none") -> str:
+    """Writes the classifier's TFLite model to ``path``: ``logits`` and ``probabilities`` float32
+    [1, num_labels] (softmax; a regression such as STS-B: the raw score, as the SavedModel's
+    ``probabilities``), its weights stored as ``quantization`` says (``none``: float32,
+    ``dynamic_range``: int8, ``float16``; albert_tf/serving/tflite.py). Returns ``path``."""
+    return export_tflite(model, path, max_seq_length, _tflite_outputs, quantization)

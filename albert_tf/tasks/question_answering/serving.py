@@ -31,9 +31,9 @@ A client cuts the answer out of its context without Python:
 ``postprocess_text_outputs`` runs the reference's post-processing (n-best lists, probabilities, v2
 null odds) on those outputs.
 
-``export_squad_tflite`` writes the v1.1 model's float32 TFLite model (``start_logits``,
-``end_logits`` [1, max_seq_length], the outputs of the reference's SQuAD v1 TFLite export); the
-v2.0 model (top-k beam over start/end positions) has none, as in the reference.
+``export_squad_tflite`` writes the v1.1 model's TFLite model (float32, or int8 / float16 weights:
+``start_logits``, ``end_logits`` [1, max_seq_length], the outputs of the reference's SQuAD v1
+TFLite export); the v2.0 model (top-k beam over start/end positions) has none, as in the reference.
 """
 
 from __future__ import annotations
@@ -207,12 +207,14 @@ def _tflite_outputs(model: AlbertSquadModel, inputs: dict[str, tf.Tensor]) -> di
     return {name: outputs[name] for name in V1_OUTPUTS}
 
 
-def export_squad_tflite(model: AlbertSquadModel, path: str, max_seq_length: int) -> str:
-    """Writes the SQuAD v1.1 model's float32 TFLite model to ``path``: ``start_logits`` and
-    ``end_logits`` float32 [1, max_seq_length], the outputs of the reference's SQuAD v1 TFLite
-    export. The SQuAD 2.0 model (top-k beam over start/end positions) has none, as in the
-    reference: TFLiteExportError. Returns ``path``."""
+def export_squad_tflite(model: AlbertSquadModel, path: str, max_seq_length: int,
+                        quantization: str = "none") -> str:
+    """Writes the SQuAD v1.1 model's TFLite model to ``path``: ``start_logits`` and ``end_logits``
+    float32 [1, max_seq_length], the outputs of the reference's SQuAD v1 TFLite export, its weights
+    stored as ``quantization`` says (``none``: float32 as the reference, ``dynamic_range``: int8,
+    ``float16``; albert_tf/serving/tflite.py). The SQuAD 2.0 model (top-k beam over start/end
+    positions) has none, as in the reference: TFLiteExportError. Returns ``path``."""
     if model.version_2:
         raise TFLiteExportError("the SQuAD 2.0 model has no TFLite export (the reference had "
                                 "none either); export a SQuAD v1.1 model (version_2=False).")
-    return export_tflite(model, path, max_seq_length, _tflite_outputs)
+    return export_tflite(model, path, max_seq_length, _tflite_outputs, quantization)
