@@ -84,3 +84,15 @@ def test_define_overrides_a_default_and_rejects_one_for_an_undefined_flag():
     assert values["seed"].default is None
     with pytest.raises(KeyError, match="doc_stride"):
         flag_definitions.define("max_seq_length", flag_values=flags.FlagValues(), doc_stride=128)
+
+
+def test_a_shared_flag_defined_again_with_its_default_is_kept_and_another_default_refused():
+    """Two commands imported into one process (as the tests do) share their common flags."""
+    values = flags.FlagValues()
+    flag_definitions.define("spm_model_file", "do_lower_case", "keep_checkpoint_max",
+                            flag_values=values, keep_checkpoint_max=0)
+    flag_definitions.define("spm_model_file", "do_lower_case", flag_values=values)
+    flag_definitions.define("keep_checkpoint_max", flag_values=values, keep_checkpoint_max=0)
+    assert values["keep_checkpoint_max"].default == 0 and values["do_lower_case"].default is True
+    with pytest.raises(flags.DuplicateFlagError, match="keep_checkpoint_max"):
+        flag_definitions.define("keep_checkpoint_max", flag_values=values)  # default 5

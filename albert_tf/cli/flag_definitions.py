@@ -257,18 +257,38 @@ FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module
                      *CHECKPOINT_FLAGS, "max_eval_wait_secs", *TPU_FLAGS, *LOOP_FLAGS)
 
 
+def _define_one(name: str, default: Any, flag_values: flags.FlagValues) -> None:
+    spec = SPECS[name]
+    if spec.enum_values is None:
+        spec.define(name, default, spec.help, flag_values=flag_values)
+    else:
+        spec.define(name, default, list(spec.enum_values), spec.help, flag_values=flag_values)
+
+
+def _parsed_default(name: str, default: Any) -> Any:
+    """The value absl makes of ``default`` for flag ``name`` (e.g. a list from "a,b")."""
+    scratch = flags.FlagValues()
+    _define_one(name, default, scratch)
+    return scratch[name].default
+
+
 def define(*names: str, flag_values: flags.FlagValues = flags.FLAGS, **defaults: Any) -> None:
     """Defines the named flags (in ``flag_values``, absl's global registry by default);
-    ``defaults`` override the usual default of some of them."""
+    ``defaults`` override the usual default of some of them.
+
+    A flag this module already defined there with the same default is left as it is, so two
+    commands imported into one process (tests, a notebook) share their common flags; another
+    default is absl's DuplicateFlagError."""
     unknown = sorted(set(defaults) - set(names))
     if unknown:
         raise KeyError(f"default given for flags not being defined: {unknown}")
+    defined_here = {flag.name for flag in
+                    flag_values.flags_by_module_dict().get(__name__, [])}
     for name in names:
         spec = SPECS[name]
         default = defaults.get(name, spec.default)
-        if spec.enum_values is None:
-            spec.define(name, default, spec.help, flag_values=flag_values)
-        else:
-            spec.define(name, default, list(spec.enum_values), spec.help, flag_values=flag_values)
+        if name in defined_here and _parsed_default(name, default) == flag_values[name].default:
+            continue
+        _define_one(name, default, flag_values)
         if name in RANGES:
             check_ranges(flag_values, **{name: RANGES[name]})
