@@ -252,7 +252,6 @@ def test_hub_keras_layer_fine_tunes_the_encoder(hub_run):
     assert hub_run.report["encoder_change"] > 1e-4  # the encoder's own weights moved
 
 
-@pytest.mark.slow
 def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokenizer):
     report, texts = hub_text_run.report, hub_text_run.texts
     assert report["special_tokens"] == {"vocab_size": VOCAB, "start_of_sequence_id": tokenizer.cls_id,
@@ -274,7 +273,6 @@ def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokeni
     assert 1 in pair["input_type_ids"][0]
 
 
-@pytest.mark.slow
 def test_raw_text_fine_tunes_through_the_preprocessing_and_encoder_layers(hub_text_run):
     losses = hub_text_run.report["text_losses"]
     assert losses[-1] < losses[0], losses

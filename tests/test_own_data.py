@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf.tasks.classification.label_file import (LabelSetMismatch, check_label_file,
                                                        read_label_file, write_label_file)
@@ -278,7 +279,6 @@ def sst2_own(tmp_path_factory):
     return tmp_path, files, result.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.requires_shared_data
 def test_sst2_as_csv_equals_the_glue_path(tmp_path, sst2_own):
     own_dir, _, _ = sst2_own
@@ -350,7 +350,6 @@ def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
     assert (own_out / "submit_results.tsv").read_text() == submitted
 
 
-@pytest.mark.slow
 @pytest.mark.requires_shared_data
 def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
     rows = 9
@@ -451,7 +450,6 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
             assert mine.read() == theirs.read()
 
 
-@pytest.mark.slow
 @pytest.mark.requires_shared_data
 def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
     """The TFLite model of the best checkpoint gives the run's probabilities; its class ids map to
@@ -467,7 +465,7 @@ def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
                                   len(labels))
     tf.train.Checkpoint(model=model).read(str(out / "model.ckpt-best")).expect_partial()
     path = export_classifier_tflite(model, str(tmp_path / "model.tflite"), SEQ)
-    runner = tf.lite.Interpreter(model_path=path).get_signature_runner("serving_default")
+    runner = Interpreter(model_path=path).get_signature_runner("serving_default")
     tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
     sentences = [row[0] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]][:4]
     results = (out / "test_results.tsv").read_text().splitlines()[1:5]

@@ -230,7 +230,6 @@ def load_exports(export_dir, ids, texts, words) -> dict:
     return json.loads(loaded.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow  # about 20 s on an idle machine, a minute on two busy cores
 def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_path):
     """An untrained model (random head): the text signatures' tag per word is the Keras model's
     arg-max at the word's first piece in the features' first window; words past it get ""."""
@@ -274,7 +273,6 @@ def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_pa
     assert (export_dir / "with_text" / "assets.extra" / "tags.txt").read_text().split() == tags
 
 
-@pytest.mark.slow
 def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_path):
     train = write(tmp_path / "train.txt", TRAIN_CONLL)
     sentences = read_sentences(train)

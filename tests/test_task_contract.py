@@ -52,6 +52,8 @@ from albert_tf.tasks.multiple_choice.task import MultipleChoiceTask
 from albert_tf.tasks.pretraining.task import PretrainingTask
 from albert_tf.tasks.question_answering.serving import export_squad
 from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
+from albert_tf.tasks.token_classification.serving import export_token_classifier
+from albert_tf.tasks.token_classification.task import TokenClassifierTask
 from albert_tf.training.task import Task
 from tests.shared_setup import subprocess_env, tiny_config
 
@@ -128,6 +130,19 @@ def model_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
     return {name: value.numpy() for name, value in model(inputs, training=False).items()}
 
 
+NER_TAGS = ("O", "B-PER", "I-PER")
+
+
+def tagged_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
+    """The token classifier's serving outputs: per position the tag probabilities, the arg-max id
+    and its tag name."""
+    logits = model(inputs, training=False)["logits"].numpy()
+    predictions = logits.argmax(-1).astype(np.int32)
+    names = np.array([tag.encode() for tag in NER_TAGS], dtype=object)
+    return {"probabilities": softmax(logits), "predictions": predictions,
+            "tags": names[predictions]}
+
+
 CASES = [
     TaskCase("glue_classifier", lambda c: ClassifierTask(c, ("accuracy",), num_labels=3),
              export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
@@ -141,6 +156,9 @@ CASES = [
              export_squad, lambda c: token_ids(c, BATCH), model_outputs),
     TaskCase("squad_v2", lambda c: SquadTask(c, SquadSettings(version_2=True)),
              export_squad, lambda c: token_ids(c, BATCH, p_mask=True), model_outputs),
+    TaskCase("token_classification", lambda c: TokenClassifierTask(c, num_tags=len(NER_TAGS)),
+             lambda m, d: export_token_classifier(m, d, NER_TAGS), lambda c: token_ids(c, BATCH),
+             tagged_outputs),
     TaskCase("pretraining", PretrainingTask, head_in_pretraining=True),
 ]
 
@@ -341,7 +359,9 @@ def served(tmp_path_factory) -> Served:
                              str(modules_file)], capture_output=True, text=True,
                             env=subprocess_env(), timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-    actual = {case.name: dict(np.load(call["outputs"])) for case, call in zip(SERVED, calls)}
+    # allow_pickle: string outputs (tag names) come back as object arrays of bytes.
+    actual = {case.name: dict(np.load(call["outputs"], allow_pickle=True))
+              for case, call in zip(SERVED, calls)}
     return Served(str(root), expected, actual, json.loads(modules_file.read_text()))
 
 
@@ -357,7 +377,7 @@ def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, se
     for name, want in expected.items():
         got = actual[name]
         assert (got.dtype, got.shape) == (want.dtype, want.shape), name
-        if np.issubdtype(want.dtype, np.integer):
+        if np.issubdtype(want.dtype, np.integer) or want.dtype == object:
             np.testing.assert_array_equal(got, want, err_msg=name)
         else:
             np.testing.assert_allclose(got, want, rtol=ATOL, atol=ATOL, err_msg=name)

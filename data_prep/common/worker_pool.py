@@ -73,6 +73,7 @@ def ordered_map(make_worker: Callable[[], Callable[[Task], Result]], tasks: Iter
     executor = concurrent.futures.ProcessPoolExecutor(
         num_workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
         initargs=(make_worker, os.getpid()))
+    stopped = False
     try:
         pending: collections.deque[concurrent.futures.Future] = collections.deque()
         for task in tasks:
@@ -82,17 +83,28 @@ def ordered_map(make_worker: Callable[[], Callable[[Task], Result]], tasks: Iter
         while pending:
             yield pending.popleft().result()
     except BaseException:  # an error, an interrupt, or the consumer stopped early (GeneratorExit)
+        stopped = True
         _terminate_workers(executor)
         raise
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        # After a stop the workers are gone: the executor's own shutdown is not waited for (an
+        # interrupt landing inside the executor's bookkeeping could leave it waiting forever).
+        executor.shutdown(wait=not stopped, cancel_futures=True)
 
 
-def _terminate_workers(executor: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Sends SIGTERM to the pool's live workers, so that shutting it down does not wait for their
-    tasks. ProcessPoolExecutor has no public way to do this before Python 3.14."""
-    for process in list((executor._processes or {}).values()):
+def _terminate_workers(executor: concurrent.futures.ProcessPoolExecutor,
+                       grace_seconds: float = 5.0) -> None:
+    """Sends SIGTERM to the pool's live workers and waits for them to end (SIGKILL after
+    ``grace_seconds``), so that stopping never waits for their tasks. ProcessPoolExecutor has no
+    public way to do this before Python 3.14."""
+    processes = list((executor._processes or {}).values())
+    for process in processes:
         process.terminate()
+    for process in processes:
+        process.join(grace_seconds)
+        if process.is_alive():
+            process.kill()
+            process.join(grace_seconds)
 
 
 def _start_worker(make_worker: Callable[[], Callable], parent_pid: int) -> None:
