@@ -379,6 +379,7 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
         "task_type": "regression", "labels": None}
 
 
+@pytest.mark.requires_shared_data
 def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
     train = write(tmp_path / "train.csv", "text,label\ngood film,pos\nbad film,neg\n")
     dev = write(tmp_path / "dev.tsv", "text\tlabel\nfine\tpos\nawful\tterrible\n")
