@@ -128,7 +128,11 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
             print(f"{command_line.program_name()}: stopped by {cause}; {when_stopped}",
                   file=sys.stderr, flush=True)
-            sys.exit(128 + signum)
+            sys.stdout.flush()
+            # The finally blocks have run (temporary outputs removed); exiting at once skips the
+            # interpreter's joins of leftover threads, which can wait forever after a stop (a
+            # process pool's result reader blocked on a message its killed worker never finished).
+            os._exit(128 + signum)
         except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
             message = user_error_message(error)
             if message is None or os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
