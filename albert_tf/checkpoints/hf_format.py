@@ -37,6 +37,7 @@ from albert_tf.checkpoints.report import (CheckpointMismatchError, LoadReport, m
                                           shape_mismatch_error)
 from albert_tf.checkpoints.tf1_names import group_zero_name, tf1_variable_map
 from albert_tf.files.atomic import temporary_path
+from albert_tf.files.json_objects import read_json_object
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
@@ -58,14 +59,7 @@ def is_hf_directory(path: str) -> bool:
 
 
 def _read_json(path: str) -> dict:
-    try:
-        with tf.io.gfile.GFile(path, "rb") as reader:
-            values = json.loads(reader.read().decode("utf-8"))
-    except ValueError as err:
-        raise HuggingFaceFormatError(f"{path} is not valid JSON: {err}") from None
-    if not isinstance(values, dict):
-        raise HuggingFaceFormatError(f"{path} must hold a JSON object.")
-    return values
+    return read_json_object(path, HuggingFaceFormatError, path)
 
 
 def read_hf_config(directory: str) -> AlbertConfig:

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.json_objects import read_json_object
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear", "")
 
@@ -153,13 +154,7 @@ class AlbertConfig:
         """Reads a reference-format JSON config (through tf.io.gfile: gs:// works); errors name the file."""
         if not tf.io.gfile.exists(json_file) or tf.io.gfile.isdir(json_file):
             raise ConfigError(f"ALBERT config file not found: {json_file}")
-        try:
-            with tf.io.gfile.GFile(json_file, "rb") as reader:
-                data = json.loads(reader.read().decode("utf-8"))
-        except ValueError as err:
-            raise ConfigError(f"ALBERT config file {json_file} is not valid JSON: {err}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"ALBERT config file {json_file} must hold a JSON object.")
+        data = read_json_object(json_file, ConfigError, f"ALBERT config file {json_file}")
         try:
             return cls.from_dict(data)
         except ConfigError as err:

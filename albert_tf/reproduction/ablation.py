@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 import tensorflow as tf
 
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, recorded_config
-from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
+from albert_tf.evaluation.best_checkpoint import results_file_names
 from albert_tf.models.parameters import paper_parameter_count
 from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores
 from albert_tf.reproduction.published import published_rows
@@ -55,9 +55,8 @@ def _best_results(path: str) -> dict[str, float]:
 def intrinsic_accuracies(run_dir: str) -> dict[str, float]:
     """MLM / NSP / SOP accuracy in percent from the run's sweeps: its own evaluation first (the MLM
     accuracy comes from it), then the named ones (``best_results_<task>.json``)."""
-    stem, extension = os.path.splitext(BEST_RESULTS_FILE)
-    paths = [os.path.join(run_dir, BEST_RESULTS_FILE)] + [
-        os.path.join(run_dir, f"{stem}_{task}{extension}") for task in SENTENCE_TASKS]
+    paths = [os.path.join(run_dir, results_file_names(name)[1])
+             for name in ("", *SENTENCE_TASKS)]
     accuracies: dict[str, float] = {}
     for path in paths:
         if tf.io.gfile.exists(path):
