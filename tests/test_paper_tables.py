@@ -130,6 +130,12 @@ def test_a_results_file_of_another_task_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"race/best_results.json has no 'eval_accuracy' .*RACE"):
         read_task_scores(str(tmp_path / "race"), race)
     assert read_task_scores(str(tmp_path / "mnli"), race) is None  # not run: no cell
+    (tmp_path / "race" / "best_results.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"race/best_results.json is not valid JSON"):
+        read_task_scores(str(tmp_path / "race"), race)
+    (tmp_path / "race" / "best_results.json").write_text('{"eval_accuracy": 0.5}')
+    with pytest.raises(ValueError, match=r"best_results.json is not a results file .*'metrics'"):
+        read_task_scores(str(tmp_path / "race"), race)
 
 
 def test_table_command_mistakes_are_one_line(tmp_path):

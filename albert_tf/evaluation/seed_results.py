@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
 from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.json_objects import read_json_object
 
 SEED_RESULTS_FILE = "seed_results.json"
 
@@ -31,6 +32,16 @@ def seed_directory(output_dir: str, seed: int) -> str:
     return os.path.join(output_dir, f"seed_{seed}")
 
 
+def read_results_file(path: str, *keys: str) -> dict[str, Any]:
+    """A results file (``best_results*.json``, ``seed_results.json``) holding ``keys``; ValueError
+    naming the file when it is not such a JSON object (a corrupt or foreign file)."""
+    results = read_json_object(path, ValueError, path)
+    missing = [key for key in keys if not isinstance(results.get(key), dict)]
+    if missing:
+        raise ValueError(f"{path} is not a results file of albert_tf: no {missing[0]!r} object.")
+    return results
+
+
 def read_best_results(directory: str) -> dict[str, Any]:
     """The ``best_results.json`` of a run; FileNotFoundError naming it when the run has none (its
     sweep has not finished)."""
@@ -38,8 +49,7 @@ def read_best_results(directory: str) -> dict[str, Any]:
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{path} does not exist: the run in {directory} has not finished "
                                 "its evaluation sweep (--do_eval; run_squad: --do_predict)")
-    with tf.io.gfile.GFile(path) as handle:
-        return json.load(handle)
+    return read_results_file(path, "metrics")
 
 
 def summarize_seeds(output_dir: str, seeds: Sequence[int]) -> dict[str, Any]:

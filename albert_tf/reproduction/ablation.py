@@ -24,7 +24,6 @@ Two runs in one cell of a table are refused, naming both.
 from __future__ import annotations
 
 import glob
-import json
 import os
 from typing import Any, Iterable, Mapping
 
@@ -32,6 +31,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, recorded_config
 from albert_tf.evaluation.best_checkpoint import results_file_names
+from albert_tf.evaluation.seed_results import read_results_file
 from albert_tf.models.parameters import paper_parameter_count
 from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores
 from albert_tf.reproduction.published import published_rows
@@ -47,11 +47,6 @@ TABLE5_CELLS = (("squad1.1", "SQuAD1.1"), ("squad2.0", "SQuAD2.0"), ("mnli", "MN
                 ("sst-2", "SST-2"), ("race", "RACE"))
 
 
-def _best_results(path: str) -> dict[str, float]:
-    with tf.io.gfile.GFile(path) as handle:
-        return json.load(handle)["metrics"]
-
-
 def intrinsic_accuracies(run_dir: str) -> dict[str, float]:
     """MLM / NSP / SOP accuracy in percent from the run's sweeps: its own evaluation first (the MLM
     accuracy comes from it), then the named ones (``best_results_<task>.json``)."""
@@ -60,7 +55,7 @@ def intrinsic_accuracies(run_dir: str) -> dict[str, float]:
     accuracies: dict[str, float] = {}
     for path in paths:
         if tf.io.gfile.exists(path):
-            for key, value in _best_results(path).items():
+            for key, value in read_results_file(path, "metrics")["metrics"].items():
                 if key in INTRINSIC_KEYS and key not in accuracies:
                     accuracies[key] = 100.0 * float(value)
     return accuracies

@@ -16,14 +16,13 @@ dev set, the figure the paper reports), RACE accuracy.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any, Mapping
 
 import tensorflow as tf
 
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
-from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE
+from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE, read_results_file
 from albert_tf.reproduction.published import published_model
 
 
@@ -70,13 +69,11 @@ def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | No
     best_path = os.path.join(task_dir, BEST_RESULTS_FILE)
     if tf.io.gfile.exists(seeds_path):
         path = seeds_path
-        with tf.io.gfile.GFile(path) as handle:
-            summary = json.load(handle)
+        summary = read_results_file(path, "median", "seeds")
         metrics, runs = summary["median"], len(summary["seeds"])
     elif tf.io.gfile.exists(best_path):
         path = best_path
-        with tf.io.gfile.GFile(path) as handle:
-            metrics, runs = json.load(handle)["metrics"], 1
+        metrics, runs = read_results_file(path, "metrics")["metrics"], 1
     else:
         return None
     cells = {}
