@@ -3,6 +3,7 @@
 
 The folders are the architecture. Core capability folders, which know no task:
 
+- errors/: ``UserError``, the base of every error a user's data, flags or paths cause.
 - files/: atomic outputs, input patterns, output path checks, TFRecord reading.
 - models/: ``AlbertConfig``, the encoder, its layers, the shared heads, the task-model contract.
 - tokenization/: text -> pieces -> ids, in Python and in the graph.
