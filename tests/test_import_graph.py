@@ -28,8 +28,8 @@ REPO_ROOT = pathlib.Path(shared_setup.REPO_ROOT)
 PACKAGES = ("albert_tf", "data_prep")
 
 # The capability folders that hold no task and that tasks build on.
-ALBERT_TF_CORE = ("errors", "files", "models", "tokenization", "checkpoints", "training", "evaluation",
-                  "serving", "cli")
+ALBERT_TF_CORE = ("errors", "files", "models", "tokenization", "checkpoints", "training",
+                  "evaluation", "serving", "cli")
 # Folders built on the tasks (they read every task's results); only commands use them.
 ALBERT_TF_ABOVE_TASKS = ("reproduction",)
 DATA_PREP_CORE = ("common",)
