@@ -18,7 +18,7 @@ from albert_tf.checkpoints.object_format import (checkpoint_root, object_variabl
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
@@ -221,7 +221,7 @@ def test_another_tasks_checkpoint_loads_the_encoder_and_reports_heads_left_rando
     classifier = AlbertClassifierModel(cfg, 3)
     save_object_checkpoint(classifier, tmp_path, step=7)
     model = AlbertPretrainingModel(cfg)
-    report = load_checkpoint(model, str(tmp_path))
+    report = load_checkpoint(model, resolve_checkpoint_source(str(tmp_path)))
     heads = [name for name in tf1_variable_map(model) if name.startswith("cls/")]
     assert report.kind == "albert_tf" and report.checkpoint.endswith("model.ckpt-7")
     assert report.missing == heads and len(heads) == 7
@@ -236,12 +236,13 @@ def test_another_tasks_checkpoint_loads_the_encoder_and_reports_heads_left_rando
 def test_object_checkpoint_with_fewer_groups_needs_init_from_group0(tmp_path):
     one_group = AlbertPretrainingModel(small_config(num_hidden_groups=1))
     save_object_checkpoint(one_group, tmp_path)
-    report = load_checkpoint(AlbertPretrainingModel(small_config()), str(tmp_path))
+    report = load_checkpoint(AlbertPretrainingModel(small_config()),
+                             resolve_checkpoint_source(str(tmp_path)))
     assert report.missing and all("/group_1/" in name for name in report.missing)
     with pytest.raises(CheckpointMismatchError, match="encoder variable.*group_1"):
         report.require_complete_encoder()
     grown = AlbertPretrainingModel(small_config())
-    report = load_checkpoint(grown, str(tmp_path), init_from_group0=True)
+    report = load_checkpoint(grown, resolve_checkpoint_source(str(tmp_path)), init_from_group0=True)
     assert report.missing == [] and report.unused == []
     np.testing.assert_allclose(run_model(grown, small_config())["mlm_logits"].numpy(),
                                run_model(one_group, small_config())["mlm_logits"].numpy(),
@@ -254,7 +255,8 @@ def test_object_checkpoint_shape_mismatch_is_one_error_and_changes_nothing(tmp_p
     before = [variable.numpy() for variable in model.weights]
     with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-1.*my_config\.json.*"
                        r"bert/embeddings/word_embeddings.*\(30, 8\).*\(31, 8\)"):
-        load_checkpoint(model, str(tmp_path), config_file="my_config.json")
+        load_checkpoint(model, resolve_checkpoint_source(str(tmp_path)),
+                        config_file="my_config.json")
     for value, variable in zip(before, model.weights):
         np.testing.assert_array_equal(value, variable.numpy())
 
@@ -360,6 +362,6 @@ def test_conversion_writes_only_what_the_source_holds(tmp_path):
                                  str(tmp_path / "converted"))
     assert not [name for name, _ in tf.train.list_variables(converted) if "_head/" in name]
     model = AlbertPretrainingModel(cfg)
-    report = load_checkpoint(model, converted)
+    report = load_checkpoint(model, resolve_checkpoint_source(converted))
     assert report.missing == [name for name in tf1_variable_map(model) if name.startswith("cls/")]
     assert report.missing_encoder() == []

@@ -14,7 +14,7 @@ from albert_tf.checkpoints.object_format import require_same_model
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.models.parameters import encoder_parameter_count, parameter_report
@@ -236,7 +236,7 @@ def test_albert_tf_checkpoint_round_trip_and_strategy_change(strategy, tmp_path)
     prefix = save_object_checkpoint(source, tmp_path)
     target = AlbertPretrainingModel(cfg)
     require_same_model(target, prefix)
-    report = load_checkpoint(target, prefix)
+    report = load_checkpoint(target, resolve_checkpoint_source(prefix))
     assert not report.missing and not report.unused
     for name, variable in tf1_variable_map(target).items():
         np.testing.assert_array_equal(variable.numpy(), tf1_variable_map(source)[name].numpy())

@@ -22,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints import tf1_format
+from albert_tf.checkpoints.warm_start import resolve_checkpoint_source
 from albert_tf.serving.saved_model import save_new_directory
 from albert_tf.serving.tf2_encoder import TF2_INPUT_NAMES
 from albert_tf.tasks.classification.model import AlbertClassifierModel
@@ -421,10 +422,12 @@ def classifier_trainer(output_dir, config) -> Trainer:
 def test_fine_tuning_from_the_export_starts_from_the_checkpoints_encoder(exports, source,
                                                                          tmp_path):
     from_export = classifier_trainer(tmp_path / "from_export", source.config)
-    message = from_export.initialize(init_checkpoint=str(exports.encoder))
+    message = from_export.initialize(
+        init_checkpoint=resolve_checkpoint_source(str(exports.encoder)))
     assert str(exports.encoder) in message
     from_checkpoint = classifier_trainer(tmp_path / "from_checkpoint", source.config)
-    from_checkpoint.initialize(init_checkpoint=str(source.directory / "model.ckpt-best"))
+    from_checkpoint.initialize(init_checkpoint=resolve_checkpoint_source(
+        str(source.directory / "model.ckpt-best")))
     exported_weights = [w.numpy() for w in from_export.model.albert.weights]
     assert len(exported_weights) == len(source.model.albert.weights)
     for exported, loaded, original in zip(exported_weights, from_checkpoint.model.albert.weights,
@@ -438,14 +441,15 @@ def test_fine_tuning_from_the_export_starts_from_the_checkpoints_encoder(exports
 
 def test_a_directory_exports_its_best_checkpoint_not_its_latest(source):
     assert tf.train.latest_checkpoint(str(source.directory)).endswith("model.ckpt-7")
-    assert checkpoint_to_export(str(source.directory)) == str(
+    assert checkpoint_to_export(str(source.directory)).path == str(
         source.directory / "model.ckpt-best")
 
 
 def test_a_reference_tf1_checkpoint_loads_with_its_heads(source, tmp_path):
     prefix = tf1_format.export_tf1_checkpoint(source.model, str(tmp_path / "model.ckpt"))
     model = AlbertPretrainingModel(source.config)
-    assert load_pretraining_weights(model, prefix).startswith("reference checkpoint")
+    assert load_pretraining_weights(model, checkpoint_to_export(prefix)).startswith(
+        "reference checkpoint")
     for loaded, original in zip(model.weights, source.model.weights):
         np.testing.assert_array_equal(loaded.numpy(), original.numpy())
 
@@ -454,7 +458,8 @@ def test_a_fine_tuned_checkpoint_without_heads_is_refused(source, tmp_path):
     classifier = AlbertClassifierModel(source.config, 2)
     prefix = tf.train.Checkpoint(model=classifier).write(str(tmp_path / "model.ckpt-1"))
     with pytest.raises(HubExportError, match="lacks the MLM and SOP heads"):
-        load_pretraining_weights(AlbertPretrainingModel(source.config), prefix)
+        load_pretraining_weights(AlbertPretrainingModel(source.config),
+                                 checkpoint_to_export(prefix))
 
 
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path):

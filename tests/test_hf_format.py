@@ -20,7 +20,7 @@ from albert_tf.checkpoints.hf_names import (HuggingFaceFormatError, albert_confi
                                             check_representable, hf_config_dict)
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.cli.run_flags import check_init_checkpoint
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
@@ -89,7 +89,7 @@ def test_pretraining_model_round_trips_with_the_formats_names_and_layouts(tmp_pa
     assert is_hf_directory(str(tmp_path / "hf"))
 
     back = AlbertPretrainingModel(read_hf_config(str(tmp_path / "hf")))
-    report = load_checkpoint(back, str(tmp_path / "hf"))
+    report = load_checkpoint(back, resolve_checkpoint_source(str(tmp_path / "hf")))
     assert report.kind == "Hugging Face" and report.missing == [] and report.unused == []
     assert len(report.loaded) == len(tf1_variable_map(model))
     expected = weights_of(model)
@@ -223,7 +223,7 @@ def test_a_reference_checkpoint_converts_to_huggingface(tmp_path):
     np.testing.assert_array_equal(tensors["predictions.LayerNorm.bias"],
                                   values["cls/predictions/transform/LayerNorm/beta"])
     back = AlbertPretrainingModel(cfg)
-    assert not load_checkpoint(back, str(tmp_path / "hf")).missing
+    assert not load_checkpoint(back, resolve_checkpoint_source(str(tmp_path / "hf"))).missing
     for name, value in weights_of(back).items():
         np.testing.assert_array_equal(value, values[name], err_msg=name)
 
@@ -267,7 +267,7 @@ def test_conversion_command_to_huggingface_and_back(tmp_path):
         == cfg.to_dict()
     assert (tmp_path / "back" / "spiece.model").read_bytes() == open(spm_model, "rb").read()
     back = AlbertPretrainingModel(cfg)
-    report = load_checkpoint(back, str(tmp_path / "back"))
+    report = load_checkpoint(back, resolve_checkpoint_source(str(tmp_path / "back")))
     assert report.kind == "albert_tf" and not report.missing
     expected = weights_of(model)
     for name, value in weights_of(back).items():

@@ -21,7 +21,7 @@ import transformers
 
 from albert_tf.checkpoints.hf_format import write_hf_directory
 from albert_tf.checkpoints.hf_names import HuggingFaceFormatError
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
@@ -182,7 +182,8 @@ def test_a_directory_saved_by_transformers_warm_starts_albert_tf(tmp_path):
                                                             num_train_steps=1,
                                                             num_warmup_steps=0),
                       run, log=lambda message: None)
-    message = trainer.initialize(init_checkpoint=str(tmp_path / "hf"))  # --init_checkpoint's path
+    # --init_checkpoint's path
+    message = trainer.initialize(init_checkpoint=resolve_checkpoint_source(str(tmp_path / "hf")))
     assert "Hugging Face checkpoint" in message
     assert_close(albert_tf_outputs(trainer.model, *batch), expected,
                  ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"))
@@ -191,17 +192,19 @@ def test_a_directory_saved_by_transformers_warm_starts_albert_tf(tmp_path):
     theirs.save_pretrained(str(tmp_path / "sharded"), max_shard_size="20KB")
     assert os.path.exists(tmp_path / "sharded" / "model.safetensors.index.json")
     sharded = AlbertPretrainingModel(cfg)
-    assert not load_checkpoint(sharded, str(tmp_path / "sharded")).missing
+    assert not load_checkpoint(sharded,
+                               resolve_checkpoint_source(str(tmp_path / "sharded"))).missing
     assert_close(albert_tf_outputs(sharded, *batch), expected, ["mlm_logits"])
     # bfloat16 weights have no NumPy type: one clear error.
     copy.deepcopy(theirs).to(torch.bfloat16).save_pretrained(str(tmp_path / "bf16"))
     with pytest.raises(HuggingFaceFormatError, match="save the model in float32"):
-        load_checkpoint(AlbertPretrainingModel(cfg), str(tmp_path / "bf16"))
+        load_checkpoint(AlbertPretrainingModel(cfg),
+                        resolve_checkpoint_source(str(tmp_path / "bf16")))
 
     # AlbertModel's own save has no "albert." prefix.
     theirs.albert.save_pretrained(str(tmp_path / "encoder"))
     encoder = AlbertModel(cfg)
-    report = load_checkpoint(encoder, str(tmp_path / "encoder"))
+    report = load_checkpoint(encoder, resolve_checkpoint_source(str(tmp_path / "encoder")))
     assert report.missing == [] and report.unused == []
     assert_close(albert_tf_outputs(encoder, *batch), expected, ("sequence_output",
                                                                 "pooled_output"))

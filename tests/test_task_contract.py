@@ -41,7 +41,7 @@ import albert_tf.tasks
 from albert_tf.checkpoints.object_format import checkpoint_root, object_variable_paths
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.serving.saved_model import IDS_ONLY
@@ -287,7 +287,8 @@ def test_warm_start_from_pretraining_reports_exactly_the_head_as_new(case, check
     (for the pretraining model itself: nothing), and the head keeps the values it had."""
     model = case.build(tiny_config())
     head_before = values(model.tf1_head_variables())
-    report = load_checkpoint(model, pretrained.prefixes[checkpoint_format])
+    source = resolve_checkpoint_source(pretrained.prefixes[checkpoint_format])
+    report = load_checkpoint(model, source)
     assert report.kind == checkpoint_format
     assert report.missing_encoder() == []
     if case.head_in_pretraining:

@@ -11,6 +11,8 @@ import tensorflow as tf
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.warm_start import (ALBERT_TF, CheckpointSource,
+                                              resolve_checkpoint_source)
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
@@ -121,7 +123,7 @@ def test_tf1_init_checkpoint_gives_the_directly_loaded_models_metrics(tmp_path, 
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(config))
     trainer = make_trainer(tmp_path / "run", config=config)
-    message = trainer.initialize(init_checkpoint=str(tmp_path / "ref"))
+    message = trainer.initialize(init_checkpoint=resolve_checkpoint_source(str(tmp_path / "ref")))
     assert "reference checkpoint" in message
     eval_data = reference_data(is_training=False, records=pretraining_records)
     via_trainer = trainer.evaluate(EvalSet("", lambda: eval_data(32, 0), max_steps=3))
@@ -141,13 +143,14 @@ def test_albert_tf_checkpoint_as_init_and_missing_init_is_an_error(tmp_path):
     first = make_trainer(tmp_path / "a", steps=2, iterations_per_loop=2)
     first.train(synthetic_dataset_fn())
     second = make_trainer(tmp_path / "b", steps=2)
-    assert "albert_tf checkpoint" in second.initialize(str(tmp_path / "a"))
+    assert "albert_tf checkpoint" in second.initialize(
+        resolve_checkpoint_source(str(tmp_path / "a")))
     # Every variable, including those the checkpoint stores under the optimizer's object path.
     for ours, theirs in zip(second.model.weights, first.model.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert second.global_step == 0  # warm start: weights only, fresh optimizer
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        make_trainer(tmp_path / "c").initialize(str(tmp_path / "nowhere" / "model.ckpt"))
+        resolve_checkpoint_source(str(tmp_path / "nowhere" / "model.ckpt"))
 
 
 def test_bfloat16_with_xla_trains(tmp_path):
@@ -178,7 +181,7 @@ def test_warm_start_from_another_tasks_checkpoint_reports_the_heads_left_random(
     prefix = tf.train.Checkpoint(model=classifier).write(str(tmp_path / "cls" / "model.ckpt-7"))
     logged = []
     trainer = make_trainer(tmp_path / "run", config=config, log=logged.append)
-    message = trainer.initialize(prefix)
+    message = trainer.initialize(resolve_checkpoint_source(prefix))
     assert message == f"Initialised the model from albert_tf checkpoint {prefix}."
     report = "\n".join(logged)
     assert f"WARNING: 7 head variable(s) are not in {prefix}" in report
@@ -195,9 +198,10 @@ def test_warm_start_missing_encoder_variables_is_an_error_unless_grown_from_grou
     prefix = tf.train.Checkpoint(model=one_group).write(str(tmp_path / "one" / "model.ckpt-1"))
     two_groups = tiny_config(num_hidden_groups=2)
     with pytest.raises(CheckpointMismatchError, match=r"lacks \d+ encoder variable.*group_1"):
-        make_trainer(tmp_path / "a", config=two_groups).initialize(prefix)
+        make_trainer(tmp_path / "a", config=two_groups).initialize(
+            resolve_checkpoint_source(prefix))
     grown = make_trainer(tmp_path / "b", config=two_groups)
-    grown.initialize(prefix, init_from_group0=True)
+    grown.initialize(resolve_checkpoint_source(prefix), init_from_group0=True)
     groups = grown.model.albert.transformer.groups
     np.testing.assert_array_equal(groups[1][0].query.kernel.numpy(),
                                   one_group.albert.transformer.groups[0][0].query.kernel.numpy())
@@ -216,8 +220,10 @@ def test_resume_or_evaluation_after_editing_the_config_is_one_clear_error(tmp_pa
     with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-2 .*\(16, 32\).*\(16, 48\)"):
         wider.restore_weights(str(tmp_path / "model.ckpt-2"))  # what the evaluation sweep calls
     regrouped = make_trainer(tmp_path, config=tiny_config(num_hidden_groups=2), steps=4)
+    # An --init_checkpoint (never read: the run resumes from its own checkpoint).
+    elsewhere = CheckpointSource("elsewhere", ALBERT_TF, str(tmp_path / "elsewhere"))
     with pytest.raises(CheckpointMismatchError, match=r"another model .* lacks \d+ .*group_1"):
-        regrouped.initialize(str(tmp_path / "elsewhere"))
+        regrouped.initialize(elsewhere)
     try:  # another --dtype: a LossScaleOptimizer's state, not LAMB's
         float16 = make_trainer(tmp_path, steps=4, dtype="float16")
         with pytest.raises(CheckpointMismatchError, match=r"model\.ckpt-2 holds the state of "
@@ -227,5 +233,5 @@ def test_resume_or_evaluation_after_editing_the_config_is_one_clear_error(tmp_pa
         keras.mixed_precision.set_global_policy("float32")
     assert wider.global_step == 0 and regrouped.global_step == 0 and float16.global_step == 0
     same = make_trainer(tmp_path, steps=4)
-    assert same.initialize(str(tmp_path / "elsewhere")).startswith(
+    assert same.initialize(elsewhere).startswith(
         "Resumed from " + str(tmp_path / "model.ckpt-2"))

@@ -1,15 +1,19 @@
-"""The warm start every script uses: ``load_checkpoint(model, path)`` from any checkpoint format.
+"""The warm start every script uses: a checkpoint named by the user, resolved once into a typed
+``CheckpointSource``, then ``load_checkpoint(model, source)``.
 
-The path may be a prefix, a directory (its latest checkpoint), a SavedModel or a Hugging Face format
-directory; the format decides the loader: a reference TF1 checkpoint goes through
-albert_tf/checkpoints/tf1_format.py, an albert_tf (object-based) one through
-albert_tf/checkpoints/object_format.py, a Hugging Face directory (config.json + model.safetensors)
-through albert_tf/checkpoints/hf_format.py. Returns a ``LoadReport`` of
-loaded / missing / unused variables (reference names), which the scripts print. A shape mismatch is
-a ``CheckpointMismatchError`` raised before any variable changes.
+``resolve_checkpoint_source`` decides what a path names (a reference TF1 checkpoint, an albert_tf
+one, or a Hugging Face format directory; a prefix, a directory of checkpoints (its latest) or a
+SavedModel) before any work, so a path that names nothing is an error in the first seconds, never
+a silent random initialisation. ``load_checkpoint`` loads the source into a model through the
+loader of its format: albert_tf/checkpoints/tf1_format.py, albert_tf/checkpoints/object_format.py
+or albert_tf/checkpoints/hf_format.py. It returns a ``LoadReport`` of loaded / missing / unused
+variables (reference names), which the scripts print. A shape mismatch is a
+``CheckpointMismatchError`` raised before any variable changes.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import keras
 
@@ -19,16 +23,41 @@ from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import LoadReport
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
 
+TF1 = "reference TF1"
+ALBERT_TF = "albert_tf"
+HUGGING_FACE = "Hugging Face"
 
-def load_checkpoint(model: keras.Model, path: str, init_from_group0: bool = False,
-                    config_file: str | None = None) -> LoadReport:
-    """The warm start: loads a reference TF1 or an albert_tf checkpoint (prefix or directory) or a
-    Hugging Face directory into ``model`` and returns the report. Callers print ``report.format()`` and call
-    ``report.require_complete_encoder()``: heads may be missing (fine-tuning from pretraining), the
-    encoder may not."""
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointSource:
+    """A checkpoint to warm-start from, resolved: ``given`` as the user wrote it, ``kind`` its format
+    (``TF1``, ``ALBERT_TF`` or ``HUGGING_FACE``) and ``path`` what the loader reads (a checkpoint
+    prefix, or the Hugging Face directory)."""
+
+    given: str
+    kind: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} checkpoint {self.path}"
+
+
+def resolve_checkpoint_source(path: str) -> CheckpointSource:
+    """What ``path`` names: a Hugging Face directory, else the checkpoint prefix of a prefix, a
+    directory of checkpoints (its latest) or a SavedModel, in the reference's TF1 format or
+    albert_tf's. FileNotFoundError (a UserError) naming the path when it names no checkpoint."""
     if is_hf_directory(path):
-        return load_hf_checkpoint(model, path, init_from_group0=init_from_group0,
-                                  config_file=config_file)
-    path = resolve_checkpoint_path(path)
-    loader = load_object_checkpoint if is_object_based_checkpoint(path) else load_tf1_checkpoint
-    return loader(model, path, init_from_group0=init_from_group0, config_file=config_file)
+        return CheckpointSource(path, HUGGING_FACE, path)
+    prefix = resolve_checkpoint_path(path)
+    kind = ALBERT_TF if is_object_based_checkpoint(prefix) else TF1
+    return CheckpointSource(path, kind, prefix)
+
+
+def load_checkpoint(model: keras.Model, source: CheckpointSource, init_from_group0: bool = False,
+                    config_file: str | None = None) -> LoadReport:
+    """The warm start: loads ``source`` into ``model`` and returns the report. Callers print
+    ``report.format()`` and call ``report.require_complete_encoder()``: heads may be missing
+    (fine-tuning from pretraining), the encoder may not."""
+    loader = {HUGGING_FACE: load_hf_checkpoint, ALBERT_TF: load_object_checkpoint,
+              TF1: load_tf1_checkpoint}[source.kind]
+    return loader(model, source.path, init_from_group0=init_from_group0, config_file=config_file)

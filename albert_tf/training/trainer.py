@@ -42,7 +42,7 @@ from tensorflow.core.framework import summary_pb2
 
 from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.models.layers import dropout_seed_scope
 from albert_tf.training.input_pipeline import DatasetFn
 from albert_tf.training.task import EvalSet, Features, Task
@@ -186,15 +186,14 @@ class Trainer:
         return int(self.optimizer.iterations.numpy())
 
     # ----------------------------------------------------------------------------- initialization
-    def initialize(self, init_checkpoint: str | None = None, init_from_group0: bool = False,
-                   config_file: str | None = None) -> str:
-        """Resumes from the latest checkpoint in output_dir, else warm-starts from ``init_checkpoint``.
+    def initialize(self, init_checkpoint: CheckpointSource | None = None,
+                   init_from_group0: bool = False, config_file: str | None = None) -> str:
+        """Resumes from the latest checkpoint in output_dir, else warm-starts from ``init_checkpoint``
+        (resolved by ``resolve_checkpoint_source``; None: a random initialisation).
 
-        ``init_checkpoint`` may be a reference TF1 checkpoint or an albert_tf one (prefix or
-        directory); one that does not exist is an error. ``config_file`` (the model's config) is
-        named in the errors of a checkpoint that does not fit the model: on resume, the checkpoint
-        must hold exactly the model's variables and shapes and the state of the same optimizer
-        (CheckpointMismatchError otherwise).
+        ``config_file`` (the model's config) is named in the errors of a checkpoint that does not
+        fit the model: on resume, the checkpoint must hold exactly the model's variables and shapes
+        and the state of the same optimizer (CheckpointMismatchError otherwise).
         Returns a one-line description.
         """
         latest = self.latest_checkpoint()
@@ -231,9 +230,9 @@ class Trainer:
             latest = numbered[-1][1] if numbered else None
         return latest
 
-    def warm_start(self, init_checkpoint: str, init_from_group0: bool = False,
+    def warm_start(self, init_checkpoint: CheckpointSource, init_from_group0: bool = False,
                    config_file: str | None = None) -> str:
-        """Loads model weights only (optimizer fresh, step 0), from either checkpoint format.
+        """Loads model weights only (optimizer fresh, step 0), from any checkpoint format.
 
         Logs the load report (loaded / missing / unused variables; a WARNING for heads left at
         their random initial values) and raises CheckpointMismatchError when an encoder variable is

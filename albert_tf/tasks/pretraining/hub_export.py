@@ -48,8 +48,8 @@ import tempfile
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import resolve_checkpoint_path
-from albert_tf.checkpoints.warm_start import load_checkpoint
+from albert_tf.checkpoints.warm_start import (CheckpointSource, load_checkpoint,
+                                              resolve_checkpoint_source)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
@@ -215,25 +215,25 @@ class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
                 "tokenization_info": self.tokenization_info, "serving_default": self.tokens}
 
 
-def checkpoint_to_export(path: str) -> str:
-    """The prefix ``--checkpoint`` names: a directory's ``model.ckpt-best`` when it has one, else
-    what ``resolve_checkpoint_path`` finds (its latest checkpoint, or the variables of
-    an export)."""
+def checkpoint_to_export(path: str) -> CheckpointSource:
+    """The checkpoint ``--checkpoint`` names, resolved once: a directory's ``model.ckpt-best`` when
+    it has one, else what ``resolve_checkpoint_source`` finds (its latest checkpoint, or the
+    variables of an export)."""
     if tf.io.gfile.isdir(path):
         best = os.path.join(path, BEST_PREFIX)
         if tf.io.gfile.exists(best + ".index"):
-            return best
+            path = best
     try:
-        return resolve_checkpoint_path(path)
+        return resolve_checkpoint_source(path)
     except FileNotFoundError as err:
         raise HubExportError(f"--checkpoint: {err}") from None
 
 
-def load_pretraining_weights(model: AlbertPretrainingModel, path: str) -> str:
-    """Loads encoder, MLM and SOP heads from a checkpoint prefix of either format (printing the
+def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSource) -> str:
+    """Loads encoder, MLM and SOP heads from a checkpoint of either format (printing the
     load report); returns a description. Raises HubExportError when the heads are missing (e.g. a
     fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random."""
-    report = load_checkpoint(model, path)
+    report = load_checkpoint(model, source)
     print(report.format())
     report.require_complete_encoder()
     if report.missing:
