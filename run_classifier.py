@@ -16,12 +16,13 @@ and the predictions and exports giving your label names.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -54,15 +55,18 @@ flags.DEFINE_enum("selection_metric", "accuracy", ["accuracy", "macro_f1"], "[al
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
+_ACTIONS = ("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")
 
 
 def uses_own_files() -> bool:
     return any(FLAGS[name].value for name in _OWN_FILE_FLAGS)
 
 
-def check_data_flags() -> None:
-    """Before TensorFlow loads: either a GLUE task (--task_name, --data_dir) or your own files,
-    each action with its file; the own-file flags are refused with a GLUE task."""
+def check_flags() -> None:
+    """Before TensorFlow loads: what to do, the model's files, and either a GLUE task
+    (--task_name, --data_dir) or your own files, each action with its file; the own-file flags are
+    refused with a GLUE task."""
+    flag_checks.fine_tuning_checks(*_ACTIONS)
     if uses_own_files():
         for name in ("task_name", "data_dir"):
             if FLAGS[name].value:
@@ -77,186 +81,204 @@ def check_data_flags() -> None:
             if FLAGS[name].present:
                 raise app.UsageError(f"--{name} applies to your own files (--train_file, "
                                      "--dev_file, --test_file), not to a GLUE --task_name.")
+        flag_checks.require_flags("data_dir", "task_name")
 
 
 # --help, flag mistakes: before TensorFlow loads
-command_line.parse_before_imports(__name__, checks=[check_data_flags])
+command_line.parse_before_imports(__name__, checks=[check_flags])
 
-import tensorflow as tf  # noqa: E402
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
-from albert_tf.tasks.classification.label_file import (  # noqa: E402
-    read_label_file, write_label_file)
+from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.cli.fine_tuning import (  # noqa: E402
+    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
+from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.serving import (  # noqa: E402
     export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
-from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import (  # noqa: E402
-    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.classification.features import cached_glue_features, parse_glue_example  # noqa: E402
 from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E402
 from data_prep.classification.own_data import Columns, OwnDataReader  # noqa: E402
-from data_prep.classification.own_data_task import OwnDataTask, load_own_data  # noqa: E402
+from data_prep.classification.own_data_task import TASK_NAME, OwnDataTask, load_own_data  # noqa: E402
 from data_prep.classification.processors import GlueDataError  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 
 
-class Run:
-    """What the steps of one run share: the task, the tokenizer, the trainer and the feature files."""
+@dataclasses.dataclass(frozen=True)
+class ClassifierSettings:
+    """run_classifier's own flags: a GLUE task, or your own files and their columns."""
 
-    def __init__(self, task: GlueTask | OwnDataTask, tokenizer: FullTokenizer, trainer: Trainer):
-        self.task = task
-        self.own_files = isinstance(task, OwnDataTask)  # else a GLUE task
-        self.tokenizer = tokenizer
-        self.trainer = trainer
-        self.static_batches = needs_static_batches(trainer.strategy)
-        self.parse = functools.partial(parse_glue_example, max_seq_length=FLAGS.max_seq_length,
-                                       is_regression=task.is_regression)
+    task_name: str | None
+    data_dir: str | None
+    files: dict  # {"train" | "dev" | "test": path} of your own files (empty for a GLUE task)
+    file_format: str | None
+    columns: Columns
+    labels: tuple[str, ...] | None
+    task_type: str
+    selection_metric: str
+    threshold_to_export: float | None
 
-    def features(self, task_key: str, split: str) -> FeatureFile:
-        """The cached feature file of one split (on TPU too: the pipeline pads the last batch)."""
+    @classmethod
+    def from_flags(cls) -> "ClassifierSettings":
+        files = {split: FLAGS[f"{split}_file"].value for split in ("train", "dev", "test")
+                 if FLAGS[f"{split}_file"].value}
+        threshold = FLAGS.threshold_to_export
+        return cls(FLAGS.task_name, FLAGS.data_dir, files, FLAGS.file_format,
+                   Columns(FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column,
+                           FLAGS.id_column),
+                   tuple(FLAGS.labels) if FLAGS.labels else None, FLAGS.task_type,
+                   FLAGS.selection_metric, None if math.isnan(threshold) else threshold)
+
+
+class ClassifierHooks(FineTuningHooks):
+    """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
+
+    run_outputs = ("test_results*.tsv", "submit_results*.tsv")
+
+    def __init__(self, own: ClassifierSettings):
+        self.own = own
+        self.task: GlueTask | OwnDataTask | None = None
+        if not own.files:
+            try:
+                self.task = glue_task(own.task_name)
+            except GlueDataError as error:
+                raise app.UsageError(str(error)) from None
+
+    @property
+    def own_files(self) -> bool:
+        return bool(self.own.files)
+
+    @property
+    def selection_metric(self) -> str:
+        return self.task.selection_metric
+
+    def splits(self, settings: RunSettings) -> list[tuple[str, str]]:
+        """(task key, split) of every split the run reads: the dev sets with --do_eval, the test
+        sets with --do_predict (MNLI: matched and mismatched), train with --do_train; the smaller
+        ones first, so that their mistakes stop the run before the long build of train."""
+        eval_keys = ([key for _, key in self.task.eval_sets] if self.task is not None
+                     else [TASK_NAME])
+        name = self.task.name if self.task is not None else TASK_NAME
+        return ([(key, "dev") for key in eval_keys if settings.do_eval]
+                + [(key, "test") for key in eval_keys if settings.do_predict]
+                + ([(name, "train")] if settings.do_train else []))
+
+    def files(self, settings: RunSettings) -> RunFiles:
+        """Every TSV split (GLUE: each must exist now) or own file the run reads; the feature
+        cache's files."""
         if self.own_files:
-            return self.task.features(split, self.tokenizer, FLAGS.max_seq_length,
-                                      FLAGS.cached_dir or FLAGS.output_dir)
-        return cached_glue_features(task_key, FLAGS.data_dir, split, self.tokenizer,
-                                    FLAGS.max_seq_length, FLAGS.cached_dir or FLAGS.output_dir)
+            read = declared_inputs(*((f"--{split}_file", path)
+                                     for split, path in self.own.files.items()))
+            names = [TASK_NAME]
+        else:
+            read = declared_inputs(*(("a file of --data_dir",
+                                      glue_task(key).processor().split_path(self.own.data_dir,
+                                                                           split))
+                                     for key, split in self.splits(settings)))
+            names = sorted({key for key, _ in self.splits(settings)} | {self.task.name})
+        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
+                              else "--output_dir", settings.cached_dir)
+        return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(name) for name in names]))
 
-    def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:
-        return record_eval_dataset(path, self.parse, batch_size, self.static_batches)
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        if self.own_files:
+            own = self.own
+            reader = OwnDataReader(own.columns, own.task_type, own.file_format,
+                                   use_spm=run.tokenizer.uses_sentencepiece,
+                                   do_lower_case=run.tokenizer.do_lower_case)
+            stored_labels = stored.labels if stored is not None else None
+            self.task = load_own_data(own.files, reader, own.labels, stored_labels,
+                                      own.selection_metric,
+                                      label_file_path(run.settings.output_dir))
+            source = self.task.label_source
+        else:
+            source = f"--task_name={self.task.name}"
+        task_type = "regression" if self.task.is_regression else "classification"
+        labels = None if self.task.is_regression else tuple(self.task.labels)
+        return LabelSet(task_type, labels), source
 
+    def training_task(self, run: FineTuningRun, label_set: LabelSet) -> ClassifierTask:
+        task = self.task
+        return ClassifierTask(run.config, task.metric_kinds, task.num_labels, task.is_regression,
+                              class_names=task.labels if self.own_files else None)
 
-def validate_flags() -> None:
-    run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")
-    if uses_own_files():
-        run_flags.require_flags("output_dir", "albert_config_file")
-    else:
-        run_flags.require_flags("data_dir", "task_name", "output_dir", "albert_config_file")
-    if (FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file) and not FLAGS.do_eval:
-        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
+    def parse(self, run: FineTuningRun):
+        return functools.partial(parse_glue_example, max_seq_length=run.settings.max_seq_length,
+                                 is_regression=self.task.is_regression)
 
+    def features(self, run: FineTuningRun, task_key: str, split: str) -> FeatureFile:
+        """The cached feature file of one split (on TPU too: the pipeline pads the last batch)."""
+        settings = run.settings
+        if self.own_files:
+            return self.task.features(split, run.tokenizer, settings.max_seq_length,
+                                      settings.cached_dir)
+        return cached_glue_features(task_key, self.own.data_dir, split, run.tokenizer,
+                                    settings.max_seq_length, settings.cached_dir)
 
-def check_input_splits(run: Run) -> None:
-    """Checks before work: every TSV split this run will read exists and parses, before any step.
+    def prepare_features(self, run: FineTuningRun) -> None:
+        for key, split in self.splits(run.settings):
+            self.features(run, key, split)
 
-    The splits: every dev set for --do_eval and every test set for --do_predict (MNLI: matched and
-    mismatched), train for --do_train. First every file must exist, so that a missing dev.tsv stops
-    the run before training rather than after it; then each split's feature file is built (or found
-    in the cache), the smaller evaluation and prediction sets first, which reads and checks every row
-    now; the later steps read the cache.
-    """
-    needed = []
-    if FLAGS.do_eval:
-        needed += [(key, "dev") for _, key in run.task.eval_sets]
-    if FLAGS.do_predict:
-        needed += [(key, "test") for _, key in run.task.eval_sets]
-    if FLAGS.do_train:
-        needed.append((run.task.name, "train"))
-    if not run.own_files:  # own files: all read and checked when loaded
-        for key, split in needed:
-            glue_task(key).processor().split_path(FLAGS.data_dir, split)
-    for key, split in needed:
-        run.features(key, split)
+    def training_data(self, run: FineTuningRun) -> TrainingData:
+        train_file = self.features(run, self.task.name, "train")
+        description = f"{self.task.name} train: {train_file.num_records} examples"
+        if self.own_files and not self.task.is_regression:
+            description += f" ({self.task.label_counts('train')})"
+        return TrainingData(train_file.path, self.parse(run), description)
 
+    def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
+        batch_size = run.settings.eval_batch_size
+        return [EvalSet(suffix, functools.partial(run.eval_dataset,
+                                                  self.features(run, key, "dev").path,
+                                                  self.parse(run), batch_size))
+                for suffix, key in self.task.eval_sets]
 
-def train(run: Run) -> None:
-    train_file = run.features(run.task.name, "train")
-    description = f"{run.task.name} train: {train_file.num_records} examples"
-    if run.own_files and not run.task.is_regression:
-        description += f" ({run.task.label_counts('train')})"
-    run_flags.train_from_flags(run.trainer, train_file.path, run.parse, description)
+    def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
+        return SweepPolicy.glue(settings.num_train_steps, max_wait_seconds=0 if settings.do_train
+                                else settings.max_eval_wait_secs)
 
+    def after_sweep(self, run: FineTuningRun, best: dict[str, float]) -> None:
+        labels = self.task.labels
+        if self.own_files and labels and class_key(labels[0], "f1") in best:
+            print(f"Dev set, best checkpoint:\n{format_class_report(best, labels)}")
 
-def evaluate(run: Run) -> None:
-    """The reference's sweep over every checkpoint on the dev set(s), keeping the best."""
-    eval_sets = []
-    for suffix, key in run.task.eval_sets:
-        path = run.features(key, "dev").path
-        eval_sets.append(EvalSet(suffix, functools.partial(run.dataset, path,
-                                                           FLAGS.eval_batch_size)))
-    policy = SweepPolicy.glue(FLAGS.train_step,
-                              max_wait_seconds=0 if FLAGS.do_train else FLAGS.max_eval_wait_secs)
-    _, best = run_checkpoint_sweep(run.trainer, eval_sets, run.task.selection_metric, policy)
-    labels = run.task.labels
-    if run.own_files and labels and class_key(labels[0], "f1") in best:
-        print(f"Dev set, best checkpoint:\n{format_class_report(best, labels)}")
+    def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
+        """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
+        labels = self.task.labels
+        for suffix, key in self.task.eval_sets:
+            test_file = self.features(run, key, "test")
+            outputs = run.trainer.predict(run.eval_dataset(
+                test_file.path, self.parse(run), run.settings.predict_batch_size))
+            guids = test_file.metadata["guids"]
+            suffix = f"_{suffix}" if suffix else ""
+            paths = write_predictions(run.output_path(f"test_results{suffix}.tsv"),
+                                      run.output_path(f"submit_results{suffix}.tsv"),
+                                      guids, outputs, labels,
+                                      header=(labels or ["score"]) if self.own_files else None)
+            print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
 
+    def export(self, run: FineTuningRun) -> None:
+        labels = self.task.labels
+        export_classifier(run.trainer.model, run.settings.export_dir,
+                          self.own.threshold_to_export,
+                          assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
+                          tokenizer=run.tokenizer, max_seq_length=run.settings.max_seq_length,
+                          label_names=labels if self.own_files else None)
 
-def predict(run: Run) -> None:
-    """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
-    for suffix, key in run.task.eval_sets:
-        test_file = run.features(key, "test")
-        outputs = run.trainer.predict(run.dataset(test_file.path, FLAGS.predict_batch_size))
-        guids = test_file.metadata["guids"]
-        paths = write_predictions(run.trainer.config.output_dir, guids, outputs, run.task.labels,
-                                  suffix=f"_{suffix}" if suffix else "",
-                                  header=(run.task.labels or ["score"]) if run.own_files else None)
-        print(f"Predicted {len(guids)} {key} test examples -> {', '.join(paths)}")
-
-
-def export_saved_model(run: Run) -> None:
-    threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
-    labels = run.task.labels
-    export_classifier(run.trainer.model, FLAGS.export_dir, threshold,
-                      assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
-                      tokenizer=run.tokenizer, max_seq_length=FLAGS.max_seq_length,
-                      label_names=labels if run.own_files else None)
-    print(f"Exported the SavedModel of {BEST_PREFIX} to {FLAGS.export_dir}")
-
-
-def load_own_files(tokenizer: FullTokenizer) -> OwnDataTask:
-    """Your files, read and checked, with their label set (see own_data_task.load_own_data)."""
-    columns = Columns(FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column)
-    reader = OwnDataReader(columns, FLAGS.task_type, FLAGS.file_format,
-                           use_spm=tokenizer.uses_sentencepiece,
-                           do_lower_case=tokenizer.do_lower_case)
-    files = {"train": FLAGS.train_file, "dev": FLAGS.dev_file, "test": FLAGS.test_file}
-    return load_own_data(files, reader, FLAGS.output_dir, FLAGS.labels, FLAGS.selection_metric)
+    def export_tflite(self, run: FineTuningRun) -> str:
+        settings = run.settings
+        return export_classifier_tflite(run.trainer.model, settings.tflite_file,
+                                        settings.max_seq_length, settings.tflite_quantization)
 
 
 def main(argv):
     del argv
-    validate_flags()
-    own_files = uses_own_files()
-    if not own_files:
-        try:
-            task = glue_task(FLAGS.task_name)
-        except GlueDataError as error:
-            raise app.UsageError(str(error)) from None
-    config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    tokenizer = run_flags.tokenizer_from_flags(config)
-    if own_files:
-        task = load_own_files(tokenizer)
-    if FLAGS.do_train:
-        run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    classifier_task = ClassifierTask(config, task.metric_kinds, task.num_labels, task.is_regression,
-                                     class_names=task.labels if own_files else None)
-    run = Run(task, tokenizer,
-              run_flags.trainer_from_flags(classifier_task, FLAGS.train_step, FLAGS.warmup_step))
-    check_input_splits(run)
-    if own_files and run.trainer.chief and read_label_file(FLAGS.output_dir) is None:
-        write_label_file(FLAGS.output_dir, FLAGS.task_type, task.labels)
-    if FLAGS.do_train:
-        train(run)
-    if FLAGS.do_eval:
-        evaluate(run)
-    if FLAGS.do_predict or FLAGS.export_dir or FLAGS.tflite_file:
-        restore_best_checkpoint(run.trainer)
-    if FLAGS.do_predict:
-        predict(run)
-    if FLAGS.export_dir:
-        export_saved_model(run)
-    if FLAGS.tflite_file:
-        run_flags.write_tflite_from_flags(run.trainer.model, export_classifier_tflite)
+    run_fine_tuning(RunSettings.from_flags(), ClassifierHooks(ClassifierSettings.from_flags()))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
-                                     run_flags.check_output_directories,
-                                     run_flags.lock_output_dir],
-                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -121,11 +121,12 @@ def test_padding_examples_weigh_nothing_and_are_not_written(tmp_path):
     # Real examples: 2 of 3 right; class 1: tp 2, fp 0, fn 1 -> F1 = 4/5.
     assert metrics == pytest.approx({"eval_accuracy": 2 / 3, "f1": 0.8, "eval_loss": 0.8,
                                      "loss": 0.8})
-    write_predictions(str(tmp_path), ["a", "b", "c"], outputs, ["0", "1"])
+    paths = (str(tmp_path / "test_results.tsv"), str(tmp_path / "submit_results.tsv"))
+    write_predictions(*paths, ["a", "b", "c"], outputs, ["0", "1"])
     assert (tmp_path / "test_results.tsv").read_text() == "0.2\t0.8\n0.6\t0.4\n0.3\t0.7\n"
     assert (tmp_path / "submit_results.tsv").read_text() == "index\tprediction\na\t1\nb\t0\nc\t1\n"
     with pytest.raises(ValueError, match="3 real predictions for 2 examples"):
-        write_predictions(str(tmp_path), ["a", "b"], outputs, ["0", "1"])
+        write_predictions(*paths, ["a", "b"], outputs, ["0", "1"])
 
 
 # -- the sweep ------------------------------------------------------------------------------------

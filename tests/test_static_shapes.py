@@ -224,7 +224,9 @@ def test_glue_metrics_and_prediction_files_are_unchanged(tmp_path, task_name):
     guids = [f"dev-{index}" for index in range(7)]
     for name, outputs in (("dynamic", dynamic), ("static", static)):
         (tmp_path / name).mkdir()
-        write_predictions(str(tmp_path / name), guids, outputs, glue.labels)
+        write_predictions(str(tmp_path / name / "test_results.tsv"),
+                          str(tmp_path / name / "submit_results.tsv"), guids, outputs,
+                          glue.labels)
     same_files(tmp_path / "static", tmp_path / "dynamic")
 
 

@@ -16,7 +16,8 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy, sweep_checkpoints
+from albert_tf.evaluation.checkpoint_sweep import (BEST_PREFIX, BEST_TRIAL_FILE, SweepPolicy,
+                                                   sweep_checkpoints)
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
@@ -24,6 +25,9 @@ from albert_tf.training.trainer import Trainer
 # The best checkpoint's metrics, written by every sweep: {"selection_metric": key, "best_step": step,
 # "metrics": {name: value}} (after a resumed sweep whose best came earlier, only the key's value).
 BEST_RESULTS_FILE = "best_results.json"
+# What a sweep writes into the output_dir besides the checkpoints (names and glob patterns; a
+# named evaluation's results files carry its name).
+SWEEP_OUTPUTS = ("eval_results*.txt", "best_results*.json", BEST_TRIAL_FILE)
 
 
 def results_file_names(results_name: str = "") -> tuple[str, str]:

@@ -86,7 +86,7 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
     return files
 
 
-def _path_identity(path: str) -> tuple:
+def path_identity(path: str) -> tuple:
     """Equal for two spellings of one file or directory: device and inode of an existing local path
     (through symbolic and hard links), else the resolved absolute path; a URL without a trailing
     '/'."""
@@ -126,10 +126,10 @@ def check_outputs_are_not_inputs(outputs: Sequence[tuple[str, str]],
     "--output_file"). Paths are compared as files, so relative and absolute spellings, symbolic and
     hard links of one file or directory are the same. Raises OutputPathError naming both.
     """
-    read = {_path_identity(path): (what, path) for what, path in inputs}
+    read = {path_identity(path): (what, path) for what, path in inputs}
     for what, path in outputs:
-        if _path_identity(path) in read:
-            input_what, input_path = read[_path_identity(path)]
+        if path_identity(path) in read:
+            input_what, input_path = read[path_identity(path)]
             raise OutputPathError(f"{what} {path!r} is also an input ({input_what} "
                                   f"{input_path!r}): writing it would replace that input; choose "
                                   "another output path")
@@ -142,7 +142,7 @@ def check_directory_holds_no_input(directory: tuple[str, str], inputs: Sequence[
     naming both, followed by ``consequence`` (what the run does there, what to do instead)."""
     what, path = directory
     for input_what, input_path in inputs:
-        if _path_identity(_parent(input_path)) == _path_identity(path):
+        if path_identity(_parent(input_path)) == path_identity(path):
             raise OutputPathError(f"{what} {path!r} holds the input {input_what} {input_path!r}: "
                                   f"{consequence}")
 
@@ -151,7 +151,7 @@ def _check_distinct(outputs: Sequence[tuple[str, str]], noun: str) -> None:
     """Refuses two outputs that are one ``noun`` (the second would replace the first)."""
     seen: dict[tuple, tuple[str, str]] = {}
     for what, path in outputs:
-        identity = _path_identity(path)
+        identity = path_identity(path)
         if identity in seen:
             first_what, first_path = seen[identity]
             raise OutputPathError(f"{what} {path!r} and {first_what} {first_path!r} are the same "
@@ -172,13 +172,13 @@ def check_output_directories_apart(outputs: Sequence[tuple[str, str]]) -> None:
 
 def _is_inside(path: str, directory: str) -> bool:
     """Whether ``path`` lies (at any depth) inside ``directory``, both resolved."""
-    target = _path_identity(directory)
+    target = path_identity(directory)
     current = absolute_path(path)
     while True:
         parent = _parent(current)
         if parent == current or ("://" in parent) != ("://" in current):
             return False
-        if _path_identity(parent) == target:
+        if path_identity(parent) == target:
             return True
         current = parent
 

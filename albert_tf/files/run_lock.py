@@ -53,11 +53,16 @@ class DirectoryInUseError(Exception):
     """Another run holds the directory's lock of this role (or its lock cannot be read)."""
 
 
-def lock_path(directory: str, role: str) -> str:
-    """The lock file of ``role`` in ``directory`` (hidden: input patterns never match it)."""
+def lock_name(role: str) -> str:
+    """The name of the lock file of ``role`` (hidden: input patterns never match it)."""
     if role not in ROLES:
         raise ValueError(f"unknown lock role {role!r}; expected one of {list(ROLES)}")
-    return os.path.join(directory, f".albert_tf-{role}.lock")
+    return f".albert_tf-{role}.lock"
+
+
+def lock_path(directory: str, role: str) -> str:
+    """The lock file of ``role`` in ``directory``."""
+    return os.path.join(directory, lock_name(role))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,7 +40,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
+from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
+                                         list_checkpoints)
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
 from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.models.layers import dropout_seed_scope
@@ -56,6 +57,13 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
     data_class=summary_pb2.DATA_CLASS_SCALAR)
 
+
+# What a Trainer writes into its output_dir: the checkpoint state file, the checkpoints, the
+# TensorBoard logs of training and evaluation, and the other workers' scratch checkpoints of a
+# multi-worker run (names and glob patterns).
+SUMMARY_DIRS = ("train", "eval")
+WORKER_DIR = ".worker_tmp"
+TRAINER_OUTPUTS = (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME + "-*", *SUMMARY_DIRS, WORKER_DIR)
 
 # Where a Trainer checkpoint saves the run's dropout seed (the edge ``dropout_seed`` of its root).
 DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
@@ -172,7 +180,7 @@ class Trainer:
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
                                               dropout_seed=self.dropout_seed)
         checkpoint_dir = config.output_dir if self.chief else os.path.join(
-            config.output_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
+            config.output_dir, WORKER_DIR, str(strategy.cluster_resolver.task_id))
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoint_max or None,
             checkpoint_name=TF2_CHECKPOINT_NAME)

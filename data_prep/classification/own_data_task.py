@@ -5,7 +5,7 @@ from a ``GlueTask`` (name, labels, metrics, selection metric, eval sets) plus th
 from the first file (train, else dev, else test); the label set is ``--labels``, else the
 training file's labels (sorted), else the ``label_list.json`` of the output directory (a run
 without --train_file); it must equal the one stored in the output directory, if any
-(albert_tf/tasks/classification/label_file.py); then the dev and test labels must belong to it.
+(the driver checks it: albert_tf/checkpoints/label_set.py); then the dev and test labels must belong to it.
 Metrics: classification: ``eval_accuracy`` and ``class_report`` (macro-F1, per-class precision,
 recall, F1, support, predicted count), the best checkpoint chosen by accuracy (the reference's
 GLUE choice) or macro-F1; regression: Pearson (the selection metric, as STS-B), Spearman, MSE.
@@ -17,8 +17,6 @@ import collections
 import dataclasses
 from typing import Sequence
 
-from albert_tf.tasks.classification.label_file import (check_label_file, label_file_path,
-                                                       read_label_file)
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, MACRO_F1_KEY
 from data_prep.classification.features import (FEATURES_VERSION, GlueTokenizer,
                                                write_example_records)
@@ -41,6 +39,7 @@ class OwnDataTask:
     reader: OwnDataReader
     labels: list[str] | None
     selection_metric: str
+    label_source: str
     name: str = TASK_NAME
     eval_sets: tuple[tuple[str, str], ...] = (("", TASK_NAME),)
 
@@ -85,14 +84,15 @@ class OwnDataTask:
                          for label in self.labels)
 
 
-def load_own_data(files: dict[str, str], reader: OwnDataReader, output_dir: str,
-                  given_labels: Sequence[str] | None = None,
-                  selection: str = "accuracy") -> OwnDataTask:
+def load_own_data(files: dict[str, str], reader: OwnDataReader,
+                  given_labels: Sequence[str] | None, stored_labels: Sequence[str] | None,
+                  selection: str, label_file: str) -> OwnDataTask:
     """Reads and checks every file of ``files`` ({"train"|"dev"|"test": path}); see the module doc.
 
-    Raises OwnDataError (a file's mistake), LabelSetMismatch (another label set than the output
-    directory's) or ValueError (no label set can be found, a single class, a selection metric that
-    does not fit the task type).
+    ``stored_labels``: the labels recorded by an earlier run in the output directory, in
+    ``label_file`` (None when there is none). Raises OwnDataError (a file's mistake) or ValueError
+    (no label set can be found, a single class, a selection metric that does not fit the task
+    type).
     """
     if selection not in SELECTION_METRICS:
         raise ValueError(f"unknown selection metric {selection!r}; expected one of "
@@ -118,23 +118,21 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader, output_dir: str,
                 labels = label_set(examples["train"])
                 source = f"the labels of {files['train']}"
         if labels is None:
-            stored = read_label_file(output_dir)
-            if stored is None or stored[1] is None:
-                raise ValueError(f"no label set: {label_file_path(output_dir)} does not exist "
+            if stored_labels is None:
+                raise ValueError(f"no label set: {label_file} does not exist "
                                  "(--do_train with --train_file writes it); give --train_file or "
                                  "--labels")
-            labels, source = stored[1], label_file_path(output_dir)
+            labels, source = list(stored_labels), label_file
         if len(labels) < 2:
             raise OwnDataError(f"{source}: one class only ({labels}); a classifier needs at least "
                                "two labels")
         reader = reader.with_labels(labels, source)
-    check_label_file(output_dir, reader.task_type, labels, source)
     for split, path in files.items():
         if split not in examples:
             examples[split] = reader.read(path, split)
     selection_metric = (GLUE_METRIC_KEYS["pearson"] if reader.is_regression
                         else SELECTION_METRICS[selection])
-    return OwnDataTask(files, examples, reader, labels, selection_metric)
+    return OwnDataTask(files, examples, reader, labels, selection_metric, source)
 
 
 def _given_label_set(given: Sequence[str]) -> list[str]:

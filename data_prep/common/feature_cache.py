@@ -42,6 +42,7 @@ RECORD_SUFFIX = ".tf_record"
 _SIDECAR_FIELDS = ("format_version", "key", "num_records", "record_bytes", "metadata")
 _NAME_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _HASH_BLOCK_BYTES = 1 << 20
+_DIGEST_CHARACTERS = 16  # of the sha256 naming a cache entry
 
 
 class FeatureCacheError(ValueError):
@@ -208,8 +209,15 @@ def feature_file_path(cache_dir: str, task: str, split: str, settings: Mapping,
     """``<cache_dir>/<task>_<split>_<digest>.tf_record``: the same path for the same task, split,
     settings and tokenizer (digest: 16 hex chars of their sha256), whatever the input files hold."""
     identity = _identity(task, split, settings, tokenizer_fingerprint)
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
+    digest = digest[:_DIGEST_CHARACTERS]
     return tf.io.gfile.join(cache_dir, f"{task}_{split}_{digest}{RECORD_SUFFIX}")
+
+
+def cache_file_pattern(task: str) -> str:
+    """The glob pattern of the cache's files of ``task`` (records and sidecars, every split): what
+    a command declares it writes into its cache directory."""
+    return f"{task}_*_{'?' * _DIGEST_CHARACTERS}{RECORD_SUFFIX}*"
 
 
 def cached_feature_file(cache_dir: str, task: str, split: str, settings: Mapping,

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Mapping, Sequence
 
 import keras
@@ -95,10 +94,11 @@ def model_inputs(features: Features) -> dict[str, tf.Tensor]:
     return {name: features[name] for name in INPUT_NAMES}
 
 
-def write_predictions(output_dir: str, guids: Sequence[str],
+def write_predictions(results_path: str, submit_path: str, guids: Sequence[str],
                       outputs: Mapping[str, np.ndarray], label_list: Sequence[str] | None,
-                      suffix: str = "", header: Sequence[str] | None = None) -> tuple[str, str]:
-    """Writes ``test_results<suffix>.tsv`` and ``submit_results<suffix>.tsv`` for the real examples.
+                      header: Sequence[str] | None = None) -> tuple[str, str]:
+    """Writes ``test_results.tsv`` (the probabilities) to ``results_path`` and
+    ``submit_results.tsv`` (guid, label) to ``submit_path`` for the real examples.
 
     header: a first line for test_results.tsv naming its columns (the reference's file has none;
     the runs on the user's own files write their label names, or "score").
@@ -109,8 +109,6 @@ def write_predictions(output_dir: str, guids: Sequence[str],
     probabilities, predictions = real_examples(outputs, "probabilities", "predictions")
     if len(probabilities) != len(guids):
         raise ValueError(f"Got {len(probabilities)} real predictions for {len(guids)} examples.")
-    results_path = os.path.join(output_dir, f"test_results{suffix}.tsv")
-    submit_path = os.path.join(output_dir, f"submit_results{suffix}.tsv")
     with atomic_open(results_path) as results, atomic_open(submit_path) as submit:
         submit.write("index\tprediction\n")
         if header is not None:

@@ -1,0 +1,204 @@
+"""The one driver of every fine-tuning script: a script declares its task as ``FineTuningHooks``
+and calls ``run_fine_tuning(settings, hooks)``.
+
+The driver runs the procedure every script used to spell itself:
+
+1. before any work: --init_checkpoint resolved once; everything the run reads and writes declared
+   (albert_tf/cli/training_run.py's ``run_files`` plus the task's ``files``) and checked in one
+   pre-flight check (albert_tf/files/run_files.py); a run that predicts or exports without its own
+   sweep needs an earlier run's model.ckpt-best; the locks of --output_dir taken;
+2. the config and the tokenizer; the task's data read and checked (``load_data``), its label set
+   checked against the one recorded in --output_dir and recorded at the first run; every feature
+   file the run reads built (or found in the cache) before the first training step;
+3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
+   reshuffled as the pipeline says; the sweep (the reference's: every checkpoint evaluated, the best
+   kept as model.ckpt-best); then, from model.ckpt-best, the predictions, the SavedModel export and
+   the TFLite export the flags ask for.
+
+A task plugs in through hooks (features, parse, evaluation sets, predictions, exports); it writes
+only declared outputs (``FineTuningRun.output_path``). albert_tf never imports data_prep: a script
+hands its data_prep feature builders to the driver inside its hooks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Sequence
+
+import tensorflow as tf
+
+from albert_tf.checkpoints.label_set import (LabelSet, check_label_set, read_label_set,
+                                             write_label_set)
+from albert_tf.checkpoints.warm_start import CheckpointSource
+from albert_tf.cli import training_run
+from albert_tf.cli.settings import RunSettings
+from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
+from albert_tf.files.run_files import RunFiles, check_run_files
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.training.input_pipeline import (ParseFn, needs_static_batches,
+                                               record_eval_dataset, record_train_dataset_fn)
+from albert_tf.training.task import EvalSet, Task
+from albert_tf.training.trainer import Trainer
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingData:
+    """The records a run trains on: the feature file's path, how to parse its records, and a line
+    saying what it holds (e.g. "rte train: 2490 examples")."""
+
+    path: str
+    parse: ParseFn
+    description: str
+
+
+@dataclasses.dataclass
+class FineTuningRun:
+    """What the steps of one run share, handed to the hooks: the settings, the declared files, the
+    config, the tokenizer, the checkpoint to start from, the trainer (built after ``load_data``)."""
+
+    settings: RunSettings
+    files: RunFiles
+    config: AlbertConfig
+    tokenizer: FullTokenizer
+    init_checkpoint: CheckpointSource | None
+    trainer: Trainer | None = None
+
+    def output_path(self, name: str) -> str:
+        """The path of the fixed output ``name`` in --output_dir (KeyError unless declared)."""
+        return self.files.declared(os.path.join(self.settings.output_dir, name))
+
+    def eval_dataset(self, record_path: str, parse: ParseFn, batch_size: int) -> tf.data.Dataset:
+        """The records of ``record_path`` in file order, once (full batches on a TPU)."""
+        return record_eval_dataset(record_path, parse, batch_size,
+                                   needs_static_batches(self.trainer.strategy))
+
+
+class FineTuningHooks:
+    """What a fine-tuning script declares: its task's files, data, model, evaluation and outputs.
+
+    Subclasses set ``run_outputs`` (the fixed names they write in --output_dir) and implement
+    ``files``, ``load_data``, ``training_task``, ``prepare_features``, ``training_data``,
+    ``eval_sets``, ``selection_metric`` and the outputs their flags offer (``predict``, ``export``,
+    ``export_tflite``).
+    """
+
+    run_outputs: tuple[str, ...] = ()
+    # The flag of the run's sweep, named when a prediction or export finds no model.ckpt-best.
+    evaluation_flag = "--do_eval"
+    selection_metric = "eval_accuracy"
+
+    def files(self, settings: RunSettings) -> RunFiles:
+        """The task's inputs and outputs besides the shared ones (its data files, its features)."""
+        return RunFiles()
+
+    def evaluates(self, settings: RunSettings) -> bool:
+        """Whether the run sweeps the checkpoints (--do_eval)."""
+        return settings.do_eval
+
+    def reads_init_checkpoint(self, settings: RunSettings) -> bool:
+        """Whether the run uses --init_checkpoint (to train from)."""
+        return settings.do_train
+
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        """Reads and checks every data file the run uses; returns the task's label set and where
+        it comes from (named in a mismatch). ``stored``: the one --output_dir recorded, if any."""
+        raise NotImplementedError
+
+    def training_task(self, run: FineTuningRun, label_set: LabelSet) -> Task:
+        raise NotImplementedError
+
+    def schedule(self, run: FineTuningRun) -> tuple[int, int]:
+        """(training steps, warmup steps); by default the flags'."""
+        return run.settings.num_train_steps, run.settings.num_warmup_steps
+
+    def prepare_features(self, run: FineTuningRun) -> None:
+        """Builds (or finds in the cache) every feature file the run reads, before any step."""
+
+    def training_data(self, run: FineTuningRun) -> TrainingData:
+        raise NotImplementedError
+
+    def eval_sets(self, run: FineTuningRun) -> Sequence[EvalSet]:
+        raise NotImplementedError
+
+    def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
+        return SweepPolicy(prune=True)
+
+    def before_sweep(self, run: FineTuningRun) -> None:
+        """Runs before the sweep (SQuAD: a run without checkpoints evaluates --init_checkpoint)."""
+
+    def after_sweep(self, run: FineTuningRun, best: dict[str, float]) -> None:
+        """Runs after the sweep with the best checkpoint's metrics (e.g. prints a report)."""
+
+    def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
+        """--do_predict from model.ckpt-best (restored): the task's prediction files."""
+
+    def export(self, run: FineTuningRun) -> None:
+        """--export_dir from model.ckpt-best (restored): the task's SavedModels."""
+
+    def export_tflite(self, run: FineTuningRun) -> str:
+        """--tflite_file from model.ckpt-best (restored); returns the path written."""
+        raise NotImplementedError
+
+
+def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:
+    """Runs one fine-tuning command (see the module doc); returns the sweep's best metrics (None
+    when the run did not sweep)."""
+    training_run.strategy_of(settings.strategy)  # multi-worker: configured before any other op
+    init = (training_run.init_checkpoint_source(settings)
+            if hooks.reads_init_checkpoint(settings) else None)
+    files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
+    check_run_files(files)
+    evaluates = hooks.evaluates(settings)
+    if (settings.do_predict or settings.export_dir or settings.tflite_file) and not evaluates:
+        training_run.require_best_checkpoint(settings, hooks.evaluation_flag)
+    with training_run.output_dir_locks(settings):
+        config = training_run.load_config(settings)
+        tokenizer = training_run.load_tokenizer(settings, config)
+        run = FineTuningRun(settings, files, config, tokenizer, init)
+        label_set, source = hooks.load_data(run, read_label_set(settings.output_dir))
+        check_label_set(settings.output_dir, label_set, source)
+        steps, warmup = hooks.schedule(run)
+        run.trainer = training_run.build_trainer(
+            settings, hooks.training_task(run, label_set), steps, warmup, evaluates)
+        hooks.prepare_features(run)
+        if run.trainer.chief and read_label_set(settings.output_dir) is None:
+            write_label_set(settings.output_dir, label_set)
+        if settings.do_train:
+            _train(run, hooks.training_data(run))
+        best = _sweep(run, hooks) if evaluates else None
+        if settings.do_predict or settings.export_dir or settings.tflite_file:
+            restore_best_checkpoint(run.trainer)
+        if settings.do_predict:
+            hooks.predict(run, best)
+        if settings.export_dir:
+            hooks.export(run)
+            print(f"Exported the SavedModel of {BEST_PREFIX} to {settings.export_dir}")
+        if settings.tflite_file:
+            path = hooks.export_tflite(run)
+            print(f"Wrote the TFLite model of {BEST_PREFIX} ({settings.tflite_quantization}, S="
+                  f"{settings.max_seq_length}) to {path}")
+    return best
+
+
+def _train(run: FineTuningRun, data: TrainingData) -> None:
+    """--do_train: warm start from --init_checkpoint (or resume the run in --output_dir), then
+    train on the records, repeated and shuffled with --input_seed."""
+    settings, trainer = run.settings, run.trainer
+    print(f"{data.description}, batch {settings.train_batch_size}, "
+          f"{trainer.config.num_train_steps} steps")
+    trainer.initialize(run.init_checkpoint, settings.init_from_group0,
+                       config_file=settings.albert_config_file)
+    trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed))
+
+
+def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:
+    """The reference's sweep over the checkpoints of --output_dir on the task's evaluation sets,
+    keeping the best by the task's selection metric; returns the best one's metrics."""
+    hooks.before_sweep(run)
+    _, best = run_checkpoint_sweep(run.trainer, hooks.eval_sets(run), hooks.selection_metric,
+                                   hooks.sweep_policy(run.settings))
+    hooks.after_sweep(run, best)
+    return best

@@ -1,0 +1,179 @@
+"""The steps every training script shares, from its frozen ``RunSettings``: what a run in
+``--output_dir`` reads and writes (its declaration, checked before any work), the locks of that
+directory, and the config, tokenizer, checkpoint source, strategy and ``Trainer`` of the run.
+
+The fine-tuning driver (albert_tf/cli/fine_tuning.py) and run_pretraining.py are built on these
+steps; nothing here reads a flag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Iterator
+
+import tensorflow as tf
+
+from albert_tf.checkpoints.label_set import LABEL_FILE
+from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
+from albert_tf.cli.settings import RunSettings, StrategySettings
+from albert_tf.errors.user_error import UserError
+from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
+from albert_tf.files import run_lock
+from albert_tf.files.paths import absolute_path
+from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
+                                       fixed_outputs, inputs)
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
+from albert_tf.training.distribute import create_strategy
+from albert_tf.training.optimization import create_optimizer
+from albert_tf.training.task import Task
+from albert_tf.training.trainer import TRAINER_OUTPUTS, RunConfig, Trainer, is_chief
+
+# What the family of checkpoints in --output_dir is to an input found among them.
+CHECKPOINTS_CONSEQUENCE = ("the run writes its checkpoints there, renames its best to "
+                           "model.ckpt-best and deletes the others. To resume the run in it, leave "
+                           "--init_checkpoint out; to start from that checkpoint, use another "
+                           "--output_dir")
+
+
+class RunSettingsError(UserError, ValueError):
+    """Settings that cannot work together (e.g. a max_seq_length longer than the config allows)."""
+
+
+def output_directory(settings: RunSettings) -> WorkDirectory:
+    return WorkDirectory("--output_dir", settings.output_dir)
+
+
+def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None,
+              run_outputs: tuple[str, ...] = ()) -> RunFiles:
+    """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
+    ``--output_dir`` with the trainer's and the sweep's files, the label set, the lock files and the
+    script's ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir`` and
+    ``--tflite_file``. Every fixed name is declared whatever the run's actions, so no output of any
+    run ever lands on a file another run of the directory owns."""
+    output_dir = output_directory(settings)
+    directories = (output_dir,)
+    if settings.cached_dir != settings.output_dir:
+        directories += (WorkDirectory("--cached_dir", settings.cached_dir),)
+    lock_names = tuple(run_lock.lock_name(role) for role in run_lock.ROLES)
+    checkpoints, others = TRAINER_OUTPUTS[1], tuple(
+        name for name in TRAINER_OUTPUTS if name != TRAINER_OUTPUTS[1])
+    outputs = (fixed_outputs(output_dir, [checkpoints], consequence=CHECKPOINTS_CONSEQUENCE)
+               + fixed_outputs(output_dir, [*others, *SWEEP_OUTPUTS, LABEL_FILE, *lock_names,
+                                            *run_outputs]))
+    if settings.tflite_file:
+        outputs += (Output("--tflite_file", settings.tflite_file),)
+    read = inputs(("--albert_config_file", settings.albert_config_file),
+                  ("--spm_model_file", settings.spm_model_file),
+                  ("--vocab_file", settings.vocab_file))
+    if init_checkpoint is not None:
+        read += inputs(("--init_checkpoint", init_checkpoint.path))
+    exports = (NewDirectory("--export_dir", settings.export_dir),) if settings.export_dir else ()
+    return RunFiles(read, outputs, directories, exports)
+
+
+def init_checkpoint_source(settings: RunSettings) -> CheckpointSource | None:
+    """--init_checkpoint resolved once (None when not given): FileNotFoundError naming it when it
+    names no checkpoint, before any work (never a silent random initialisation)."""
+    if not settings.init_checkpoint:
+        return None
+    try:
+        return resolve_checkpoint_source(settings.init_checkpoint)
+    except FileNotFoundError as error:
+        raise RunSettingsError(f"--init_checkpoint: {error}") from None
+
+
+def require_best_checkpoint(settings: RunSettings, selecting_flag: str = "--do_eval") -> None:
+    """Before any work: a run that predicts or exports without selecting a best checkpoint itself
+    needs the ``model.ckpt-best`` an earlier run selected (FileNotFoundError naming the flag)."""
+    best_checkpoint_prefix(settings.output_dir, selecting_flag)
+
+
+@functools.cache
+def strategy_of(settings: StrategySettings) -> tf.distribute.Strategy:
+    """The strategy, created once per process (multi-worker collectives are configured before the
+    first op)."""
+    return create_strategy(settings.name, num_gpus=settings.num_gpus, tpu_name=settings.tpu_name,
+                           tpu_zone=settings.tpu_zone, gcp_project=settings.gcp_project)
+
+
+@contextlib.contextmanager
+def output_dir_locks(settings: RunSettings) -> Iterator[None]:
+    """Holds the locks of --output_dir (albert_tf/files/run_lock.py) for the roles this run plays
+    within the block, released when it ends (normally, on an error or Ctrl-C).
+
+    Training with --do_train; evaluation with --do_eval, --do_predict, --export_dir or
+    --tflite_file. So a separate evaluation job runs beside a training job, and a second job of
+    either kind is refused (DirectoryInUseError naming the holder). A multi-worker job is one run:
+    its chief takes the locks; the other workers, which write only under <output_dir>/.worker_tmp/,
+    take none and stop when another run holds them.
+    """
+    roles = [run_lock.TRAINING] if settings.do_train else []
+    if settings.evaluates_checkpoints:
+        roles.append(run_lock.EVALUATION)
+    cluster = None
+    if settings.strategy.name == "multi_worker_mirrored":
+        strategy = strategy_of(settings.strategy)
+        cluster = strategy.cluster_resolver.cluster_spec().as_dict()
+        if not is_chief(strategy):
+            for role in roles:
+                run_lock.check_lock_of_cluster(settings.output_dir, role, cluster)
+            yield
+            return
+    with contextlib.ExitStack() as locks:
+        for role in roles:
+            locks.callback(run_lock.acquire(settings.output_dir, role, cluster).release)
+        yield
+
+
+def load_config(settings: RunSettings) -> AlbertConfig:
+    """The config of --albert_config_file, checked to fit --max_seq_length."""
+    config = AlbertConfig.from_json_file(settings.albert_config_file)
+    if settings.max_seq_length > config.max_position_embeddings:
+        raise RunSettingsError(f"--max_seq_length={settings.max_seq_length} exceeds "
+                               f"max_position_embeddings={config.max_position_embeddings} of "
+                               f"{settings.albert_config_file}.")
+    return config
+
+
+def load_tokenizer(settings: RunSettings, config: AlbertConfig) -> FullTokenizer:
+    """The tokenizer of --spm_model_file (or --vocab_file) and --do_lower_case, checked against the
+    config's vocab_size (config, SentencePiece model and checkpoint come from one model)."""
+    tokenizer = FullTokenizer(vocab_file=settings.vocab_file, do_lower_case=settings.do_lower_case,
+                              spm_model_file=settings.spm_model_file)
+    if config.vocab_size != tokenizer.vocab_size:
+        raise RunSettingsError(
+            f"vocab_size={config.vocab_size} in {settings.albert_config_file} does not match the "
+            f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}; the config, the "
+            "SentencePiece model and the checkpoint must come from the same pretrained model.")
+    return tokenizer
+
+
+def build_trainer(settings: RunSettings, task: Task, num_train_steps: int, num_warmup_steps: int,
+                  evaluates: bool) -> Trainer:
+    """The Trainer of a run: the strategy, loop and checkpoint settings, the optimizer and its
+    schedule. A run that evaluates refuses a multi-worker strategy: the checkpoint sweep writes and
+    deletes files in one process."""
+    strategy = strategy_of(settings.strategy)
+    if evaluates and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        raise RunSettingsError("the checkpoint sweep runs in one process: start it as a separate "
+                               "job with --nodo_train and --strategy=one_device or mirrored.")
+    tf.io.gfile.makedirs(settings.output_dir)
+    run_config = RunConfig(
+        output_dir=absolute_path(settings.output_dir),
+        train_batch_size=settings.train_batch_size, num_train_steps=num_train_steps,
+        save_checkpoints_steps=settings.save_checkpoints_steps,
+        keep_checkpoint_max=settings.keep_checkpoint_max,
+        iterations_per_loop=settings.iterations_per_loop,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
+        use_xla=settings.use_xla, dtype=settings.dtype, seed=settings.seed,
+        replay_input_on_resume=settings.replay_input_on_resume)
+
+    def optimizer():
+        return create_optimizer(settings.optimizer, learning_rate=settings.learning_rate,
+                                num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
+                                poly_power=settings.poly_power,
+                                start_warmup_step=settings.start_warmup_step)
+
+    return Trainer(strategy, task, optimizer, run_config)

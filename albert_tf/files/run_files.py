@@ -1,0 +1,298 @@
+"""What a command reads and writes, declared once before any work, and the one check of it all.
+
+Every command declares a ``RunFiles``: the files it reads (``Input``), every file it writes
+(``Output``: a flag's path, or a fixed name inside a directory such as ``predictions.json`` in
+``--output_dir``, or a family of files such as the checkpoints ``model.ckpt-*``), the directories it
+writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it writes whole
+(``NewDirectory``: an export). ``check_run_files`` then refuses, before any work:
+
+- an output that is an input (through links and other spellings), an input in a family the run
+  writes or deletes (its own checkpoints), a directory written whole that is, or holds, an input;
+- two outputs on one path (a flag's output on a fixed name of the run: ``--tflite_file`` on the
+  ``checkpoint`` state file), a file inside a directory written whole, nested exports;
+- an output named by a flag over an existing checkpoint file (a ``checkpoint`` state file, an
+  ``.index`` or a data shard): it belongs to a run;
+- a directory written whole that holds anything but what the command wrote there earlier (and even
+  that only when the user asked to replace it), naming what it holds;
+- directories that cannot be created or written, outputs whose place is taken by a directory.
+
+Because a command's fixed names are declared whatever its actions, a file one run of a command
+wrote into its directory is never replaced by another output of a later run. Messages name the
+flag (or the fixed name and its directory) and both paths. Local paths and anything
+``tf.io.gfile`` handles (``gs://``) work; local paths are compared as files (device and inode).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import uuid
+from typing import Iterable, Sequence
+
+import tensorflow as tf
+
+from albert_tf.files.paths import OutputPathError, absolute_path, path_identity
+
+# Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
+# replaces one of them (they belong to a run).
+CHECKPOINT_FILE_PATTERNS = ("checkpoint", "*.index", "*.data-[0-9]*-of-[0-9]*")
+
+
+@dataclasses.dataclass(frozen=True)
+class Input:
+    """A file or directory the command reads. ``what`` names it in messages ("--train_file",
+    "a file of --data_dir")."""
+
+    what: str
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """A file the command writes (or, with ``family``, the glob pattern of a family of files it
+    writes, renames and deletes, e.g. ``<output_dir>/model.ckpt-*``).
+
+    ``what`` names it in messages ("--tflite_file", "predictions.json in --output_dir"). ``within``:
+    for a fixed name of the command inside a directory, how messages name that directory
+    ("--output_dir"; a file an earlier run of the command wrote there is its own result, replaced);
+    empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
+    files (shown when an input lies among them).
+    """
+
+    what: str
+    path: str
+    within: str = ""
+    family: bool = False
+    consequence: str = "the run writes, replaces and deletes files of that name there"
+
+    @property
+    def fixed(self) -> bool:
+        return bool(self.within)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkDirectory:
+    """A directory the command writes its files into (created when absent)."""
+
+    what: str
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class NewDirectory:
+    """A directory the command writes whole (an export): absent or empty, or, when ``replace`` (the
+    user asked for it), holding only ``replaceable`` names (what the command itself writes there)."""
+
+    what: str
+    path: str
+    replaceable: tuple[str, ...] = ()
+    replace: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """Everything a command reads and writes; ``+`` joins two declarations."""
+
+    inputs: tuple[Input, ...] = ()
+    outputs: tuple[Output, ...] = ()
+    work_directories: tuple[WorkDirectory, ...] = ()
+    new_directories: tuple[NewDirectory, ...] = ()
+
+    def __add__(self, other: "RunFiles") -> "RunFiles":
+        return RunFiles(*(getattr(self, field.name) + getattr(other, field.name)
+                          for field in dataclasses.fields(self)))
+
+    def declared(self, path: str) -> str:
+        """``path`` itself when it is a declared output (one file, or one of a family); KeyError
+        otherwise: a command writes only what it declared, which is what the check guarded."""
+        for output in self.outputs:
+            if (_in_family(path, output) if output.family
+                    else path_identity(path) == path_identity(output.path)):
+                return path
+        raise KeyError(f"{path} is not among the declared outputs")
+
+
+def inputs(*pairs: tuple[str, str | None]) -> tuple[Input, ...]:
+    """``Input``s of the ``(what, path)`` pairs whose path is set."""
+    return tuple(Input(what, path) for what, path in pairs if path)
+
+
+def fixed_outputs(directory: WorkDirectory, names: Iterable[str], **options) -> tuple[Output, ...]:
+    """The ``Output`` of each fixed name (a file, or a glob pattern for a family) in ``directory``;
+    ``options``: further fields of every ``Output`` (e.g. ``consequence``)."""
+    return tuple(Output(f"{name} in {directory.what}", tf.io.gfile.join(directory.path, name),
+                        within=directory.what,
+                        family=any(character in name for character in "*?["), **options)
+                 for name in names)
+
+
+# ----------------------------------------------------------------------------------- the check
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path.rstrip("/") or "/") or "."
+
+
+def _in_family(path: str, family: Output) -> bool:
+    """Whether ``path`` is one of the files the glob pattern ``family.path`` names."""
+    return (path_identity(_parent(path)) == path_identity(_parent(family.path))
+            and fnmatch.fnmatchcase(os.path.basename(path.rstrip("/")),
+                                    os.path.basename(family.path)))
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    """Whether ``path`` lies (at any depth) inside ``directory``."""
+    target = path_identity(directory)
+    current = absolute_path(path)
+    while True:
+        parent = _parent(current)
+        if parent == current or ("://" in parent) != ("://" in current):
+            return False
+        if path_identity(parent) == target:
+            return True
+        current = parent
+
+
+def _is_checkpoint_file(path: str) -> bool:
+    """An existing file that belongs to a checkpoint: the ``checkpoint`` state file (by its
+    content), an ``.index`` or a data shard."""
+    name = os.path.basename(path)
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        return False
+    if name == CHECKPOINT_FILE_PATTERNS[0]:
+        with tf.io.gfile.GFile(path, "rb") as handle:
+            return handle.read(64).startswith(b"model_checkpoint_path")
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in CHECKPOINT_FILE_PATTERNS[1:])
+
+
+def _named(item: Input | Output | WorkDirectory | NewDirectory) -> str:
+    return f"{item.what} {item.path!r}"
+
+
+def _check_outputs_spare_inputs(files: RunFiles) -> None:
+    read = {path_identity(item.path): item for item in files.inputs}
+    written = [*files.outputs, *files.work_directories, *files.new_directories]
+    for output in written:
+        if isinstance(output, Output) and output.family:
+            for item in files.inputs:
+                if _in_family(item.path, output):
+                    raise OutputPathError(f"{output.within} {_parent(output.path)!r} holds the "
+                                          f"input {_named(item)}: {output.consequence}")
+            continue
+        item = read.get(path_identity(output.path))
+        if item is not None:
+            raise OutputPathError(f"{_named(output)} is also an input ({_named(item)}): writing "
+                                  "it would replace that input; choose another output path")
+    for directory in files.new_directories:
+        for item in files.inputs:
+            if _is_inside(item.path, directory.path):
+                raise OutputPathError(f"{_named(directory)} holds the input {_named(item)}: it is "
+                                      "written whole; choose another directory")
+
+
+def _check_outputs_apart(files: RunFiles) -> None:
+    seen: dict[tuple, Output | NewDirectory | WorkDirectory] = {}
+    singles = [output for output in files.outputs if not output.family]
+    for output in [*singles, *files.new_directories]:
+        identity = path_identity(output.path)
+        first = seen.get(identity)
+        if first is not None:
+            noun = "directory" if isinstance(output, NewDirectory) else "file"
+            raise OutputPathError(f"{_named(output)} and {_named(first)} are the same {noun}: "
+                                  f"every output of a run must be a different {noun}")
+        seen[identity] = output
+    for directory in files.work_directories:
+        for output in files.new_directories:
+            if path_identity(output.path) == path_identity(directory.path):
+                raise OutputPathError(f"{_named(output)} and {_named(directory)} are the same "
+                                      "directory: an export is written whole, in a directory of "
+                                      "its own")
+    for output in [*singles, *files.new_directories]:
+        for family in files.outputs:
+            if family.family and _in_family(output.path, family):
+                raise OutputPathError(f"{_named(output)} is one of the files {family.what} "
+                                      f"({family.path!r}): {family.consequence}; choose another "
+                                      "path")
+        for directory in files.new_directories:
+            if directory is not output and _is_inside(output.path, directory.path):
+                raise OutputPathError(f"{_named(output)} is inside {_named(directory)}: each is "
+                                      "written whole, so neither may hold the other")
+
+
+def _check_flag_outputs_spare_checkpoints(files: RunFiles) -> None:
+    for output in files.outputs:
+        if not output.fixed and _is_checkpoint_file(output.path):
+            raise OutputPathError(f"{_named(output)} is a file of a checkpoint (a training run's "
+                                  "or a model's): writing it would destroy that checkpoint; "
+                                  "choose another output path")
+
+
+def _directory_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a directory this run writes to, or None: it is created when absent,
+    and a hidden probe file is written in it and removed."""
+    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+        return f"{path} is a file, not a directory"
+    probe = os.path.join(path, f".albert_tf_write_check.{uuid.uuid4().hex}")
+    try:
+        tf.io.gfile.makedirs(path)
+        with tf.io.gfile.GFile(probe, "w") as handle:
+            handle.write("")
+        tf.io.gfile.remove(probe)
+    except (OSError, tf.errors.OpError) as error:
+        reason = error.message if isinstance(error, tf.errors.OpError) else str(error)
+        return f"{path} cannot be written: {reason}"
+    return None
+
+
+def _check_new_directory(directory: NewDirectory) -> None:
+    path = directory.path
+    if tf.io.gfile.exists(path):
+        if not tf.io.gfile.isdir(path):
+            raise OutputPathError(f"{_named(directory)} is a file, not a directory")
+        present = sorted(tf.io.gfile.listdir(path))
+        foreign = [name.rstrip("/") for name in present
+                   if name.rstrip("/") not in directory.replaceable]
+        if foreign:
+            raise OutputPathError(
+                f"{_named(directory)} holds {', '.join(foreign[:5])}"
+                f"{', ...' if len(foreign) > 5 else ''}, which this command did not write: it "
+                "writes the directory whole and never deletes what it did not write; choose a new "
+                "or empty directory")
+        if present and not directory.replace:
+            raise OutputPathError(f"{_named(directory)} exists and is not an empty directory (an "
+                                  "earlier export); choose a new directory, or ask to replace it")
+    problem = _directory_problem(_parent(path))
+    if problem:
+        raise OutputPathError(f"{directory.what}: {problem}")
+
+
+def _check_writable(files: RunFiles) -> None:
+    for directory in files.work_directories:
+        problem = _directory_problem(directory.path)
+        if problem:
+            raise OutputPathError(f"{directory.what}: {problem}")
+    for directory in files.new_directories:
+        _check_new_directory(directory)
+    for output in files.outputs:
+        if output.family:
+            continue
+        if tf.io.gfile.isdir(output.path) and not output.fixed:
+            raise OutputPathError(f"{_named(output)} is a directory: give a file path (e.g. "
+                                  "inside it)")
+        if "://" not in output.path:
+            parent = os.path.dirname(os.path.abspath(output.path))
+            while not os.path.exists(parent):
+                parent = os.path.dirname(parent)
+            if not os.path.isdir(parent):
+                raise OutputPathError(f"{_named(output)} cannot be created: {parent!r} is a "
+                                      "file, not a directory")
+
+
+def check_run_files(files: RunFiles) -> None:
+    """The pre-flight check of a command's declaration (see the module doc): OutputPathError (a
+    UserError) naming the paths, before anything is written. Creates the work directories."""
+    _check_outputs_spare_inputs(files)
+    _check_outputs_apart(files)
+    _check_flag_outputs_spare_checkpoints(files)
+    _check_writable(files)
