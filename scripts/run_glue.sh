@@ -4,8 +4,8 @@
 # checkpoint on dev, keep the best and predict the test set (--nodo_train --do_eval --do_predict).
 #
 # The per-task flags (warmup_step, learning_rate, train_step, save_checkpoints_steps,
-# train_batch_size, max_seq_length, --optimizer=adamw --do_lower_case) come from one table:
-# data_prep/classification/glue_tasks.py, printed by `python -m data_prep.glue --task_name=X --print_recipe`.
+# train_batch_size, max_seq_length, --optimizer=adamw --do_lower_case): GLUE_RECIPES of
+# albert_tf/tasks/classification/recipes.py, printed by data_prep.glue --task_name=X --print_recipe.
 #
 # Usage (arguments or environment variables; tasks default to all nine):
 #   scripts/run_glue.sh INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL GLUE_DIR OUTPUT_ROOT [TASK ...]
@@ -20,7 +20,8 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"; else PYTHON=python3; fi
+  PYTHON=python3
+  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"; fi
 fi
 
 VARIABLES=(INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL GLUE_DIR OUTPUT_ROOT)
@@ -54,7 +55,8 @@ for task in "${TASKS[@]}"; do
           --spm_model_file="${SPM_MODEL}")
   echo "== ${task}: ${recipe[*]}"
   # shellcheck disable=SC2086  # EXTRA_FLAGS is a list of flags
-  "${PYTHON}" run_classifier.py "${common[@]}" --do_train --nodo_eval --nodo_predict ${EXTRA_FLAGS:-}
+  "${PYTHON}" run_classifier.py "${common[@]}" --do_train --nodo_eval --nodo_predict \
+    ${EXTRA_FLAGS:-}
   # shellcheck disable=SC2086
   "${PYTHON}" run_classifier.py "${common[@]}" --nodo_train --do_eval --do_predict ${EXTRA_FLAGS:-}
 done

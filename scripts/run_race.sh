@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fine-tunes a pretrained ALBERT on RACE with the paper's recipe for the v2 models, evaluates every
 # checkpoint on dev (accuracy for all, middle and high questions), keeps the best and evaluates it
-# on test (run_race.py):
+# on test (run_race.py). The recipe, a copy of race_recipe("v2") of
+# albert_tf/tasks/multiple_choice/recipes.py (which the reproduction plan uses; the paper's v1
+# models use --learning_rate=2e-5: EXTRA_FLAGS="--learning_rate=2e-5", the last value wins):
 #   --learning_rate=1e-5 --train_batch_size=32 --train_step=12000 --warmup_step=1000
 #   --max_seq_length=512 --max_qa_length=128 --save_checkpoints_steps=100 --dropout_prob=0.1
 #   --optimizer=adamw --do_lower_case (the encoder's dropout comes from the config)
@@ -15,7 +17,8 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"; else PYTHON=python3; fi
+  PYTHON=python3
+  if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then PYTHON="${REPO_ROOT}/.venv/bin/python"; fi
 fi
 if [[ $# -ne 5 ]]; then
   echo "run_race.sh: give INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL DATA_DIR OUTPUT_DIR." >&2

@@ -1,15 +1,9 @@
-"""cli: what the command lines share: the error boundary every command runs behind, and the absl flags.
+"""cli: what the command lines share: the error boundary every command runs behind, and the absl
+flags.
 
 This folder and the commands themselves (the top-level modules of albert_tf/ and data_prep/, and
 the run_*.py scripts) are the only code that touches absl flags: only command_line.py,
 flag_definitions.py and run_flags.py here may import ``absl.flags`` or read ``FLAGS``; library
 modules take plain arguments. What does not belong here: a command's own flags and wiring (in the
 command), and any library code a command calls.
-
-- command_line.py: ``parse_before_imports(__name__)``: ``--help`` and flag mistakes answered
-  before TensorFlow loads; TensorFlow's C++ start-up lines held back.
-- error_boundary.py: ``run(main)``: a user's mistake is one line on stderr and exit status 1.
-- flag_definitions.py: every flag more than one script uses, defined once, and the ranges of the
-  numeric flags.
-- run_flags.py: those flags -> strategy, tokenizer, Trainer; the checks before work.
 """

@@ -247,9 +247,11 @@ LOOP_FLAGS = ("strategy", "num_gpus", "use_xla", "dtype", "gradient_accumulation
               "input_seed", "seed", "replay_input_on_resume")
 CHECKPOINT_FLAGS = ("save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop")
 TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
-# The scripts whose task has a TFLite export (run_classifier, run_squad).
+# The flags of the scripts whose task has a TFLite export: run_classifier and run_squad (RACE and
+# NER have none).
 TFLITE_FLAGS = ("tflite_file", "tflite_quantization")
-# What every fine-tuning script (run_classifier, run_squad, run_race) shares.
+# What the fine-tuning scripts share: run_classifier and run_race define them all, run_squad all but
+# data_dir, do_eval and eval_batch_size, run_ner all but data_dir.
 FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module_handle",
                      *TOKENIZER_FLAGS, "data_dir", "output_dir", "cached_dir", "export_dir",
                      "max_seq_length", "do_train", "do_eval", "do_predict", "train_batch_size",

@@ -2,15 +2,7 @@
 
 What belongs here: the model code no single task owns (numerically the reference's forward pass,
 under the reference's variable names). What does not: a task's own model and head (the pretraining,
-classifier, SQuAD and RACE models live in albert_tf/tasks/<task>/model.py, the SQuAD heads in
+classifier, SQuAD, RACE and NER models live in albert_tf/tasks/<task>/model.py, the SQuAD heads in
 albert_tf/tasks/question_answering/heads.py), checkpoint loading (albert_tf/checkpoints/), training
 (albert_tf/training/).
-
-- config.py: ``AlbertConfig``, the reference's JSON configuration and its semantics.
-- layers.py: Keras 3 building blocks (Dense, LayerNorm, GELU, dropout and its seed scope,
-  initializers).
-- encoder.py: ``AlbertModel``: embeddings, the shared transformer, the pooler; ``INPUT_NAMES``.
-- heads.py: the heads several tasks use: ``MaskedLMHead``, ``ClassifierHead``, ``gather_positions``.
-- task_model.py: ``AlbertTaskModel``, the contract of every "encoder + head" model.
-- parameters.py: parameter counts of an encoder or a task model, split as the paper reports them.
 """

@@ -1,9 +1,10 @@
-"""The contract of every "encoder + head" model (pretraining, GLUE, SQuAD, RACE).
+"""The contract of every "encoder + head" model (pretraining, GLUE, SQuAD, RACE, NER).
 
 A task model
 
-- owns its encoder in the attribute ``albert`` (an ``AlbertModel``): object-based checkpoints store it
-  under the edge ``model/albert``, so a checkpoint of one task warm-starts the encoder of another;
+- owns its encoder in the attribute ``albert`` (an ``AlbertModel``): object-based checkpoints store
+  it under the edge ``model/albert``, so a checkpoint of one task warm-starts the encoder of
+  another;
 - declares its head's variables under the reference's TF1 names (``tf1_head_variables``), which is
   how reference checkpoints load into it and how it exports back;
 - says what its output is: ``is_regression`` is True only for a real-valued score trained with a

@@ -1,15 +1,8 @@
-"""training: the loop every task shares (train / predict / evaluate a checkpoint), its optimizers, its
-input pipelines and its ``tf.distribute`` strategy.
+"""training: the loop every task shares (train / predict / evaluate a checkpoint), its optimizers,
+its input pipelines and its ``tf.distribute`` strategy.
 
 What belongs here: what runs any task's model, knowing a task only through the ``Task`` protocol.
 What does not: a task's losses, outputs and metrics (albert_tf/tasks/<task>/task.py), the sweep over
 checkpoints and the best-checkpoint choice (albert_tf/evaluation/), checkpoint formats
 (albert_tf/checkpoints/), the flags that configure all this (albert_tf/cli/run_flags.py).
-
-- task.py: the ``Task`` protocol a task implements and ``EvalSet``, one evaluation input.
-- trainer.py: ``Trainer``: the estimator-style loop, checkpoints, resume; ``RunConfig``; dtype policies.
-- optimization.py: the reference's AdamW and LAMB, gradient clipping, warmup + polynomial decay.
-- input_pipeline.py: tf.data pipelines over feature TFRecords, shared by every fine-tuning task.
-- per_example.py: per-example softmax losses and accuracy of the classifying tasks; real examples.
-- distribute.py: one ``tf.distribute.Strategy`` from a name.
 """

@@ -1,16 +1,10 @@
-"""classification (data_prep): GLUE: raw TSV files -> examples -> fixed-length features -> cached
-feature files, read by run_classifier.py.
+"""classification (data_prep): GLUE's TSV files, or the user's own CSV / TSV / JSON Lines files ->
+examples -> fixed-length features -> cached feature files, read by run_classifier.py.
 
-What belongs here: everything GLUE's data needs before training: the task table, the file readers,
-the feature builder and its record schema. What does not: the feature cache itself
-(data_prep/common/feature_cache.py), pair truncation (data_prep/common/pair_truncation.py), the
-classifier model, task and metrics (albert_tf/tasks/classification/), the command line
-(data_prep/glue.py).
-
-- glue_tasks.py: ``GLUE_TASKS``: per task its processor, metrics, selection metric, eval sets, recipe.
-- processors.py: GLUE TSV files -> ``InputExample`` lists, one processor per task.
-- features.py: examples -> features -> TFRecords, their schema and parser; ``cached_glue_features``.
-- own_data.py: the user's own CSV / TSV / JSON Lines files -> ``InputExample`` lists, every check.
-- own_data_task.py: ``load_own_data``: those files as run_classifier's task (label set, metrics,
-  feature files).
+What belongs here: everything that data needs before training: the GLUE task table, the file
+readers and their checks, the feature builder and its record schema. What does not: the feature
+cache itself (data_prep/common/feature_cache.py), pair truncation
+(data_prep/common/pair_truncation.py), the classifier model, task, metrics and label file
+(albert_tf/tasks/classification/), the paper's recipes
+(albert_tf/tasks/classification/recipes.py), the command line (data_prep/glue.py).
 """

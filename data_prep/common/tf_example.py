@@ -1,4 +1,5 @@
-"""``tf.train.Example`` building blocks shared by the fine-tuning feature writers (GLUE, SQuAD, RACE).
+"""``tf.train.Example`` building blocks shared by the fine-tuning feature writers (GLUE, SQuAD,
+RACE, NER).
 
 Records are serialized deterministically (feature names sorted), so the same features give the same
 bytes in every process: protobuf's default map order varies between processes.

@@ -4,8 +4,4 @@ windowed features -> a feature file (TFRecord + JSON sidecar), read by run_ner.p
 What belongs here: reading and checking the files, the windows and records, and writing predictions
 back in the input's format. What does not: the tag schemes and entity metrics, the model, task and
 export (albert_tf/tasks/token_classification/), the feature cache and windows (data_prep/common/).
-
-- reader.py: CoNLL / JSON Lines -> ``Sentence`` (words, tags, lines), every mistake named by file
-  and line; ``write_predictions``.
-- features.py: sentences -> windows -> records, cached.
 """

@@ -1,9 +1,7 @@
-"""Sentence and sentence-pair classification and regression (GLUE), as the reference's
-run_classifier.
+"""classification: sentence and sentence-pair classification and regression, as the reference's
+run_classifier: the GLUE tasks and the user's own CSV / TSV / JSON Lines files (run_classifier.py).
 
-- ``model.py``: ``AlbertClassifierModel``, the encoder with the reference's classifier head;
-- ``task.py``: ``ClassifierTask`` (losses, outputs, metrics) and the prediction files;
-- ``metrics.py``: ``glue_metrics``, the metric kinds a GLUE task reports; ``class_report``;
-- ``label_file.py``: ``label_list.json``, the label set of a run on the user's own files;
-- ``serving.py``: the SavedModel signatures (ids and raw text), and the TFLite model.
+The model, the ``Task`` and its prediction files, the GLUE metrics and the per-class report, the
+label set of a run on own files, the SavedModel and TFLite exports, and the paper's per-task
+recipes. The data: data_prep/classification/.
 """

@@ -1,8 +1,6 @@
-"""Multiple choice (RACE), as the reference's run_race: one score per option, a softmax over the
-options.
+"""multiple_choice: RACE, as the reference's run_race: one score per option, a softmax over the
+options (run_race.py).
 
-- ``model.py``: ``AlbertMultipleChoiceModel``, the encoder with the reference's choice scorer;
-- ``task.py``: ``MultipleChoiceTask`` (losses, outputs, accuracy overall and per level) and the
-  prediction file;
-- ``serving.py``: the SavedModel signatures (ids, and raw article, question and options).
+The model, the ``Task`` (accuracy overall and per level) and its prediction file, the SavedModel
+export, and the paper's recipe. The data: data_prep/multiple_choice/.
 """

@@ -1,11 +1,8 @@
-"""Pretraining: masked LM + sentence-order prediction, as the reference's run_pretraining (or
-next-sentence prediction, or the masked LM alone).
+"""pretraining: masked LM + sentence-order prediction, as the reference's run_pretraining (or
+next-sentence prediction, or the masked LM alone) (run_pretraining.py).
 
-- ``model.py``: ``AlbertPretrainingModel``, the encoder with the MLM and SOP heads;
-- ``task.py``: the pretraining input pipeline, losses and metrics (``PretrainingTask``);
-- ``objective.py``: the sentence objective (sop, nsp, none), its metric names and its record in
-  the output directory;
-- ``memory.py``: the closed-form parameter count of the heads and the memory estimate of a step;
-- ``records.py``: the pretraining TFRecord schema, its parser and the checks of a file's first records;
-- ``hub_export.py``: the hub-style SavedModel of a pretrained encoder (``python -m albert_tf.export_hub``).
+The model with its MLM and sentence heads, the ``Task`` (input pipeline, losses, metrics), the
+sentence objective, the record schema and its checks, the memory estimate of model_report, and the
+hub-style export of a pretrained encoder (``python -m albert_tf.export_hub``). The data:
+data_prep/pretraining/.
 """

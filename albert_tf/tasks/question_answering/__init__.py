@@ -1,10 +1,8 @@
-"""Extractive question answering (SQuAD v1.1 and v2.0), as the reference's run_squad_v1 / v2.
+"""question_answering: extractive question answering, SQuAD v1.1 and v2.0, as the reference's
+run_squad_v1 / v2 (run_squad.py).
 
-- ``heads.py``: the v1 span head and the v2 answer verifier, with the reference's TF1 names;
-- ``model.py``: ``AlbertSquadModel``, the encoder with either head;
-- ``task.py``: ``SquadTask`` (losses, raw outputs, ``reduce`` = post-processing + scores);
-- ``postprocessing.py``: raw outputs per window -> answers, n-best lists, null odds, prediction files;
-- ``metrics.py``: the official SQuAD v1.1 / v2.0 scoring;
-- ``serving.py``: the SavedModel signatures (ids, and raw question and context with character
-  spans), the post-processing of their outputs, and the v1.1 TFLite model.
+The span heads (v1) and the answer verifier (v2) with the reference's TF1 names, the model, the
+``Task``, the post-processing into answers and prediction files, the official scoring, the
+SavedModel and TFLite (v1.1) exports, and the paper's recipes. The data:
+data_prep/question_answering/.
 """
