@@ -1,30 +1,32 @@
 """Fine-tunes ALBERT for token classification (NER) on CoNLL or JSON Lines files (docs/ner.md).
 
---train_file gives the tag set in every run (tag id = index of ``O`` then the sorted others);
 --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir) on
-each word's first piece; --do_eval evaluates every checkpoint on --eval_file (entity precision,
-recall and F1 with conlleval's semantics, micro and per type, and word accuracy) and keeps the best
-F1 as model.ckpt-best, as run_classifier's sweep does; --do_predict writes --predict_file's tags,
-predicted by model.ckpt-best, to predictions.conll or predictions.jsonl in --output_dir, in the
-input's format; --export_dir writes SavedModels of model.ckpt-best (ids, and text returning a tag
-per word). Sentences longer than a window are split into overlapping windows; each word is
-predicted from the window where it has the most context. Every file is read and checked before
-training (a mistake: one line naming the file and line).
+each word's first piece; the training file's tags are the tag set (tag id = index of ``O`` then the
+sorted others), recorded in <output_dir>/label_list.json by the first run: every later run there
+uses (and checks) it, so evaluation, prediction and export need no --train_file. --do_eval
+evaluates every checkpoint on --eval_file (entity precision, recall and F1 with conlleval's
+semantics, micro and per type, and word accuracy) and keeps the best F1 as model.ckpt-best, as
+run_classifier's sweep does; --do_predict writes --predict_file's tags, predicted by
+model.ckpt-best, to predictions.conll or predictions.jsonl in --output_dir, in the input's format;
+--export_dir writes SavedModels of model.ckpt-best (ids, and text returning a tag per word).
+Sentences longer than a window are split into overlapping windows; each word is predicted from the
+window where it has the most context. Every file is read and checked before training (a mistake:
+one line naming the file and line).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
 
 from absl import flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("train_file", None, "Training data (CoNLL or JSON Lines); its tags are the tag "
-                    "set of every run, so it is required even without --do_train.")
+                    "set, recorded in --output_dir for every later run there.")
 flags.DEFINE_string("eval_file", None, "Labelled data for --do_eval (tags of the training set).")
 flags.DEFINE_string("predict_file", None, "Data to tag with --do_predict (tags, if any, ignored).")
 flags.DEFINE_enum("tag_scheme", "IOB2", ["IOB1", "IOB2", "BIOES"], "Tag scheme of the labelled "
@@ -35,141 +37,164 @@ flag_definitions.define(
     *[name for name in flag_definitions.FINE_TUNING_FLAGS if name != "data_dir"], "train_step",
     "warmup_step", "doc_stride", max_seq_length=128, doc_stride=64, keep_checkpoint_max=0)
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-import tensorflow as tf  # noqa: E402
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
+def check_flags() -> None:
+    """Before TensorFlow loads: what to do, and the file each action reads."""
+    flag_checks.fine_tuning_checks("do_train", "do_eval", "do_predict", "export_dir")
+    for action, name in (("do_train", "train_file"), ("do_eval", "eval_file"),
+                         ("do_predict", "predict_file")):
+        if FLAGS[action].value:
+            flag_checks.require_flags(name)
+
+
+command_line.parse_before_imports(__name__, checks=[check_flags])
+
+from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.cli.fine_tuning import (  # noqa: E402
+    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
+from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.token_classification.serving import export_token_classifier  # noqa: E402
 from albert_tf.tasks.token_classification.task import (  # noqa: E402
     SELECTION_METRIC, NerEvalContext, TokenClassifierTask, word_predictions)
-from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import (  # noqa: E402
-    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from albert_tf.training.trainer import Trainer  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 from data_prep.token_classification.features import (  # noqa: E402
     ner_feature_file, parse_ner_record)
 from data_prep.token_classification.reader import (  # noqa: E402
-    Sentence, read_sentences, resolve_format, tag_set, write_predictions)
+    CONLL, JSON_LINES, NerDataError, Sentence, read_sentences, resolve_format, tag_set,
+    write_predictions)
+
+TASK_TYPE = "token_classification"
+CACHE_NAME = "ner"
 
 
-def validate_flags() -> None:
-    run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
-    run_flags.require_flags("train_file", "output_dir", "albert_config_file")
-    if FLAGS.do_eval:
-        run_flags.require_flags("eval_file")
-    if FLAGS.do_predict:
-        run_flags.require_flags("predict_file")
-    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
-        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
+@dataclasses.dataclass(frozen=True)
+class NerSettings:
+    """run_ner's own flags: its files, their format and tag scheme, the window stride."""
+
+    files: dict  # {"train" | "dev" | "test": path} of the files this run reads
+    file_format: str
+    tag_scheme: str
+    doc_stride: int
+
+    @classmethod
+    def from_flags(cls) -> "NerSettings":
+        wanted = {"train": FLAGS.do_train, "dev": FLAGS.do_eval, "test": FLAGS.do_predict}
+        given = {"train": FLAGS.train_file, "dev": FLAGS.eval_file, "test": FLAGS.predict_file}
+        # A --train_file given beside evaluation or prediction is read for its tags (checked
+        # against the recorded ones).
+        files = {split: path for split, path in given.items()
+                 if path and (wanted[split] or split == "train")}
+        return cls(files, FLAGS.file_format, FLAGS.tag_scheme, FLAGS.doc_stride)
 
 
-def read_data() -> tuple[list[str], dict[str, tuple[str, list[Sentence]]]]:
-    """(tag list, {split: (file, sentences)}) of every file this run reads, all checked now."""
-    read = functools.partial(read_sentences, file_format=FLAGS.file_format,
-                             scheme=FLAGS.tag_scheme)
-    train = read(FLAGS.train_file)
-    tags = tag_set(train)
-    if len(tags) < 2:
-        raise ValueError(f"{FLAGS.train_file}: every word is tagged O; a tagger needs at least one "
-                         "entity tag.")
-    data = {"train": (FLAGS.train_file, train)}
-    if FLAGS.do_eval:
-        data["dev"] = (FLAGS.eval_file, read(FLAGS.eval_file, known_tags=tags))
-    if FLAGS.do_predict:
-        data["test"] = (FLAGS.predict_file, read(FLAGS.predict_file, labelled=False))
-    return tags, data
+class NerHooks(FineTuningHooks):
+    """Token classification on CoNLL or JSON Lines files."""
 
+    run_outputs = (f"predictions.{CONLL}", f"predictions.{JSON_LINES}")
+    selection_metric = SELECTION_METRIC
 
-class Run:
-    """What the steps of one run share: the tags, the data, the tokenizer and the trainer."""
+    def __init__(self, own: NerSettings):
+        self.own = own
+        self.tags: tuple[str, ...] = ()
+        self.sentences: dict[str, list[Sentence]] = {}
 
-    def __init__(self, tags: list[str], data: dict, tokenizer: FullTokenizer, trainer: Trainer):
-        self.tags = tags
-        self.data = data
-        self.tokenizer = tokenizer
-        self.trainer = trainer
-        self.parse = functools.partial(parse_ner_record, max_seq_length=FLAGS.max_seq_length)
+    def files(self, settings: RunSettings) -> RunFiles:
+        flag = {"train": "--train_file", "dev": "--eval_file", "test": "--predict_file"}
+        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
+                              else "--output_dir", settings.cached_dir)
+        return RunFiles(declared_inputs(*((flag[split], path)
+                                          for split, path in self.own.files.items())),
+                        fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
 
-    def features(self, split: str) -> FeatureFile:
-        path, sentences = self.data[split]
-        return ner_feature_file(path, split, sentences, self.tags, self.tokenizer,
-                                FLAGS.max_seq_length, FLAGS.doc_stride,
-                                FLAGS.cached_dir or FLAGS.output_dir)
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        """Every file read and checked now: the tags of --train_file (or the recorded ones), then
+        --eval_file's tags must belong to them."""
+        read = functools.partial(read_sentences, file_format=self.own.file_format,
+                                 scheme=self.own.tag_scheme)
+        files = self.own.files
+        if "train" in files:
+            self.sentences["train"] = read(files["train"])
+            tags, source = tag_set(self.sentences["train"]), f"the tags of {files['train']}"
+            if len(tags) < 2:
+                raise NerDataError(f"{files['train']}: every word is tagged O; a tagger needs at "
+                                   "least one entity tag.")
+        elif stored is not None and stored.task_type == TASK_TYPE:
+            tags, source = list(stored.labels), label_file_path(run.settings.output_dir)
+        else:
+            raise NerDataError(f"no tag set: {label_file_path(run.settings.output_dir)} does not "
+                               "hold the tags of a tagger (the run with --do_train writes it); "
+                               "give --train_file")
+        self.tags = tuple(tags)
+        if "dev" in files:
+            self.sentences["dev"] = read(files["dev"], known_tags=tags)
+        if "test" in files:
+            self.sentences["test"] = read(files["test"], labelled=False)
+        return LabelSet(TASK_TYPE, self.tags), source
 
-    def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:
-        return record_eval_dataset(path, self.parse, batch_size,
-                                   needs_static_batches(self.trainer.strategy))
+    def training_task(self, run: FineTuningRun, label_set: LabelSet) -> TokenClassifierTask:
+        return TokenClassifierTask(run.config, len(self.tags))
 
+    def parse(self, run: FineTuningRun):
+        return functools.partial(parse_ner_record, max_seq_length=run.settings.max_seq_length)
 
-def train(run: Run) -> None:
-    train_file = run.features("train")
-    run_flags.train_from_flags(run.trainer, train_file.path, run.parse,
-                               f"NER train: {train_file.metadata['num_sentences']} sentences, "
-                               f"{train_file.num_records} windows")
+    def features(self, run: FineTuningRun, split: str) -> FeatureFile:
+        return ner_feature_file(self.own.files[split], split, self.sentences[split], self.tags,
+                                run.tokenizer, run.settings.max_seq_length, self.own.doc_stride,
+                                run.settings.cached_dir)
 
+    def prepare_features(self, run: FineTuningRun) -> None:
+        settings = run.settings
+        for split, wanted in (("dev", settings.do_eval), ("test", settings.do_predict),
+                              ("train", settings.do_train)):
+            if wanted:
+                self.features(run, split)
 
-def evaluate(run: Run) -> None:
-    """The sweep over every checkpoint on --eval_file, keeping the best entity F1."""
-    eval_file = run.features("dev")
-    gold = tuple(sentence.tags for sentence in run.data["dev"][1])
-    eval_set = EvalSet("", functools.partial(run.dataset, eval_file.path, FLAGS.eval_batch_size),
-                       NerEvalContext(tuple(run.tags), gold))
-    policy = SweepPolicy.glue(FLAGS.train_step,
-                              max_wait_seconds=0 if FLAGS.do_train else FLAGS.max_eval_wait_secs)
-    run_checkpoint_sweep(run.trainer, [eval_set], SELECTION_METRIC, policy)
+    def training_data(self, run: FineTuningRun) -> TrainingData:
+        train_file = self.features(run, "train")
+        return TrainingData(train_file.path, self.parse(run),
+                            f"NER train: {train_file.metadata['num_sentences']} sentences, "
+                            f"{train_file.num_records} windows")
 
+    def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
+        """--eval_file, with its gold tags for the entity-level scores."""
+        eval_file = self.features(run, "dev")
+        gold = tuple(sentence.tags for sentence in self.sentences["dev"])
+        return [EvalSet("", functools.partial(run.eval_dataset, eval_file.path, self.parse(run),
+                                              run.settings.eval_batch_size),
+                        NerEvalContext(self.tags, gold))]
 
-def predict(run: Run) -> None:
-    """--predict_file's tags by model.ckpt-best, in the input's format."""
-    predict_file = run.features("test")
-    outputs = run.trainer.predict(run.dataset(predict_file.path, FLAGS.predict_batch_size))
-    predicted = word_predictions(outputs, predict_file.metadata["words_per_sentence"])
-    file_format = resolve_format(FLAGS.predict_file, FLAGS.file_format)
-    path = write_predictions(FLAGS.predict_file,
-                             os.path.join(FLAGS.output_dir, f"predictions.{file_format}"),
-                             [[run.tags[tag] for tag in sentence] for sentence in predicted],
-                             file_format)
-    print(f"Predicted {predict_file.metadata['num_words']} words of "
-          f"{predict_file.metadata['num_sentences']} sentences -> {path}")
+    def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
+        return SweepPolicy.glue(settings.num_train_steps, max_wait_seconds=0 if settings.do_train
+                                else settings.max_eval_wait_secs)
+
+    def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
+        """--predict_file's tags by model.ckpt-best, in the input's format."""
+        predict_file = self.features(run, "test")
+        outputs = run.trainer.predict(run.eval_dataset(predict_file.path, self.parse(run),
+                                                       run.settings.predict_batch_size))
+        predicted = word_predictions(outputs, predict_file.metadata["words_per_sentence"])
+        input_path = self.own.files["test"]
+        file_format = resolve_format(input_path, self.own.file_format)
+        path = write_predictions(input_path, run.output_path(f"predictions.{file_format}"),
+                                 [[self.tags[tag] for tag in sentence] for sentence in predicted],
+                                 file_format)
+        print(f"Predicted {predict_file.metadata['num_words']} words of "
+              f"{predict_file.metadata['num_sentences']} sentences -> {path}")
+
+    def export(self, run: FineTuningRun) -> None:
+        export_token_classifier(run.trainer.model, run.settings.export_dir, list(self.tags),
+                                run.tokenizer, run.settings.max_seq_length)
 
 
 def main(argv):
     del argv
-    validate_flags()
-    config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    tokenizer = run_flags.tokenizer_from_flags(config)
-    if FLAGS.do_train:
-        run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    tags, data = read_data()
-    run = Run(tags, data, tokenizer,
-              run_flags.trainer_from_flags(TokenClassifierTask(config, len(tags)),
-                                           FLAGS.train_step, FLAGS.warmup_step))
-    # Every feature file the run reads is built (or found in the cache) before training.
-    for split in ("dev", "test", "train"):
-        if split in data and (split != "train" or FLAGS.do_train):
-            run.features(split)
-    if FLAGS.do_train:
-        train(run)
-    if FLAGS.do_eval:
-        evaluate(run)
-    if FLAGS.do_predict or FLAGS.export_dir:
-        restore_best_checkpoint(run.trainer)
-    if FLAGS.do_predict:
-        predict(run)
-    if FLAGS.export_dir:
-        export_token_classifier(run.trainer.model, FLAGS.export_dir, tags, tokenizer,
-                                FLAGS.max_seq_length)
-        print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
+    run_fine_tuning(RunSettings.from_flags(), NerHooks(NerSettings.from_flags()))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
-                                     run_flags.check_output_directories,
-                                     run_flags.lock_output_dir],
-                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

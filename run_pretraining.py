@@ -13,9 +13,11 @@ the one at --num_train_steps is evaluated. See the README for examples.
 
 from __future__ import annotations
 
+import dataclasses
+
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -52,101 +54,126 @@ flags.register_multi_flags_validator(
     message="--sentence_objective=none trains no sentence head, so --do_eval needs "
             "--eval_sentence_task=sop or nsp naming the kind of records in --eval_input_file")
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.checkpoints.run_config import check_run_config, record_run_config  # noqa: E402
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
+def check_flags() -> None:
+    """Before TensorFlow loads: something to do, and online masking refused."""
+    if FLAGS.masked_lm_budget:
+        raise app.UsageError("--masked_lm_budget (online masking) is unfinished in the reference "
+                             "and not supported; create masked data with create_pretraining_data.")
+    flag_checks.require_action("do_train", "do_eval")
+
+
+command_line.parse_before_imports(__name__, checks=[check_flags])
+
+from albert_tf.checkpoints.run_config import (  # noqa: E402
+    RUN_CONFIG_FILE, check_run_config, record_run_config)
+from albert_tf.cli import error_boundary, training_run  # noqa: E402
+from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.paths import expand_input_patterns  # noqa: E402
 from albert_tf.files.records import require_records  # noqa: E402
+from albert_tf.files.run_files import RunFiles, check_run_files  # noqa: E402
+from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.pretraining.objective import (  # noqa: E402
-    check_objective, evaluation_name, record_objective)
+    OBJECTIVE_FILE, check_objective, evaluation_name, record_objective)
 from albert_tf.tasks.pretraining.records import check_pretraining_files  # noqa: E402
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 
 
-def validate_flags() -> None:
-    if FLAGS.masked_lm_budget:
-        raise app.UsageError("--masked_lm_budget (online masking) is unfinished in the reference "
-                             "and not supported; create masked data with create_pretraining_data.")
-    run_flags.require_action("do_train", "do_eval")
+@dataclasses.dataclass(frozen=True)
+class PretrainingSettings:
+    """run_pretraining's own flags: the records (expanded), their geometry, the objective."""
+
+    train_files: tuple[str, ...]
+    eval_files: tuple[str, ...]
+    max_predictions_per_seq: int
+    max_eval_steps: int
+    sentence_objective: str
+    eval_sentence_task: str | None
+
+    @classmethod
+    def from_flags(cls) -> "PretrainingSettings":
+        """--input_file and --eval_input_file expanded (FileNotFoundError naming a pattern that
+        matches nothing)."""
+        train = expand_input_patterns(FLAGS.input_file) if FLAGS.do_train else []
+        evaluation = (expand_input_patterns(FLAGS.eval_input_file or FLAGS.input_file)
+                      if FLAGS.do_eval else [])
+        return cls(tuple(train), tuple(evaluation), FLAGS.max_predictions_per_seq,
+                   FLAGS.max_eval_steps, FLAGS.sentence_objective, FLAGS.eval_sentence_task)
 
 
-def check_run_record() -> None:
-    """run_pretraining's check before work: --output_dir holds no run of another
-    --sentence_objective or another architecture (ValueError naming both and the directory)."""
-    check_objective(FLAGS.output_dir, FLAGS.sentence_objective)
-    check_run_config(FLAGS.output_dir, run_flags.load_config(FLAGS.albert_config_file,
-                                                             FLAGS.max_seq_length),
-                     FLAGS.albert_config_file)
+def run_files(settings: RunSettings, own: PretrainingSettings, init) -> RunFiles:
+    """What a pretraining run reads (its records) and writes (the shared files of a training run,
+    the recorded objective and config)."""
+    files = training_run.run_files(settings, init, (OBJECTIVE_FILE, RUN_CONFIG_FILE))
+    flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
+    return files + RunFiles(declared_inputs(
+        *(("--input_file", path) for path in own.train_files),
+        *((flag, path) for path in own.eval_files)))
 
 
-def check_pretraining_inputs() -> None:
-    """run_pretraining's checks before work (its --input_file and --eval_input_file).
-
-    The config loads and fits --max_seq_length; the first records of every training file (with
-    --do_train) and evaluation file (with --do_eval) have the lengths --max_seq_length and
-    --max_predictions_per_seq say and token ids below the config's vocab_size; the evaluation files
-    hold one --eval_batch_size batch at least.
-    """
-    values = flags.FLAGS
-    config = run_flags.load_config(values.albert_config_file, values.max_seq_length)
-    train_patterns = values.input_file if values.do_train else None
-    eval_patterns = (values.eval_input_file or values.input_file) if values.do_eval else None
-    for patterns in dict.fromkeys(p for p in (train_patterns, eval_patterns) if p):
-        check_pretraining_files(expand_input_patterns(patterns), values.max_seq_length,
-                                values.max_predictions_per_seq, config.vocab_size,
-                                values.albert_config_file)
-    if eval_patterns:
-        require_records(expand_input_patterns(eval_patterns), values.eval_batch_size)
+def check_inputs(settings: RunSettings, own: PretrainingSettings) -> None:
+    """run_pretraining's checks before work: --output_dir holds no run of another objective or
+    architecture; the config fits --max_seq_length; the first records of every training and
+    evaluation file have the lengths --max_seq_length and --max_predictions_per_seq say and token
+    ids below the config's vocab_size; the evaluation files hold one --eval_batch_size batch at
+    least."""
+    config = training_run.load_config(settings)
+    check_objective(settings.output_dir, own.sentence_objective)
+    check_run_config(settings.output_dir, config, settings.albert_config_file)
+    for files in dict.fromkeys(files for files in (own.train_files, own.eval_files) if files):
+        check_pretraining_files(list(files), settings.max_seq_length, own.max_predictions_per_seq,
+                                config.vocab_size, settings.albert_config_file)
+    if own.eval_files:
+        require_records(list(own.eval_files), settings.eval_batch_size)
 
 
-def evaluate(trainer: Trainer) -> None:
+def evaluate(trainer: Trainer, settings: RunSettings, own: PretrainingSettings) -> None:
     """The sweep over the checkpoints, keeping the best masked_lm_accuracy as model.ckpt-best; an
     evaluation on records of another sentence task than the run's own writes its results under
     that task's name (eval_results_nsp.txt, best_results_nsp.json)."""
-    eval_files = expand_input_patterns(FLAGS.eval_input_file or FLAGS.input_file)
-    eval_data = pretraining_dataset_fn(eval_files, FLAGS.max_seq_length,
-                                       FLAGS.max_predictions_per_seq, is_training=False)
-    eval_set = EvalSet("", lambda: eval_data(FLAGS.eval_batch_size, 0),
-                       context=FLAGS.eval_sentence_task, max_steps=FLAGS.max_eval_steps)
+    eval_data = pretraining_dataset_fn(list(own.eval_files), settings.max_seq_length,
+                                       own.max_predictions_per_seq, is_training=False)
+    eval_set = EvalSet("", lambda: eval_data(settings.eval_batch_size, 0),
+                       context=own.eval_sentence_task, max_steps=own.max_eval_steps)
     # Beside a training job (--nodo_train), poll for new checkpoints like the reference's eval loop.
-    policy = (SweepPolicy() if FLAGS.do_train else
-              SweepPolicy(until_step=FLAGS.num_train_steps,
-                          max_wait_seconds=FLAGS.max_eval_wait_secs))
+    policy = (SweepPolicy() if settings.do_train else
+              SweepPolicy(until_step=settings.num_train_steps,
+                          max_wait_seconds=settings.max_eval_wait_secs))
     run_checkpoint_sweep(trainer, [eval_set], "masked_lm_accuracy", policy,
-                         evaluation_name(FLAGS.sentence_objective, FLAGS.eval_sentence_task))
+                         evaluation_name(own.sentence_objective, own.eval_sentence_task))
 
 
 def main(argv):
     del argv
-    validate_flags()
-    config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    train_files = expand_input_patterns(FLAGS.input_file)
-    run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    trainer = run_flags.trainer_from_flags(
-        PretrainingTask(config, FLAGS.sentence_objective), FLAGS.num_train_steps,
-        FLAGS.num_warmup_steps, FLAGS.poly_power, FLAGS.start_warmup_step)
-    if FLAGS.do_train:
-        if trainer.chief:
-            record_objective(FLAGS.output_dir, FLAGS.sentence_objective)
-            record_run_config(FLAGS.output_dir, config, FLAGS.albert_config_file)
-        trainer.initialize(FLAGS.init_checkpoint, FLAGS.init_from_group0,
-                           config_file=FLAGS.albert_config_file)
-        trainer.train(pretraining_dataset_fn(train_files, FLAGS.max_seq_length,
-                                             FLAGS.max_predictions_per_seq, is_training=True,
-                                             seed=FLAGS.input_seed))
-    if FLAGS.do_eval:
-        evaluate(trainer)
+    settings = RunSettings.from_flags(steps_flag="num_train_steps",
+                                      warmup_flag="num_warmup_steps")
+    training_run.strategy_of(settings.strategy)  # multi-worker: configured before any other op
+    own = PretrainingSettings.from_flags()
+    init = training_run.init_checkpoint_source(settings)
+    check_run_files(run_files(settings, own, init))
+    with training_run.output_dir_locks(settings):
+        check_inputs(settings, own)
+        config = training_run.load_config(settings)
+        trainer = training_run.build_trainer(
+            settings, PretrainingTask(config, own.sentence_objective), settings.num_train_steps,
+            settings.num_warmup_steps, evaluates=settings.do_eval)
+        if settings.do_train:
+            if trainer.chief:
+                record_objective(settings.output_dir, own.sentence_objective)
+                record_run_config(settings.output_dir, config, settings.albert_config_file)
+            trainer.initialize(init, settings.init_from_group0,
+                               config_file=settings.albert_config_file)
+            trainer.train(pretraining_dataset_fn(list(own.train_files), settings.max_seq_length,
+                                                 own.max_predictions_per_seq, is_training=True,
+                                                 seed=settings.input_seed))
+        if settings.do_eval:
+            evaluate(trainer, settings, own)
     print(f"Checkpoints and TensorBoard logs (train/, eval/) are in {trainer.config.output_dir}")
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.strategy_from_flags,
-                                     run_flags.check_outputs_spare_inputs,
-                                     run_flags.check_output_directories, run_flags.lock_output_dir,
-                                     check_run_record, check_pretraining_inputs],
-                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -21,12 +21,12 @@ article per *.txt file) or the reference's all.txt (one JSON article per line). 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
 
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 FLAGS = flags.FLAGS
 
@@ -38,137 +38,155 @@ flags.DEFINE_integer("num_keep_checkpoint", 5, "[Reference flag, unused] Every c
 flag_definitions.define(
     *flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step", "dropout_prob",
     "max_qa_length", "middle_only", "high_only", "skip_invalid",
-    task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000, warmup_step=1000,
-    save_checkpoints_steps=100, keep_checkpoint_max=0)
+    task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000,
+    warmup_step=1000, save_checkpoints_steps=100, keep_checkpoint_max=0)
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import (  # noqa: E402
-    BEST_PREFIX, SweepPolicy, format_metrics)
+def check_flags() -> None:
+    """Before TensorFlow loads: what to do, the model's files, RACE's data and at most one level."""
+    if FLAGS.task_name.lower() != "race":
+        raise app.UsageError(f"--task_name={FLAGS.task_name}: run_race only runs race.")
+    flag_checks.fine_tuning_checks("do_train", "do_eval", "do_predict", "export_dir",
+                                   required=("data_dir",))
+    if FLAGS.middle_only and FLAGS.high_only:
+        raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
+
+
+command_line.parse_before_imports(__name__, checks=[check_flags])
+
+from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.cli.fine_tuning import (  # noqa: E402
+    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, format_metrics  # noqa: E402
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
+from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
-from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import (  # noqa: E402
-    needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from albert_tf.training.trainer import Trainer  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
 from data_prep.multiple_choice.features import parse_race_record  # noqa: E402
+from data_prep.multiple_choice.reader import ANSWER_LETTERS, race_sources  # noqa: E402
+
+CACHE_NAME = "race"
+PREDICT_RESULTS_FILE = "predict_results.txt"
+TEST_PREDICTIONS_FILE = "test_predictions.json"
 
 
-class Run:
-    """What the steps of one run share: the tokenizer, the trainer and the feature files."""
+@dataclasses.dataclass(frozen=True)
+class RaceSettings:
+    """run_race's own flags: the data, its levels, the lengths and the head's dropout."""
 
-    def __init__(self, tokenizer: FullTokenizer, trainer: Trainer):
-        self.tokenizer = tokenizer
-        self.trainer = trainer
-        self.parse = functools.partial(parse_race_record, max_seq_length=FLAGS.max_seq_length)
+    data_dir: str
+    max_qa_length: int
+    middle_only: bool
+    high_only: bool
+    skip_invalid: bool
+    dropout_prob: float
 
-    def features(self, split: str) -> FeatureFile:
-        return race_feature_file(FLAGS.data_dir, split, self.tokenizer, FLAGS.max_seq_length,
-                                 FLAGS.max_qa_length, FLAGS.cached_dir or FLAGS.output_dir,
-                                 middle_only=FLAGS.middle_only, high_only=FLAGS.high_only,
-                                 skip_invalid=FLAGS.skip_invalid)
+    @classmethod
+    def from_flags(cls) -> "RaceSettings":
+        return cls(FLAGS.data_dir, FLAGS.max_qa_length, FLAGS.middle_only, FLAGS.high_only,
+                   FLAGS.skip_invalid, FLAGS.dropout_prob)
 
-    def eval_set(self, split: str, batch_size: int) -> EvalSet:
+
+class RaceHooks(FineTuningHooks):
+    """RACE's 4-way multiple choice (<data_dir>/RACE/{train,dev,test}/{middle,high}/)."""
+
+    run_outputs = (PREDICT_RESULTS_FILE, TEST_PREDICTIONS_FILE)
+
+    def __init__(self, own: RaceSettings):
+        self.own = own
+
+    @staticmethod
+    def splits(settings: RunSettings) -> list[str]:
+        """The splits the run reads (dev for --do_eval, test for --do_predict, train for
+        --do_train), the smaller ones first."""
+        return [split for split, wanted in (("dev", settings.do_eval), ("test", settings.do_predict),
+                                            ("train", settings.do_train)) if wanted]
+
+    def files(self, settings: RunSettings) -> RunFiles:
+        own = self.own
+        read = declared_inputs(*(("a file of --data_dir", source.path)
+                                 for split in self.splits(settings)
+                                 for source in race_sources(own.data_dir, split, own.middle_only,
+                                                            own.high_only)))
+        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
+                              else "--output_dir", settings.cached_dir)
+        return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
+
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        return LabelSet("multiple_choice", tuple(ANSWER_LETTERS)), "RACE's answers"
+
+    def training_task(self, run: FineTuningRun, label_set: LabelSet) -> MultipleChoiceTask:
+        return MultipleChoiceTask(run.config, dropout_prob=self.own.dropout_prob)
+
+    def parse(self, run: FineTuningRun):
+        return functools.partial(parse_race_record, max_seq_length=run.settings.max_seq_length)
+
+    def features(self, run: FineTuningRun, split: str) -> FeatureFile:
+        own = self.own
+        return race_feature_file(own.data_dir, split, run.tokenizer, run.settings.max_seq_length,
+                                 own.max_qa_length, run.settings.cached_dir,
+                                 middle_only=own.middle_only, high_only=own.high_only,
+                                 skip_invalid=own.skip_invalid)
+
+    def prepare_features(self, run: FineTuningRun) -> None:
+        """Every split read, checked and converted now, the smaller ones first, so that a missing
+        or malformed split stops the run before the first training step."""
+        for split in self.splits(run.settings):
+            self.features(run, split)
+
+    def training_data(self, run: FineTuningRun) -> TrainingData:
+        train_file = self.features(run, "train")
+        return TrainingData(train_file.path, self.parse(run),
+                            f"race train: {train_file.num_records} questions")
+
+    def eval_set(self, run: FineTuningRun, split: str, batch_size: int) -> EvalSet:
         """The split's records in file order, with each question's level for per-level accuracy."""
-        feature_file = self.features(split)
-        dataset_fn = functools.partial(record_eval_dataset, feature_file.path, self.parse,
-                                       batch_size, needs_static_batches(self.trainer.strategy))
+        feature_file = self.features(run, split)
         metadata = feature_file.metadata
-        return EvalSet("", dataset_fn,
+        return EvalSet("", functools.partial(run.eval_dataset, feature_file.path, self.parse(run),
+                                             batch_size),
                        MultipleChoiceContext(metadata["levels"], metadata["example_ids"]))
 
+    def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
+        return [self.eval_set(run, "dev", run.settings.eval_batch_size)]
 
-def validate_flags() -> None:
-    run_flags.reject_hub_module_handle()
-    if FLAGS.task_name.lower() != "race":
-        raise app.UsageError(f"--task_name={FLAGS.task_name}: run_race only runs race.")
-    run_flags.require_action("do_train", "do_eval", "do_predict", "export_dir")
-    if FLAGS.middle_only and FLAGS.high_only:
-        raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
-    run_flags.require_flags("data_dir", "output_dir", "albert_config_file")
-    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_eval:
-        best_checkpoint_prefix(FLAGS.output_dir)  # fails before training when there is none
+    def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
+        return SweepPolicy(prune=True,
+                           until_step=None if settings.do_train else settings.num_train_steps,
+                           max_wait_seconds=settings.max_eval_wait_secs)
 
+    def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
+        """Evaluates model.ckpt-best on the test split: predict_results.txt and
+        test_predictions.json."""
+        test_set = self.eval_set(run, "test", run.settings.predict_batch_size)
+        outputs = run.trainer.predict(test_set.dataset_fn())
+        metrics = run.trainer.task.reduce(outputs, test_set.context)
+        results = format_metrics(metrics)
+        if dev_best is not None:
+            results += f"best = {dev_best['eval_accuracy']}\n"
+        results_path = run.output_path(PREDICT_RESULTS_FILE)
+        atomic_write_text(results_path, results)
+        path = write_choice_predictions(run.output_path(TEST_PREDICTIONS_FILE),
+                                        test_set.context.example_ids, outputs)
+        print("Test: " + ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+              + f" -> {results_path}, {path}")
 
-def prepare_splits(run: Run) -> None:
-    """Checks before work: every split this run reads (dev for --do_eval, test for --do_predict,
-    train for --do_train) is read, checked and converted now, the smaller ones first, so that a
-    missing or malformed split stops the run before the first training step; later steps read the
-    feature cache."""
-    needed = [split for split, wanted in (("dev", FLAGS.do_eval), ("test", FLAGS.do_predict),
-                                          ("train", FLAGS.do_train)) if wanted]
-    for split in needed:
-        run.features(split)
-
-
-def train(run: Run) -> None:
-    train_file = run.features("train")
-    run_flags.train_from_flags(run.trainer, train_file.path, run.parse,
-                               f"race train: {train_file.num_records} questions")
-
-
-def evaluate(run: Run) -> dict[str, float]:
-    """The sweep over the checkpoints on the dev split; returns the best checkpoint's metrics."""
-    policy = SweepPolicy(prune=True, until_step=None if FLAGS.do_train else FLAGS.train_step,
-                         max_wait_seconds=FLAGS.max_eval_wait_secs)
-    _, best = run_checkpoint_sweep(run.trainer, [run.eval_set("dev", FLAGS.eval_batch_size)],
-                                   "eval_accuracy", policy)
-    return best
-
-
-def predict(run: Run, dev_best: dict[str, float] | None) -> None:
-    """Evaluates model.ckpt-best on the test split: predict_results.txt and test_predictions.json."""
-    restore_best_checkpoint(run.trainer)
-    test_set = run.eval_set("test", FLAGS.predict_batch_size)
-    outputs = run.trainer.predict(test_set.dataset_fn())
-    metrics = run.trainer.task.reduce(outputs, test_set.context)
-    output_dir = run.trainer.config.output_dir
-    results = format_metrics(metrics)
-    if dev_best is not None:
-        results += f"best = {dev_best['eval_accuracy']}\n"
-    atomic_write_text(os.path.join(output_dir, "predict_results.txt"), results)
-    path = write_choice_predictions(os.path.join(output_dir, "test_predictions.json"),
-                                    test_set.context.example_ids, outputs)
-    print("Test: " + ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
-          + f" -> {os.path.join(output_dir, 'predict_results.txt')}, {path}")
-
-
-def export_saved_model(run: Run) -> None:
-    restore_best_checkpoint(run.trainer)
-    export_multiple_choice(run.trainer.model, FLAGS.export_dir, run.tokenizer,
-                           FLAGS.max_seq_length, FLAGS.max_qa_length)
-    print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
+    def export(self, run: FineTuningRun) -> None:
+        export_multiple_choice(run.trainer.model, run.settings.export_dir, run.tokenizer,
+                               run.settings.max_seq_length, self.own.max_qa_length)
 
 
 def main(argv):
     del argv
-    validate_flags()
-    config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    tokenizer = run_flags.tokenizer_from_flags(config)
-    if FLAGS.do_train:
-        run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    task = MultipleChoiceTask(config, dropout_prob=FLAGS.dropout_prob)
-    run = Run(tokenizer, run_flags.trainer_from_flags(task, FLAGS.train_step, FLAGS.warmup_step))
-    prepare_splits(run)
-    if FLAGS.do_train:
-        train(run)
-    dev_best = evaluate(run) if FLAGS.do_eval else None
-    if FLAGS.do_predict:
-        predict(run, dev_best)
-    if FLAGS.export_dir:
-        export_saved_model(run)
+    run_fine_tuning(RunSettings.from_flags(), RaceHooks(RaceSettings.from_flags()))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
-                                     run_flags.check_output_directories,
-                                     run_flags.lock_output_dir],
-                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

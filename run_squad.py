@@ -23,12 +23,13 @@ paper's numbers; checkpoints are selected by it, as the reference does). See the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 FLAGS = flags.FLAGS
 # The reference shuffles its training questions with random.Random(12345) before conversion.
@@ -68,139 +69,190 @@ flags.register_multi_flags_validator(
     message="the SQuAD 2.0 model has no TFLite export (the reference had none either): leave "
             "out --version_2_with_negative or --tflite_file")
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
-    best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
-from albert_tf.tasks.question_answering.serving import (  # noqa: E402
-    export_squad, export_squad_tflite)
-from albert_tf.tasks.question_answering.task import (  # noqa: E402
-    SquadEvalContext, SquadSettings, SquadTask)
-from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from albert_tf.training.input_pipeline import (  # noqa: E402
-    needs_static_batches, record_eval_dataset)
-from albert_tf.training.task import EvalSet  # noqa: E402
-from albert_tf.training.trainer import Trainer  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile  # noqa: E402
-from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
-from data_prep.question_answering.features import parse_squad_record  # noqa: E402
-
-
-def feature_file(tokenizer: FullTokenizer, input_file: str, is_training: bool) -> FeatureFile:
-    """The cached features of a SQuAD JSON file (training questions shuffled as the reference)."""
-    return squad_feature_file(input_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-                              FLAGS.max_query_length, is_training,
-                              FLAGS.cached_dir or FLAGS.output_dir, FLAGS.num_workers,
-                              shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None,
-                              version_2_with_negative=FLAGS.version_2_with_negative)
-
-
-def parse_fn(is_training: bool):
-    return functools.partial(parse_squad_record, max_seq_length=FLAGS.max_seq_length,
-                             is_training=is_training)
-
-
-def validate_flags() -> None:
-    run_flags.reject_hub_module_handle()
-    run_flags.require_action("do_train", "do_predict", "export_dir", "tflite_file")
-    run_flags.require_flags("output_dir", "albert_config_file")
+def check_flags() -> None:
+    """Before TensorFlow loads: what to do, the model's files, the file each action reads and
+    room for the question in the window."""
+    flag_checks.fine_tuning_checks("do_train", "do_predict", "export_dir", "tflite_file")
     if FLAGS.do_train:
-        run_flags.require_flags("train_file")
+        flag_checks.require_flags("train_file")
     if FLAGS.do_predict:
-        run_flags.require_flags("predict_file")
-    if (FLAGS.export_dir or FLAGS.tflite_file) and not FLAGS.do_predict:
-        # Fails before training when there is none.
-        best_checkpoint_prefix(FLAGS.output_dir, "--do_predict")
-    if (FLAGS.do_predict and not FLAGS.do_train and not FLAGS.init_checkpoint
-            and not list_checkpoints(FLAGS.output_dir)):
-        raise app.UsageError(f"--do_predict: no checkpoint in {FLAGS.output_dir} and no "
-                             "--init_checkpoint to evaluate.")
+        flag_checks.require_flags("predict_file")
     if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
         raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} must exceed "
                              f"--max_query_length + 3 = {FLAGS.max_query_length + 3}.")
 
 
-def settings_from_flags() -> SquadSettings:
-    threshold_given = FLAGS["null_score_diff_threshold"].present
-    return SquadSettings(
-        version_2=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length, start_n_top=FLAGS.start_n_top,
-        end_n_top=FLAGS.end_n_top, dropout_prob=FLAGS.dropout_prob,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        tuned_predictions=not threshold_given)
+command_line.parse_before_imports(__name__, checks=[check_flags])
+
+from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
+from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.cli.fine_tuning import (  # noqa: E402
+    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX  # noqa: E402
+from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
+from albert_tf.tasks.question_answering.postprocessing import (  # noqa: E402
+    NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE)
+from albert_tf.tasks.question_answering.serving import (  # noqa: E402
+    export_squad, export_squad_tflite)
+from albert_tf.tasks.question_answering.task import (  # noqa: E402
+    SquadEvalContext, SquadSettings, SquadTask)
+from albert_tf.training.task import EvalSet  # noqa: E402
+from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
+from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
+from data_prep.question_answering.features import parse_squad_record  # noqa: E402
+
+CACHE_NAME = "squad"
 
 
-def training_steps(train_file: FeatureFile | None) -> tuple[int, int]:
-    """(num_train_steps, num_warmup_steps) as the reference counts them: questions, not windows."""
-    if train_file is None:
-        return 1, 0  # predict-only: the schedule is never used
-    steps = int(train_file.metadata["num_questions"] / FLAGS.train_batch_size
-                * FLAGS.num_train_epochs)
-    if steps < 1:
-        raise app.UsageError(f"{train_file.metadata['num_questions']} training questions give no "
-                             f"step at batch {FLAGS.train_batch_size} and "
-                             f"{FLAGS.num_train_epochs} epochs.")
-    return steps, int(steps * FLAGS.warmup_proportion)
+@dataclasses.dataclass(frozen=True)
+class SquadRunSettings:
+    """run_squad's own flags: its files, the window geometry, the post-processing's settings."""
+
+    train_file: str | None
+    predict_file: str | None
+    doc_stride: int
+    max_query_length: int
+    num_workers: int
+    num_train_epochs: float
+    warmup_proportion: float
+    postprocessing: SquadSettings
+
+    @classmethod
+    def from_flags(cls) -> "SquadRunSettings":
+        postprocessing = SquadSettings(
+            version_2=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
+            max_answer_length=FLAGS.max_answer_length, start_n_top=FLAGS.start_n_top,
+            end_n_top=FLAGS.end_n_top, dropout_prob=FLAGS.dropout_prob,
+            null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+            tuned_predictions=not FLAGS["null_score_diff_threshold"].present)
+        return cls(FLAGS.train_file if FLAGS.do_train else None,
+                   FLAGS.predict_file if FLAGS.do_predict else None, FLAGS.doc_stride,
+                   FLAGS.max_query_length, FLAGS.num_workers, FLAGS.num_train_epochs,
+                   FLAGS.warmup_proportion, postprocessing)
 
 
-def train(trainer: Trainer, train_file: FeatureFile) -> None:
-    run_flags.train_from_flags(trainer, train_file.path, parse_fn(True),
-                               f"SQuAD train: {train_file.metadata['num_questions']} questions, "
-                               f"{train_file.num_records} windows")
+class SquadHooks(FineTuningHooks):
+    """SQuAD v1.1 / v2.0: --do_predict sweeps the checkpoints on --predict_file and leaves the
+    best one's prediction files."""
 
+    run_outputs = (PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE)
+    evaluation_flag = "--do_predict"
 
-def predict(trainer: Trainer, eval_file: FeatureFile, selection_metric: str) -> None:
-    """The sweep over the checkpoints (or --init_checkpoint), then the best one's files."""
-    output_dir = trainer.config.output_dir
-    eval_set = EvalSet("", functools.partial(record_eval_dataset, eval_file.path, parse_fn(False),
-                                             FLAGS.predict_batch_size,
-                                             needs_static_batches(trainer.strategy)),
-                       SquadEvalContext.from_metadata(eval_file.metadata, output_dir))
-    if not list_checkpoints(output_dir):  # predict-only from --init_checkpoint
-        print(trainer.warm_start(FLAGS.init_checkpoint, config_file=FLAGS.albert_config_file))
-        trainer.manager.save(checkpoint_number=0)
-    run_checkpoint_sweep(trainer, [eval_set], selection_metric, SweepPolicy(prune=True))
-    # The sweep leaves the files of the last evaluated checkpoint; write the best one's.
-    trainer.evaluate_checkpoint(os.path.join(output_dir, BEST_PREFIX), [eval_set])
-    print(f"Predictions of {BEST_PREFIX} in {output_dir}")
+    def __init__(self, own: SquadRunSettings):
+        self.own = own
+        self.selection_metric = own.postprocessing.selection_metric
 
+    def evaluates(self, settings: RunSettings) -> bool:
+        return settings.do_predict
 
-def export_saved_model(trainer: Trainer, tokenizer: FullTokenizer) -> None:
-    export_squad(trainer.model, FLAGS.export_dir, tokenizer, FLAGS.max_seq_length,
-                 FLAGS.max_query_length)
-    print(f"Exported the SavedModels of {BEST_PREFIX} to {FLAGS.export_dir}")
+    def reads_init_checkpoint(self, settings: RunSettings) -> bool:
+        """Training starts from it; a --do_predict run without checkpoints evaluates it."""
+        return settings.do_train or settings.do_predict
+
+    def files(self, settings: RunSettings) -> RunFiles:
+        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
+                              else "--output_dir", settings.cached_dir)
+        return RunFiles(declared_inputs(("--train_file", self.own.train_file),
+                                        ("--predict_file", self.own.predict_file)),
+                        fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
+
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        """Checks that a --do_predict run has something to evaluate; every SQuAD file is read and
+        checked when its features are built (``prepare_features``)."""
+        settings = run.settings
+        if (settings.do_predict and not settings.do_train and run.init_checkpoint is None
+                and not list_checkpoints(settings.output_dir)):
+            raise app.UsageError(f"--do_predict: no checkpoint in {settings.output_dir} and no "
+                                 "--init_checkpoint to evaluate.")
+        version = "v2.0" if self.own.postprocessing.version_2 else "v1.1"
+        return LabelSet(f"question_answering_{version}"), "--version_2_with_negative"
+
+    def training_task(self, run: FineTuningRun, label_set: LabelSet) -> SquadTask:
+        return SquadTask(run.config, self.own.postprocessing)
+
+    def parse(self, run: FineTuningRun, is_training: bool):
+        return functools.partial(parse_squad_record, max_seq_length=run.settings.max_seq_length,
+                                 is_training=is_training)
+
+    def features(self, run: FineTuningRun, is_training: bool) -> FeatureFile:
+        """The cached features of a SQuAD JSON file (training questions shuffled as the
+        reference)."""
+        own = self.own
+        return squad_feature_file(own.train_file if is_training else own.predict_file,
+                                  run.tokenizer, run.settings.max_seq_length, own.doc_stride,
+                                  own.max_query_length, is_training, run.settings.cached_dir,
+                                  own.num_workers,
+                                  shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None,
+                                  version_2_with_negative=own.postprocessing.version_2)
+
+    def schedule(self, run: FineTuningRun) -> tuple[int, int]:
+        """(num_train_steps, num_warmup_steps) as the reference counts them: questions, not
+        windows."""
+        if not run.settings.do_train:
+            return 1, 0  # predict-only: the schedule is never used
+        train_file = self.features(run, True)
+        questions = train_file.metadata["num_questions"]
+        steps = int(questions / run.settings.train_batch_size * self.own.num_train_epochs)
+        if steps < 1:
+            raise app.UsageError(f"{questions} training questions give no step at batch "
+                                 f"{run.settings.train_batch_size} and "
+                                 f"{self.own.num_train_epochs} epochs.")
+        return steps, int(steps * self.own.warmup_proportion)
+
+    def prepare_features(self, run: FineTuningRun) -> None:
+        """Every file the run reads is read, checked and converted before the first step."""
+        if run.settings.do_predict:
+            self.features(run, False)
+        if run.settings.do_train:
+            self.features(run, True)
+
+    def training_data(self, run: FineTuningRun) -> TrainingData:
+        train_file = self.features(run, True)
+        return TrainingData(train_file.path, self.parse(run, True),
+                            f"SQuAD train: {train_file.metadata['num_questions']} questions, "
+                            f"{train_file.num_records} windows")
+
+    def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
+        eval_file = self.features(run, False)
+        return [EvalSet("", functools.partial(run.eval_dataset, eval_file.path,
+                                              self.parse(run, False),
+                                              run.settings.predict_batch_size),
+                        SquadEvalContext.from_metadata(eval_file.metadata,
+                                                       run.trainer.config.output_dir))]
+
+    def before_sweep(self, run: FineTuningRun) -> None:
+        """Predict-only from --init_checkpoint: it becomes checkpoint 0 of --output_dir."""
+        trainer = run.trainer
+        if not list_checkpoints(trainer.config.output_dir):
+            print(trainer.warm_start(run.init_checkpoint,
+                                     config_file=run.settings.albert_config_file))
+            trainer.manager.save(checkpoint_number=0)
+
+    def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
+        """The sweep leaves the files of the last evaluated checkpoint; write the best one's."""
+        output_dir = run.trainer.config.output_dir
+        run.trainer.evaluate_checkpoint(os.path.join(output_dir, BEST_PREFIX),
+                                        self.eval_sets(run))
+        print(f"Predictions of {BEST_PREFIX} in {output_dir}")
+
+    def export(self, run: FineTuningRun) -> None:
+        export_squad(run.trainer.model, run.settings.export_dir, run.tokenizer,
+                     run.settings.max_seq_length, self.own.max_query_length)
+
+    def export_tflite(self, run: FineTuningRun) -> str:
+        settings = run.settings
+        return export_squad_tflite(run.trainer.model, settings.tflite_file,
+                                   settings.max_seq_length, settings.tflite_quantization)
 
 
 def main(argv):
     del argv
-    validate_flags()
-    config = run_flags.load_config(FLAGS.albert_config_file, FLAGS.max_seq_length)
-    tokenizer = run_flags.tokenizer_from_flags(config)
-    run_flags.check_init_checkpoint(FLAGS.init_checkpoint)
-    settings = settings_from_flags()
-    # Every file the run reads is read, checked and converted before the first training step.
-    eval_file = feature_file(tokenizer, FLAGS.predict_file, False) if FLAGS.do_predict else None
-    train_file = feature_file(tokenizer, FLAGS.train_file, True) if FLAGS.do_train else None
-    steps, warmup = training_steps(train_file)
-    trainer = run_flags.trainer_from_flags(SquadTask(config, settings), steps, warmup,
-                                           evaluates=FLAGS.do_predict)
-    if FLAGS.do_train:
-        train(trainer, train_file)
-    if FLAGS.do_predict:
-        predict(trainer, eval_file, settings.selection_metric)
-    if FLAGS.export_dir or FLAGS.tflite_file:
-        restore_best_checkpoint(trainer)
-    if FLAGS.export_dir:
-        export_saved_model(trainer, tokenizer)
-    if FLAGS.tflite_file:
-        run_flags.write_tflite_from_flags(trainer.model, export_squad_tflite)
+    run_fine_tuning(RunSettings.from_flags(), SquadHooks(SquadRunSettings.from_flags()))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[run_flags.check_outputs_spare_inputs,
-                                     run_flags.check_output_directories,
-                                     run_flags.lock_output_dir],
-                       when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)

@@ -53,7 +53,7 @@ class Output:
     """A file the command writes (or, with ``family``, the glob pattern of a family of files it
     writes, renames and deletes, e.g. ``<output_dir>/model.ckpt-*``).
 
-    ``what`` names it in messages ("--tflite_file", "predictions.json in --output_dir"). ``within``:
+    ``what`` names it in messages ("--tflite_file", "predictions.json (written in --output_dir)"). ``within``:
     for a fixed name of the command inside a directory, how messages name that directory
     ("--output_dir"; a file an earlier run of the command wrote there is its own result, replaced);
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
@@ -121,7 +121,8 @@ def inputs(*pairs: tuple[str, str | None]) -> tuple[Input, ...]:
 def fixed_outputs(directory: WorkDirectory, names: Iterable[str], **options) -> tuple[Output, ...]:
     """The ``Output`` of each fixed name (a file, or a glob pattern for a family) in ``directory``;
     ``options``: further fields of every ``Output`` (e.g. ``consequence``)."""
-    return tuple(Output(f"{name} in {directory.what}", tf.io.gfile.join(directory.path, name),
+    return tuple(Output(f"{name} (written in {directory.what})",
+                        tf.io.gfile.join(directory.path, name),
                         within=directory.what,
                         family=any(character in name for character in "*?["), **options)
                  for name in names)

@@ -1,0 +1,120 @@
+"""Runs a command (a run_*.py script or ``-m <module>``) inside the test process, as its shell
+command would run it: its flags defined and parsed, its checks before TensorFlow, its error
+boundary, its exit status, its stdout and stderr.
+
+A process start and TensorFlow's import cost 4-5 s per command; most command behaviour (flags,
+files written, messages, exit statuses) is the same in-process. What needs a real process (Ctrl-C,
+SIGTERM, kill and resume, a second process holding a lock, --help timing) keeps subprocesses:
+``run_subprocess``.
+
+Isolation: absl keeps flags in one global registry. Before a command runs, every flag that is not
+absl's own is taken out of it (and put back afterwards), so the command defines its flags from
+scratch, with its own defaults, whatever other commands or test modules defined before; after it,
+its flags are removed and the values of absl's flags reset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import runpy
+import subprocess
+import sys
+
+from absl import flags
+
+from tests.shared_setup import REPO_ROOT, subprocess_env
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandResult:
+    """What a shell would see: the exit status, stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def error_line(self) -> str:
+        """The last line of stderr of a refused command (exit 1, no traceback)."""
+        assert self.returncode == 1, self.stdout[-2000:] + self.stderr[-3000:]
+        assert "Traceback" not in self.stderr, self.stderr[-3000:]
+        return self.stderr.strip().splitlines()[-1]
+
+
+def script_path(command: str) -> tuple[str, str]:
+    """(file to run, program name) of "run_x.py", "data_prep/x.py" or "-m package.module"."""
+    if command.startswith("-m "):
+        module = command[3:].strip()
+        path = os.path.join(REPO_ROOT, *module.split(".")) + ".py"
+    else:
+        path = os.path.join(REPO_ROOT, command)
+    return path, path
+
+
+def _own_flags(values: flags.FlagValues) -> dict[str, flags.Flag]:
+    """The flags of ``values`` that absl did not define itself."""
+    own = {}
+    for name in list(values):
+        module = values.find_module_defining_flag(name, default="")
+        if not module.startswith("absl"):
+            own[name] = values[name]
+    return own
+
+
+@contextlib.contextmanager
+def _clean_flag_registry():
+    """Within the block the global registry holds absl's flags only; afterwards the flags defined
+    inside are removed and those taken out come back."""
+    values = flags.FLAGS
+    saved = _own_flags(values)
+    saved_modules = {module: list(module_flags)
+                     for module, module_flags in values.flags_by_module_dict().items()}
+    for name in saved:
+        delattr(values, name)
+    try:
+        yield
+    finally:
+        for name in _own_flags(values):
+            delattr(values, name)
+        values.unparse_flags()
+        for name, flag in saved.items():
+            values[name] = flag
+        for module, module_flags in saved_modules.items():
+            for flag in module_flags:
+                if flag.name in saved and flag.name in values:
+                    values.register_flag_by_module(module, flag)
+
+
+def run_command(command: str, *args: str) -> CommandResult:
+    """Runs ``command`` with ``args`` in this process (see the module doc)."""
+    path, program = script_path(command)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved_argv = sys.argv
+    returncode = 0
+    sys.argv = [program, *args]
+    try:
+        with _clean_flag_registry(), contextlib.redirect_stdout(stdout), \
+                contextlib.redirect_stderr(stderr):
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as stop:
+                code = stop.code
+                if isinstance(code, str):
+                    print(code, file=sys.stderr)
+                    returncode = 1
+                else:
+                    returncode = code or 0
+    finally:
+        sys.argv = saved_argv
+    return CommandResult(returncode, stdout.getvalue(), stderr.getvalue())
+
+
+def run_subprocess(command: str, *args: str, timeout: float = 900,
+                   **environment: str) -> CommandResult:
+    """Runs ``command`` with ``args`` in a new Python process (see the module doc)."""
+    prefix = command.split() if command.startswith("-m ") else [os.path.join(REPO_ROOT, command)]
+    result = subprocess.run([sys.executable, *prefix, *args], capture_output=True, text=True,
+                            cwd=REPO_ROOT, timeout=timeout, env=subprocess_env(**environment))
+    return CommandResult(result.returncode, result.stdout, result.stderr)
