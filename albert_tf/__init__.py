@@ -27,6 +27,6 @@ preparation is the package data_prep.
 Layering (tests/test_import_graph.py checks it): no import cycle, between modules or between
 folders; core folders never import albert_tf/tasks/; a task never imports another task; only
 commands use reproduction/; albert_tf never imports data_prep; nothing imports a command; only
-cli/command_line.py, cli/flag_definitions.py, cli/run_flags.py and the commands import
+cli/command_line.py, cli/flag_definitions.py, cli/flag_checks.py, cli/settings.py and the commands import
 ``absl.flags`` or read ``FLAGS``. Package ``__init__`` files hold no code (import the modules).
 """

@@ -105,13 +105,14 @@ flags.register_multi_flags_validator(_CHECKED_FLAGS, _check_conversion)
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.checkpoints.conversion import (  # noqa: E402
-    HF_SOURCE_FLAG, TaskHead, albert_tf_to_tf1, choose_task_model, huggingface_to_albert_tf,
-    tf1_to_albert_tf, to_huggingface)
-from albert_tf.checkpoints.files import resolve_checkpoint_path  # noqa: E402
-from albert_tf.checkpoints.hf_format import read_hf_config  # noqa: E402
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.files.paths import (  # noqa: E402
-    check_directory_holds_no_input, check_outputs_are_not_inputs)
+    ALBERT_CONFIG_OUTPUT, HF_SOURCE_FLAG, TaskHead, albert_tf_to_tf1, choose_task_model,
+    huggingface_to_albert_tf, tf1_to_albert_tf, to_huggingface)
+from albert_tf.checkpoints.files import (  # noqa: E402
+    CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME, resolve_checkpoint_path)
+from albert_tf.checkpoints.hf_format import SPM_FILE, WRITTEN_FILES, read_hf_config  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import (  # noqa: E402
+    NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
@@ -162,22 +163,32 @@ def main(argv: list[str]) -> None:
         print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
 
-def _check_paths() -> None:
-    """Before any work: --output_dir is not an input, and does not hold the checkpoint converted
-    (the conversion would rewrite its 'checkpoint' file, or replace it)."""
-    sources = run_flags.flag_paths("tf1_checkpoint", "checkpoint", "hf_checkpoint")
-    output = run_flags.flag_paths("output_dir")
-    check_outputs_are_not_inputs(
-        output, sources + run_flags.flag_paths("albert_config_file", "spm_model_file"))
-    for what, path in sources:
+def run_files() -> RunFiles:
+    """What the conversion reads (the source checkpoint, the config, the tokenizer) and writes:
+    a checkpoint, the directory's 'checkpoint' file, the config and tokenizer in --output_dir, or
+    (--to=huggingface) the Hugging Face directory, replaced with --overwrite only when it holds
+    nothing but what a conversion writes there."""
+    values = flags.FLAGS
+    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    source = values[flag].value
+    if flag != HF_SOURCE_FLAG:
         try:
-            prefix = resolve_checkpoint_path(path)
+            source = resolve_checkpoint_path(source)
         except FileNotFoundError:
-            continue  # reported by the conversion
-        check_directory_holds_no_input(
-            output[0], [(what, prefix)], "the conversion writes its checkpoint and the "
-            "directory's 'checkpoint' file there; choose another --output_dir")
+            pass  # reported by the conversion
+    read = inputs((f"--{flag}", source), ("--albert_config_file", values.albert_config_file),
+                  ("--spm_model_file", values.spm_model_file))
+    if target == "huggingface":
+        return RunFiles(read, new_directories=(NewDirectory(
+            "--output_dir", values.output_dir, WRITTEN_FILES, values.overwrite),))
+    output_dir = WorkDirectory("--output_dir", values.output_dir)
+    return RunFiles(read, fixed_outputs(
+        output_dir, [TF2_CHECKPOINT_NAME + "*"],
+        consequence="the conversion writes its checkpoint and the directory's 'checkpoint' file "
+                    "there; choose another --output_dir")
+        + fixed_outputs(output_dir, [CHECKPOINT_STATE_FILE, ALBERT_CONFIG_OUTPUT, SPM_FILE]),
+        (output_dir,))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

@@ -51,33 +51,31 @@ flags.mark_flag_as_required("spm_model_file")
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.files.paths import (  # noqa: E402
-    check_output_directories_apart, check_outputs_are_not_inputs)
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import NewDirectory, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.serving.preprocessing import export_preprocessing  # noqa: E402
-from albert_tf.serving.saved_model import check_new_directory  # noqa: E402
 from albert_tf.tasks.pretraining.hub_export import (  # noqa: E402
     PREPROCESSING_SUBDIR, SIGNATURES, checkpoint_to_export, export_encoder, load_pretraining_weights)
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 
 
-def _check_output_paths() -> None:
-    """Runs before any work: something to write, and only to new directories, apart from each
-    other and from the inputs (--checkpoint, --albert_config_file, --spm_model_file)."""
+def run_files() -> RunFiles:
+    """Something to write, and what the command reads (--checkpoint, --albert_config_file,
+    --spm_model_file) and writes: new directories only, apart from each other and from the inputs
+    (app.UsageError, OutputPathError)."""
     values = flags.FLAGS
     if not (values.export_path or values.preprocessing_export_path):
         raise app.UsageError("Give --export_path, --preprocessing_export_path or both.")
     if values.export_path and not (values.albert_config_file and values.checkpoint):
         raise app.UsageError("--export_path needs --albert_config_file and --checkpoint.")
-    outputs = run_flags.flag_paths("export_path", "preprocessing_export_path")
-    check_output_directories_apart(outputs)
-    check_outputs_are_not_inputs(
-        outputs, run_flags.flag_paths("checkpoint", "albert_config_file", "spm_model_file"))
-    for flag in ("export_path", "preprocessing_export_path"):
-        if values[flag].value:
-            check_new_directory(values[flag].value, flag=flag)
+    exports = tuple(NewDirectory(f"--{flag}", values[flag].value)
+                    for flag in ("export_path", "preprocessing_export_path") if values[flag].value)
+    return RunFiles(inputs(("--checkpoint", values.checkpoint),
+                           ("--albert_config_file", values.albert_config_file),
+                           ("--spm_model_file", values.spm_model_file)),
+                    new_directories=exports)
 
 
 def main(argv: list[str]) -> None:
@@ -101,4 +99,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_output_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

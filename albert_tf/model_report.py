@@ -25,6 +25,7 @@ flags.mark_flag_as_required("albert_config_file")
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.models.parameters import format_parameter_report, parameter_report  # noqa: E402
 from albert_tf.tasks.pretraining.memory import training_memory_bytes  # noqa: E402
@@ -58,5 +59,10 @@ def main(argv: list[str]) -> None:
     print(format_model_report(config, values.batch_size, values.max_seq_length, values.dtype))
 
 
+def run_files() -> RunFiles:
+    """What the report reads (the config); it writes nothing."""
+    return RunFiles(inputs(("--albert_config_file", flags.FLAGS.albert_config_file)))
+
+
 if __name__ == "__main__":
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

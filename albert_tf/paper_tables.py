@@ -63,9 +63,13 @@ def check_what_to_do() -> None:
 command_line.parse_before_imports(__name__, checks=[check_what_to_do])
 
 import json  # noqa: E402
+import os  # noqa: E402
+
+import tensorflow as tf  # noqa: E402
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
+from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.reproduction.ablation import (  # noqa: E402
     ablation_tables, expand_run_dirs, format_ablation_markdown)
 from albert_tf.reproduction.downstream import (  # noqa: E402
@@ -104,5 +108,20 @@ def main(argv: list[str]) -> None:
         print(f"-> {FLAGS.output}.md, {FLAGS.output}.json")
 
 
+def run_files() -> RunFiles:
+    """What the command reads (every JSON file of the runs: their results, configs and seeds'
+    summaries) and writes (<output>.md and <output>.json)."""
+    run_dirs = [FLAGS.runs_dir] if FLAGS.runs_dir and not FLAGS.plan else []
+    if FLAGS.pretraining_runs and not FLAGS.plan:
+        run_dirs += expand_run_dirs(FLAGS.pretraining_runs)
+    read = inputs(*(("a results file of the runs", path) for directory in run_dirs
+                    for depth in range(1, 4)
+                    for path in tf.io.gfile.glob(os.path.join(directory, *["*"] * depth)
+                                                 + ".json")))
+    written = (tuple(Output("--output", FLAGS.output + suffix) for suffix in (".md", ".json"))
+               if FLAGS.output and not FLAGS.plan else ())
+    return RunFiles(read, written)
+
+
 if __name__ == "__main__":
-    error_boundary.run(main)
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

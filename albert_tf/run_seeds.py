@@ -42,7 +42,9 @@ command_line.parse_before_imports(__name__, _PARSE)
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE  # noqa: E402
 from albert_tf.evaluation.seed_results import (  # noqa: E402
-    format_seed_results, seed_directory, summarize_seeds, write_seed_results)
+    SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds, write_seed_results)
+from albert_tf.files.run_files import (  # noqa: E402
+    RunFiles, WorkDirectory, check_run_files, fixed_outputs)
 
 
 def recipe_command(recipe: list[str]) -> list[str]:
@@ -85,5 +87,14 @@ def main(argv: list[str]) -> None:
     print(format_seed_results(summary) + f"\n-> {path}")
 
 
+def run_files() -> RunFiles:
+    """What the driver writes in --output_dir: the seeds' directories and seed_results.json (each
+    seed's run checks its own files)."""
+    output_dir = WorkDirectory("--output_dir", flags.FLAGS.output_dir)
+    return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE,
+                                                       SEED_DIRECTORY_PREFIX + "*"]),
+                    work_directories=(output_dir,))
+
+
 if __name__ == "__main__":
-    error_boundary.run(main, flags_parser=_PARSE)
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())], flags_parser=_PARSE)

@@ -126,8 +126,8 @@ def _validate_flags() -> None:
 command_line.parse_before_imports(__name__, _parse_flags, checks=[_validate_flags])
 
 from albert_tf.cli import error_boundary  # noqa: E402
-from albert_tf.files.paths import (  # noqa: E402
-    OutputPathError, check_output_paths, expand_input_patterns)
+from albert_tf.files.paths import OutputPathError, expand_input_patterns  # noqa: E402
+from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
 from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
@@ -147,14 +147,14 @@ def _generation_config() -> GenerationConfig:
                             random_seed=FLAGS.random_seed, do_lower_case=FLAGS.do_lower_case)
 
 
-def _check_paths(input_files: list[str], output_files: list[str]) -> None:
-    """Refuses outputs that would replace an input, the tokenizer or one another (OutputPathError)."""
-    inputs = [("--input_file", path) for path in input_files]
-    inputs += [(f"--{name}", FLAGS[name].value) for name in ("spm_model_file", "vocab_file")
-               if FLAGS[name].value]
-    outputs = [("--output_file", path) for path in output_files]
-    outputs.append(("the statistics file", stats_path(output_files[0])))
-    check_output_paths(outputs, inputs)
+def run_files(input_files: list[str], output_files: list[str]) -> RunFiles:
+    """What the command reads (the text, the tokenizer) and writes (the records, the statistics
+    file beside the first)."""
+    read = inputs(*(("--input_file", path) for path in input_files),
+                  ("--spm_model_file", FLAGS.spm_model_file), ("--vocab_file", FLAGS.vocab_file))
+    written = tuple(Output("--output_file", path) for path in output_files)
+    return RunFiles(read, written + (Output("the statistics file",
+                                            stats_path(output_files[0])),))
 
 
 def _beam_options(beam_args: list[str]):
@@ -178,7 +178,7 @@ def _run(beam_options) -> None:
     processes or, given ``beam_options``, as a Beam pipeline."""
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = _output_files()
-    _check_paths(input_files, output_files)
+    check_run_files(run_files(input_files, output_files))
     tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
                               do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
     processor = ChunkProcessor(tokenizer, _generation_config())

@@ -31,10 +31,12 @@ flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.files.paths import check_outputs_are_not_inputs  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import (  # noqa: E402
+    RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.classification.features import cached_glue_features  # noqa: E402
+from data_prep.common.feature_cache import cache_file_pattern  # noqa: E402
 from data_prep.classification.glue_tasks import glue_task  # noqa: E402
 from data_prep.classification.processors import GlueDataError  # noqa: E402
 
@@ -67,16 +69,19 @@ def main(argv: list[str]) -> None:
         print(f"{split}\t{features.num_records}\t{features.path}")
 
 
-def _check_paths() -> None:
-    """Before any work: --cached_dir is not a file read (a split's TSV, the tokenizer). It may be
-    --data_dir: feature files are named <task>_<split>_<digest>.tf_record and replace no TSV."""
-    inputs = run_flags.flag_paths("spm_model_file", "vocab_file")
-    if FLAGS.task_name and FLAGS.data_dir and not FLAGS.print_recipe:
-        processor = glue_task(FLAGS.task_name).processor()
-        inputs += [("--data_dir", processor.split_path(FLAGS.data_dir, split))
-                   for split in FLAGS.splits]
-    check_outputs_are_not_inputs(run_flags.flag_paths("cached_dir"), inputs)
+def run_files() -> RunFiles:
+    """What the command reads (each split's TSV, the tokenizer) and writes (the task's feature
+    files in --cached_dir, named <task>_<split>_<digest>.tf_record: they replace no TSV, so
+    --cached_dir may be --data_dir)."""
+    read = inputs(("--spm_model_file", FLAGS.spm_model_file), ("--vocab_file", FLAGS.vocab_file))
+    if not (FLAGS.task_name and FLAGS.data_dir and FLAGS.cached_dir) or FLAGS.print_recipe:
+        return RunFiles(read)
+    task = glue_task(FLAGS.task_name)
+    read += inputs(*(("--data_dir", task.processor().split_path(FLAGS.data_dir, split))
+                     for split in FLAGS.splits))
+    cache = WorkDirectory("--cached_dir", FLAGS.cached_dir)
+    return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(task.name)]), (cache,))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

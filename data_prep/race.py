@@ -34,8 +34,8 @@ flags.mark_flags_as_required(["data_dir", "split", "output_file"])
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.files.paths import check_output_paths  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.common.feature_cache import sidecar_path, write_feature_file  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_records_builder  # noqa: E402
@@ -62,16 +62,17 @@ def main(argv: Sequence[str]) -> None:
           f"{metadata['num_skipped_articles']} articles")
 
 
-def _check_paths() -> None:
-    """Before any work: neither output (--output_file, its sidecar) is one of the article files of
-    --split under --data_dir or the tokenizer, however spelled or linked."""
+def run_files() -> RunFiles:
+    """What the command reads (the article files of --split under --data_dir, the tokenizer) and
+    writes (--output_file and its sidecar)."""
     output = FLAGS.output_file
     articles = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
                             high_only=FLAGS.high_only)
-    check_output_paths([("--output_file", output), ("its sidecar", sidecar_path(output))],
-                       [("a file of --data_dir", source.path) for source in articles]
-                       + run_flags.flag_paths("spm_model_file", "vocab_file"))
+    return RunFiles(inputs(*(("a file of --data_dir", source.path) for source in articles),
+                           ("--spm_model_file", FLAGS.spm_model_file),
+                           ("--vocab_file", FLAGS.vocab_file)),
+                    (Output("--output_file", output), Output("its sidecar", sidecar_path(output))))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

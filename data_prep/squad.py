@@ -43,8 +43,8 @@ flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
-from albert_tf.cli import error_boundary, run_flags  # noqa: E402
-from albert_tf.files.paths import check_output_paths  # noqa: E402
+from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.common.feature_cache import sidecar_path  # noqa: E402
 from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
@@ -78,13 +78,14 @@ def main(argv: Sequence[str]) -> None:
     print(f"{seconds:.1f} s, {metadata['num_questions'] / max(seconds, 1e-9):.0f} questions/s")
 
 
-def _check_paths() -> None:
-    """Before any work: neither output (--output_file, its sidecar) is an input (--input_file,
-    --spm_model_file), however spelled or linked."""
+def run_files() -> RunFiles:
+    """What the command reads (the SQuAD file, the tokenizer) and writes (--output_file and its
+    sidecar)."""
     output = FLAGS.output_file
-    check_output_paths([("--output_file", output), ("its sidecar", sidecar_path(output))],
-                       run_flags.flag_paths("input_file", "spm_model_file"))
+    return RunFiles(inputs(("--input_file", FLAGS.input_file),
+                           ("--spm_model_file", FLAGS.spm_model_file)),
+                    (Output("--output_file", output), Output("its sidecar", sidecar_path(output))))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

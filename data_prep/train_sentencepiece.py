@@ -41,7 +41,8 @@ flags.mark_flags_as_required(["input_file", "model_prefix"])
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.cli import error_boundary  # noqa: E402
-from albert_tf.files.paths import check_output_paths, expand_input_patterns  # noqa: E402
+from albert_tf.files.paths import expand_input_patterns  # noqa: E402
+from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from data_prep.pretraining.vocabulary import train_sentencepiece  # noqa: E402
 
 
@@ -57,13 +58,14 @@ def main(argv: Sequence[str]) -> None:
     logging.info("wrote %s and %s.vocab", model_path, options.model_prefix)
 
 
-def _check_paths() -> None:
-    """Before any work: neither output (<model_prefix>.model, .vocab) is an --input_file."""
+def run_files() -> RunFiles:
+    """What the command reads (the text) and writes (<model_prefix>.model and .vocab)."""
     prefix = flags.FLAGS.model_prefix
-    check_output_paths([("--model_prefix", f"{prefix}.{suffix}") for suffix in ("model", "vocab")],
-                       [("--input_file", path)
-                        for path in expand_input_patterns(flags.FLAGS.input_file)])
+    return RunFiles(inputs(*(("--input_file", path)
+                             for path in expand_input_patterns(flags.FLAGS.input_file))),
+                    tuple(Output("--model_prefix", f"{prefix}.{suffix}")
+                          for suffix in ("model", "vocab")))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[_check_paths])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])

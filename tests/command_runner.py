@@ -44,7 +44,7 @@ class CommandResult:
 
 
 def script_path(command: str) -> tuple[str, str]:
-    """(file to run, program name) of "run_x.py", "data_prep/x.py" or "-m package.module"."""
+    """(file to run, program name) of "run_x.py", "data_prep/<command>.py" or "-m <module>"."""
     if command.startswith("-m "):
         module = command[3:].strip()
         path = os.path.join(REPO_ROOT, *module.split(".")) + ".py"

@@ -112,9 +112,13 @@ def test_a_value_out_of_range_is_a_flag_error_before_tensorflow_loads(name, argu
 
 def test_only_check_args_checks_the_flags_and_stops_before_tensorflow_loads():
     """A cluster job's flags can be checked in a fraction of a second (absl's --only_check_args)."""
-    checked = run_command("run_classifier", "--task_name=rte", "--learning_rate=2e-5",
-                          "--only_check_args", tensorflow_report=True)
+    job = ("--task_name=rte", "--data_dir=glue", "--do_train", "--output_dir=out",
+           "--albert_config_file=config.json", "--spm_model_file=30k-clean.model")
+    checked = run_command("run_classifier", *job, "--learning_rate=2e-5", "--only_check_args",
+                          tensorflow_report=True)
     assert (checked.returncode, checked.stderr.strip()) == (0, "tensorflow imported: False")
+    incomplete = run_command("run_classifier", *job[:-1], "--only_check_args")
+    assert incomplete.returncode == 1 and "--spm_model_file is required" in incomplete.stderr
     wrong = run_command("run_classifier", "--learning_rate=-1", "--only_check_args")
     assert wrong.returncode == 1 and "flag --learning_rate=-1.0: expected" in wrong.stderr
 

@@ -20,8 +20,8 @@ from albert_tf.checkpoints.hf_names import (HuggingFaceFormatError, albert_confi
                                             check_representable, hf_config_dict)
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
-from albert_tf.cli.run_flags import check_init_checkpoint
+from albert_tf.checkpoints.warm_start import (HUGGING_FACE, load_checkpoint,
+                                              resolve_checkpoint_source)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
@@ -205,7 +205,8 @@ def test_output_directory_and_heads_the_format_lacks(tmp_path, capsys):
     with pytest.raises(ConversionError, match="pass --overwrite"):
         check_hf_output_dir(str(tmp_path / "hf"), overwrite=False)
     check_hf_output_dir(str(tmp_path / "hf"), overwrite=True)
-    check_init_checkpoint(str(tmp_path / "hf"))  # what the scripts check of --init_checkpoint
+    # What the scripts resolve --init_checkpoint to.
+    assert resolve_checkpoint_source(str(tmp_path / "hf")).kind == HUGGING_FACE
 
 
 def test_a_reference_checkpoint_converts_to_huggingface(tmp_path):

@@ -35,7 +35,7 @@ ALBERT_TF_ABOVE_TASKS = ("reproduction",)
 DATA_PREP_CORE = ("common",)
 # The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
 FLAG_MODULES = {"albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
-                "albert_tf.cli.run_flags"}
+                "albert_tf.cli.flag_checks", "albert_tf.cli.settings"}
 
 
 def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:

@@ -20,8 +20,6 @@ import sys
 
 import pytest
 
-from albert_tf.files.paths import (OutputPathError, check_directory_holds_no_input,
-                                   check_output_directories_apart, check_outputs_are_not_inputs)
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 SPM_BYTES = b"a SentencePiece model, as far as the checks know"
@@ -182,34 +180,3 @@ def test_convert_checkpoint_refuses_to_write_where_its_source_is(tmp_path):
         "the conversion writes its checkpoint and the directory's 'checkpoint' file there; choose "
         "another --output_dir")
     assert index.read_bytes() == b"an index that must survive"
-
-
-# -- the comparisons -------------------------------------------------------------------------------
-
-def test_directories_compare_through_links_and_spellings(tmp_path):
-    (tmp_path / "data").mkdir()
-    os.symlink(tmp_path / "data", tmp_path / "alias")
-    with pytest.raises(OutputPathError, match="--export_dir '.*alias/' is also an input "
-                                              r"\(--data_dir '.*data'\)"):
-        check_outputs_are_not_inputs([("--export_dir", f"{tmp_path}/alias/")],
-                                     [("--data_dir", str(tmp_path / "data"))])
-    check_outputs_are_not_inputs([("--output_dir", str(tmp_path / "data" / "run"))],
-                                 [("--data_dir", str(tmp_path / "data"))])  # inside: fine
-    with pytest.raises(OutputPathError, match="holds the input --init_checkpoint"):
-        check_directory_holds_no_input(("--output_dir", str(tmp_path / "alias")),
-                                       [("--init_checkpoint", f"{tmp_path}/data/model.ckpt-1")],
-                                       "it would be deleted")
-    check_directory_holds_no_input(("--output_dir", str(tmp_path)),  # a subdirectory: fine
-                                   [("--init_checkpoint", f"{tmp_path}/data/model.ckpt-1")], "")
-
-
-def test_export_directories_may_be_neither_one_nor_nested(tmp_path):
-    export = str(tmp_path / "exports" / "encoder")
-    with pytest.raises(OutputPathError, match="is inside --export_path"):
-        check_output_directories_apart([("--export_path", export),
-                                        ("--preprocessing_export_path", f"{export}/preprocessing")])
-    with pytest.raises(OutputPathError, match="are the same directory"):
-        check_output_directories_apart([("--export_path", export),
-                                        ("--preprocessing_export_path", f"{export}/")])
-    check_output_directories_apart([("--export_path", export),
-                                    ("--preprocessing_export_path", f"{export}_preprocessing")])

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert_tf.files.atomic import atomic_open, atomic_write_text, is_temporary_path, temporary_path
-from albert_tf.files.paths import OutputPathError, check_output_paths, expand_input_patterns
+from albert_tf.files.paths import expand_input_patterns
 from tests.shared_setup import subprocess_env
 
 
@@ -97,33 +97,3 @@ def test_wildcards_skip_temporaries_statistics_and_hidden_files(tmp_path):
     # A file named without wildcards is used as it is.
     assert expand_input_patterns(str(tmp_path / "a.tfrecord.stats.json")) == [
         str(tmp_path / "a.tfrecord.stats.json")]
-
-
-# --- output paths ----------------------------------------------------------------------------------
-
-def test_outputs_that_are_inputs_or_repeated_are_refused(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("text\n")
-    (tmp_path / "sub").mkdir()
-    os.symlink(corpus, tmp_path / "link.txt")
-    os.link(corpus, tmp_path / "hard.txt")
-    inputs = [("--input_file", str(corpus))]
-    for spelling in (str(corpus), str(tmp_path / "sub" / ".." / "corpus.txt"),
-                     os.path.relpath(corpus), str(tmp_path / "link.txt"), str(tmp_path / "hard.txt")):
-        with pytest.raises(OutputPathError, match=r"--output_file '.*' is also an input "
-                                                  r"\(--input_file '.*corpus.txt'\)"):
-            check_output_paths([("--output_file", spelling)], inputs)
-    new = str(tmp_path / "new.tfrecord")
-    for second in (new, str(tmp_path / "sub" / ".." / "new.tfrecord")):
-        with pytest.raises(OutputPathError, match="are the same file"):
-            check_output_paths([("--output_file", new), ("--output_file", second)], inputs)
-    check_output_paths([("--output_file", new), ("--output_file", new + "2")], inputs)  # fine
-
-
-def test_outputs_that_cannot_be_written_are_refused(tmp_path):
-    (tmp_path / "a_file").write_text("x")
-    with pytest.raises(OutputPathError, match="is a directory"):
-        check_output_paths([("--output_file", str(tmp_path))])
-    with pytest.raises(OutputPathError, match="a_file' is a file, not a directory"):
-        check_output_paths([("--output_file", str(tmp_path / "a_file" / "deeper" / "o.tfrecord"))])
-    check_output_paths([("--output_file", str(tmp_path / "new_dir" / "deeper" / "o.tfrecord"))])

@@ -39,7 +39,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_checkpoint,
                                          resolve_checkpoint_path, write_checkpoint_state)
-from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, is_hf_directory,
+from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_files, is_hf_directory,
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
 from albert_tf.checkpoints.hf_names import check_representable, keras_hub_differences
@@ -261,18 +261,21 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
 
 
 def check_hf_output_dir(output_dir: str, overwrite: bool) -> None:
-    """ConversionError unless ``output_dir`` is new, empty, or (with ``overwrite``) an earlier
-    Hugging Face export: a directory holding anything else is never replaced."""
+    """ConversionError unless ``output_dir`` is new, empty, or (with ``overwrite``) holds only the
+    files an earlier conversion writes (``WRITTEN_FILES``): anything else is never replaced and is
+    named."""
     if not tf.io.gfile.exists(output_dir):
         return
     if not tf.io.gfile.isdir(output_dir):
         raise ConversionError(f"--output_dir={output_dir} is a file; expected a directory.")
     if not tf.io.gfile.listdir(output_dir):
         return
-    if not is_hf_directory(output_dir):
+    foreign = foreign_files(output_dir)
+    if foreign:
         raise ConversionError(
-            f"--output_dir={output_dir} holds other files; the Hugging Face directory is written "
-            "as a whole and would replace them. Choose a new or empty directory.")
+            f"--output_dir={output_dir} holds other files ({', '.join(foreign[:5])}), which the "
+            "conversion did not write; the Hugging Face directory is written as a whole and never "
+            "replaces them. Choose a new or empty directory.")
     if not overwrite:
         raise ConversionError(f"--output_dir={output_dir} already holds a Hugging Face directory "
                               "(an earlier conversion); pass --overwrite to replace it, or choose "

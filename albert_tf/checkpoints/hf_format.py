@@ -46,6 +46,8 @@ WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
 SPM_FILE = "spiece.model"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# Every file ``write_hf_directory`` writes: the only ones it ever replaces.
+WRITTEN_FILES = (CONFIG_FILE, WEIGHTS_FILE, SPM_FILE, TOKENIZER_CONFIG_FILE)
 _METADATA = {"format": "pt"}  # what transformers requires of a safetensors file's header
 _PAD_PIECE = "<pad>"
 
@@ -215,20 +217,29 @@ def unrepresented_names(model: keras.Model, only: Iterable[str] | None = None) -
     return [name for name in names if hf_key(name) is None]
 
 
+def foreign_files(directory: str) -> list[str]:
+    """The names in ``directory`` (if it exists) that ``write_hf_directory`` does not write."""
+    if not tf.io.gfile.isdir(directory):
+        return []
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory)
+                  if name.rstrip("/") not in WRITTEN_FILES)
+
+
 def write_hf_directory(model: keras.Model, directory: str, only: Iterable[str] | None = None,
                        spm_model_file: str | None = None, do_lower_case: bool = True) -> int:
     """Writes ``model`` (only the reference names ``only``, default all) as the Hugging Face
-    directory ``directory`` (replacing an existing Hugging Face directory; one holding anything else
-    is refused); returns the number of tensors written.
+    directory ``directory`` (replacing an earlier one written here; a directory holding any other
+    file is refused, naming it); returns the number of tensors written.
 
     ``spm_model_file``: copied as ``spiece.model`` with ``tokenizer_config.json``, and its [CLS],
     [SEP] and <pad> ids go into config.json. HuggingFaceFormatError for a config the format cannot
     represent (hf_names.check_representable), before anything is written.
     """
-    if (tf.io.gfile.isdir(directory) and tf.io.gfile.listdir(directory)
-            and not is_hf_directory(directory)):
+    foreign = foreign_files(directory)
+    if foreign:
         raise HuggingFaceFormatError(f"{directory} holds other files than a Hugging Face "
-                                     "directory; it is not replaced.")
+                                     f"directory written here ({', '.join(foreign)}); it is not "
+                                     "replaced.")
     config = getattr(model, "albert", model).config
     tensors = hf_tensors(model, only)
     with_heads = any(not key.startswith(ENCODER_PREFIX) for key in tensors)

@@ -1,9 +1,9 @@
-"""cli: what the command lines share: the error boundary every command runs behind, and the absl
-flags.
+"""cli: what the command lines share: the absl flags (defined once, checked before TensorFlow
+loads, read once into frozen settings), the error boundary every command runs behind, and the one
+driver of the training scripts.
 
 This folder and the commands themselves (the top-level modules of albert_tf/ and data_prep/, and
 the run_*.py scripts) are the only code that touches absl flags: only command_line.py,
-flag_definitions.py and run_flags.py here may import ``absl.flags`` or read ``FLAGS``; library
-modules take plain arguments. What does not belong here: a command's own flags and wiring (in the
-command), and any library code a command calls.
+flag_definitions.py, flag_checks.py and settings.py here may import ``absl.flags`` or read
+``FLAGS``; the driver and every library module take settings and plain arguments.
 """

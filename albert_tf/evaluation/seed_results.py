@@ -25,11 +25,12 @@ from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
 
 SEED_RESULTS_FILE = "seed_results.json"
+SEED_DIRECTORY_PREFIX = "seed_"  # each seed's run directory: seed_<S>
 
 
 def seed_directory(output_dir: str, seed: int) -> str:
     """Where the run of ``seed`` writes its checkpoints and results."""
-    return os.path.join(output_dir, f"seed_{seed}")
+    return os.path.join(output_dir, f"{SEED_DIRECTORY_PREFIX}{seed}")
 
 
 def read_results_file(path: str, *keys: str) -> dict[str, Any]:

@@ -251,18 +251,16 @@ def _check_new_directory(directory: NewDirectory) -> None:
     if tf.io.gfile.exists(path):
         if not tf.io.gfile.isdir(path):
             raise OutputPathError(f"{_named(directory)} is a file, not a directory")
-        present = sorted(tf.io.gfile.listdir(path))
-        foreign = [name.rstrip("/") for name in present
-                   if name.rstrip("/") not in directory.replaceable]
+        present = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path))
+        if present and not directory.replace:
+            raise OutputPathError(f"{_named(directory)} exists and is not an empty directory; "
+                                  "choose a new directory (an export is never overwritten)")
+        foreign = [name for name in present if name not in directory.replaceable]
         if foreign:
             raise OutputPathError(
                 f"{_named(directory)} holds {', '.join(foreign[:5])}"
                 f"{', ...' if len(foreign) > 5 else ''}, which this command did not write: it "
-                "writes the directory whole and never deletes what it did not write; choose a new "
-                "or empty directory")
-        if present and not directory.replace:
-            raise OutputPathError(f"{_named(directory)} exists and is not an empty directory (an "
-                                  "earlier export); choose a new directory, or ask to replace it")
+                "replaces only what it wrote there; choose a new or empty directory")
     problem = _directory_problem(_parent(path))
     if problem:
         raise OutputPathError(f"{directory.what}: {problem}")

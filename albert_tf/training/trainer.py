@@ -22,7 +22,7 @@ any tf.distribute strategy:
 - TensorBoard summaries and a console progress line (step, loss, examples/s, time left), written
   by the chief worker only (``is_chief``).
 
-``RunConfig`` holds the run's settings; the flags that fill it are in albert_tf/cli/run_flags.py.
+``RunConfig`` holds the run's settings; albert_tf/cli/training_run.py fills it from a command's.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 from albert_tf.files.atomic import atomic_write_text, temporary_path
-from albert_tf.files.paths import check_output_paths
+from albert_tf.files.run_files import Output, RunFiles, check_run_files
 
 
 class RoundRobinRecordWriter:
@@ -24,7 +24,8 @@ class RoundRobinRecordWriter:
         if not output_files:
             raise ValueError("no output file given")
         # Two writers renamed to one path would keep only the second's records.
-        check_output_paths([("output file", path) for path in output_files])
+        check_run_files(RunFiles(outputs=tuple(Output("output file", path)
+                                               for path in output_files)))
         self.output_files = output_files
         self.records_written = 0
         self._writers: list[tf.io.TFRecordWriter] = []

@@ -1,0 +1,156 @@
+"""The pre-flight check of what a command reads and writes (albert_tf/files/run_files.py), on
+hand-made declarations: each rule refuses what it must, through links and other spellings, and
+lets the rest through. (tests/test_preflight.py runs it through every command.)"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from albert_tf.files.paths import OutputPathError
+from albert_tf.files.run_files import (Input, NewDirectory, Output, RunFiles, WorkDirectory,
+                                       check_run_files, fixed_outputs)
+
+
+def spellings(tmp_path, target):
+    """Five ways to name the file ``target``: itself, through '..', relative, a symbolic link and a
+    hard link."""
+    (tmp_path / "sub").mkdir(exist_ok=True)
+    os.symlink(target, tmp_path / "link")
+    os.link(target, tmp_path / "hard")
+    return [str(target), str(tmp_path / "sub" / ".." / target.name), os.path.relpath(target),
+            str(tmp_path / "link"), str(tmp_path / "hard")]
+
+
+def test_an_output_that_is_an_input_is_refused_however_spelled(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("text\n")
+    read = (Input("--input_file", str(corpus)),)
+    for spelling in spellings(tmp_path, corpus):
+        with pytest.raises(OutputPathError, match=r"--output_file '.*' is also an input "
+                                                  r"\(--input_file '.*corpus.txt'\)"):
+            check_run_files(RunFiles(read, (Output("--output_file", spelling),)))
+    check_run_files(RunFiles(read, (Output("--output_file", str(tmp_path / "new")),)))
+
+
+def test_two_outputs_on_one_path_are_refused(tmp_path):
+    new = str(tmp_path / "new.tfrecord")
+    for second in (new, str(tmp_path / "sub" / ".." / "new.tfrecord")):
+        with pytest.raises(OutputPathError, match="are the same file"):
+            check_run_files(RunFiles(outputs=(Output("--output_file", new),
+                                              Output("--output_file", second))))
+    check_run_files(RunFiles(outputs=(Output("--output_file", new),
+                                      Output("--output_file", new + "2"))))
+
+
+def test_a_flag_output_on_a_fixed_name_of_the_run_is_refused_before_it_exists(tmp_path):
+    run = WorkDirectory("--output_dir", str(tmp_path / "run"))
+    owned = fixed_outputs(run, ["checkpoint", "model.ckpt-*"])
+    with pytest.raises(OutputPathError, match=r"--tflite_file '.*run/checkpoint' and checkpoint "
+                                              r"\(written in --output_dir\) .* are the same file"):
+        check_run_files(RunFiles(outputs=owned + (Output("--tflite_file",
+                                                          f"{run.path}/checkpoint"),),
+                                 work_directories=(run,)))
+    with pytest.raises(OutputPathError, match=r"is one of the files model\.ckpt-\* \(written in "
+                                              r"--output_dir\)"):
+        check_run_files(RunFiles(outputs=owned + (Output("--tflite_file",
+                                                          f"{run.path}/model.ckpt-best.index"),),
+                                 work_directories=(run,)))
+    check_run_files(RunFiles(outputs=owned + (Output("--tflite_file", f"{run.path}/m.tflite"),),
+                             work_directories=(run,)))
+
+
+def test_an_input_among_a_family_the_run_writes_is_refused(tmp_path):
+    (tmp_path / "data").mkdir()
+    os.symlink(tmp_path / "data", tmp_path / "alias")
+    run = WorkDirectory("--output_dir", str(tmp_path / "alias"))
+    checkpoints = fixed_outputs(run, ["model.ckpt-*"], consequence="it would be deleted")
+    with pytest.raises(OutputPathError, match=r"--output_dir '.*alias' holds the input "
+                                              r"--init_checkpoint '.*model.ckpt-1': it would be "
+                                              "deleted"):
+        check_run_files(RunFiles((Input("--init_checkpoint", f"{tmp_path}/data/model.ckpt-1"),),
+                                 checkpoints, (run,)))
+    elsewhere = fixed_outputs(WorkDirectory("--output_dir", str(tmp_path)), ["model.ckpt-*"])
+    check_run_files(RunFiles((Input("--init_checkpoint", f"{tmp_path}/data/model.ckpt-1"),),
+                             elsewhere))  # a subdirectory: fine
+
+
+def test_a_flag_output_never_replaces_a_checkpoint_file_of_another_run(tmp_path):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    (tmp_path / "old" / "model.ckpt-3.index").write_bytes(b"index")
+    for name in ("checkpoint", "model.ckpt-3.index"):
+        with pytest.raises(OutputPathError, match="is a file of a checkpoint"):
+            check_run_files(RunFiles(outputs=(Output("--tflite_file",
+                                                     str(tmp_path / "old" / name)),)))
+    (tmp_path / "checkpoint").write_text("my notes, not a checkpoint state file\n")
+    check_run_files(RunFiles(outputs=(Output("--tflite_file", str(tmp_path / "checkpoint")),)))
+
+
+def test_directories_written_whole(tmp_path):
+    (tmp_path / "data").mkdir()
+    os.symlink(tmp_path / "data", tmp_path / "alias")
+    with pytest.raises(OutputPathError, match="--export_dir '.*alias/' is also an input "
+                                              r"\(--data_dir '.*data'\)"):
+        check_run_files(RunFiles((Input("--data_dir", str(tmp_path / "data")),),
+                                 new_directories=(NewDirectory("--export_dir",
+                                                               f"{tmp_path}/alias/"),)))
+    (tmp_path / "data" / "config.json").write_text("{}")
+    with pytest.raises(OutputPathError, match="holds the input --albert_config_file"):
+        check_run_files(RunFiles((Input("--albert_config_file", f"{tmp_path}/data/config.json"),),
+                                 new_directories=(NewDirectory("--export_dir",
+                                                               str(tmp_path / "data")),)))
+    export = str(tmp_path / "exports" / "encoder")
+    with pytest.raises(OutputPathError, match="is inside --export_path"):
+        check_run_files(RunFiles(new_directories=(
+            NewDirectory("--export_path", export),
+            NewDirectory("--preprocessing_export_path", f"{export}/preprocessing"))))
+    with pytest.raises(OutputPathError, match="are the same directory"):
+        check_run_files(RunFiles(new_directories=(
+            NewDirectory("--export_path", export),
+            NewDirectory("--preprocessing_export_path", f"{export}/"))))
+    check_run_files(RunFiles(new_directories=(
+        NewDirectory("--export_path", export),
+        NewDirectory("--preprocessing_export_path", f"{export}_preprocessing"))))
+
+
+def test_a_directory_is_replaced_only_when_asked_and_only_with_what_the_command_wrote(tmp_path):
+    target = tmp_path / "hf"
+    target.mkdir()
+    (target / "config.json").write_text("{}")
+    written = ("config.json", "model.safetensors")
+    with pytest.raises(OutputPathError, match="exists and is not an empty directory"):
+        check_run_files(RunFiles(new_directories=(NewDirectory("--output_dir", str(target),
+                                                               written),)))
+    check_run_files(RunFiles(new_directories=(NewDirectory("--output_dir", str(target), written,
+                                                           replace=True),)))
+    (target / "README.md").write_text("the user's own")
+    with pytest.raises(OutputPathError, match="holds README.md, which this command did not "
+                                              "write"):
+        check_run_files(RunFiles(new_directories=(NewDirectory("--output_dir", str(target),
+                                                               written, replace=True),)))
+
+
+def test_outputs_that_cannot_be_written_are_refused(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(OutputPathError, match="is a directory"):
+        check_run_files(RunFiles(outputs=(Output("--output_file", str(tmp_path)),)))
+    with pytest.raises(OutputPathError, match="a_file' is a file, not a directory"):
+        check_run_files(RunFiles(outputs=(Output("--output_file",
+                                                 str(tmp_path / "a_file" / "deeper" / "o")),)))
+    with pytest.raises(OutputPathError, match="--output_dir: .*a_file is a file, not a "
+                                              "directory"):
+        check_run_files(RunFiles(work_directories=(WorkDirectory("--output_dir",
+                                                                 str(tmp_path / "a_file")),)))
+    check_run_files(RunFiles(outputs=(Output("--output_file",
+                                             str(tmp_path / "new_dir" / "deeper" / "o")),)))
+
+
+def test_declared_finds_the_outputs_of_a_declaration(tmp_path):
+    run = WorkDirectory("--output_dir", str(tmp_path))
+    files = RunFiles(outputs=fixed_outputs(run, ["predictions.json", "test_results*.tsv"]))
+    assert files.declared(str(tmp_path / "predictions.json")) == str(tmp_path / "predictions.json")
+    assert files.declared(str(tmp_path / "test_results_m.tsv"))
+    with pytest.raises(KeyError, match="not among the declared outputs"):
+        files.declared(str(tmp_path / "other.json"))
