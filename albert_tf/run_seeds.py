@@ -92,7 +92,7 @@ def run_files() -> RunFiles:
     seed's run checks its own files)."""
     output_dir = WorkDirectory("--output_dir", flags.FLAGS.output_dir)
     return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE,
-                                                       SEED_DIRECTORY_PREFIX + "*"]),
+                                                       SEED_DIRECTORY_PREFIX + "[-0-9]*"]),
                     work_directories=(output_dir,))
 
 
