@@ -63,10 +63,9 @@ def uses_own_files() -> bool:
 
 
 def check_flags() -> None:
-    """Before TensorFlow loads: what to do, the model's files, and either a GLUE task
-    (--task_name, --data_dir) or your own files, each action with its file; the own-file flags are
-    refused with a GLUE task."""
-    flag_checks.fine_tuning_checks(*_ACTIONS)
+    """Before TensorFlow loads: either a GLUE task (--task_name, --data_dir) or your own files,
+    each action with its file (the own-file flags are refused with a GLUE task); what to do; the
+    model's files."""
     if uses_own_files():
         for name in ("task_name", "data_dir"):
             if FLAGS[name].value:
@@ -81,6 +80,8 @@ def check_flags() -> None:
             if FLAGS[name].present:
                 raise app.UsageError(f"--{name} applies to your own files (--train_file, "
                                      "--dev_file, --test_file), not to a GLUE --task_name.")
+    flag_checks.fine_tuning_checks(*_ACTIONS)
+    if not uses_own_files():
         flag_checks.require_flags("data_dir", "task_name")
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter
 
-from albert_tf.tasks.classification.label_file import (LabelSetMismatch, check_label_file,
-                                                       read_label_file, write_label_file)
+from albert_tf.checkpoints.label_set import (LabelSet, LabelSetMismatch, check_label_set,
+                                             read_label_set, write_label_set)
 from albert_tf.tasks.classification.metrics import class_key, class_report
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.classification.features import build_features, cached_glue_features
@@ -47,7 +47,7 @@ def test_the_documented_example_files_read_in_every_format():
     files = {"train": os.path.join(EXAMPLES_DIR, "reviews_train.csv"),
              "dev": os.path.join(EXAMPLES_DIR, "reviews_dev.tsv"),
              "test": os.path.join(EXAMPLES_DIR, "reviews_test.jsonl")}
-    task = load_own_data(files, reader(id="id"), "/nonexistent-output-dir")
+    task = load_own_data(files, reader(id="id"))
     assert task.labels == ["mixed", "negative", "positive"]  # sorted
     assert task.reader.columns.text_a == "text" and task.reader.columns.text_b is None
     assert [e.guid for e in task.examples["dev"]] == ["d1", "d2", "d3"]
@@ -55,7 +55,7 @@ def test_the_documented_example_files_read_in_every_format():
     assert [e.label for e in task.examples["test"]] == [None, None]  # no label column
     pairs = {split: os.path.join(EXAMPLES_DIR, f"similarity_{split}.jsonl")
              for split in ("train", "dev")}
-    regression = load_own_data(pairs, reader(task_type="regression"), "/nonexistent-output-dir")
+    regression = load_own_data(pairs, reader(task_type="regression"))
     assert regression.labels is None and regression.selection_metric == "pearson"
     first = regression.examples["train"][0]
     assert (first.text_b, first.label, first.guid) == ("a person plays the guitar.", 4.6, "1")
@@ -123,34 +123,36 @@ def test_label_sets_from_training_flag_and_output_dir(tmp_path):
     out = str(tmp_path / "out")
     with pytest.raises(OwnDataError, match=r"dev.jsonl:2: column 'label': label 'neutral' is not "
                        r"in the label set \['neg', 'pos'\] \(the labels of .*train.csv\)"):
-        load_own_data({"train": train, "dev": dev}, reader(), out)
+        load_own_data({"train": train, "dev": dev}, reader())
     with pytest.raises(OwnDataError, match=r"train.csv:3: .* label 'neg' is not in the label set "
                        r"\['pos', 'x'\] \(--labels\)"):
-        load_own_data({"train": train}, reader(), out, given_labels=["pos", "x"])
+        load_own_data({"train": train}, reader(), given_labels=["pos", "x"])
     # --labels fixes the class id order (not sorted); a fraction it names is a class name.
-    task = load_own_data({"train": train}, reader(), out, given_labels=["pos", "neg"],
+    task = load_own_data({"train": train}, reader(), given_labels=["pos", "neg"],
                          selection="macro_f1")
     assert task.labels == ["pos", "neg"] and task.selection_metric == "macro_f1"
-    assert load_own_data({"train": train}, reader(), out).selection_metric == "eval_accuracy"
+    assert load_own_data({"train": train}, reader()).selection_metric == "eval_accuracy"
     with pytest.raises(ValueError, match="a regression's best checkpoint is chosen by Pearson"):
-        load_own_data({"train": train}, reader(task_type="regression"), out, selection="macro_f1")
-    # Without --train_file the labels come from the output directory's label file.
+        load_own_data({"train": train}, reader(task_type="regression"), selection="macro_f1")
+    # Without --train_file the labels are those the output directory recorded.
+    label_file = os.path.join(out, "label_list.json")
     with pytest.raises(ValueError, match="no label set: .*label_list.json does not exist"):
-        load_own_data({"test": dev}, reader(), out)
+        load_own_data({"test": dev}, reader(), label_file=label_file)
+    recorded = ["neg", "neutral", "pos"]
+    assert load_own_data({"test": dev}, reader(), stored_labels=recorded).labels == recorded
+    # A label set (or task type) differing from the recorded one is refused.
     os.makedirs(out)
-    write_label_file(out, "classification", ["neg", "neutral", "pos"])
-    assert load_own_data({"test": dev}, reader(), out).labels == ["neg", "neutral", "pos"]
-    # A label set (or task type) differing from the stored one is refused.
+    write_label_set(out, LabelSet("classification", tuple(recorded)))
+    task = load_own_data({"train": train}, reader())
     with pytest.raises(LabelSetMismatch, match=r"trained as a classification with labels "
                        r"\['neg', 'neutral', 'pos'\]; this run has a classification with labels "
                        r"\['neg', 'pos'\] \(the labels of"):
-        load_own_data({"train": train}, reader(), out)
+        check_label_set(out, LabelSet("classification", tuple(task.labels)), task.label_source)
     with pytest.raises(LabelSetMismatch, match="this run has a regression"):
-        check_label_file(out, "regression", None, "regression")
-    assert read_label_file(out) == ("classification", ["neg", "neutral", "pos"])
+        check_label_set(out, LabelSet("regression"), "regression")
+    assert read_label_set(out) == LabelSet("classification", tuple(recorded))
     with pytest.raises(OwnDataError, match="one class only"):
-        load_own_data({"train": write(tmp_path / "one.csv", "text,label\na,x\n")}, reader(),
-                      str(tmp_path / "other"))
+        load_own_data({"train": write(tmp_path / "one.csv", "text,label\na,x\n")}, reader())
 
 
 def test_class_report_counts_and_macro_f1():
@@ -391,7 +393,7 @@ def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
             f"label set ['neg', 'pos'] (the labels of {train})") in result.stderr
     assert not [n for n in os.listdir(output_dir) if n.startswith(("model.ckpt", "label_list"))]
     # A run in a directory trained with another label set is refused, naming both.
-    write_label_file(str(output_dir), "classification", ["neg", "neutral", "pos"])
+    write_label_set(str(output_dir), LabelSet("classification", ("neg", "neutral", "pos")))
     result = run_classifier(f"--train_file={train}", *flags, "--nodo_eval", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert (f"run_classifier: error: {output_dir}/label_list.json: the run in this directory was "
@@ -441,7 +443,7 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
     columns = ({"text_a": "review", "label": "sentiment"} if task_name == "sst-2"
                else {"text_a": "s1", "text_b": "s2", "label": "score",
                      "task_type": "regression"})
-    task = load_own_data(files, reader(**columns), str(tmp_path / "out"))
+    task = load_own_data(files, reader(**columns))
     for split in ("train", "dev"):
         own = task.features(split, tokenizer, SEQ, str(tmp_path / "own_cache"))
         glue = cached_glue_features(task_name, str(glue_dir), split, tokenizer, SEQ,
@@ -461,7 +463,7 @@ def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
     from albert_tf.tasks.classification.serving import export_classifier_tflite
     own_dir, _, _ = sst2_own
     out = own_dir / "out"
-    labels = read_label_file(str(out))[1]
+    labels = read_label_set(str(out)).labels
     model = AlbertClassifierModel(shared_setup.tiny_config(max_position_embeddings=SEQ),
                                   len(labels))
     tf.train.Checkpoint(model=model).read(str(out / "model.ckpt-best")).expect_partial()

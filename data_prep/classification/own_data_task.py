@@ -85,8 +85,9 @@ class OwnDataTask:
 
 
 def load_own_data(files: dict[str, str], reader: OwnDataReader,
-                  given_labels: Sequence[str] | None, stored_labels: Sequence[str] | None,
-                  selection: str, label_file: str) -> OwnDataTask:
+                  given_labels: Sequence[str] | None = None,
+                  stored_labels: Sequence[str] | None = None, selection: str = "accuracy",
+                  label_file: str = "label_list.json") -> OwnDataTask:
     """Reads and checks every file of ``files`` ({"train"|"dev"|"test": path}); see the module doc.
 
     ``stored_labels``: the labels recorded by an earlier run in the output directory, in
