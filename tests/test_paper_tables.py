@@ -318,7 +318,8 @@ def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_par
     # Every command's flags are the script's (absl checks them without running anything).
     for command in commands:
         if command[1] == "-m" and command[2] == "albert_tf.run_seeds":
-            command = command[command.index("--") + 1:]  # the recipe is a run_classifier command
+            # The recipe is a run_classifier command; run_seeds gives it --output_dir per seed.
+            command = [*command[command.index("--") + 1:], f"--output_dir={tmp_path}/seed_1"]
         else:
             command = command[1:]
         result = subprocess.run([sys.executable, *command, "--only_check_args"], cwd=REPO_ROOT,
