@@ -1,8 +1,9 @@
 """Fine-tunes ALBERT on RACE (4-way multiple choice) with the reference's flags and defaults.
 
-The reference's recipe for the v2 models: learning rate 1e-5, 12000 steps, 1000 warmup, batch 32,
-S=512, the encoder's dropout from the config, 0.1 dropout before the choice scorer. --do_train and
---do_eval are on by default, as in the reference.
+The defaults are the paper's recipe for the v2 models (--print_recipe prints it on one line;
+--print_recipe --recipe_model_version=v1 the v1 models', which differs in the learning rate); the
+encoder's dropout comes from the config. --do_train and --do_eval are on by default, as in the
+reference.
 
 - --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir);
 - --do_eval evaluates every checkpoint on the dev split, reporting accuracy for all questions and
