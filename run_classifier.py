@@ -23,6 +23,7 @@ import math
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.classification.recipes import glue_recipe
 
 FLAGS = flags.FLAGS
 
@@ -86,7 +87,8 @@ def check_flags() -> None:
 
 
 # --help, flag mistakes: before TensorFlow loads
-command_line.parse_before_imports(__name__, checks=[check_flags])
+command_line.parse_before_imports(__name__, checks=[
+    flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name)), check_flags])
 
 from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402

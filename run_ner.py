@@ -22,6 +22,7 @@ import functools
 from absl import flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.token_classification.recipes import NER_RECIPE
 
 FLAGS = flags.FLAGS
 
@@ -47,7 +48,8 @@ def check_flags() -> None:
             flag_checks.require_flags(name)
 
 
-command_line.parse_before_imports(__name__, checks=[check_flags])
+command_line.parse_before_imports(__name__, checks=[flag_checks.print_recipe(lambda: NER_RECIPE),
+                                                     check_flags])
 
 from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402

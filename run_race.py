@@ -1,8 +1,9 @@
 """Fine-tunes ALBERT on RACE (4-way multiple choice) with the reference's flags and defaults.
 
-The reference's recipe for the v2 models: learning rate 1e-5, 12000 steps, 1000 warmup, batch 32,
-S=512, the encoder's dropout from the config, 0.1 dropout before the choice scorer. --do_train and
---do_eval are on by default, as in the reference.
+The defaults are the paper's recipe for the v2 models (--print_recipe prints it on one line;
+--print_recipe --recipe_model_version=v1 the v1 models', which differs in the learning rate); the
+encoder's dropout comes from the config. --do_train and --do_eval are on by default, as in the
+reference.
 
 - --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir);
 - --do_eval evaluates every checkpoint on the dev split, reporting accuracy for all questions and
@@ -27,6 +28,7 @@ import functools
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.multiple_choice.recipes import MODEL_VERSIONS, race_recipe
 
 FLAGS = flags.FLAGS
 
@@ -40,6 +42,9 @@ flag_definitions.define(
     "max_qa_length", "middle_only", "high_only", "skip_invalid",
     task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000,
     warmup_step=1000, save_checkpoints_steps=100, keep_checkpoint_max=0)
+flags.DEFINE_enum("recipe_model_version", "v2", list(MODEL_VERSIONS), "[albert_tf] The recipe "
+                  "--print_recipe prints: the paper's for the v1 models (learning rate 2e-5) or "
+                  "the v2 models (1e-5, this script's defaults). Read by --print_recipe only.")
 
 
 def check_flags() -> None:
@@ -52,7 +57,8 @@ def check_flags() -> None:
         raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
 
 
-command_line.parse_before_imports(__name__, checks=[check_flags])
+command_line.parse_before_imports(__name__, checks=[
+    flag_checks.print_recipe(lambda: race_recipe(FLAGS.recipe_model_version)), check_flags])
 
 from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402

@@ -30,6 +30,7 @@ import os
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.question_answering.recipes import squad_recipe
 
 FLAGS = flags.FLAGS
 # The reference shuffles its training questions with random.Random(12345) before conversion.
@@ -83,7 +84,8 @@ def check_flags() -> None:
                              f"--max_query_length + 3 = {FLAGS.max_query_length + 3}.")
 
 
-command_line.parse_before_imports(__name__, checks=[check_flags])
+command_line.parse_before_imports(__name__, checks=[
+    flag_checks.print_recipe(lambda: squad_recipe(FLAGS.version_2_with_negative)), check_flags])
 
 from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
 from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402

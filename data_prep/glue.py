@@ -4,6 +4,9 @@
         --cached_dir=cache --max_seq_length=512 --splits=train,dev,test
     python -m data_prep.glue --task_name=rte --print_recipe   # the paper's run_classifier flags
 
+(--print_recipe: the same line as run_classifier.py --task_name=rte --print_recipe, printed before
+TensorFlow loads.)
+
 Prints one line per split: split, number of records, feature file path. Every split's input file
 is checked to exist before any is built.
 
@@ -16,7 +19,8 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.classification.recipes import glue_recipe
 
 FLAGS = flags.FLAGS
 
@@ -24,12 +28,12 @@ flags.DEFINE_list("splits", ["train", "dev"],
                   f"Splits to prepare, from {list(flag_definitions.DATA_SPLITS)}.")
 flags.register_validator("splits", lambda splits: set(splits) <= set(flag_definitions.DATA_SPLITS),
                          f"expected some of {list(flag_definitions.DATA_SPLITS)}")
-flags.DEFINE_bool("print_recipe", False,
-                  "Only print the paper's run_classifier hyper-parameter flags for --task_name.")
-flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length",
+flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length", "print_recipe",
                         *flag_definitions.TOKENIZER_FLAGS)
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+# --help, flag mistakes and --print_recipe: before TensorFlow loads
+command_line.parse_before_imports(
+    __name__, checks=[flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name))])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
@@ -49,11 +53,6 @@ def main(argv: list[str]) -> None:
         task = glue_task(FLAGS.task_name)
     except GlueDataError as error:
         raise app.UsageError(str(error)) from None
-    if FLAGS.print_recipe:
-        if task.recipe is None:
-            raise app.UsageError(f"task {task.name!r} is predict-only and has no recipe")
-        print(" ".join([f"--task_name={task.name}"] + task.recipe.flags()))
-        return
     for name in ("data_dir", "cached_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required")
@@ -74,7 +73,7 @@ def run_files() -> RunFiles:
     files in --cached_dir, named <task>_<split>_<digest>.tf_record: they replace no TSV, so
     --cached_dir may be --data_dir)."""
     read = inputs(("--spm_model_file", FLAGS.spm_model_file), ("--vocab_file", FLAGS.vocab_file))
-    if not (FLAGS.task_name and FLAGS.data_dir and FLAGS.cached_dir) or FLAGS.print_recipe:
+    if not (FLAGS.task_name and FLAGS.data_dir and FLAGS.cached_dir):
         return RunFiles(read)
     task = glue_task(FLAGS.task_name)
     read += inputs(*(("--data_dir", task.processor().split_path(FLAGS.data_dir, split))

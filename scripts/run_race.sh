@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Fine-tunes a pretrained ALBERT on RACE with the paper's recipe for the v2 models, evaluates every
-# checkpoint on dev (accuracy for all, middle and high questions), keeps the best and evaluates it
-# on test (run_race.py). The recipe, a copy of race_recipe("v2") of
-# albert_tf/tasks/multiple_choice/recipes.py (which the reproduction plan uses; the paper's v1
-# models use --learning_rate=2e-5: EXTRA_FLAGS="--learning_rate=2e-5", the last value wins):
-#   --learning_rate=1e-5 --train_batch_size=32 --train_step=12000 --warmup_step=1000
-#   --max_seq_length=512 --max_qa_length=128 --save_checkpoints_steps=100 --dropout_prob=0.1
-#   --optimizer=adamw --do_lower_case (the encoder's dropout comes from the config)
+# Fine-tunes a pretrained ALBERT on RACE with the paper's recipe, evaluates every checkpoint on dev
+# (accuracy for all, middle and high questions), keeps the best and evaluates it on test
+# (run_race.py).
+#
+# The recipe's flags: RACE_RECIPES of albert_tf/tasks/multiple_choice/recipes.py, printed by
+# run_race.py --print_recipe --recipe_model_version=MODEL_VERSION: v2 (the default, for the v2
+# models: learning rate 1e-5) or v1 (the v1 models: 2e-5). The encoder's dropout comes from the
+# config.
 #
 # Usage:
 #   scripts/run_race.sh INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL DATA_DIR OUTPUT_DIR
+#   MODEL_VERSION=v1 scripts/run_race.sh ...
 # DATA_DIR holds RACE/{train,dev,test}/{middle,high}/ (the official release or all.txt files).
 # Extra run_race flags (e.g. "--strategy=mirrored --dtype=bfloat16"):
 #   EXTRA_FLAGS="..." scripts/run_race.sh ...
@@ -26,9 +27,12 @@ if [[ $# -ne 5 ]]; then
 fi
 
 cd "${REPO_ROOT}"
+# On its own line so that a failed lookup stops the script (set -e) instead of running defaults.
+recipe_line="$("${PYTHON}" run_race.py --print_recipe \
+  --recipe_model_version="${MODEL_VERSION:-v2}")"
+read -r -a recipe <<< "${recipe_line}"
+echo "== RACE (${MODEL_VERSION:-v2} recipe): ${recipe[*]}"
 # shellcheck disable=SC2086  # EXTRA_FLAGS is a list of flags
-"${PYTHON}" run_race.py --learning_rate=1e-5 --train_batch_size=32 --train_step=12000 \
-  --warmup_step=1000 --max_seq_length=512 --max_qa_length=128 --save_checkpoints_steps=100 \
-  --dropout_prob=0.1 --optimizer=adamw --do_lower_case \
+"${PYTHON}" run_race.py "${recipe[@]}" \
   --init_checkpoint="$1" --albert_config_file="$2" --spm_model_file="$3" --data_dir="$4" \
   --output_dir="$5" --do_train --do_eval --do_predict ${EXTRA_FLAGS:-}

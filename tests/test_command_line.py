@@ -32,7 +32,7 @@ COMMANDS = {
                                 "max_predictions_per_seq"),
     "train_sentencepiece": (["-m", "data_prep.train_sentencepiece"], "model_prefix",
                             "do_lower_case"),
-    "glue": (["-m", "data_prep.glue"], "print_recipe", "cached_dir"),
+    "glue": (["-m", "data_prep.glue"], "splits", "cached_dir"),
     "squad": (["-m", "data_prep.squad"], "is_training", "max_query_length"),
     "race": (["-m", "data_prep.race"], "split", "middle_only"),
 }
@@ -121,6 +121,54 @@ def test_only_check_args_checks_the_flags_and_stops_before_tensorflow_loads():
     assert incomplete.returncode == 1 and "--spm_model_file is required" in incomplete.stderr
     wrong = run_command("run_classifier", "--learning_rate=-1", "--only_check_args")
     assert wrong.returncode == 1 and "flag --learning_rate=-1.0: expected" in wrong.stderr
+
+
+_GLUE_RTE = ("--task_name=rte --warmup_step=200 --learning_rate=3e-05 --train_step=800 "
+             "--save_checkpoints_steps=100 --train_batch_size=32 --max_seq_length=512 "
+             "--optimizer=adamw --do_lower_case")
+_SQUAD_COMMON = ("--doc_stride=128 --max_query_length=64 --warmup_proportion=0.1 "
+                 "--save_checkpoints_steps=1000 --do_lower_case")
+_RACE = ("--train_batch_size=32 --train_step=12000 --warmup_step=1000 --max_seq_length=512 "
+         "--max_qa_length=128 --save_checkpoints_steps=100 --dropout_prob=0.1 --optimizer=adamw "
+         "--do_lower_case")
+
+
+@pytest.mark.parametrize("name, arguments, printed", [
+    ("run_classifier", ["--task_name=RTE"], _GLUE_RTE),
+    # Before any other check: the own-file flags would be refused beside --task_name.
+    ("run_classifier", ["--task_name=rte", "--train_file=x.csv", "--do_train"], _GLUE_RTE),
+    ("glue", ["--task_name=rte"], _GLUE_RTE),
+    ("run_squad", [], "--learning_rate=5e-05 --train_batch_size=48 --num_train_epochs=2 "
+                      "--max_seq_length=384 " + _SQUAD_COMMON),
+    ("run_squad", ["--version_2_with_negative", "--do_train"],
+     "--learning_rate=3e-05 --train_batch_size=48 --num_train_epochs=3 --max_seq_length=512 "
+     "--version_2_with_negative " + _SQUAD_COMMON),
+    ("run_race", [], "--learning_rate=1e-05 " + _RACE),
+    ("run_race", ["--recipe_model_version=v1", "--task_name=other"],
+     "--learning_rate=2e-05 " + _RACE),
+    ("run_ner", ["--do_eval"], "--train_step=3000 --warmup_step=300 --learning_rate=3e-05 "
+                               "--train_batch_size=32 --save_checkpoints_steps=500"),
+])
+def test_print_recipe_prints_one_line_and_exits_0_before_tensorflow_and_other_checks(
+        name, arguments, printed):
+    """--print_recipe needs no data, model or output: it answers before every other check."""
+    result = run_command(name, *arguments, "--print_recipe", tensorflow_report=True)
+    assert (result.returncode, result.stdout) == (0, printed + "\n"), result.stderr
+    assert result.stderr.strip() == "tensorflow imported: False"
+
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("run_classifier", ["--task_name=ax"], "task 'ax' is predict-only and has no recipe"),
+    ("run_classifier", [], "give --task_name"),
+    ("glue", ["--task_name=stsb"], "no recipe for task_name 'stsb'; the GLUE tasks: cola,"),
+    ("run_race", ["--recipe_model_version=v3"], "flag --recipe_model_version=v3: value should"),
+])
+def test_print_recipe_without_a_recipe_is_one_line_and_exit_1(name, arguments, message):
+    result = run_command(name, *arguments, "--print_recipe", tensorflow_report=True)
+    assert result.returncode == 1 and result.stdout == ""
+    error, report = result.stderr.strip().splitlines()
+    assert error.startswith(f"{name}: error: ") and message in error, error
+    assert report == "tensorflow imported: False"
 
 
 def test_a_stray_argument_is_refused():

@@ -311,14 +311,15 @@ def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_par
                                             "sts-b")]
     assert all("--seeds=1,2,3" in command for command in glue)
     assert "--learning_rate=3e-05" in glue[3] and "--train_step=800" in glue[3]  # RTE's recipe
-    assert "--learning_rate=1e-5" in commands[10]  # RACE, v2 recipe
-    assert "--learning_rate=2e-5" in shlex.split(reproduction_plan(paths, "v1_base")[-3])
+    assert "--learning_rate=1e-05" in commands[10]  # RACE, v2 recipe
+    assert "--learning_rate=2e-05" in shlex.split(reproduction_plan(paths, "v1_base")[-3])
     assert commands[-1][-3:] == [f"--runs_dir={tmp_path}/runs", "--model=v2_base",
                                  f"--output={tmp_path}/runs/downstream_table"]
     # Every command's flags are the script's (absl checks them without running anything).
     for command in commands:
         if command[1] == "-m" and command[2] == "albert_tf.run_seeds":
-            command = command[command.index("--") + 1:]  # the recipe is a run_classifier command
+            # The recipe is a run_classifier command; run_seeds gives it --output_dir per seed.
+            command = [*command[command.index("--") + 1:], f"--output_dir={tmp_path}/seed_1"]
         else:
             command = command[1:]
         result = subprocess.run([sys.executable, *command, "--only_check_args"], cwd=REPO_ROOT,

@@ -134,19 +134,24 @@ def test_predict_without_eval_and_no_best_checkpoint_stops_before_training(tmp_p
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
 
 
-def test_run_race_sh_passes_the_papers_recipe(tmp_path):
-    """run_race.sh with a stand-in python that records run_race's arguments."""
+@pytest.mark.parametrize("model_version, learning_rate", [(None, "1e-05"), ("v1", "2e-05")])
+def test_run_race_sh_passes_the_papers_recipe(tmp_path, model_version, learning_rate):
+    """run_race.sh with a stand-in python that runs --print_recipe and records run_race's other
+    arguments: the recipe comes from run_race.py --print_recipe, v2's unless MODEL_VERSION=v1."""
     log = tmp_path / "calls.txt"
     stub = tmp_path / "python"
-    stub.write_text(f"#!/bin/bash\necho \"$*\" >> {log}\n")
+    stub.write_text(f"#!/bin/bash\nif [[ \" $* \" == *' --print_recipe '* ]]; then "
+                    f"exec {sys.executable} \"$@\"; fi\necho \"$*\" >> {log}\n")
     stub.chmod(0o755)
     script = os.path.join(REPO_ROOT, "scripts", "run_race.sh")
+    version = {"MODEL_VERSION": model_version} if model_version else {}
     subprocess.run([script, "ckpt", "cfg.json", "sp.model", "data", "out"], check=True,
-                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored"),
-                   capture_output=True, timeout=60)
+                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored",
+                                      **version),
+                   capture_output=True, timeout=120)
     assert log.read_text().split() == [
-        "run_race.py", "--learning_rate=1e-5", "--train_batch_size=32", "--train_step=12000",
-        "--warmup_step=1000", "--max_seq_length=512", "--max_qa_length=128",
+        "run_race.py", f"--learning_rate={learning_rate}", "--train_batch_size=32",
+        "--train_step=12000", "--warmup_step=1000", "--max_seq_length=512", "--max_qa_length=128",
         "--save_checkpoints_steps=100", "--dropout_prob=0.1", "--optimizer=adamw",
         "--do_lower_case", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
         "--spm_model_file=sp.model", "--data_dir=data", "--output_dir=out", "--do_train",
@@ -154,6 +159,12 @@ def test_run_race_sh_passes_the_papers_recipe(tmp_path):
     bad = subprocess.run([script, "ckpt"], env=subprocess_env(PYTHON=str(stub)),
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "INIT_CHECKPOINT" in bad.stderr
+    if model_version is None:  # an unknown version stops the script before any run
+        bad = subprocess.run([script, "ckpt", "cfg.json", "sp.model", "data", "out"],
+                             env=subprocess_env(PYTHON=str(stub), MODEL_VERSION="v3"),
+                             capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 1 and "recipe_model_version" in bad.stderr
+        assert len(log.read_text().splitlines()) == 1
 
 
 @pytest.mark.requires_shared_data

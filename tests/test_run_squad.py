@@ -137,24 +137,27 @@ def test_a_tiny_model_memorises_the_v2_sample(tmp_path):
 
 
 @pytest.mark.parametrize("version, recipe", [
-    ("v1.1", ["--learning_rate=5e-5", "--train_batch_size=48", "--num_train_epochs=2",
+    ("v1.1", ["--learning_rate=5e-05", "--train_batch_size=48", "--num_train_epochs=2",
               "--max_seq_length=384"]),
-    ("v2.0", ["--learning_rate=3e-5", "--train_batch_size=48", "--num_train_epochs=3",
+    ("v2.0", ["--learning_rate=3e-05", "--train_batch_size=48", "--num_train_epochs=3",
               "--max_seq_length=512", "--version_2_with_negative"]),
 ])
 def test_run_squad_sh_passes_the_papers_recipe(tmp_path, version, recipe):
-    """run_squad.sh with a stand-in python that records run_squad's arguments."""
+    """run_squad.sh with a stand-in python that runs --print_recipe and records run_squad's
+    other arguments: the recipe comes from run_squad.py --print_recipe."""
     log = tmp_path / "calls.txt"
     stub = tmp_path / "python"
-    stub.write_text(f"#!/bin/bash\necho \"$*\" >> {log}\n")
+    stub.write_text(f"#!/bin/bash\nif [[ \" $* \" == *' --print_recipe '* ]]; then "
+                    f"exec {sys.executable} \"$@\"; fi\necho \"$*\" >> {log}\n")
     stub.chmod(0o755)
     subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), version, "ckpt",
                     "cfg.json", "sp.model", "train.json", "dev.json", "out"], check=True,
                    env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--dtype=bfloat16"),
-                   capture_output=True, timeout=60)
+                   capture_output=True, timeout=120)
     assert log.read_text().split() == ["run_squad.py"] + recipe + [
-        "--doc_stride=128", "--max_query_length=64", "--warmup_proportion=0.1", "--do_lower_case",
-        "--save_checkpoints_steps=1000", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
+        "--doc_stride=128", "--max_query_length=64", "--warmup_proportion=0.1",
+        "--save_checkpoints_steps=1000", "--do_lower_case", "--init_checkpoint=ckpt",
+        "--albert_config_file=cfg.json",
         "--spm_model_file=sp.model", "--train_file=train.json", "--predict_file=dev.json",
         "--output_dir=out", "--do_train", "--do_predict", "--dtype=bfloat16"]
     bad = subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), "v3", *"abcdef"],

@@ -1,11 +1,41 @@
 """Checks of the flags alone, shared by the scripts and run before TensorFlow loads (they are the
 ``checks`` of ``command_line.parse_before_imports``): a mistake is one line ``<command>: error:
 ...`` in a fraction of a second. Each raises ``app.UsageError``.
+
+``print_recipe`` is the one that answers --print_recipe: first in a script's list, it prints the
+recipe and exits 0 before the others ask for data or outputs.
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 from absl import app, flags
+
+from albert_tf.errors.user_error import UserError
+from albert_tf.training.recipe import Recipe
+
+
+def print_recipe(recipe: Callable[[], Recipe]) -> Callable[[], None]:
+    """The check answering --print_recipe, for a script whose recipe is ``recipe()`` (a function
+    of the flags; its UserError, e.g. a task without a recipe, is the one-line usage error): with
+    --print_recipe it prints the recipe's flags on one line and exits 0; without, it does nothing.
+    Put it first in the checks, so that nothing else is asked for::
+
+        command_line.parse_before_imports(__name__, checks=[
+            flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name)), check_flags])
+    """
+    def check() -> None:
+        if not flags.FLAGS["print_recipe"].value:
+            return
+        try:
+            chosen = recipe()
+        except UserError as error:
+            raise app.UsageError(str(error)) from None
+        print(" ".join(chosen.flags()), flush=True)
+        sys.exit(0)
+    return check
 
 
 def require_flags(*names: str) -> None:

@@ -170,6 +170,12 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
         "do_eval": FlagSpec(_B, False, "Evaluate every checkpoint in --output_dir, keep the best as "
                             "model.ckpt-best."),
         "do_predict": FlagSpec(_B, False, "Predict the test set with model.ckpt-best."),
+        "print_recipe": FlagSpec(_B, False, "[albert_tf] Only print the flags of the script's "
+                                 "recipe on one line and exit, before any other check: "
+                                 "run_classifier and data_prep.glue --task_name's (the paper's), "
+                                 "run_squad v1.1's or with --version_2_with_negative v2.0's, "
+                                 "run_race --recipe_model_version's, run_ner albert_tf's starting "
+                                 "point (the paper has no NER recipe)."),
     },
     "Optimisation": {
         "train_batch_size": FlagSpec(_I, 32, "Global train batch."),
@@ -251,12 +257,14 @@ TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
 # NER have none).
 TFLITE_FLAGS = ("tflite_file", "tflite_quantization")
 # What the fine-tuning scripts share: run_classifier and run_race define them all, run_squad all but
-# data_dir, do_eval and eval_batch_size, run_ner all but data_dir.
+# data_dir, do_eval and eval_batch_size, run_ner all but data_dir. A script defining print_recipe
+# runs flag_checks.print_recipe first among its checks.
 FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module_handle",
                      *TOKENIZER_FLAGS, "data_dir", "output_dir", "cached_dir", "export_dir",
-                     "max_seq_length", "do_train", "do_eval", "do_predict", "train_batch_size",
-                     "eval_batch_size", "predict_batch_size", "optimizer", "learning_rate",
-                     *CHECKPOINT_FLAGS, "max_eval_wait_secs", *TPU_FLAGS, *LOOP_FLAGS)
+                     "max_seq_length", "do_train", "do_eval", "do_predict", "print_recipe",
+                     "train_batch_size", "eval_batch_size", "predict_batch_size", "optimizer",
+                     "learning_rate", *CHECKPOINT_FLAGS, "max_eval_wait_secs", *TPU_FLAGS,
+                     *LOOP_FLAGS)
 
 
 def _define_one(name: str, default: Any, flag_values: flags.FlagValues) -> None:

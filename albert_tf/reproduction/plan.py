@@ -16,7 +16,7 @@ import shlex
 
 from albert_tf.tasks.classification.recipes import GLUE_RECIPES
 from albert_tf.tasks.multiple_choice.recipes import race_recipe
-from albert_tf.tasks.question_answering.recipes import SQUAD_COMMON_FLAGS, SQUAD_RECIPES
+from albert_tf.tasks.question_answering.recipes import SQUAD_RECIPES
 
 # The GLUE tasks of the paper's table, in its order.
 GLUE_TABLE_TASKS = ("mnli", "qnli", "qqp", "rte", "sst-2", "mrpc", "cola", "sts-b")
@@ -92,19 +92,19 @@ def reproduction_plan(paths: PlanPaths, model: str, seeds: tuple[int, ...] = (1,
                            f"--data_dir={paths.value('glue_dir')}", *_model_flags(paths),
                            "--do_train", "--do_eval"]))
     plan.append("# SQuAD v1.1 and v2.0: one run each (the paper's numbers are single runs).")
-    for version, recipe_flags in SQUAD_RECIPES.items():
+    for version, recipe in SQUAD_RECIPES.items():
         if version not in tasks:
             continue
         train_file, dev_file = SQUAD_FILES[version]
         squad_dir = paths.value("squad_dir")
-        plan.append(_line([python, "run_squad.py", *recipe_flags, *SQUAD_COMMON_FLAGS,
+        plan.append(_line([python, "run_squad.py", *recipe.flags(),
                            f"--train_file={squad_dir}/{train_file}",
                            f"--predict_file={squad_dir}/{dev_file}", *_model_flags(paths),
                            f"--output_dir={runs}/{version}", "--do_train", "--do_predict"]))
     if "race" in tasks:
         plan.append("# RACE: one run, the dev set selects the checkpoint, the test set is "
                     "predicted.")
-        plan.append(_line([python, "run_race.py", *race_recipe(model.split("_")[0]),
+        plan.append(_line([python, "run_race.py", *race_recipe(model.split("_")[0]).flags(),
                            f"--data_dir={paths.value('race_dir')}", *_model_flags(paths),
                            f"--output_dir={runs}/race", "--do_train", "--do_eval",
                            "--do_predict"]))

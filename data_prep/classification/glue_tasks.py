@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.tasks.classification.recipes import GLUE_RECIPES, FineTuningRecipe
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS
+from albert_tf.tasks.classification.recipes import GLUE_RECIPES
+from albert_tf.training.recipe import Recipe
 from data_prep.classification.processors import (AxProcessor, ColaProcessor, GlueDataError,
                                                  GlueProcessor, MisMnliProcessor, MnliProcessor,
                                                  MrpcProcessor, QnliProcessor, QqpProcessor,
@@ -57,7 +58,7 @@ class GlueTask:
                              f"not one of its metrics {keys}")
 
     @property
-    def recipe(self) -> FineTuningRecipe | None:
+    def recipe(self) -> Recipe | None:
         """The paper's hyper-parameters (albert_tf/tasks/classification/recipes.py); None for a
         predict-only task (ax)."""
         return GLUE_RECIPES.get(self.name)

@@ -1,61 +1,64 @@
 """The paper's GLUE fine-tuning recipes (the reference's run_glue.sh), as run_classifier flags.
 
-``GLUE_RECIPES`` is keyed by --task_name; data_prep.glue --print_recipe prints one, the reproduction
-plan (python -m albert_tf.paper_tables --plan) uses them all. Encoder dropout is a config key
-(``hidden_dropout_prob``), not a flag: a recipe names it in ``encoder_dropout``.
+``GLUE_RECIPES`` is keyed by --task_name; ``run_classifier.py --task_name=X --print_recipe`` (and
+``python -m data_prep.glue --task_name=X --print_recipe``) prints one, preceded by its --task_name
+(``glue_recipe``); scripts/run_glue.sh and the reproduction plan (python -m albert_tf.paper_tables
+--plan) run them. Encoder dropout is a config key (``hidden_dropout_prob``), not a flag: a recipe
+names it in ``encoder_dropout`` (the released v2 configs use 0).
 
     GLUE_RECIPES["rte"].flags()[:2]   # ['--warmup_step=200', '--learning_rate=3e-05']
 """
 
 from __future__ import annotations
 
-import dataclasses
+from albert_tf.training.recipe import NoRecipeError, Recipe
 
-COMMON_FINE_TUNING_FLAGS = ("--optimizer=adamw", "--do_lower_case")
-
-
-@dataclasses.dataclass(frozen=True)
-class FineTuningRecipe:
-    """The paper's run_classifier hyper-parameters for one GLUE task (the reference's run_glue.sh).
-
-    Every task also uses --optimizer=adamw and --do_lower_case. ``encoder_dropout`` is the paper's
-    hidden dropout, which only the config JSON sets (``hidden_dropout_prob``; the released v2
-    configs use 0).
-    """
-
-    warmup_step: int
-    learning_rate: float
-    train_step: int
-    save_checkpoints_steps: int
-    train_batch_size: int
-    max_seq_length: int = 512
-    encoder_dropout: float = 0.0
-    source: str = "reference run_glue.sh"
-
-    def flags(self) -> list[str]:
-        """The run_classifier command-line flags of this recipe."""
-        return [f"--warmup_step={self.warmup_step}", f"--learning_rate={self.learning_rate:g}",
-                f"--train_step={self.train_step}",
-                f"--save_checkpoints_steps={self.save_checkpoints_steps}",
-                f"--train_batch_size={self.train_batch_size}",
-                f"--max_seq_length={self.max_seq_length}", *COMMON_FINE_TUNING_FLAGS]
+_SOURCE = "reference run_glue.sh"
 
 
-_MNLI = FineTuningRecipe(1000, 3e-5, 10000, 100, 128)
+def _recipe(warmup_step: int, learning_rate: float, train_step: int, save_checkpoints_steps: int,
+            train_batch_size: int, max_seq_length: int = 512, encoder_dropout: float = 0.0,
+            source: str = _SOURCE) -> Recipe:
+    """One task's run_classifier flags, in run_glue.sh's order; every task also uses
+    --optimizer=adamw and --do_lower_case."""
+    return Recipe.of(source, encoder_dropout=encoder_dropout, warmup_step=warmup_step,
+                     learning_rate=learning_rate, train_step=train_step,
+                     save_checkpoints_steps=save_checkpoints_steps,
+                     train_batch_size=train_batch_size, max_seq_length=max_seq_length,
+                     optimizer="adamw", do_lower_case=True)
+
+
+_MNLI = _recipe(1000, 3e-5, 10000, 100, 128)
 
 # Keyed by run_classifier's --task_name; mismnli is MNLI's recipe, ax (predicted with an MNLI model)
 # has none.
-GLUE_RECIPES: dict[str, FineTuningRecipe] = {
-    "cola": FineTuningRecipe(320, 1e-5, 5336, 100, 16),
-    "sst-2": FineTuningRecipe(1256, 1e-5, 20935, 100, 32),
-    "mrpc": FineTuningRecipe(200, 2e-5, 800, 100, 32),
-    "sts-b": FineTuningRecipe(214, 2e-5, 3598, 100, 16),
-    "qqp": FineTuningRecipe(1000, 5e-5, 14000, 100, 128, encoder_dropout=0.1),
+GLUE_RECIPES: dict[str, Recipe] = {
+    "cola": _recipe(320, 1e-5, 5336, 100, 16),
+    "sst-2": _recipe(1256, 1e-5, 20935, 100, 32),
+    "mrpc": _recipe(200, 2e-5, 800, 100, 32),
+    "sts-b": _recipe(214, 2e-5, 3598, 100, 16),
+    "qqp": _recipe(1000, 5e-5, 14000, 100, 128, encoder_dropout=0.1),
     "mnli": _MNLI,
     "mismnli": _MNLI,
-    "qnli": FineTuningRecipe(1986, 1e-5, 33112, 200, 32),
-    "rte": FineTuningRecipe(200, 3e-5, 800, 100, 32, encoder_dropout=0.1),
+    "qnli": _recipe(1986, 1e-5, 33112, 200, 32),
+    "rte": _recipe(200, 3e-5, 800, 100, 32, encoder_dropout=0.1),
     # Not in run_glue.sh: the paper's table (S=128); the checkpoint cadence is our choice.
-    "wnli": FineTuningRecipe(250, 2e-5, 2000, 100, 16, max_seq_length=128, encoder_dropout=0.1,
-                             source="ALBERT paper (not in run_glue.sh)"),
+    "wnli": _recipe(250, 2e-5, 2000, 100, 16, max_seq_length=128, encoder_dropout=0.1,
+                    source="ALBERT paper (not in run_glue.sh)"),
 }
+# GLUE's diagnostic set: predicted with an MNLI model, never trained.
+PREDICT_ONLY_TASKS = ("ax",)
+
+
+def glue_recipe(task_name: str | None) -> Recipe:
+    """The recipe of ``task_name`` (any case) preceded by ``--task_name=<task>``: what
+    ``--print_recipe`` prints. NoRecipeError for no task, an unknown one or ax (predict-only)."""
+    if not task_name:
+        raise NoRecipeError("--print_recipe prints the recipe of a GLUE task: give --task_name.")
+    name = task_name.lower()
+    if name in PREDICT_ONLY_TASKS:
+        raise NoRecipeError(f"task {name!r} is predict-only and has no recipe")
+    if name not in GLUE_RECIPES:
+        raise NoRecipeError(f"no recipe for task_name {task_name!r}; the GLUE tasks: "
+                            f"{', '.join(GLUE_RECIPES)}")
+    return GLUE_RECIPES[name].preceded_by(task_name=name)
