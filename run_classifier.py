@@ -178,10 +178,10 @@ class ClassifierHooks(FineTuningHooks):
                                      for split, path in self.own.files.items()))
             names = [TASK_NAME]
         else:
-            read = declared_inputs(*(("a file of --data_dir",
-                                      glue_task(key).processor().split_path(self.own.data_dir,
-                                                                           split))
-                                     for key, split in self.splits(settings)))
+            read = declared_inputs(("--data_dir", self.own.data_dir), *(
+                ("a file of --data_dir",
+                 glue_task(key).processor().split_path(self.own.data_dir, split))
+                for key, split in self.splits(settings)))
             names = sorted({key for key, _ in self.splits(settings)} | {self.task.name})
         cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
                               else "--output_dir", settings.cached_dir)

@@ -117,10 +117,9 @@ class RaceHooks(FineTuningHooks):
 
     def files(self, settings: RunSettings) -> RunFiles:
         own = self.own
-        read = declared_inputs(*(("a file of --data_dir", source.path)
-                                 for split in self.splits(settings)
-                                 for source in race_sources(own.data_dir, split, own.middle_only,
-                                                            own.high_only)))
+        read = declared_inputs(("--data_dir", own.data_dir), *(
+            ("a file of --data_dir", source.path) for split in self.splits(settings)
+            for source in race_sources(own.data_dir, split, own.middle_only, own.high_only)))
         cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
                               else "--output_dir", settings.cached_dir)
         return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))

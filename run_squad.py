@@ -89,6 +89,7 @@ command_line.parse_before_imports(__name__, checks=[
 
 from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
 from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
+from albert_tf.checkpoints.warm_start import CheckpointSource  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
@@ -162,14 +163,16 @@ class SquadHooks(FineTuningHooks):
                                         ("--predict_file", self.own.predict_file)),
                         fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
 
-    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
-        """Checks that a --do_predict run has something to evaluate; every SQuAD file is read and
-        checked when its features are built (``prepare_features``)."""
-        settings = run.settings
-        if (settings.do_predict and not settings.do_train and run.init_checkpoint is None
+    def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
+        """A --do_predict run without training needs something to evaluate."""
+        if (settings.do_predict and not settings.do_train and init_checkpoint is None
                 and not list_checkpoints(settings.output_dir)):
             raise app.UsageError(f"--do_predict: no checkpoint in {settings.output_dir} and no "
                                  "--init_checkpoint to evaluate.")
+
+    def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
+        """The version's label set; every SQuAD file is read and checked when its features are
+        built (``prepare_features``)."""
         version = "v2.0" if self.own.postprocessing.version_2 else "v1.1"
         return LabelSet(f"question_answering_{version}"), "--version_2_with_negative"
 

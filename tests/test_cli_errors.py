@@ -285,7 +285,13 @@ def test_run_pretraining_names_the_flag_the_file_and_the_length(tmp_path, config
 def test_an_output_directory_that_is_a_file_stops_the_script(tmp_path, script, flag):
     a_file = tmp_path / "results"
     a_file.write_text("an existing file")
-    result = run_command(script, f"--output_dir={tmp_path / 'out'}", f"{flag}={a_file}")
+    data = tmp_path / "data.json"
+    data.write_text("{}")
+    data_flag = {"run_classifier.py": "--test_file", "run_squad.py": "--predict_file"}[script]
+    result = run_command(script, f"--albert_config_file={tmp_path / 'c.json'}",
+                         f"--spm_model_file={tmp_path / 's'}", "--do_predict",
+                         f"{data_flag}={data}", f"--output_dir={tmp_path / 'out'}",
+                         f"{flag}={a_file}")
     assert_one_line_error(result, script[:-3], f"{flag}: {a_file} is a file, not a directory")
 
 

@@ -108,6 +108,12 @@ def test_train_sentencepiece_never_writes_over_its_corpus(tmp_path):
 
 # -- the run_* scripts -----------------------------------------------------------------------------
 
+def model_flags(tmp_path):
+    """The model's files every fine-tuning script needs (never read: the checks come first)."""
+    return [f"--albert_config_file={a_file(tmp_path / 'in' / 'c.json')}",
+            f"--spm_model_file={a_file(tmp_path / 'in' / 'spm.model')}"]
+
+
 def fake_checkpoint(prefix):
     """What the checks see of a checkpoint: its index file (the loaders never get this far)."""
     return a_file(prefix.parent / (prefix.name + ".index"), b"an index that must survive")
@@ -132,7 +138,11 @@ def test_run_race_refuses_its_own_output_dir_as_init_checkpoint(tmp_path):
     output_dir = tmp_path / "run"
     fake_checkpoint(output_dir / "model.ckpt-3")
     (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
-    result = run("run_race.py", f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}")
+    for split in ("train", "dev"):
+        for level in ("middle", "high"):
+            a_file(tmp_path / "race" / "RACE" / split / level / "1.txt", b"{}")
+    result = run("run_race.py", *model_flags(tmp_path), f"--data_dir={tmp_path / 'race'}",
+                 f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}")
     assert error_line(result, "run_race").startswith(
         f"--output_dir '{output_dir}' holds the input --init_checkpoint "
         f"'{output_dir}/model.ckpt-3': ")
@@ -140,8 +150,9 @@ def test_run_race_refuses_its_own_output_dir_as_init_checkpoint(tmp_path):
 
 def test_run_classifier_refuses_its_data_dir_as_export_dir(tmp_path):
     train = a_file(tmp_path / "glue" / "RTE" / "train.tsv")
-    result = run("run_classifier.py", f"--output_dir={tmp_path / 'out'}",
-                 f"--data_dir={tmp_path / 'glue'}", f"--export_dir={tmp_path}/glue/")
+    result = run("run_classifier.py", *model_flags(tmp_path), f"--output_dir={tmp_path / 'out'}",
+                 "--task_name=rte", "--do_train", f"--data_dir={tmp_path / 'glue'}",
+                 f"--export_dir={tmp_path}/glue/")
     assert error_line(result, "run_classifier") == is_also_an_input(
         "--export_dir", f"{tmp_path}/glue/", "--data_dir", tmp_path / "glue")
     assert train.read_bytes() == b"input data that must survive\n"
@@ -150,8 +161,8 @@ def test_run_classifier_refuses_its_data_dir_as_export_dir(tmp_path):
 def test_run_squad_refuses_an_output_dir_that_is_its_training_file(tmp_path):
     train = a_file(tmp_path / "train-v2.0.json")
     os.symlink(train, tmp_path / "out")
-    result = run("run_squad.py", f"--output_dir={tmp_path / 'out'}", f"--train_file={train}",
-                 "--do_train")
+    result = run("run_squad.py", *model_flags(tmp_path), f"--output_dir={tmp_path / 'out'}",
+                 f"--train_file={train}", "--do_train")
     assert error_line(result, "run_squad") == is_also_an_input(
         "--output_dir", tmp_path / "out", "--train_file", train)
     assert train.read_bytes() == b"input data that must survive\n"

@@ -11,8 +11,7 @@ import tensorflow as tf
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
-from albert_tf.checkpoints.warm_start import (ALBERT_TF, CheckpointSource,
-                                              resolve_checkpoint_source)
+from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
@@ -221,7 +220,7 @@ def test_resume_or_evaluation_after_editing_the_config_is_one_clear_error(tmp_pa
         wider.restore_weights(str(tmp_path / "model.ckpt-2"))  # what the evaluation sweep calls
     regrouped = make_trainer(tmp_path, config=tiny_config(num_hidden_groups=2), steps=4)
     # An --init_checkpoint (never read: the run resumes from its own checkpoint).
-    elsewhere = CheckpointSource("elsewhere", ALBERT_TF, str(tmp_path / "elsewhere"))
+    elsewhere = CheckpointSource("elsewhere", str(tmp_path / "elsewhere"))
     with pytest.raises(CheckpointMismatchError, match=r"another model .* lacks \d+ .*group_1"):
         regrouped.initialize(elsewhere)
     try:  # another --dtype: a LossScaleOptimizer's state, not LAMB's

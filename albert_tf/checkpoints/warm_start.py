@@ -14,29 +14,50 @@ variables (reference names), which the scripts print. A shape mismatch is a
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import keras
+import tensorflow as tf
 
 from albert_tf.checkpoints.files import is_object_based_checkpoint, resolve_checkpoint_path
 from albert_tf.checkpoints.hf_format import is_hf_directory, load_hf_checkpoint
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import LoadReport
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
+from albert_tf.errors.user_error import UserError
 
 TF1 = "reference TF1"
 ALBERT_TF = "albert_tf"
 HUGGING_FACE = "Hugging Face"
 
 
+class UnreadableCheckpointError(UserError, ValueError):
+    """A checkpoint's index cannot be read (truncated, or not a checkpoint)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckpointSource:
-    """A checkpoint to warm-start from, resolved: ``given`` as the user wrote it, ``kind`` its format
-    (``TF1``, ``ALBERT_TF`` or ``HUGGING_FACE``) and ``path`` what the loader reads (a checkpoint
-    prefix, or the Hugging Face directory)."""
+    """A checkpoint to warm-start from, resolved: ``given`` as the user wrote it, ``path`` what the
+    loader reads (a checkpoint prefix, or the Hugging Face directory). ``kind``, its format
+    (``TF1``, ``ALBERT_TF`` or ``HUGGING_FACE``), is read from the checkpoint when first needed,
+    so a run's pre-flight check of its paths comes before anything reads the checkpoint."""
 
     given: str
-    kind: str
     path: str
+    hugging_face: bool = False
+
+    @functools.cached_property
+    def kind(self) -> str:
+        """The format; UnreadableCheckpointError naming the checkpoint when its index cannot be
+        read."""
+        if self.hugging_face:
+            return HUGGING_FACE
+        try:
+            return ALBERT_TF if is_object_based_checkpoint(self.path) else TF1
+        except (tf.errors.OpError, RuntimeError) as error:
+            reason = error.message if isinstance(error, tf.errors.OpError) else str(error)
+            raise UnreadableCheckpointError(f"{self.path}: not a readable checkpoint ({reason}); "
+                                            "give the prefix of a complete one") from None
 
     def __str__(self) -> str:
         return f"{self.kind} checkpoint {self.path}"
@@ -44,13 +65,11 @@ class CheckpointSource:
 
 def resolve_checkpoint_source(path: str) -> CheckpointSource:
     """What ``path`` names: a Hugging Face directory, else the checkpoint prefix of a prefix, a
-    directory of checkpoints (its latest) or a SavedModel, in the reference's TF1 format or
-    albert_tf's. FileNotFoundError (a UserError) naming the path when it names no checkpoint."""
+    directory of checkpoints (its latest) or a SavedModel. FileNotFoundError (a UserError) naming
+    the path when it names no checkpoint."""
     if is_hf_directory(path):
-        return CheckpointSource(path, HUGGING_FACE, path)
-    prefix = resolve_checkpoint_path(path)
-    kind = ALBERT_TF if is_object_based_checkpoint(prefix) else TF1
-    return CheckpointSource(path, kind, prefix)
+        return CheckpointSource(path, path, hugging_face=True)
+    return CheckpointSource(path, resolve_checkpoint_path(path))
 
 
 def load_checkpoint(model: keras.Model, source: CheckpointSource, init_from_group0: bool = False,

@@ -102,6 +102,10 @@ class FineTuningHooks:
         """Whether the run uses --init_checkpoint (to train from)."""
         return settings.do_train
 
+    def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
+        """The task's checks before any work, after the pre-flight check of its files (e.g.
+        something to evaluate)."""
+
     def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
         """Reads and checks every data file the run uses; returns the task's label set and where
         it comes from (named in a mismatch). ``stored``: the one --output_dir recorded, if any."""
@@ -151,6 +155,7 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
             if hooks.reads_init_checkpoint(settings) else None)
     files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
     check_run_files(files)
+    hooks.check(settings, init)
     evaluates = hooks.evaluates(settings)
     if (settings.do_predict or settings.export_dir or settings.tflite_file) and not evaluates:
         training_run.require_best_checkpoint(settings, hooks.evaluation_flag)

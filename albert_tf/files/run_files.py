@@ -250,7 +250,7 @@ def _check_new_directory(directory: NewDirectory) -> None:
     path = directory.path
     if tf.io.gfile.exists(path):
         if not tf.io.gfile.isdir(path):
-            raise OutputPathError(f"{_named(directory)} is a file, not a directory")
+            raise OutputPathError(f"{directory.what}: {path} is a file, not a directory")
         present = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path))
         if present and not directory.replace:
             raise OutputPathError(f"{_named(directory)} exists and is not an empty directory; "
