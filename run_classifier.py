@@ -93,10 +93,10 @@ command_line.parse_before_imports(__name__, checks=[
 from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
-    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+    FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
-from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.serving import (  # noqa: E402
@@ -183,9 +183,7 @@ class ClassifierHooks(FineTuningHooks):
                  glue_task(key).processor().split_path(self.own.data_dir, split))
                 for key, split in self.splits(settings)))
             names = sorted({key for key, _ in self.splits(settings)} | {self.task.name})
-        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
-                              else "--output_dir", settings.cached_dir)
-        return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(name) for name in names]))
+        return feature_cache_files(settings, read, [cache_file_pattern(name) for name in names])
 
     def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
         if self.own_files:

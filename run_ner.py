@@ -54,10 +54,10 @@ command_line.parse_before_imports(__name__, checks=[flag_checks.print_recipe(lam
 from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
-    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+    FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
-from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.token_classification.serving import export_token_classifier  # noqa: E402
 from albert_tf.tasks.token_classification.task import (  # noqa: E402
@@ -107,11 +107,9 @@ class NerHooks(FineTuningHooks):
 
     def files(self, settings: RunSettings) -> RunFiles:
         flag = {"train": "--train_file", "dev": "--eval_file", "test": "--predict_file"}
-        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
-                              else "--output_dir", settings.cached_dir)
-        return RunFiles(declared_inputs(*((flag[split], path)
-                                          for split, path in self.own.files.items())),
-                        fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
+        return feature_cache_files(settings, declared_inputs(*(
+            (flag[split], path) for split, path in self.own.files.items())),
+            [cache_file_pattern(CACHE_NAME)])
 
     def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
         """Every file read and checked now: the tags of --train_file (or the recorded ones), then

@@ -63,11 +63,11 @@ command_line.parse_before_imports(__name__, checks=[
 from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
-    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+    FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, format_metrics  # noqa: E402
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
-from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
@@ -120,9 +120,7 @@ class RaceHooks(FineTuningHooks):
         read = declared_inputs(("--data_dir", own.data_dir), *(
             ("a file of --data_dir", source.path) for split in self.splits(settings)
             for source in race_sources(own.data_dir, split, own.middle_only, own.high_only)))
-        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
-                              else "--output_dir", settings.cached_dir)
-        return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
+        return feature_cache_files(settings, read, [cache_file_pattern(CACHE_NAME)])
 
     def load_data(self, run: FineTuningRun, stored: LabelSet | None) -> tuple[LabelSet, str]:
         return LabelSet("multiple_choice", tuple(ANSWER_LETTERS)), "RACE's answers"

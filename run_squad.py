@@ -92,10 +92,10 @@ from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.checkpoints.warm_start import CheckpointSource  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
-    FineTuningHooks, FineTuningRun, TrainingData, run_fine_tuning)
+    FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX  # noqa: E402
-from albert_tf.files.run_files import RunFiles, WorkDirectory, fixed_outputs  # noqa: E402
+from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.question_answering.postprocessing import (  # noqa: E402
     NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE)
@@ -157,11 +157,9 @@ class SquadHooks(FineTuningHooks):
         return settings.do_train or settings.do_predict
 
     def files(self, settings: RunSettings) -> RunFiles:
-        cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
-                              else "--output_dir", settings.cached_dir)
-        return RunFiles(declared_inputs(("--train_file", self.own.train_file),
-                                        ("--predict_file", self.own.predict_file)),
-                        fixed_outputs(cache, [cache_file_pattern(CACHE_NAME)]))
+        return feature_cache_files(settings, declared_inputs(
+            ("--train_file", self.own.train_file), ("--predict_file", self.own.predict_file)),
+            [cache_file_pattern(CACHE_NAME)])
 
     def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
         """A --do_predict run without training needs something to evaluate."""

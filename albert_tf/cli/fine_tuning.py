@@ -35,7 +35,8 @@ from albert_tf.cli import training_run
 from albert_tf.cli.settings import RunSettings
 from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.files.run_files import RunFiles, check_run_files
+from albert_tf.files.run_files import (Input, RunFiles, WorkDirectory, check_run_files,
+                                       fixed_outputs)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import (ParseFn, needs_static_batches,
@@ -145,6 +146,15 @@ class FineTuningHooks:
     def export_tflite(self, run: FineTuningRun) -> str:
         """--tflite_file from model.ckpt-best (restored); returns the path written."""
         raise NotImplementedError
+
+
+def feature_cache_files(settings: RunSettings, inputs: tuple[Input, ...],
+                        cache_patterns: Sequence[str]) -> RunFiles:
+    """The task's part of a declaration: its data files (``inputs``) and the feature files it
+    caches in --cached_dir (--output_dir by default), named by the glob ``cache_patterns``."""
+    cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
+                          else "--output_dir", settings.cached_dir)
+    return RunFiles(inputs, fixed_outputs(cache, cache_patterns))
 
 
 def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:

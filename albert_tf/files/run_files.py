@@ -28,7 +28,7 @@ import dataclasses
 import fnmatch
 import os
 import uuid
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import tensorflow as tf
 
