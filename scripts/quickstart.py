@@ -5,6 +5,10 @@
 3. run_pretraining.py --do_train --do_eval -> a tiny ALBERT pretrained with LAMB, every
    checkpoint evaluated, the best kept as model.ckpt-best
 
+Everything goes under --output_dir. The quickstart marks that directory as its own
+(.albert_tf-quickstart) and, when run again, deletes only the sub-directories it writes there;
+it refuses a directory that holds anything else.
+
 Usage: python scripts/quickstart.py [--output_dir=quickstart_output] [--num_train_steps=300]
 """
 
@@ -15,10 +19,19 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import NoReturn
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(REPO_ROOT, "scripts", "quickstart_corpus.txt")
 CONFIG = os.path.join(REPO_ROOT, "scripts", "quickstart_albert_config.json")
+# What the quickstart writes in --output_dir: the marker file, and these sub-directories (a rerun
+# deletes them; run_pretraining would otherwise resume).
+MARKER = ".albert_tf-quickstart"
+OUTPUTS = ("spm", "data", "model")
+
+
+def fail(message: str) -> NoReturn:
+    sys.exit(f"quickstart: error: {message}")
 
 
 def run(step: str, command: list[str]) -> None:
@@ -27,7 +40,38 @@ def run(step: str, command: list[str]) -> None:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     result = subprocess.run(command, cwd=REPO_ROOT, env=env)
     if result.returncode != 0:
-        sys.exit(f"quickstart: step '{step}' failed with exit code {result.returncode}.")
+        fail(f"step '{step}' failed with exit code {result.returncode}.")
+
+
+def prepare_output_dir(out: str) -> None:
+    """Makes ``out`` an empty quickstart output directory, deleting only what a previous quickstart
+    wrote there (its marker says so); refuses a directory that holds anything else."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        fail(f"--output_dir {out} is a file, not a directory.")
+    entries = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    ours = MARKER in entries and os.path.isfile(os.path.join(out, MARKER))
+    foreign = [name for name in entries
+               if not (ours and (name == MARKER or (name in OUTPUTS and _is_plain_dir(out, name))))]
+    if foreign:
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        shown = ", ".join(foreign[:5]) + more
+        hint = ("; if it is the output of an earlier quickstart (which left no marker), delete it "
+                "yourself" if not ours and set(foreign) <= set(OUTPUTS) else "")
+        fail(f"--output_dir {out} holds files the quickstart did not write ({shown}); it deletes "
+             f"only its own outputs: give a new or empty directory{hint}.")
+    for name in OUTPUTS:
+        if name in entries:
+            shutil.rmtree(os.path.join(out, name))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, MARKER), "w", encoding="utf-8") as marker:
+        marker.write("Written by scripts/quickstart.py. When run again with this --output_dir, it "
+                     f"deletes {', '.join(n + '/' for n in OUTPUTS)} here, and nothing else; it "
+                     "refuses to run if anything else is here.\n")
+
+
+def _is_plain_dir(out: str, name: str) -> bool:
+    path = os.path.join(out, name)
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def main() -> None:
@@ -37,8 +81,7 @@ def main() -> None:
     parser.add_argument("--num_train_steps", type=int, default=300)
     args = parser.parse_args()
     out = os.path.abspath(args.output_dir)
-    if os.path.exists(out):
-        shutil.rmtree(out)  # a fresh run each time (otherwise run_pretraining would resume)
+    prepare_output_dir(out)  # a fresh run each time (otherwise run_pretraining would resume)
     started = time.time()
     python = sys.executable
     spm_prefix = os.path.join(out, "spm", "quickstart")

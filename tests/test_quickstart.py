@@ -13,10 +13,14 @@ from tests.shared_setup import REPO_ROOT
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 
 
+def start_quickstart(output_dir, *args):
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
+                           f"--output_dir={output_dir}", *args],
+                          capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
+
+
 def run_quickstart(output_dir, *args):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
-                             f"--output_dir={output_dir}", *args],
-                            capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
+    result = start_quickstart(output_dir, *args)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return result.stdout
 
@@ -33,6 +37,26 @@ def test_quickstart_short_run_produces_every_artifact(tmp_path):
                      "model/model.ckpt-best.index", "model/eval_results.txt"):
         assert (tmp_path / relative).exists(), relative
     assert os.listdir(tmp_path / "model" / "train")  # TensorBoard events
+
+
+def test_quickstart_refuses_a_directory_holding_a_foreign_file(tmp_path):
+    # Refused before any work, in a fraction of a second: nothing is deleted or written there.
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "model").mkdir()  # a name the quickstart writes, but not its output (no marker)
+    (tmp_path / "model" / "mine.txt").write_text("mine too\n")
+    result = start_quickstart(tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("quickstart: error: --output_dir ")
+    assert "(model, notes.txt)" in lines[0]
+    assert sorted(os.listdir(tmp_path)) == ["model", "notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+    assert (tmp_path / "model" / "mine.txt").read_text() == "mine too\n"
+    # A quickstart's own directory (marker) that also holds a foreign file is refused as well.
+    (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
+    result = start_quickstart(tmp_path)
+    assert result.returncode == 1 and "(notes.txt)" in result.stderr
+    assert (tmp_path / "model" / "mine.txt").exists() and (tmp_path / "notes.txt").exists()
 
 
 @pytest.mark.slow
