@@ -45,8 +45,9 @@ def served_label(stdout):
 
 
 def test_quickstart_short_run_produces_every_artifact(tmp_path):
-    # About 2 minutes on 2 shared cores. The directory holds a previous quickstart's output (its
-    # marker and a stale file in one of its sub-directories): the run deletes that, nothing else.
+    # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds a previous
+    # quickstart's output (its marker, a stale file in one of its sub-directories): the run
+    # deletes that, nothing else.
     (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "stale.txt").write_text("from an earlier run\n")
