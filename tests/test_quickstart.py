@@ -1,5 +1,7 @@
 """The README's first command: the quickstart pipeline runs end to end and learns."""
 
+import csv
+import json
 import os
 import re
 import subprocess
@@ -11,12 +13,18 @@ from tests.shared_setup import REPO_ROOT
 
 # As a user runs it: no PYTHONPATH, so its scripts import albert_tf as installed in the environment.
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+LABELLED = os.path.join(REPO_ROOT, "scripts", "quickstart_labelled")
+LABELS = ["cooking", "sport", "weather"]
+
+
+def start_quickstart(output_dir, *args):
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
+                           f"--output_dir={output_dir}", *args],
+                          capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
 
 
 def run_quickstart(output_dir, *args):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
-                             f"--output_dir={output_dir}", *args],
-                            capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
+    result = start_quickstart(output_dir, *args)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return result.stdout
 
@@ -25,19 +33,84 @@ def accuracies(eval_results):
     return [float(v) for v in re.findall(r"^masked_lm_accuracy = (\S+)$", eval_results, re.M)]
 
 
+def read_rows(path, delimiter=","):
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter=delimiter))
+
+
+def served_label(stdout):
+    match = re.search(r"^predicted label: (\S+)$", stdout, re.M)
+    assert match, stdout[-3000:]
+    return match.group(1)
+
+
 def test_quickstart_short_run_produces_every_artifact(tmp_path):
-    out = run_quickstart(tmp_path, "--num_train_steps=20")
+    # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds a previous
+    # quickstart's output (its marker, a stale file in one of its sub-directories): the run
+    # deletes that, nothing else.
+    (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "stale.txt").write_text("from an earlier run\n")
+    out = run_quickstart(tmp_path, "--num_train_steps=20", "--num_finetune_steps=20")
     assert "Quickstart finished" in out and "step 20/20" in out
+    assert not (tmp_path / "model" / "stale.txt").exists()
+    assert sorted(os.listdir(tmp_path)) == [".albert_tf-quickstart", "classifier", "data", "model",
+                                            "spm"]
     for relative in ("spm/quickstart.model", "spm/quickstart.vocab",
                      "data/pretraining.tfrecord", "data/pretraining.tfrecord.stats.json",
-                     "model/model.ckpt-best.index", "model/eval_results.txt"):
+                     "model/model.ckpt-best.index", "model/eval_results.txt",
+                     "classifier/model.ckpt-best.index", "classifier/eval_results.txt",
+                     "classifier/best_results.json",
+                     "classifier/saved_model/ids_only/saved_model.pb",
+                     "classifier/saved_model/with_text/saved_model.pb"):
         assert (tmp_path / relative).exists(), relative
     assert os.listdir(tmp_path / "model" / "train")  # TensorBoard events
+    assert os.listdir(tmp_path / "classifier" / "train")
+    # Predictions: one line per test example, in the test file's order, with the label names.
+    test_ids = [row["id"] for row in read_rows(os.path.join(LABELLED, "test.csv"))]
+    submitted = read_rows(tmp_path / "classifier" / "submit_results.tsv", delimiter="\t")
+    assert [row["index"] for row in submitted] == test_ids
+    assert {row["prediction"] for row in submitted} <= set(LABELS)
+    probabilities = (tmp_path / "classifier" / "test_results.tsv").read_text().splitlines()
+    assert probabilities[0].split("\t") == LABELS and len(probabilities) == 1 + len(test_ids)
+    # The served sentence, its label and probabilities, printed by plain TensorFlow; the commands.
+    assert "run_classifier.py --train_file=" in out and "tf.saved_model.load(export)" in out
+    assert "sentence:        Light rain will turn to snow on the hills tonight." in out
+    assert served_label(out) in LABELS
+    assert re.search(r"^probabilities:   cooking \d\.\d{3}, sport \d\.\d{3}, weather \d\.\d{3}$",
+                     out, re.M)
+    assert "dev accuracy " in out and "majority class 0.333" in out
+
+
+def test_quickstart_refuses_a_directory_holding_a_foreign_file(tmp_path):
+    # Refused before any work, in a fraction of a second: nothing is deleted or written there.
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "model").mkdir()  # a name the quickstart writes, but not its output (no marker)
+    (tmp_path / "model" / "mine.txt").write_text("mine too\n")
+    result = start_quickstart(tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("quickstart: error: --output_dir ")
+    assert "(model, notes.txt)" in lines[0]
+    assert sorted(os.listdir(tmp_path)) == ["model", "notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+    assert (tmp_path / "model" / "mine.txt").read_text() == "mine too\n"
+    # A quickstart's own directory (marker) that also holds a foreign file is refused as well.
+    (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
+    result = start_quickstart(tmp_path)
+    assert result.returncode == 1 and "(notes.txt)" in result.stderr
+    assert (tmp_path / "model" / "mine.txt").exists() and (tmp_path / "notes.txt").exists()
 
 
 @pytest.mark.slow
 def test_quickstart_default_run_learns(tmp_path):
-    run_quickstart(tmp_path)
+    out = run_quickstart(tmp_path)
     values = accuracies((tmp_path / "model" / "eval_results.txt").read_text())
     assert len(values) == 3  # checkpoints 100, 200, 300
     assert values[-1] > values[0] + 0.01
+    # Fine-tuning: the best checkpoint's dev accuracy is well above the majority class's share.
+    dev_labels = [row["label"] for row in read_rows(os.path.join(LABELLED, "dev.csv"))]
+    majority = max(dev_labels.count(label) for label in LABELS) / len(dev_labels)
+    best = json.loads((tmp_path / "classifier" / "best_results.json").read_text())
+    assert best["metrics"]["eval_accuracy"] > majority + 0.2, best
+    assert served_label(out) == "weather"
