@@ -15,14 +15,19 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 
 LABEL_FILE = "label_list.json"
 
 
-class LabelSetMismatch(ValueError):
+class LabelSetMismatch(UserError, ValueError):
     """This run's label set or task type differs from the one its output directory was trained
     with."""
+
+
+class LabelFileError(UserError, ValueError):
+    """The label file of an output directory is not one (edited by hand, or another program's)."""
 
 
 def label_file_path(output_dir: str) -> str:
@@ -42,8 +47,8 @@ def read_label_file(output_dir: str) -> tuple[str, list[str] | None] | None:
         if labels is not None and not all(isinstance(label, str) for label in labels):
             raise TypeError("labels must be strings")
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: expected {{\"task_type\": ..., \"labels\": [...] or null}} "
-                         f"({error}); it was written by a run in this directory") from None
+        raise LabelFileError(f"{path}: expected {{\"task_type\": ..., \"labels\": [...] or null}} "
+                             f"({error}); it was written by a run in this directory") from None
     return task_type, labels
 
 
