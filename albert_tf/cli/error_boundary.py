@@ -44,7 +44,7 @@ import traceback
 from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 import tensorflow as tf
-from absl import app, flags
+from absl import app
 from absl import logging as absl_logging
 
 from albert_tf.cli import command_line
@@ -189,7 +189,7 @@ def report_bug(error: BaseException) -> NoReturn:
 
 def user_error_message(error: BaseException) -> str | None:
     """The one-line message of a user error; None for a bug (see the module doc)."""
-    if isinstance(error, (UserError, app.UsageError, flags.Error)):
+    if isinstance(error, (UserError, app.UsageError)) or command_line.is_flag_error(error):
         return str(error) or type(error).__name__
     if isinstance(error, (tf.errors.DataLossError, tf.errors.ResourceExhaustedError)):
         return _tensorflow_error_message(error)
