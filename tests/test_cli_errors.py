@@ -28,7 +28,7 @@ from albert_tf.cli import error_boundary
 from albert_tf.errors.user_error import MissingFileError, UserError, opening_user_path
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
 from albert_tf.files import json_objects
-from albert_tf.files.records import RecordFileError, reading_records
+from albert_tf.files.records import RecordFileError, reading_records, record_file_error
 from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.tasks.pretraining.records import (PretrainingDataError, check_pretraining_files,
                                                  parse_pretraining_example)
@@ -187,6 +187,10 @@ def test_graph_errors_are_bugs_unless_records_caused_them(monkeypatch, capsys, t
 
     with pytest.raises(tf.errors.InvalidArgumentError) as gather_error:
         embed(tf.constant([3, 12]))
+    assert record_file_error(gather_error.value) is None  # no record caused it
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        with reading_records():
+            embed(tf.constant([3, 12]))
     code, err = run_guarded(raising(gather_error.value), monkeypatch, capsys)
     assert code == 1 and err.startswith("Traceback") and "indices[1] = 12" in err
     assert err.strip().splitlines()[-1] == f"run_thing: {error_boundary.BUG_LINE}"

@@ -142,9 +142,10 @@ def record_file_error(error: BaseException) -> RecordFileError | None:
         refused = None if parse is None else _first_refused_record(path, parse)
         if refused is not None:
             return RecordFileError(_parse_error_message(path, *refused))
-    files = ", ".join(_FILES_READ) or "the input files"
-    return RecordFileError(f"a record of {files}: {_parse_reason(error.message)}: "
-                           + _PARSE_ADVICE)
+    files = list(_FILES_READ)[-3:]
+    named = ", ".join(files) + (f" (of {len(_FILES_READ)} files)" if len(_FILES_READ) > 3 else "")
+    return RecordFileError(f"a record of {named or 'the input files'}: "
+                           f"{_parse_reason(error.message)}: {_PARSE_ADVICE}")
 
 
 @contextlib.contextmanager
