@@ -113,10 +113,10 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             catch_sigterm: bool = True) -> Callable[[list[str]], Any]:
     """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
     error exits with status 1 after one line on stderr, a bug after its traceback and a line asking
-    to report it (see the module doc). Ctrl-C and SIGTERM
-    stop the run the same way (``finally`` blocks run, temporary outputs are removed), print
-    ``<program>: stopped by Ctrl-C; <when_stopped>`` and exit with the shell's status for such a
-    stop (130, SIGTERM 143), without a traceback (SIGTERM only with ``catch_sigterm``)."""
+    to report it (see the module doc). Ctrl-C and SIGTERM stop the run the same way (``finally``
+    blocks run, temporary outputs are removed), print ``<program>: stopped by Ctrl-C;
+    <when_stopped>`` and exit with the shell's status for such a stop (130, SIGTERM 143), without a
+    traceback (SIGTERM only with ``catch_sigterm``)."""
 
     def guarded_main(argv: list[str]) -> Any:
         quiet_tensorflow_logging()
