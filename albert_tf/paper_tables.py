@@ -84,6 +84,10 @@ def print_plan() -> None:
                       FLAGS.glue_dir, FLAGS.squad_dir, FLAGS.race_dir, FLAGS.runs_dir)
     seeds = tuple(int(seed) for seed in FLAGS.seeds)
     tasks = tuple(task.lower() for task in FLAGS.plan_tasks) or PLAN_TASKS
+    unknown = [task for task in tasks if task not in PLAN_TASKS]
+    if unknown:
+        raise app.UsageError(f"--plan_tasks: unknown task(s) {', '.join(unknown)}; expected some "
+                             f"of {', '.join(PLAN_TASKS)}")
     print("\n".join(reproduction_plan(paths, FLAGS.model, seeds, tasks)))
 
 

@@ -40,11 +40,16 @@ _PARSE = functools.partial(command_line.parse_flags, positional_arguments=True)
 command_line.parse_before_imports(__name__, _PARSE)
 
 from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.errors.user_error import UserError  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE  # noqa: E402
 from albert_tf.evaluation.seed_results import (  # noqa: E402
     SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds, write_seed_results)
 from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs)
+
+
+class SeedRunFailed(UserError, ChildProcessError):
+    """The run of one seed failed; its own output (above) says why."""
 
 
 def recipe_command(recipe: list[str]) -> list[str]:
@@ -72,8 +77,8 @@ def run_seed(command: list[str], output_dir: str, seed: int, position: str) -> N
     print(f"=== seed {seed} ({position}): {' '.join(seeded)}", flush=True)
     status = subprocess.run(seeded, check=False).returncode
     if status != 0:
-        raise ChildProcessError(f"the run of seed {seed} failed (exit status {status}); its output "
-                                f"is in {directory}: fix the cause and rerun to resume")
+        raise SeedRunFailed(f"the run of seed {seed} failed (exit status {status}); its output "
+                            f"is in {directory}: fix the cause and rerun to resume")
 
 
 def main(argv: list[str]) -> None:

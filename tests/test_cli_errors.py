@@ -1,14 +1,18 @@
 """The error boundary of every script (albert_tf/cli/error_boundary.py) and the checks before work.
 
-A user's mistake ends in one line, ``<program>: error: <culprit>``, with exit status 1 and no
-traceback, before any work: empty, corrupt or mismatched TFRecords, a config whose vocabulary is
-smaller than the data's, output paths that are files. Also: the sweep's wait honours
---max_eval_wait_secs, TensorFlow's INFO lines stay out of the output, and TensorBoard (a
-requirement) reads the scalars the Trainer writes.
+A user's mistake (a ``UserError``, a usage or flag error, a corrupt record, out of memory) ends in
+one line, ``<program>: error: <culprit>``, with exit status 1 and no traceback, before any work
+where it can be seen then: empty, corrupt or mismatched TFRecords (records of another length met
+in a training or prediction loop too), a config whose vocabulary is smaller than the data's,
+output paths that are files. A bug (any other exception) keeps its traceback, followed by a line
+asking to report it, exit status 1. Also: the sweep's wait honours --max_eval_wait_secs,
+TensorFlow's INFO lines stay out of the output, and TensorBoard (a requirement) reads the scalars
+the Trainer writes.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -18,17 +22,20 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import app
+from absl import app, flags
 
 from albert_tf.cli import error_boundary
+from albert_tf.errors.user_error import MissingFileError, UserError, opening_user_path
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
-from albert_tf.files.records import RecordFileError
-from albert_tf.models.config import AlbertConfig
+from albert_tf.files import json_objects
+from albert_tf.files.records import RecordFileError, reading_records, record_file_error
+from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.tasks.pretraining.records import (PretrainingDataError, check_pretraining_files,
                                                  parse_pretraining_example)
-from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
+from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
-from albert_tf.training.trainer import NonFiniteLossError
+from albert_tf.training.optimization import create_optimizer
+from albert_tf.training.trainer import NonFiniteLossError, RunConfig, Trainer
 from tests import spm_fixtures
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
                                 subprocess_env, tiny_config)
@@ -67,16 +74,47 @@ def first_record_ids(path):
 
 # -- the boundary ---------------------------------------------------------------------------------
 
+def missing_file_error(tmp_path):
+    """The error ``opening_user_path`` makes of an OSError on a user's path."""
+    with pytest.raises(MissingFileError) as error:
+        with opening_user_path(str(tmp_path / "gone.txt"), "--train_file"):
+            open(tmp_path / "gone.txt", encoding="utf-8")
+    return error.value
+
+
+def assert_bug_report(err, error):
+    """stderr of a bug: Python's traceback of ``error``, then the one line asking to report it."""
+    lines = err.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):", err
+    assert lines[-2].endswith(f"{type(error).__name__}: {error}"), err
+    assert lines[-1] == f"run_thing: {error_boundary.BUG_LINE}"
+
+
 @pytest.mark.parametrize("error", [
-    ValueError("config.json: 'hidden_size' must be divisible"),
-    FileNotFoundError("input pattern 'x*' matches no file"),
+    ConfigError("config.json: 'hidden_size' must be divisible"),
+    MissingFileError("input pattern 'x*' matches no file"),
+    RecordFileError("data.tfrecord: no record (an empty TFRecord file)"),
+    UserError("any mistake of the user's"),
     app.UsageError("Nothing to do: set --do_train"),
+    flags.ValidationError("--tflite_file needs --dtype=float32"),
     NonFiniteLossError("Non-finite loss (nan) in 2 of the steps 1..2"),
 ])
 def test_user_errors_end_in_one_line_with_status_1(error, monkeypatch, capsys):
     code, err = run_guarded(raising(error), monkeypatch, capsys)
     assert code == 1
     assert err == f"run_thing: error: {error}\n"
+
+
+def test_an_os_error_on_a_users_path_is_one_line_naming_it(monkeypatch, capsys, tmp_path):
+    error = missing_file_error(tmp_path)
+    assert isinstance(error, FileNotFoundError)  # callers catching the builtin still do
+    code, err = run_guarded(raising(error), monkeypatch, capsys)
+    assert code == 1
+    assert err == (f"run_thing: error: --train_file {tmp_path}/gone.txt: No such file or "
+                   "directory\n")
+    with pytest.raises(UserError, match=f"{tmp_path}: Is a directory"):  # tf.io.gfile's errors
+        with opening_user_path(str(tmp_path)):
+            tf.io.gfile.GFile(str(tmp_path)).read()
 
 
 def test_checks_run_before_main_and_stop_it(monkeypatch, capsys, tmp_path):
@@ -90,36 +128,86 @@ def test_checks_run_before_main_and_stop_it(monkeypatch, capsys, tmp_path):
     assert err.count("\n") == 1
 
 
-def test_bugs_and_the_traceback_variable_keep_the_traceback(monkeypatch, capsys):
+@pytest.mark.parametrize("error", [
+    KeyError("input_ids"),
+    TypeError("unsupported operand"),
+    ValueError("num_labels must be >= 1 (1 = regression), got 0."),  # a guard of our own code
+    FileNotFoundError("model.ckpt-3.index"),  # an OS error nowhere near a user's path
+    RuntimeError("configure_logical_cpus(2) must be called before TensorFlow initializes"),
+    tf.errors.InvalidArgumentError(None, None, "indices[1] = 12 is not in [0, 10)"),
+    tf.errors.NotFoundError(None, None, "Resource localhost/x does not exist"),
+])
+def test_bugs_keep_their_traceback_and_ask_to_be_reported(error, monkeypatch, capsys):
+    code, err = run_guarded(raising(error), monkeypatch, capsys)
+    assert code == 1
+    assert_bug_report(err, error)
+    assert "error: " not in err.splitlines()[-1]
+
+
+def test_a_bug_inside_a_library_function_is_reported_as_one(monkeypatch, capsys, tmp_path):
+    """A real code path (the config reader every command uses) with a library function that fails
+    as a bug would: the traceback runs through the library, the last line asks for a report."""
+    config = tmp_path / "albert_config.json"
+    config.write_text(tiny_config().to_json_string())
+
+    def broken_read(path, error_type, described_as):
+        return {}["vocab_size"]
+
+    monkeypatch.setattr(json_objects, "read_json_object", broken_read)
+    monkeypatch.setattr("albert_tf.models.config.read_json_object", broken_read)
+    code, err = run_guarded(lambda argv: AlbertConfig.from_json_file(str(config)), monkeypatch,
+                            capsys)
+    assert code == 1
+    assert "in from_json_file" in err and "in broken_read" in err
+    assert err.strip().splitlines()[-2] == "KeyError: 'vocab_size'"
+    assert err.strip().splitlines()[-1] == f"run_thing: {error_boundary.BUG_LINE}"
+
+
+def test_the_traceback_variable_shows_the_traceback_of_user_errors(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["run_thing.py"])
-    with pytest.raises(TypeError):  # not a user error: a bug keeps its traceback
-        error_boundary.guarded(raising(TypeError("unsupported operand")))(["run_thing.py"])
     monkeypatch.setenv(error_boundary.TRACEBACK_VARIABLE, "1")
-    with pytest.raises(ValueError, match="bad value"):
-        error_boundary.guarded(raising(ValueError("bad value")))(["run_thing.py"])
-    assert capsys.readouterr().err == ""
+    error = ConfigError("config.json: bad value")
+    with pytest.raises(SystemExit) as exit_info:
+        error_boundary.guarded(raising(error))(["run_thing.py"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.strip().splitlines()[-1] == "run_thing: error: config.json: bad value"
+    with pytest.raises(SystemExit) as exit_info:  # a bug: the same report as without it
+        error_boundary.guarded(raising(KeyError("x")))(["run_thing.py"])
+    assert exit_info.value.code == 1
+    assert_bug_report(capsys.readouterr().err, KeyError("x"))
 
 
-def test_graph_errors_are_cut_to_their_cause(monkeypatch, capsys, pretraining_records):
+def test_graph_errors_are_bugs_unless_records_caused_them(monkeypatch, capsys, tmp_path,
+                                                          pretraining_records):
     @tf.function
     def embed(ids):
         return tf.gather(tf.zeros([10, 2]), ids)
 
     with pytest.raises(tf.errors.InvalidArgumentError) as gather_error:
         embed(tf.constant([3, 12]))
-    assert "Detected at node" in gather_error.value.message  # what the boundary cuts away
+    assert record_file_error(gather_error.value) is None  # no record caused it
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        with reading_records():
+            embed(tf.constant([3, 12]))
     code, err = run_guarded(raising(gather_error.value), monkeypatch, capsys)
-    assert code == 1 and err.count("\n") == 1
-    assert err.startswith("run_thing: error: indices[1] = 12 is not in [0, 10)")
-    assert "[[" not in err and "Detected" not in err and "function_node" not in err
+    assert code == 1 and err.startswith("Traceback") and "indices[1] = 12" in err
+    assert err.strip().splitlines()[-1] == f"run_thing: {error_boundary.BUG_LINE}"
 
-    # A parse error inside a tf.data map names the feature and both lengths.
-    dataset = pretraining_dataset_fn([pretraining_records], S // 2, M, is_training=False)(8, 0)
-    with pytest.raises(tf.errors.InvalidArgumentError) as parse_error:
-        next(iter(dataset))
-    message = error_boundary.user_error_message(parse_error.value)
+    # A parse error inside a tf.data map, met where the records are iterated, names the file, the
+    # record, the feature and both lengths.
+    records = shutil.copy(pretraining_records, tmp_path / "part-0.tfrecord")
+    dataset = pretraining_dataset_fn([str(records)], S // 2, M, is_training=False)(8, 0)
+    with pytest.raises(RecordFileError) as parse_error:
+        with reading_records():
+            next(iter(dataset))
+    message = str(parse_error.value)
+    assert message.startswith(f"{records}, record 1: Key: ")
     assert f"Values size: {S} but output shape: [{S // 2}]" in message
     assert "user-defined function" not in message and "\n" not in message
+    code, err = run_guarded(raising(parse_error.value), monkeypatch, capsys)
+    assert code == 1 and err == f"run_thing: error: {message}\n"
 
 
 def test_out_of_memory_names_the_settings_that_help(monkeypatch, capsys):
@@ -149,6 +237,50 @@ def test_a_corrupt_record_met_during_a_run_names_its_file(tmp_path, pretraining_
         message = error_boundary.user_error_message(error.value)
         assert message.startswith(f"{bad}: ") and "truncated or corrupt" in message
         assert re.search(r"(corrupted|truncated) record at \d+", message)
+
+
+def records_of_another_length(source, target, good, short):
+    """``good`` records of ``source`` (length S), then ``short`` records cut to length S // 2."""
+    with tf.io.TFRecordWriter(str(target)) as writer:
+        for index, record in enumerate(tf.data.TFRecordDataset(source).take(good + short)):
+            example = tf.train.Example.FromString(record.numpy())
+            if index >= good:
+                for feature in example.features.feature.values():
+                    if len(feature.int64_list.value) == S:
+                        del feature.int64_list.value[S // 2:]
+            writer.write(example.SerializeToString())
+    return str(target)
+
+
+def test_records_of_another_length_met_in_a_loop_name_their_file(monkeypatch, capsys, tmp_path,
+                                                                 pretraining_records):
+    """The first records fit (the checks before work pass); record 6 is shorter: training and
+    evaluation stop with one line naming the file and the record, not a graph error."""
+    mixed = records_of_another_length(pretraining_records, tmp_path / "mixed.tfrecord", 5, 4)
+    trainer = Trainer(tf.distribute.get_strategy(), PretrainingTask(tiny_config()),
+                      lambda: create_optimizer("lamb", 1e-3, 4, 0),
+                      RunConfig(output_dir=str(tmp_path / "run"), train_batch_size=4,
+                                num_train_steps=4, save_checkpoints_steps=4,
+                                iterations_per_loop=4, seed=1), log=lambda message: None)
+    trainer.initialize()
+    expected = (f"{mixed}, record 6: Key: ", f"Values size: {S // 2} but output shape: [{S}]",
+                "the records do not fit this run")
+    with pytest.raises(RecordFileError) as evaluating:
+        trainer.predict(pretraining_dataset_fn([mixed], S, M, is_training=False)(3, 0))
+    with pytest.raises(RecordFileError) as training:
+        trainer.train(pretraining_dataset_fn([mixed], S, M, is_training=True, seed=3))
+    for error in (evaluating.value, training.value):
+        assert str(error).startswith(expected[0]) and all(part in str(error) for part in expected)
+        code, err = run_guarded(raising(error), monkeypatch, capsys)
+        assert code == 1 and err == f"run_thing: error: {error}\n"
+    # A fine-tuning pipeline checks its file's first record when it is built.
+    short = records_of_another_length(pretraining_records, tmp_path / "short.tfrecord", 0, 2)
+    parse = functools.partial(parse_pretraining_example, max_seq_length=S,
+                              max_predictions_per_seq=M)
+    for build in (lambda: record_eval_dataset(short, parse, 2),
+                  lambda: record_train_dataset_fn(short, parse)):
+        with pytest.raises(RecordFileError, match=re.escape(f"{short}, record 1: Key: ")):
+            build()
 
 
 # -- checks of record files before work -----------------------------------------------------------
@@ -298,13 +430,34 @@ def test_an_output_directory_that_is_a_file_stops_the_script(tmp_path, script, f
 @pytest.mark.parametrize("module, args, culprit", [
     ("albert_tf.model_report", ["--albert_config_file={tmp}/missing.json"],
      "ALBERT config file not found: {tmp}/missing.json"),
+    ("albert_tf.model_report", ["--albert_config_file={tmp}/malformed.json"],
+     "ALBERT config file {tmp}/malformed.json is not valid JSON"),
     ("data_prep.glue", ["--task_name=rte", "--data_dir={tmp}/glue", "--cached_dir={tmp}/cache",
                         "--spm_model_file={spm}"], "{tmp}/glue/RTE/train.tsv"),
 ])
 def test_library_command_lines_share_the_boundary(tmp_path, module, args, culprit):
+    (tmp_path / "malformed.json").write_text('{"vocab_size": 30000,\n "hidden_size": }')
     spm_model = spm_fixtures.cached_tiny_spm()
     result = run_command("-m", module, *[arg.format(tmp=tmp_path, spm=spm_model) for arg in args])
     assert_one_line_error(result, module.split(".")[-1], culprit.format(tmp=tmp_path))
+
+
+def test_a_bug_in_a_command_prints_its_traceback_and_the_report_line(tmp_path, config_file):
+    """model_report as a user runs it, with a library function it calls broken as a bug would
+    be: Python's traceback through the library, then the report line, exit status 1."""
+    program = ("import runpy, sys\n"
+               "import albert_tf.models.parameters as parameters\n"
+               "def broken(*args, **kwargs):\n"
+               "    raise KeyError('embedding_size')\n"
+               "parameters.parameter_report = broken\n"
+               f"sys.argv = ['model_report.py', '--albert_config_file={config_file}']\n"
+               "runpy.run_module('albert_tf.model_report', run_name='__main__')\n")
+    result = run_command("-c", program)
+    assert result.returncode == 1, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback (most recent call last):" in lines, result.stderr[-3000:]
+    assert lines[-2] == "KeyError: 'embedding_size'", result.stderr[-3000:]
+    assert lines[-1] == f"model_report: {error_boundary.BUG_LINE}"
 
 
 def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
@@ -313,11 +466,12 @@ def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
         "import sys\n"
         "import tensorflow as tf\n"
         "from absl import logging\n"
-        "from albert_tf.cli import error_boundary\n\n"
+        "from albert_tf.cli import error_boundary\n"
+        "from albert_tf.errors.user_error import UserError\n\n"
         "def main(argv):\n"
         "    logging.info('own progress line')\n"
         f"    tf.train.Checkpoint(v=tf.Variable(1.0)).write({str(tmp_path / 'ckpt')!r})\n"
-        "    raise ValueError('the culprit')\n\n"
+        "    raise UserError('the culprit')\n\n"
         "error_boundary.run(main)\n")
     result = run_command(str(tool))
     assert_one_line_error(result, "my_tool", "the culprit")

@@ -48,6 +48,7 @@ from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_ch
 from albert_tf.checkpoints.report import LoadReport
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import canonical_name, is_ignored_name, tf1_variable_map
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.paths import absolute_path
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
@@ -63,7 +64,7 @@ HF_SOURCE_FLAG = "hf_checkpoint"  # the command's flag for a Hugging Face direct
 HeadShapes = Mapping[str, tuple[int, ...]]
 
 
-class ConversionError(ValueError):
+class ConversionError(UserError, ValueError):
     """A conversion refused before any work: a source of the wrong format, an unusable output."""
 
 

@@ -18,6 +18,7 @@ import re
 import tensorflow as tf
 from google.protobuf import text_encoding
 
+from albert_tf.errors.user_error import MissingFileError
 from albert_tf.files.atomic import atomic_write_text
 
 TF2_CHECKPOINT_NAME = "model.ckpt"
@@ -39,10 +40,10 @@ def resolve_checkpoint_path(path: str) -> str:
             return os.path.join(path, *SAVED_MODEL_VARIABLES)
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
-            raise FileNotFoundError(f"No checkpoint found in directory {path}.")
+            raise MissingFileError(f"No checkpoint found in directory {path}.")
         return latest
     if not tf.io.gfile.exists(path + ".index"):
-        raise FileNotFoundError(f"Checkpoint {path} does not exist (no {path}.index).")
+        raise MissingFileError(f"Checkpoint {path} does not exist (no {path}.index).")
     return path
 
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.heads import CLASSIFIER_DROPOUT
 from albert_tf.models.layers import LAYER_NORM_EPSILON
 
 
-class HuggingFaceFormatError(ValueError):
+class HuggingFaceFormatError(UserError, ValueError):
     """A model or a directory that the Hugging Face ALBERT format cannot represent, or that is not
     one; the message names the key or value and what was expected."""
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+from albert_tf.errors.user_error import UserError
 
-class CheckpointMismatchError(ValueError):
+
+class CheckpointMismatchError(UserError, ValueError):
     """A checkpoint does not fit the model: a shape differs or variables are missing."""
 
 

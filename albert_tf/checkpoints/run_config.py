@@ -13,7 +13,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.models.config import AlbertConfig
+from albert_tf.models.config import AlbertConfig, ConfigError
 
 RUN_CONFIG_FILE = "albert_config.json"
 # Keys a run may change on resume: they are not part of the checkpoint's shapes or structure.
@@ -32,8 +32,8 @@ def recorded_config(output_dir: str) -> AlbertConfig | None:
 
 
 def check_run_config(output_dir: str, config: AlbertConfig, config_file: str) -> None:
-    """ValueError naming the differing keys, ``config_file`` and ``output_dir`` when the directory
-    records another architecture than ``config``."""
+    """ConfigError (a ValueError) naming the differing keys, ``config_file`` and ``output_dir``
+    when the directory records another architecture than ``config``."""
     recorded = recorded_config(output_dir)
     if recorded is None:
         return
@@ -44,9 +44,9 @@ def check_run_config(output_dir: str, config: AlbertConfig, config_file: str) ->
     if differing:
         details = ", ".join(f"{key} {getattr(config, key, None)!r} (recorded "
                             f"{getattr(recorded, key, None)!r})" for key in differing)
-        raise ValueError(f"{config_file} differs from the config {output_dir} was trained with "
-                         f"({RUN_CONFIG_FILE}): {details}; use that config or another "
-                         "output directory.")
+        raise ConfigError(f"{config_file} differs from the config {output_dir} was trained with "
+                          f"({RUN_CONFIG_FILE}): {details}; use that config or another "
+                          "output directory.")
 
 
 def record_run_config(output_dir: str, config: AlbertConfig, config_file: str) -> None:

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.files import (is_object_based_checkpoint, resolve_checkpoint_path,
                                          write_checkpoint_state)
-from albert_tf.checkpoints.report import LoadReport, shape_mismatch_error
+from albert_tf.checkpoints.report import CheckpointMismatchError, LoadReport, shape_mismatch_error
 from albert_tf.checkpoints.tf1_names import (canonical_name, group_zero_name, is_ignored_name,
                                              tf1_variable_map)
 from albert_tf.files.paths import absolute_path
@@ -38,9 +38,10 @@ def load_tf1_checkpoint(model: keras.Model, path: str, init_from_group0: bool = 
     """
     path = resolve_checkpoint_path(path)
     if is_object_based_checkpoint(path):
-        raise ValueError(f"{path} is an albert_tf (object-based) checkpoint, not a reference TF1 "
-                         "checkpoint; restore it with tf.train.Checkpoint or pass it as "
-                         "--init_checkpoint, which accepts both formats.")
+        raise CheckpointMismatchError(
+            f"{path} is an albert_tf (object-based) checkpoint, not a reference TF1 checkpoint; "
+            "restore it with tf.train.Checkpoint or pass it as --init_checkpoint, which accepts "
+            "both formats.")
     reader = tf.train.load_checkpoint(path)
     raw_shapes = reader.get_variable_to_shape_map()
     by_canonical: dict[str, str] = {}

@@ -74,6 +74,12 @@ def parse_flags(argv: Sequence[str], positional_arguments: bool = False) -> list
     return remaining
 
 
+def is_flag_error(error: BaseException) -> bool:
+    """Whether ``error`` is absl's error for a flag (an unknown flag, a bad value, a validator that
+    failed): a user's mistake (the error boundary, albert_tf/cli/error_boundary.py)."""
+    return isinstance(error, flags.Error)
+
+
 def flag_error_message(error: flags.Error) -> str:
     """absl's message on one line: its problems joined by "; ", a missing required flag said as
     ``--name is required``."""

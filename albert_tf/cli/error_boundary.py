@@ -1,25 +1,29 @@
 """The error boundary at the top of every command line: ``error_boundary.run(main)``, not
-``app.run(main)``.
+``app.run(main)``. It tells a user's mistake from a bug of albert_tf.
 
 A user's mistake ends in one short message on stderr, ``<program>: error: <what is wrong>``, and
-exit status 1, never a traceback. Caught:
+exit status 1, never a traceback. User errors are:
 
-- the project's own errors: ``ValueError`` (the project's error classes derive from it),
-  ``OSError`` (``FileNotFoundError``, ``FileExistsError``, ...), ``app.UsageError``, and any other
-  exception class defined in albert_tf/ or data_prep/ (e.g. ``NonFiniteLossError``);
-- the TensorFlow errors that user data and settings cause (a corrupt TFRecord, records of another
-  length, a missing file, out of memory, ...), their graph tracebacks cut down to the message. A
-  corrupt record, which TensorFlow reports without a file name, is traced to its file
-  (albert_tf/files/records.py).
+- ``UserError`` (albert_tf/errors/user_error.py), the base of every project error class that
+  reports a mistake in the user's data, flags, paths or checkpoints (``ConfigError``,
+  ``RecordFileError``, ``UserFileError``, ...), absl's ``app.UsageError`` and flag errors;
+- the two TensorFlow errors whose cause is the user's data or machine: ``DataLossError`` (a corrupt
+  TFRecord, which TensorFlow reports without a file name, traced to its file by
+  albert_tf/files/records.py) and ``ResourceExhaustedError`` (out of memory, with a hint), their
+  graph tracebacks cut down to the message. TensorFlow's other errors that user data causes are
+  turned into user errors where the data is read (e.g. records of another length, named by their
+  file: ``records.reading_records`` around the Trainer's loops).
+
+Anything else is a bug (a plain ``ValueError``, ``KeyError``, ``OSError`` ... of our code, any
+other TensorFlow error): its traceback is printed as Python prints it, followed by the line
+``<program>: this is a bug in albert_tf, not a mistake in your input: ...``, exit status 1.
+``ALBERT_TF_TRACEBACK=1`` in the environment shows the traceback of user errors too.
 
 Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
 cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
 or 143 (SIGTERM). The training scripts leave SIGTERM its default action (``catch_sigterm=False``):
 the process ends at once, its checkpoints are complete files and its run lock is recognised as
 stale by the next run.
-
-Anything else is a bug and keeps its traceback. ``ALBERT_TF_TRACEBACK=1`` in the environment shows
-the traceback of every error.
 
 ``run`` also silences TensorFlow's Python INFO lines (e.g. each checkpoint save's "Sharding callback
 duration"), which would interleave with the progress display; ``--verbosity=1`` keeps them. Checks
@@ -36,29 +40,26 @@ import os
 import re
 import signal
 import sys
-from typing import Any, Callable, Iterator, Mapping, Sequence
+import traceback
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 import tensorflow as tf
 from absl import app
 from absl import logging as absl_logging
 
 from albert_tf.cli import command_line
-from albert_tf.files.records import locate_corrupt_record_file
+from albert_tf.errors.user_error import UserError
+from albert_tf.files.records import record_file_error
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 
-_PROJECT_PACKAGES = ("albert_tf.", "data_prep.")
 _TENSORFLOW_DIR = os.path.dirname(tf.__file__) + os.sep
-# TensorFlow errors that bad input data, paths or settings raise (others are bugs: traceback).
-_TENSORFLOW_USER_ERRORS = (
-    tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
-    tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
-    tf.errors.FailedPreconditionError, tf.errors.OutOfRangeError, tf.errors.AlreadyExistsError)
-_HINTS = {
-    tf.errors.ResourceExhaustedError: "out of memory: lower the batch size, or use "
-                                      "--gradient_accumulation_steps or --dtype=bfloat16",
-    tf.errors.OutOfRangeError: "the input ran out of records",
-}
+# The line after a bug's traceback (after "<program>: ").
+BUG_LINE = ("this is a bug in albert_tf, not a mistake in your input: please report it with the "
+            "traceback above")
+_OUT_OF_MEMORY_HINT = ("out of memory: lower the batch size, or use --gradient_accumulation_steps "
+                       "or --dtype=bfloat16")
+_DISK_FULL_HINT = "the disk is full: free space or write elsewhere"
 # Pieces of TensorFlow's messages that name graph internals, not the problem.
 _FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 _OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\](\s*name:.*)?$")
@@ -111,10 +112,11 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             when_stopped: str = "no partial output was left",
             catch_sigterm: bool = True) -> Callable[[list[str]], Any]:
     """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
-    error exits with status 1 after one line on stderr (see the module doc). Ctrl-C and SIGTERM
-    stop the run the same way (``finally`` blocks run, temporary outputs are removed), print
-    ``<program>: stopped by Ctrl-C; <when_stopped>`` and exit with the shell's status for such a
-    stop (130, SIGTERM 143), without a traceback (SIGTERM only with ``catch_sigterm``)."""
+    error exits with status 1 after one line on stderr, a bug after its traceback and a line asking
+    to report it (see the module doc). Ctrl-C and SIGTERM stop the run the same way (``finally``
+    blocks run, temporary outputs are removed), print ``<program>: stopped by Ctrl-C;
+    <when_stopped>`` and exit with the shell's status for such a stop (130, SIGTERM 143), without a
+    traceback (SIGTERM only with ``catch_sigterm``)."""
 
     def guarded_main(argv: list[str]) -> Any:
         quiet_tensorflow_logging()
@@ -135,8 +137,11 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             os._exit(128 + signum)
         except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
             message = user_error_message(error)
-            if message is None or os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
-                raise
+            if message is None:
+                report_bug(error)
+            if os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
+                sys.stdout.flush()
+                traceback.print_exception(error, file=sys.stderr)
             command_line.exit_with_message(message)
 
     return guarded_main
@@ -173,15 +178,21 @@ def _drop_tensorflow_info(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or not record.pathname.startswith(_TENSORFLOW_DIR)
 
 
+def report_bug(error: BaseException) -> NoReturn:
+    """Prints ``error``'s traceback as Python does, then the line asking to report the bug, and
+    exits with status 1."""
+    sys.stdout.flush()
+    traceback.print_exception(error, file=sys.stderr)
+    print(f"{command_line.program_name()}: {BUG_LINE}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
 def user_error_message(error: BaseException) -> str | None:
     """The one-line message of a user error; None for a bug (see the module doc)."""
-    if isinstance(error, tf.errors.OpError):
-        if not isinstance(error, _TENSORFLOW_USER_ERRORS):
-            return None
-        return _tensorflow_error_message(error)
-    defined_here = type(error).__module__.startswith(_PROJECT_PACKAGES)
-    if isinstance(error, (ValueError, OSError, app.UsageError)) or defined_here:
+    if isinstance(error, (UserError, app.UsageError)) or command_line.is_flag_error(error):
         return str(error) or type(error).__name__
+    if isinstance(error, (tf.errors.DataLossError, tf.errors.ResourceExhaustedError)):
+        return _tensorflow_error_message(error)
     return None
 
 
@@ -189,14 +200,12 @@ def _tensorflow_error_message(error: tf.errors.OpError) -> str:
     """The cause of a TensorFlow error without graph internals; a corrupt record's file named."""
     cause = _condense_tensorflow_message(error.message)
     if isinstance(error, tf.errors.DataLossError):
-        located = locate_corrupt_record_file(cause)
+        located = record_file_error(error)
         if located is not None:
-            path, reason = located
-            return (f"{path}: {reason}: the TFRecord file is truncated or corrupt; recreate it or "
-                    "leave it out of the input")
-        return f"{cause}: a TFRecord input file is truncated or corrupt"
-    hint = _HINTS.get(type(error))
-    return (f"{cause} ({hint})" if hint else cause) + f" ({TRACEBACK_VARIABLE}=1 shows where)"
+            return str(located)
+        return f"{cause}: an input file is truncated or corrupt"
+    hint = _DISK_FULL_HINT if "No space left" in cause else _OUT_OF_MEMORY_HINT
+    return f"{cause} ({hint}) ({TRACEBACK_VARIABLE}=1 shows where)"
 
 
 def _condense_tensorflow_message(message: str) -> str:

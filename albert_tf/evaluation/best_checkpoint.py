@@ -16,6 +16,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import MissingFileError
 from albert_tf.evaluation.checkpoint_sweep import (BEST_PREFIX, BEST_TRIAL_FILE, SweepPolicy,
                                                    sweep_checkpoints)
 from albert_tf.files.atomic import atomic_write_text
@@ -66,14 +67,14 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
 def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval") -> str:
     """The prefix of ``model.ckpt-best`` in ``output_dir``.
 
-    Raises FileNotFoundError when no sweep has selected it yet, naming ``selecting_flag``, the flag
-    of the script's sweep.
+    Raises MissingFileError (a FileNotFoundError) when no sweep has selected it yet, naming
+    ``selecting_flag``, the flag of the script's sweep.
     """
     best_prefix = os.path.join(output_dir, BEST_PREFIX)
     if not tf.io.gfile.exists(best_prefix + ".index"):
-        raise FileNotFoundError(f"{best_prefix} does not exist: prediction and export use the best "
-                                f"checkpoint, which {selecting_flag} selects; add {selecting_flag} "
-                                "(or run it first).")
+        raise MissingFileError(f"{best_prefix} does not exist: prediction and export use the best "
+                               f"checkpoint, which {selecting_flag} selects; add {selecting_flag} "
+                               "(or run it first).")
     return best_prefix
 
 

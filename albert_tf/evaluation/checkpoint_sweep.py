@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, copy_checkpoint, list_checkpoints,
                                          remove_checkpoint, rename_checkpoint)
+from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import atomic_write_text
 
 BEST_PREFIX = TF2_CHECKPOINT_NAME + "-best"
@@ -37,6 +38,11 @@ BEST_TRIAL_FILE = "best_trial.txt"
 
 
 _SEPARATOR = "=" * 50 + "\n"
+
+
+class SweepStateError(UserError, ValueError):
+    """The sweep state file of a run directory (best_trial.txt) is not one: the message names it
+    and how to restart the sweep."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +97,7 @@ class SweepState:
         try:
             return cls(int(parts[0]), int(parts[1]), float(parts[2]))
         except (IndexError, ValueError):
-            raise ValueError(f"{path}: expected '<last step>:<best step>:<best value>', got "
+            raise SweepStateError(f"{path}: expected '<last step>:<best step>:<best value>', got "
                              f"{text!r}; delete the file to restart the sweep.") from None
 
     def format(self) -> str:
@@ -110,7 +116,8 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     """Evaluates each checkpoint (``evaluate(prefix) -> metrics``); higher ``key`` is better.
 
     Returns (best step, its metrics; only ``key`` when the best was evaluated by an earlier,
-    resumed sweep). Raises FileNotFoundError if there is no checkpoint to evaluate.
+    resumed sweep). Raises MissingFileError (a FileNotFoundError) if there is no checkpoint to
+    evaluate.
     """
     state_path = os.path.join(directory, policy.state_file) if policy.state_file else None
     state = SweepState.read(state_path) if state_path else SweepState()
@@ -168,8 +175,8 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
             sleep(delay)
             waited += delay
     if best is None:
-        raise FileNotFoundError(f"No {TF2_CHECKPOINT_NAME}-<step> checkpoint in {directory} to "
-                                "evaluate; train first (--do_train).")
+        raise MissingFileError(f"No {TF2_CHECKPOINT_NAME}-<step> checkpoint in {directory} to "
+                               "evaluate; train first (--do_train).")
     if policy.prune:  # what this last pass superseded
         _prune_evaluated(list_checkpoints(directory), state)
     if policy.rename_best:
@@ -206,5 +213,5 @@ def _rename_best(directory: str, best_step: int, log: Callable[[str], None]) -> 
         rename_checkpoint(source, target)
         log(f"Renamed {source} to {target}.")
     elif not tf.io.gfile.exists(target + ".index"):
-        raise FileNotFoundError(f"The best checkpoint {source} (step {best_step}, from "
-                                f"{BEST_TRIAL_FILE}) is gone and there is no {target}.")
+        raise MissingFileError(f"The best checkpoint {source} (step {best_step}, from "
+                               f"{BEST_TRIAL_FILE}) is gone and there is no {target}.")

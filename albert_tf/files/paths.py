@@ -16,7 +16,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from albert_tf.errors.user_error import UserError
+from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import is_temporary_path
 
 # Suffix of the JSON summary that data tools write beside their data (create_pretraining_data's
@@ -53,27 +53,28 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
     writes (``temporary_path``) and the ``*.stats.json`` summaries written beside data. A path given
     without wildcards is used as it is.
 
-    Raises FileNotFoundError naming a pattern that matches no file, or when no pattern is given.
+    Raises MissingFileError (a FileNotFoundError) naming a pattern that matches no file, or when no
+    pattern is given.
     """
     if isinstance(patterns, str):
         patterns = patterns.split(",")
     patterns = [pattern.strip() for pattern in patterns if pattern.strip()]
     if not patterns:
-        raise FileNotFoundError("--input_file is empty: give one or more comma-separated file "
-                                "patterns")
+        raise MissingFileError("--input_file is empty: give one or more comma-separated file "
+                               "patterns")
     files: list[str] = []
     for pattern in patterns:
         try:
             matches = sorted(tf.io.gfile.glob(pattern))
         except tf.errors.OpError as err:
-            raise FileNotFoundError(f"input pattern {pattern!r} cannot be listed: "
-                                    f"{err.message}") from err
+            raise MissingFileError(f"input pattern {pattern!r} cannot be listed: "
+                                   f"{err.message}") from err
         if _GLOB_MAGIC.search(pattern):
             matches = [path for path in matches if not _skipped_by_wildcard(path, pattern)]
         regular = [path for path in matches if not tf.io.gfile.isdir(path)]
         if not regular:
             hint = " (only directories: give files, e.g. dir/*.txt)" if matches else ""
-            raise FileNotFoundError(f"input pattern {pattern!r} matches no file{hint}")
+            raise MissingFileError(f"input pattern {pattern!r} matches no file{hint}")
         files.extend(path for path in regular if path not in files)
     return files
 

@@ -42,6 +42,7 @@ from typing import Any, Iterator
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.processes import is_running, process_start_time
 
 TRAINING = "training"
@@ -49,7 +50,7 @@ EVALUATION = "evaluation"
 ROLES = (TRAINING, EVALUATION)
 
 
-class DirectoryInUseError(Exception):
+class DirectoryInUseError(UserError):
     """Another run holds the directory's lock of this role (or its lock cannot be read)."""
 
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
 
@@ -38,7 +39,7 @@ CROSS_LAYER_SHARING = {"all": ("attention", "ffn"), "attention": ("attention",),
                        "none": ()}
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """An AlbertConfig value is missing or invalid; the message names the key."""
 
 

@@ -30,8 +30,9 @@ from typing import Any, Iterable, Mapping
 import tensorflow as tf
 
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, recorded_config
+from albert_tf.errors.user_error import MissingFileError
 from albert_tf.evaluation.best_checkpoint import results_file_names
-from albert_tf.evaluation.seed_results import read_results_file
+from albert_tf.evaluation.seed_results import RunResultsError, read_results_file
 from albert_tf.models.parameters import paper_parameter_count
 from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores
 from albert_tf.reproduction.published import published_rows
@@ -63,13 +64,13 @@ def intrinsic_accuracies(run_dir: str) -> dict[str, float]:
 
 def read_pretraining_run(run_dir: str) -> dict[str, Any]:
     """One run's row: name, embedding_size, cross_layer_sharing, sentence_objective, params,
-    intrinsic accuracies and downstream cells (see the module docstring). FileNotFoundError naming
-    the file when the directory records no config."""
+    intrinsic accuracies and downstream cells (see the module docstring). MissingFileError (a
+    FileNotFoundError) naming the file when the directory records no config."""
     config = recorded_config(run_dir)
     if config is None:
-        raise FileNotFoundError(f"{os.path.join(run_dir, RUN_CONFIG_FILE)} does not exist: is "
-                                f"{run_dir} a run_pretraining --output_dir? (runs before albert_tf "
-                                "recorded the config: copy its --albert_config_file there)")
+        raise MissingFileError(f"{os.path.join(run_dir, RUN_CONFIG_FILE)} does not exist: is "
+                               f"{run_dir} a run_pretraining --output_dir? (runs before albert_tf "
+                               "recorded the config: copy its --albert_config_file there)")
     downstream = downstream_scores(os.path.join(run_dir, DOWNSTREAM_DIR))
     return {"run_dir": run_dir, "name": os.path.basename(os.path.normpath(run_dir)),
             "embedding_size": config.embedding_size,
@@ -83,29 +84,30 @@ def read_pretraining_run(run_dir: str) -> dict[str, Any]:
 
 
 def expand_run_dirs(patterns: Iterable[str]) -> list[str]:
-    """The run directories named by comma-separated globs, in order, each once; ValueError naming
-    a pattern that matches no directory."""
+    """The run directories named by comma-separated globs, in order, each once; RunResultsError (a
+    ValueError) naming a pattern that matches no directory."""
     run_dirs: list[str] = []
     for pattern in patterns:
         matches = sorted(path for path in tf.io.gfile.glob(pattern) if tf.io.gfile.isdir(path))
         if not matches and not glob.has_magic(pattern) and tf.io.gfile.isdir(pattern):
             matches = [pattern]
         if not matches:
-            raise ValueError(f"--pretraining_runs: {pattern!r} matches no directory.")
+            raise RunResultsError(f"--pretraining_runs: {pattern!r} matches no directory.")
         run_dirs.extend(path for path in matches if path not in run_dirs)
     return run_dirs
 
 
 def _by_key(runs: Iterable[Mapping[str, Any]], keys: tuple[str, ...], table: str
             ) -> dict[tuple, Mapping[str, Any]]:
-    """The runs keyed by the values of ``keys``; ValueError naming both runs of a repeated key."""
+    """The runs keyed by the values of ``keys``; RunResultsError naming both runs of a repeated
+    key."""
     keyed: dict[tuple, Mapping[str, Any]] = {}
     for run in runs:
         key = tuple(run[name] for name in keys)
         if key in keyed:
             setting = ", ".join(f"{name} {value}" for name, value in zip(keys, key))
-            raise ValueError(f"{table}: {keyed[key]['run_dir']} and {run['run_dir']} are both "
-                             f"runs of {setting}; give one run per cell.")
+            raise RunResultsError(f"{table}: {keyed[key]['run_dir']} and {run['run_dir']} are "
+                                  f"both runs of {setting}; give one run per cell.")
         keyed[key] = run
     return keyed
 
@@ -182,9 +184,9 @@ def table5(runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         return []
     architectures = {(run["embedding_size"], run["cross_layer_sharing"]) for run in others}
     if len(architectures) > 1:
-        raise ValueError("Table 5: the NSP / MLM-only runs have different architectures "
-                         f"({', '.join(run['run_dir'] for run in others)}); give one of each "
-                         "objective, all of one architecture.")
+        raise RunResultsError("Table 5: the NSP / MLM-only runs have different architectures "
+                              f"({', '.join(run['run_dir'] for run in others)}); give one of "
+                              "each objective, all of one architecture.")
     size, sharing = architectures.pop()
     chosen = [run for run in runs
               if (run["embedding_size"], run["cross_layer_sharing"]) == (size, sharing)]

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
-from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE, read_results_file
+from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE, RunResultsError, read_results_file
 from albert_tf.reproduction.published import published_model
 
 
@@ -64,7 +64,8 @@ def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | No
     """The task's cells from its run directory: ``{"cells": {key: percent}, "runs": seeds or 1,
     "source": file}``; None when the directory holds neither results file (not run yet).
 
-    ValueError naming the file when it lacks a result the task needs (a run of another task)."""
+    RunResultsError (a ValueError) naming the file when it lacks a result the task needs (a run of
+    another task)."""
     seeds_path = os.path.join(task_dir, SEED_RESULTS_FILE)
     best_path = os.path.join(task_dir, BEST_RESULTS_FILE)
     if tf.io.gfile.exists(seeds_path):
@@ -79,8 +80,8 @@ def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | No
     cells = {}
     for cell, result_key, scale in task.cells:
         if result_key not in metrics:
-            raise ValueError(f"{path} has no {result_key!r} (it has {sorted(metrics)}): is it a "
-                             f"run of {task.label}?")
+            raise RunResultsError(f"{path} has no {result_key!r} (it has {sorted(metrics)}): is "
+                                  f"it a run of {task.label}?")
         cells[cell] = float(metrics[result_key]) * scale
     return {"cells": cells, "runs": runs, "source": path}
 

@@ -45,6 +45,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.serving.input_checks import gated, same_rows
 from albert_tf.serving.saved_model import save_new_directory
 from albert_tf.serving.text_packing import pad_to_length, truncate_and_pack
@@ -59,7 +60,7 @@ _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32)
 _TEXTS = tf.TensorSpec([None], tf.string)
 
 
-class PreprocessingError(ValueError):
+class PreprocessingError(UserError, ValueError):
     """The preprocessing model cannot be built as asked (the message says why)."""
 
 

@@ -35,6 +35,7 @@ from typing import Callable, Mapping, Sequence
 import keras
 import tensorflow as tf
 
+from albert_tf.errors.user_error import ExistingFileError
 from albert_tf.files.atomic import temporary_path
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving.input_checks import gated, same_rows, token_ids_checks
@@ -144,11 +145,12 @@ def output_name(path: str, flag: str | None = None) -> str:
 
 
 def check_new_directory(path: str, flag: str | None = None) -> None:
-    """Raises FileExistsError unless ``path`` is absent or an empty directory: an export is never
-    written over anything. Commands call it before any work; ``flag`` names the flag in the message."""
+    """Raises ExistingFileError (a FileExistsError) unless ``path`` is absent or an empty
+    directory: an export is never written over anything. Commands call it before any work;
+    ``flag`` names the flag in the message."""
     if tf.io.gfile.exists(path) and (not tf.io.gfile.isdir(path) or tf.io.gfile.listdir(path)):
-        raise FileExistsError(f"{output_name(path, flag)} exists and is not an empty directory; "
-                              "choose a new directory (an export is never overwritten).")
+        raise ExistingFileError(f"{output_name(path, flag)} exists and is not an empty directory; "
+                                "choose a new directory (an export is never overwritten).")
 
 
 def save_new_directory(path: str, save: Callable[[str], None]) -> None:

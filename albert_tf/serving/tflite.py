@@ -39,6 +39,7 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving.saved_model import output_name
@@ -49,7 +50,7 @@ SIGNATURE_KEY = "serving_default"
 QUANTIZATIONS = ("none", "dynamic_range", "float16")
 
 
-class TFLiteExportError(ValueError):
+class TFLiteExportError(UserError, ValueError):
     """A model or setting that has no TFLite export."""
 
 

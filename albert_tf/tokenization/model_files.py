@@ -2,15 +2,18 @@
 
 ``TokenizerError`` is a ``ValueError`` naming the file and the problem (a corrupt model, a vocabulary
 lacking [CLS]/[SEP]/[MASK], ...); the reference raised nothing or a bare exception. A missing file is
-a ``FileNotFoundError`` naming what it is. Files are read through ``tf.io.gfile`` (``gs://`` works).
+a ``MissingFileError`` (a ``FileNotFoundError``) naming what it is, one that cannot be read a
+``UserFileError``. Files are read through ``tf.io.gfile`` (``gs://`` works).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import MissingFileError, UserError, opening_user_path
 
-class TokenizerError(ValueError):
+
+class TokenizerError(UserError, ValueError):
     """A vocabulary or SentencePiece model is unusable; the message names the file and the problem."""
 
 
@@ -19,6 +22,6 @@ def read_model_file(path: str, what: str) -> bytes:
     if not path:
         raise TokenizerError(f"no {what} given (empty path)")
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{what} not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as handle:
+        raise MissingFileError(f"{what} not found: {path}")
+    with opening_user_path(path, what), tf.io.gfile.GFile(path, "rb") as handle:
         return handle.read()

@@ -11,7 +11,14 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
+
 STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+class StrategyError(UserError, ValueError):
+    """The strategy asked for cannot run here: more GPUs than are visible, a missing or malformed
+    TF_CONFIG, a TPU that cannot be found (the message names the setting)."""
 
 
 def configure_logical_cpus(num_devices: int) -> None:
@@ -66,46 +73,51 @@ def create_strategy(strategy: str, num_gpus: int = 0, tpu_name: str | None = Non
 def _mirrored_devices(num_gpus: int) -> list[str]:
     gpus = tf.config.list_logical_devices("GPU")
     if num_gpus > len(gpus):
-        raise ValueError(f"num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible.")
+        raise StrategyError(f"num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible.")
     if gpus:
         return [gpu.name for gpu in gpus[:num_gpus or len(gpus)]]
     return [cpu.name for cpu in tf.config.list_logical_devices("CPU")]
 
 
 def _check_tf_config() -> None:
-    """Fails early, naming TF_CONFIG, where the multi-worker cluster description is missing or malformed."""
+    """Fails early, naming TF_CONFIG, where the multi-worker cluster description is missing or
+    malformed (StrategyError)."""
     example = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
                '"task": {"type": "worker", "index": 0}}')
     raw = os.environ.get("TF_CONFIG")
     if not raw:
-        raise ValueError("Strategy multi_worker_mirrored needs the TF_CONFIG environment variable, which is "
-                         f"not set; set it on every worker, e.g. TF_CONFIG='{example}'.")
+        raise StrategyError("Strategy multi_worker_mirrored needs the TF_CONFIG environment "
+                            "variable, which is not set; set it on every worker, e.g. "
+                            f"TF_CONFIG='{example}'.")
     try:
         config = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ValueError(f"TF_CONFIG is not valid JSON ({err}); expected e.g. '{example}'.") from None
+        raise StrategyError(f"TF_CONFIG is not valid JSON ({err}); expected e.g. "
+                            f"'{example}'.") from None
     cluster = config.get("cluster") if isinstance(config, dict) else None
     task = config.get("task") if isinstance(config, dict) else None
     if not isinstance(cluster, dict) or not isinstance(task, dict):
-        raise ValueError(f"TF_CONFIG must hold the objects 'cluster' and 'task'; got {raw!r}; "
-                         f"expected e.g. '{example}'.")
+        raise StrategyError(f"TF_CONFIG must hold the objects 'cluster' and 'task'; got {raw!r}; "
+                            f"expected e.g. '{example}'.")
     task_type, task_index = task.get("type"), task.get("index")
     members = cluster.get(task_type)
     if not isinstance(members, list) or not members:
-        raise ValueError(f"TF_CONFIG task type {task_type!r} has no address list in 'cluster' "
-                         f"(cluster keys: {sorted(cluster)}).")
-    if isinstance(task_index, bool) or not isinstance(task_index, int) or not 0 <= task_index < len(members):
-        raise ValueError(f"TF_CONFIG task index {task_index!r} is not in [0, {len(members)}) for task type "
-                         f"{task_type!r}.")
+        raise StrategyError(f"TF_CONFIG task type {task_type!r} has no address list in "
+                            f"'cluster' (cluster keys: {sorted(cluster)}).")
+    if (isinstance(task_index, bool) or not isinstance(task_index, int)
+            or not 0 <= task_index < len(members)):
+        raise StrategyError(f"TF_CONFIG task index {task_index!r} is not in [0, {len(members)}) "
+                            f"for task type {task_type!r}.")
 
 
-def _tpu_strategy(tpu_name: str | None, tpu_zone: str | None, gcp_project: str | None) -> tf.distribute.Strategy:
+def _tpu_strategy(tpu_name: str | None, tpu_zone: str | None,
+                  gcp_project: str | None) -> tf.distribute.Strategy:
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu=tpu_name, zone=tpu_zone, project=gcp_project)
     except (ValueError, RuntimeError) as err:
-        raise ValueError(f"Could not find the TPU (tpu_name={tpu_name!r}, tpu_zone={tpu_zone!r}, "
-                         f"gcp_project={gcp_project!r}): {err}") from err
+        raise StrategyError(f"Could not find the TPU (tpu_name={tpu_name!r}, "
+                            f"tpu_zone={tpu_zone!r}, gcp_project={gcp_project!r}): {err}") from err
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)

@@ -10,9 +10,11 @@ Records are batched before parsing so that a resumed run skips the batches it al
 without parsing them. Every dataset shards by element across workers (``with_data_sharding``).
 
 Record files are checked when a pipeline is built: a file with no record (which a repeated dataset
-would search forever) is a ``RecordFileError`` naming the file. The record reading, those checks
-and the tracing of a corrupt record to its file are albert_tf/files/records.py. Pretraining builds its own pipeline over many
-files (albert_tf/tasks/pretraining/task.py).
+would search forever), or whose first record the parse function refuses (records of another
+``--max_seq_length`` or of another task), is a ``RecordFileError`` naming the file. The record
+reading, those checks and the tracing of a corrupt or unparsable record met later to its file
+(``reading_records``, around the Trainer's loops) are albert_tf/files/records.py. Pretraining
+builds its own pipeline over many files (albert_tf/tasks/pretraining/task.py).
 """
 
 from __future__ import annotations
@@ -21,12 +23,10 @@ from typing import Callable
 
 import tensorflow as tf
 
-from albert_tf.files.records import require_records, tfrecord_dataset
+from albert_tf.files.records import ParseFn, require_parsable, require_records, tfrecord_dataset
 
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
-# serialized records [B] -> feature dict with a leading B.
-ParseFn = Callable[[tf.Tensor], dict[str, tf.Tensor]]
 
 # The reference's training shuffle buffer (examples), for every task's input pipeline.
 SHUFFLE_BUFFER = 100
@@ -42,11 +42,13 @@ def with_data_sharding(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def record_train_dataset_fn(record_path: str, parse: ParseFn,
                             seed: int | None = 12345) -> DatasetFn:
     """Training input over one TFRecord file: repeat, shuffle(100, seed), batch (drop_remainder),
-    skip the batches a resumed run consumed, parse. RecordFileError if the file has no record."""
+    skip the batches a resumed run consumed, parse. RecordFileError if the file has no record or
+    its first record does not parse."""
     require_records([record_path], 1)
+    require_parsable(record_path, parse)
 
     def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
-        dataset = tfrecord_dataset(record_path).repeat()
+        dataset = tfrecord_dataset(record_path, parse).repeat()
         dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
@@ -73,10 +75,12 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
     cache key), and each task's ``reduce`` and prediction files leave the padding out. (The
     reference writes all-zero padding records into its GLUE and RACE files on TPU, and its SQuAD
     prediction relies on TPUEstimator padding the last batch.) A file smaller than one batch
-    gives one padded batch. RecordFileError if the file has no record.
+    gives one padded batch. RecordFileError if the file has no record or its first record does
+    not parse.
     """
     require_records([record_path], 1)
-    records = tfrecord_dataset(record_path)
+    require_parsable(record_path, parse)
+    records = tfrecord_dataset(record_path, parse)
     dataset = records.map(lambda record: (record, tf.constant(1, tf.int32)))
     if static_batches:
         # batch_size - 1 padding records complete any remainder; the extra ones are dropped.

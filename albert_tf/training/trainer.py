@@ -17,6 +17,8 @@ any tf.distribute strategy:
   uninterrupted one;
 - a non-finite loss stops the run with ``NonFiniteLossError``; nothing is saved after it, so the
   last good checkpoint stays the latest;
+- a corrupt record, or one the parse function refuses, met inside a step is a ``RecordFileError``
+  naming its file (albert_tf/files/records.py, ``reading_records``);
 - ``evaluate_checkpoint``: restore one checkpoint, predict every ``EvalSet``, reduce to metrics
   (the sweep over all checkpoints is albert_tf/evaluation/checkpoint_sweep.py);
 - TensorBoard summaries and a console progress line (step, loss, examples/s, time left), written
@@ -44,6 +46,8 @@ from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_N
                                          list_checkpoints)
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
 from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
+from albert_tf.errors.user_error import UserError
+from albert_tf.files.records import reading_records
 from albert_tf.models.layers import dropout_seed_scope
 from albert_tf.training.input_pipeline import DatasetFn
 from albert_tf.training.task import EvalSet, Features, Task
@@ -69,8 +73,16 @@ TRAINER_OUTPUTS = (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME + "-*", *SUMMARY_D
 DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-class NonFiniteLossError(RuntimeError):
-    """Training produced a NaN or infinite loss; the run stops keeping the last good checkpoint."""
+class NonFiniteLossError(UserError, RuntimeError):
+    """Training produced a NaN or infinite loss; the run stops keeping the last good checkpoint.
+
+    A user error: the user's settings (learning rate, warmup, precision) or data cause it, and the
+    message says which to change; its traceback would show only the training loop."""
+
+
+class RunConfigError(UserError, ValueError):
+    """The loop settings do not go together (e.g. --train_batch_size is not divisible by
+    --gradient_accumulation_steps)."""
 
 
 @dataclasses.dataclass
@@ -97,7 +109,7 @@ class RunConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.train_batch_size % self.gradient_accumulation_steps:
-            raise ValueError(
+            raise RunConfigError(
                 f"train_batch_size ({self.train_batch_size}) must be divisible by "
                 f"gradient_accumulation_steps ({self.gradient_accumulation_steps}).")
 
@@ -344,7 +356,8 @@ class Trainer:
             num_steps = min(config.iterations_per_loop, next_save - step,
                             config.num_train_steps - step)
             loop_started = time.time()
-            tensors, nonfinite = self._train_loop(iterator, tf.constant(num_steps))
+            with reading_records():  # a corrupt or unparsable record: named by its file
+                tensors, nonfinite = self._train_loop(iterator, tf.constant(num_steps))
             logs = {k: float(v) for k, v in tensors.items()}
             previous, step = step, self.global_step
             if int(nonfinite):
@@ -398,11 +411,12 @@ class Trainer:
 
             self._predict_step = predict_step
         collected: dict[str, list[np.ndarray]] = {}
-        for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
-            if max_steps is not None and index >= max_steps:
-                break
-            for key, value in self._predict_step(features).items():
-                collected.setdefault(key, []).append(value.numpy())
+        with reading_records():  # a corrupt or unparsable record: named by its file
+            for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
+                if max_steps is not None and index >= max_steps:
+                    break
+                for key, value in self._predict_step(features).items():
+                    collected.setdefault(key, []).append(value.numpy())
         if not collected:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
         return {k: np.concatenate(v, axis=0) for k, v in collected.items()}

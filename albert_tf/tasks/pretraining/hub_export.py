@@ -50,6 +50,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.warm_start import (CheckpointSource, load_checkpoint,
                                               resolve_checkpoint_source)
+from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
@@ -79,7 +80,7 @@ _ID_INPUTS = _int_inputs(*INPUT_NAMES)
 _MLM_INPUTS = _int_inputs(*INPUT_NAMES, MLM_POSITIONS)
 
 
-class HubExportError(ValueError):
+class HubExportError(UserError, ValueError):
     """The export cannot be written as asked (the message names the file or flag and why)."""
 
 

@@ -24,6 +24,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 
 SENTENCE_OBJECTIVES = ("sop", "nsp", "none")
@@ -33,6 +34,11 @@ OBJECTIVE_FILE = "sentence_objective.json"
 # The metric names of the sentence task an evaluation set holds: the reference's for SOP, BERT's
 # run_pretraining's for NSP.
 _METRIC_PREFIX = {"sop": "sentence_order", "nsp": "next_sentence"}
+
+
+class SentenceObjectiveError(UserError, ValueError):
+    """An output directory was trained with another sentence objective, or records one in a file
+    that is not an objective file."""
 
 
 def require_objective(objective: str) -> str:
@@ -74,18 +80,19 @@ def recorded_objective(output_dir: str) -> str | None:
     try:
         return require_objective(json.loads(text)["sentence_objective"])
     except (ValueError, KeyError, TypeError):
-        raise ValueError(f"{path}: expected {{\"sentence_objective\": one of "
-                         f"{', '.join(SENTENCE_OBJECTIVES)}}}, got {text.strip()!r}.") from None
+        raise SentenceObjectiveError(f"{path}: expected {{\"sentence_objective\": one of "
+                                     f"{', '.join(SENTENCE_OBJECTIVES)}}}, got "
+                                     f"{text.strip()!r}.") from None
 
 
 def check_objective(output_dir: str, objective: str, flag: str = "--sentence_objective") -> None:
-    """ValueError naming both objectives and ``output_dir`` when the directory was trained with
-    another objective than ``objective``."""
+    """SentenceObjectiveError (a ValueError) naming both objectives and ``output_dir`` when the
+    directory was trained with another objective than ``objective``."""
     recorded = recorded_objective(output_dir)
     if recorded is not None and recorded != require_objective(objective):
-        raise ValueError(f"{flag}={objective}, but {output_dir} was trained with "
-                         f"{flag}={recorded} (recorded in {OBJECTIVE_FILE}); rerun with "
-                         f"{flag}={recorded} or use another output directory.")
+        raise SentenceObjectiveError(f"{flag}={objective}, but {output_dir} was trained with "
+                                     f"{flag}={recorded} (recorded in {OBJECTIVE_FILE}); rerun "
+                                     f"with {flag}={recorded} or use another output directory.")
 
 
 def record_objective(output_dir: str, objective: str) -> None:

@@ -15,6 +15,7 @@ from typing import Sequence
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import read_first_records
 
 # Feature name -> (length kind, dtype on disk). "seq": max_seq_length S; "pred": max_predictions_per_seq M.
@@ -36,7 +37,7 @@ _TOKEN_ID_FEATURES = ("input_ids", "masked_lm_ids")
 RECORDS_CHECKED_PER_FILE = 10
 
 
-class PretrainingDataError(ValueError):
+class PretrainingDataError(UserError, ValueError):
     """Pretraining records that do not fit the run: another length, vocabulary or schema."""
 
 

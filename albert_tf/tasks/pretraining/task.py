@@ -55,7 +55,7 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
     def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
         require_records(files, 1 if is_training else batch_size)
         if is_training:
-            remember_record_files(files)
+            remember_record_files(files, parse)
             dataset = tf.data.Dataset.from_tensor_slices(files).repeat()
             dataset = dataset.shuffle(len(files), seed=seed)
             dataset = dataset.interleave(
@@ -64,7 +64,7 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
                 deterministic=True)
             dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
         else:
-            dataset = tfrecord_dataset(files)
+            dataset = tfrecord_dataset(files, parse)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
         return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.heads import gather_positions
 from albert_tf.models.layers import Dense, LayerNorm, dropout, truncated_normal
@@ -31,7 +32,12 @@ DEFAULT_V2_DROPOUT = 0.1
 
 
 class SquadHeadError(ValueError):
-    """A SQuAD head was given inputs or settings it cannot use."""
+    """A SQuAD head was given inputs or settings it cannot use (its caller's mistake: a bug)."""
+
+
+class SquadHeadSettingsError(UserError, SquadHeadError):
+    """The user's settings do not go together: --start_n_top or --end_n_top exceed the sequence
+    length (--max_seq_length)."""
 
 
 def mask_logits(logits: tf.Tensor, p_mask: tf.Tensor) -> tf.Tensor:
@@ -160,8 +166,9 @@ class SquadV2Head(keras.layers.Layer):
         seq_length = hidden.shape[1]
         if not training and seq_length is not None and max(self.start_n_top,
                                                            self.end_n_top) > seq_length:
-            raise SquadHeadError(f"start_n_top={self.start_n_top} and end_n_top={self.end_n_top} "
-                                 f"must not exceed the sequence length {seq_length}.")
+            raise SquadHeadSettingsError(
+                f"start_n_top={self.start_n_top} and end_n_top={self.end_n_top} must not exceed "
+                f"the sequence length {seq_length} (--max_seq_length).")
         p_mask = tf.cast(p_mask, tf.float32)
         start_logits = mask_logits(tf.squeeze(self.start_dense(hidden), -1), p_mask)
         start_log_probs = tf.nn.log_softmax(start_logits, axis=-1)
