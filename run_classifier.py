@@ -90,6 +90,7 @@ from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # no
 from albert_tf.tasks.classification.label_file import (  # noqa: E402
     read_label_file, write_label_file)
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
+from albert_tf.tasks.classification.records import parse_glue_example  # noqa: E402
 from albert_tf.tasks.classification.serving import (  # noqa: E402
     export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
@@ -98,7 +99,7 @@ from albert_tf.training.input_pipeline import (  # noqa: E402
     needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
-from data_prep.classification.features import cached_glue_features, parse_glue_example  # noqa: E402
+from data_prep.classification.features import cached_glue_features  # noqa: E402
 from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E402
 from data_prep.classification.own_data import Columns, OwnDataReader  # noqa: E402
 from data_prep.classification.own_data_task import OwnDataTask, load_own_data  # noqa: E402

@@ -42,6 +42,9 @@ from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
     best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
+from albert_tf.tasks.token_classification.file_formats import resolve_format  # noqa: E402
+from albert_tf.tasks.token_classification.predictions import write_predictions  # noqa: E402
+from albert_tf.tasks.token_classification.records import parse_ner_record  # noqa: E402
 from albert_tf.tasks.token_classification.serving import export_token_classifier  # noqa: E402
 from albert_tf.tasks.token_classification.task import (  # noqa: E402
     SELECTION_METRIC, NerEvalContext, TokenClassifierTask, word_predictions)
@@ -51,10 +54,9 @@ from albert_tf.training.input_pipeline import (  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
-from data_prep.token_classification.features import (  # noqa: E402
-    ner_feature_file, parse_ner_record)
+from data_prep.token_classification.features import ner_feature_file  # noqa: E402
 from data_prep.token_classification.reader import (  # noqa: E402
-    Sentence, read_sentences, resolve_format, tag_set, write_predictions)
+    Sentence, read_sentences, tag_set)
 
 
 def validate_flags() -> None:

@@ -49,6 +49,7 @@ from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import (  # noqa: E402
     BEST_PREFIX, SweepPolicy, format_metrics)
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
+from albert_tf.tasks.multiple_choice.records import parse_race_record  # noqa: E402
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
@@ -59,7 +60,6 @@ from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
-from data_prep.multiple_choice.features import parse_race_record  # noqa: E402
 
 
 class Run:

@@ -75,6 +75,7 @@ from albert_tf.cli import error_boundary, run_flags  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import (  # noqa: E402
     best_checkpoint_prefix, restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy  # noqa: E402
+from albert_tf.tasks.question_answering.records import parse_squad_record  # noqa: E402
 from albert_tf.tasks.question_answering.serving import (  # noqa: E402
     export_squad, export_squad_tflite)
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
@@ -86,7 +87,6 @@ from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
 from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
-from data_prep.question_answering.features import parse_squad_record  # noqa: E402
 
 
 def feature_file(tokenizer: FullTokenizer, input_file: str, is_training: bool) -> FeatureFile:

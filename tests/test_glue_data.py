@@ -23,10 +23,10 @@ import tensorflow as tf
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
+from albert_tf.tasks.classification.records import parse_glue_example
 from data_prep.classification.features import (build_features, cached_glue_features,
                                                convert_example, convert_examples_to_features,
-                                               parse_glue_example, serialize_glue_features,
-                                               write_features)
+                                               serialize_glue_features, write_features)
 from data_prep.classification.glue_tasks import GLUE_TASKS, get_processor, glue_task
 from data_prep.classification.processors import GlueDataError, InputExample, read_tsv
 from data_prep.common import feature_cache

@@ -22,8 +22,8 @@ import tensorflow as tf
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import read_feature_file, write_feature_file
 from data_prep.multiple_choice.feature_file import race_feature_file, write_race_records
-from data_prep.multiple_choice.features import (check_lengths, choice_row, parse_race_record,
-                                                question_features, race_feature_spec,
+from albert_tf.tasks.multiple_choice.records import parse_race_record, race_feature_spec
+from data_prep.multiple_choice.features import (check_lengths, choice_row, question_features,
                                                 serialize_race_features)
 from data_prep.multiple_choice.reader import (RaceDataError, RaceExamples, convert_examples,
                                               fill_in_option, race_sources, read_race_examples)

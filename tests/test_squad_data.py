@@ -29,9 +29,10 @@ from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import (SquadDataError, parse_squad_questions,
                                                    read_squad_examples, read_squad_questions)
 from data_prep.question_answering.feature_file import squad_feature_file, write_squad_feature_file
+from albert_tf.tasks.question_answering.records import parse_squad_record
 from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
                                                    convert_examples, convert_questions,
-                                                   feature_metadata, parse_squad_record)
+                                                   feature_metadata)
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 from tests import spm_fixtures
 from tests.spm_fixtures import write_wordpiece_vocab

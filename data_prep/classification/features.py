@@ -12,11 +12,11 @@ pieces. label_id = index of the label in the label list (STS-B: the float score;
 examples: the placeholder 0). Every record written is a real example (``is_real_example`` 1): on a
 TPU the input pipeline fills the last eval/predict batch itself (albert_tf/training/input_pipeline.py).
 
-TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``, ``segment_ids``
-int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar. Records are
-serialized deterministically (feature names in sorted order), so the same inputs give the same bytes in
-every process (protobuf's default map order varies from process to process). ``parse_glue_example``
-is the matching parser that run_classifier.py reads them with.
+TFRecords: the task's schema (albert_tf/tasks/classification/records.py: ``input_ids``,
+``input_mask``, ``segment_ids`` int64 [S]; ``label_ids`` int64 scalar, float for STS-B;
+``is_real_example``), whose ``parse_glue_example`` run_classifier.py reads them with. Records are
+serialized deterministically (feature names in sorted order), so the same inputs give the same
+bytes in every process (protobuf's default map order varies from process to process).
 
 ``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py):
 unlike the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
@@ -31,8 +31,7 @@ import dataclasses
 import logging
 from typing import Iterable, Protocol, Sequence
 
-import tensorflow as tf
-
+from albert_tf.tasks.classification import records
 from data_prep.classification.glue_tasks import glue_task
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
@@ -147,11 +146,11 @@ def serialize_glue_features(features: InputFeatures, is_regression: bool) -> byt
     label = (float_feature([features.label_id]) if is_regression
              else int64_feature([features.label_id]))
     return serialize_example({
-        "input_ids": int64_feature(features.input_ids),
-        "input_mask": int64_feature(features.input_mask),
-        "segment_ids": int64_feature(features.segment_ids),
-        "label_ids": label,
-        "is_real_example": int64_feature([int(features.is_real_example)]),
+        records.INPUT_IDS: int64_feature(features.input_ids),
+        records.INPUT_MASK: int64_feature(features.input_mask),
+        records.SEGMENT_IDS: int64_feature(features.segment_ids),
+        records.LABEL_IDS: label,
+        records.IS_REAL_EXAMPLE: int64_feature([int(features.is_real_example)]),
     })
 
 
@@ -162,28 +161,6 @@ def write_features(sink: RecordSink, features: Iterable[InputFeatures], is_regre
         sink.write(serialize_glue_features(feature, is_regression))
         count += 1
     return count
-
-
-def glue_feature_spec(max_seq_length: int, is_regression: bool) -> dict[str, tf.io.FixedLenFeature]:
-    """``tf.io.parse_example`` spec of a GLUE record."""
-    return {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
-        "is_real_example": tf.io.FixedLenFeature([], tf.int64),
-    }
-
-
-def parse_glue_example(serialized: tf.Tensor, max_seq_length: int,
-                       is_regression: bool) -> dict[str, tf.Tensor]:
-    """Parses one serialized record (scalar string) or a batch [B]; int64 features become int32.
-
-    Shapes: ids/mask/segments [S] (or [B, S]); label_ids and is_real_example [] (or [B]).
-    """
-    parsed = tf.io.parse_example(serialized, glue_feature_spec(max_seq_length, is_regression))
-    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-            for name, value in parsed.items()}
 
 
 # -- the feature cache -----------------------------------------------------------------------------

@@ -24,10 +24,11 @@ Per question:
 5. Training labels: the answer's pieces as input positions when it lies wholly inside the window;
    otherwise, and for unanswerable questions, position 0 ([CLS]) and ``is_impossible``.
 
-Records (the reference's ``FeatureWriter`` schema, all int64): ``unique_ids`` [1]; ``input_ids``,
-``input_mask``, ``segment_ids``, ``p_mask`` [S]; training adds ``start_positions``,
-``end_positions``, ``is_impossible`` [1]. Unique ids count features from 1000000000 in question
-order; a dropped question takes none.
+Records: the task's schema (albert_tf/tasks/question_answering/records.py, the reference's
+``FeatureWriter`` schema, all int64): ``unique_ids`` [1]; ``input_ids``, ``input_mask``,
+``segment_ids``, ``p_mask`` [S]; training adds ``start_positions``, ``end_positions``,
+``is_impossible`` [1]. Unique ids count features from 1000000000 in question order; a dropped
+question takes none.
 
 Conversion runs in worker processes (``data_prep.common.worker_pool``) on chunks of whole
 paragraphs, each paragraph tokenized and aligned once for all its questions; results come back in
@@ -45,6 +46,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.tasks.question_answering import records
 from albert_tf.tokenization.normalization import preprocess_text
 from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, encode_ids, encode_pieces
 from data_prep.common.tf_example import int64_feature, serialize_example
@@ -241,48 +243,24 @@ class FeatureConverter:
 
 # -- records -----------------------------------------------------------------------------------------
 
-def squad_feature_spec(max_seq_length: int, is_training: bool) -> dict[str, tf.io.FixedLenFeature]:
-    """``tf.io.parse_example`` spec of a SQuAD record (the reference's names, int64)."""
-    spec = {
-        "unique_ids": tf.io.FixedLenFeature([], tf.int64),
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "p_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-    }
-    if is_training:
-        for name in ("start_positions", "end_positions", "is_impossible"):
-            spec[name] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_squad_record(serialized: tf.Tensor, max_seq_length: int,
-                       is_training: bool) -> dict[str, tf.Tensor]:
-    """Parses one serialized record (scalar string) or a batch [B]; int64 features become int32.
-
-    Shapes: input_ids, input_mask, segment_ids, p_mask [S] (or [B, S]); unique_ids and the training
-    labels [] (or [B]).
-    """
-    parsed = tf.io.parse_example(serialized, squad_feature_spec(max_seq_length, is_training))
-    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-
 def feature_record(feature: SquadFeature) -> bytes:
     """The serialized tf.train.Example of a feature, without its unique id (see with_unique_id);
     the same bytes in every process (``serialize_example``)."""
-    columns = {name: int64_feature(getattr(feature, name))
-               for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
+    columns = {records.INPUT_IDS: int64_feature(feature.input_ids),
+               records.INPUT_MASK: int64_feature(feature.input_mask),
+               records.SEGMENT_IDS: int64_feature(feature.segment_ids),
+               records.P_MASK: int64_feature(feature.p_mask)}
     if feature.is_impossible is not None:
-        columns["start_positions"] = int64_feature([feature.start_position])
-        columns["end_positions"] = int64_feature([feature.end_position])
-        columns["is_impossible"] = int64_feature([int(feature.is_impossible)])
+        columns[records.START_POSITIONS] = int64_feature([feature.start_position])
+        columns[records.END_POSITIONS] = int64_feature([feature.end_position])
+        columns[records.IS_IMPOSSIBLE] = int64_feature([int(feature.is_impossible)])
     return serialize_example(columns)
 
 
 def with_unique_id(record: bytes, unique_id: int) -> bytes:
     """``record`` (from feature_record) with its ``unique_ids`` column added."""
     example = tf.train.Example.FromString(record)
-    example.features.feature["unique_ids"].int64_list.value.append(unique_id)
+    example.features.feature[records.UNIQUE_IDS].int64_list.value.append(unique_id)
     return example.SerializeToString(deterministic=True)
 
 

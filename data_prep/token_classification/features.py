@@ -18,7 +18,8 @@ word whose first piece falls in an earlier window). ``word_index`` picks, for ev
 prediction, each word's prediction from the one window where it has the most context (SQuAD's
 max-context rule): exactly one position per word over a sentence's windows. ``sentence_index``
 (scalar) says which sentence a window belongs to. ``input_mask`` 1 over the real positions,
-``segment_ids`` 0. All int64 in the file, int32 once parsed (``parse_ner_record``).
+``segment_ids`` 0. All int64 in the file, int32 once parsed: the schema and its parser
+(``parse_ner_record``) are the task's, albert_tf/tasks/token_classification/records.py.
 
 ``ner_feature_file`` caches a file's records (data_prep/common/feature_cache.py), keyed by the
 input file, the tokenizer, S, the stride, the tag list and FEATURES_VERSION; its metadata holds
@@ -30,8 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import tensorflow as tf
-
+from albert_tf.tasks.token_classification import records
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.tf_example import int64_feature, serialize_example
@@ -103,14 +103,15 @@ def sentence_windows(pieces: Sequence[Sequence[int]], tag_ids: Sequence[int] | N
 
 
 def serialize_window(window: Window) -> bytes:
+    """The record of a window (the schema of albert_tf/tasks/token_classification/records.py)."""
     return serialize_example({
-        "input_ids": int64_feature(window.input_ids),
-        "input_mask": int64_feature(window.input_mask),
-        "segment_ids": int64_feature([0] * len(window.input_ids)),
-        "label_ids": int64_feature(window.label_ids),
-        "label_weights": int64_feature(window.label_weights),
-        "word_index": int64_feature(window.word_index),
-        "sentence_index": int64_feature([window.sentence_index]),
+        records.INPUT_IDS: int64_feature(window.input_ids),
+        records.INPUT_MASK: int64_feature(window.input_mask),
+        records.SEGMENT_IDS: int64_feature([0] * len(window.input_ids)),
+        records.LABEL_IDS: int64_feature(window.label_ids),
+        records.LABEL_WEIGHTS: int64_feature(window.label_weights),
+        records.WORD_INDEX: int64_feature(window.word_index),
+        records.SENTENCE_INDEX: int64_feature([window.sentence_index]),
     })
 
 
@@ -128,20 +129,6 @@ def write_windows(sink: RecordSink, sentences: Sequence[Sentence], tags: Sequenc
             sink.write(serialize_window(window))
             count += 1
     return count
-
-
-def ner_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
-    sequence = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
-                "word_index")
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in sequence}
-    spec["sentence_index"] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_ner_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """Serialized records [B] (or one) -> int32 features: sequences [B, S], sentence_index [B]."""
-    parsed = tf.io.parse_example(serialized, ner_feature_spec(max_seq_length))
-    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 
 
 def ner_feature_file(input_path: str, split: str, sentences: Sequence[Sentence],

@@ -6,5 +6,8 @@ reference has no such task).
 - ``model.py``: ``AlbertTokenClassifierModel``, the encoder with a per-position classifier;
 - ``task.py``: ``TokenClassifierTask`` (loss on each word's first piece, ``reduce`` = one prediction
   per word from its max-context window, then the metrics);
-- ``serving.py``: the SavedModel signatures (ids, and text returning a tag name per word).
+- ``serving.py``: the SavedModel signatures (ids, and text returning a tag name per word);
+- ``records.py``: the record schema (names, dtypes, shapes) and ``parse_ner_record``;
+- ``file_formats.py``: CoNLL and JSON Lines files (names, format resolution, lines, NerDataError);
+- ``predictions.py``: ``write_predictions``, a file's predicted tags in its own format.
 """
