@@ -99,7 +99,8 @@ from albert_tf.training.input_pipeline import (  # noqa: E402
     needs_static_batches, record_eval_dataset)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
-from data_prep.classification.features import cached_glue_features  # noqa: E402
+from data_prep.classification.features import (  # noqa: E402
+    GlueFeatureSettings, cached_glue_features)
 from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E402
 from data_prep.classification.own_data import Columns, OwnDataReader  # noqa: E402
 from data_prep.classification.own_data_task import OwnDataTask, load_own_data  # noqa: E402
@@ -125,7 +126,8 @@ class Run:
             return self.task.features(split, self.tokenizer, FLAGS.max_seq_length,
                                       FLAGS.cached_dir or FLAGS.output_dir)
         return cached_glue_features(task_key, FLAGS.data_dir, split, self.tokenizer,
-                                    FLAGS.max_seq_length, FLAGS.cached_dir or FLAGS.output_dir)
+                                    GlueFeatureSettings(FLAGS.max_seq_length),
+                                    FLAGS.cached_dir or FLAGS.output_dir)
 
     def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:
         return record_eval_dataset(path, self.parse, batch_size, self.static_batches)

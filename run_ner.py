@@ -54,7 +54,8 @@ from albert_tf.training.input_pipeline import (  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
-from data_prep.token_classification.features import ner_feature_file  # noqa: E402
+from data_prep.token_classification.features import (  # noqa: E402
+    NerFeatureSettings, ner_feature_file)
 from data_prep.token_classification.reader import (  # noqa: E402
     Sentence, read_sentences, tag_set)
 
@@ -100,8 +101,9 @@ class Run:
 
     def features(self, split: str) -> FeatureFile:
         path, sentences = self.data[split]
-        return ner_feature_file(path, split, sentences, self.tags, self.tokenizer,
-                                FLAGS.max_seq_length, FLAGS.doc_stride,
+        settings = NerFeatureSettings.for_sentences(sentences, self.tags, FLAGS.max_seq_length,
+                                                    FLAGS.doc_stride)
+        return ner_feature_file(path, split, sentences, settings, self.tokenizer,
                                 FLAGS.cached_dir or FLAGS.output_dir)
 
     def dataset(self, path: str, batch_size: int) -> tf.data.Dataset:

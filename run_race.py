@@ -60,6 +60,7 @@ from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
+from data_prep.multiple_choice.features import RaceFeatureSettings  # noqa: E402
 
 
 class Run:
@@ -71,10 +72,11 @@ class Run:
         self.parse = functools.partial(parse_race_record, max_seq_length=FLAGS.max_seq_length)
 
     def features(self, split: str) -> FeatureFile:
-        return race_feature_file(FLAGS.data_dir, split, self.tokenizer, FLAGS.max_seq_length,
-                                 FLAGS.max_qa_length, FLAGS.cached_dir or FLAGS.output_dir,
-                                 middle_only=FLAGS.middle_only, high_only=FLAGS.high_only,
-                                 skip_invalid=FLAGS.skip_invalid)
+        settings = RaceFeatureSettings(FLAGS.max_seq_length, FLAGS.max_qa_length,
+                                       middle_only=FLAGS.middle_only, high_only=FLAGS.high_only,
+                                       skip_invalid=FLAGS.skip_invalid)
+        return race_feature_file(FLAGS.data_dir, split, self.tokenizer, settings,
+                                 FLAGS.cached_dir or FLAGS.output_dir)
 
     def eval_set(self, split: str, batch_size: int) -> EvalSet:
         """The split's records in file order, with each question's level for per-level accuracy."""

@@ -87,15 +87,17 @@ from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile  # noqa: E402
 from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
+from data_prep.question_answering.features import SquadFeatureSettings  # noqa: E402
 
 
 def feature_file(tokenizer: FullTokenizer, input_file: str, is_training: bool) -> FeatureFile:
     """The cached features of a SQuAD JSON file (training questions shuffled as the reference)."""
-    return squad_feature_file(input_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-                              FLAGS.max_query_length, is_training,
-                              FLAGS.cached_dir or FLAGS.output_dir, FLAGS.num_workers,
-                              shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None,
-                              version_2_with_negative=FLAGS.version_2_with_negative)
+    return squad_feature_file(
+        input_file, tokenizer,
+        SquadFeatureSettings(FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
+                             is_training, version_2_with_negative=FLAGS.version_2_with_negative,
+                             shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None),
+        FLAGS.cached_dir or FLAGS.output_dir, FLAGS.num_workers)
 
 
 def parse_fn(is_training: bool):

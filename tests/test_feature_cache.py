@@ -185,7 +185,7 @@ def test_sidecar_round_trips_nested_metadata(tmp_path):
     assert stored_ids(path) == [[0, 1], [1, 2], [2, 3]]
     with open(sidecar_path(path), encoding="utf-8") as handle:
         sidecar = json.load(handle)
-    assert sidecar == {"format_version": feature_cache.FORMAT_VERSION, "key": {"task": "t"},
+    assert sidecar == {"format_version": feature_cache.SIDECAR_VERSION, "key": {"task": "t"},
                        "num_records": 3, "record_bytes": os.path.getsize(path), "metadata": expected}
     assert sorted(os.listdir(tmp_path / "sub")) == ["f.tf_record", "f.tf_record.json"]
 

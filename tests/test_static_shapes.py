@@ -40,6 +40,7 @@ from data_prep.classification.features import build_features, serialize_glue_fea
 from data_prep.classification.glue_tasks import glue_task
 from data_prep.multiple_choice.features import RaceFeatures, choice_row, serialize_race_features
 from data_prep.question_answering.feature_file import write_squad_feature_file
+from data_prep.question_answering.features import SquadFeatureSettings
 from tests.shared_setup import (EN8K_MODEL, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
                                 REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config)
 
@@ -268,8 +269,8 @@ def test_squad_padding_windows_stay_out_of_the_predictions(tmp_path, en8k, versi
     same scores and predictions.json, nbest_predictions.json (and null_odds.json) either way."""
     source = os.path.join(SHARED_DATA_DIR, "squad",
                           "dev-v2.0-sample.json" if version_2 else "dev-v1.1-sample.json")
-    feature_file = write_squad_feature_file(source, str(tmp_path / "eval.tfrecord"), en8k, 64, 16,
-                                            16)
+    feature_file = write_squad_feature_file(source, str(tmp_path / "eval.tfrecord"), en8k,
+                                            SquadFeatureSettings(64, 16, 16))
     task = SquadTask(tiny_config(), SquadSettings(version_2=version_2))
     parse = lambda records: parse_squad_record(records, 64, is_training=False)  # noqa: E731
     dynamic, static = predict_both_ways(trainer_of(task, tmp_path / "run"), feature_file.path,

@@ -18,7 +18,8 @@ TFRecords: the task's schema (albert_tf/tasks/classification/records.py: ``input
 serialized deterministically (feature names in sorted order), so the same inputs give the same
 bytes in every process (protobuf's default map order varies from process to process).
 
-``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py):
+``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py),
+keyed by its ``GlueFeatureSettings`` (max_seq_length and ``FEATURES_VERSION``):
 unlike the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
 changed, an entry is reused only when all of them are unchanged. Its sidecar metadata holds what
 post-processing needs: the guids of the real examples (so predictions need not re-read the TSV),
@@ -72,16 +73,32 @@ class InputFeatures:
     is_real_example: bool = True
 
 
-def _check_max_seq_length(max_seq_length: int) -> None:
+def check_max_seq_length(max_seq_length: int) -> None:
+    """Raises unless a record of max_seq_length fits [CLS] a [SEP] b [SEP] (3 special tokens)."""
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special tokens), "
                          f"got {max_seq_length}")
 
 
+@dataclasses.dataclass(frozen=True)
+class GlueFeatureSettings:
+    """What determines a GLUE feature file's records besides its TSV and the tokenizer: what
+    ``cached_glue_features`` converts with and, as ``dataclasses.asdict``, its cache key's settings.
+
+    max_seq_length: S, the length of every record. features_version: ``FEATURES_VERSION``.
+    """
+
+    max_seq_length: int
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_max_seq_length(self.max_seq_length)
+
+
 def build_features(ids_a: Sequence[int], ids_b: Sequence[int] | None, max_seq_length: int,
                    cls_id: int, sep_id: int, label_id: int | float) -> InputFeatures:
     """``[CLS] a [SEP] (b [SEP])`` with segment ids and mask, truncated and zero-padded to max_seq_length."""
-    _check_max_seq_length(max_seq_length)
+    check_max_seq_length(max_seq_length)
     ids_a = list(ids_a)
     ids_b = list(ids_b) if ids_b else None
     if ids_b is not None:
@@ -179,15 +196,14 @@ def write_example_records(sink: RecordSink, examples: Sequence[InputExample],
 
 
 def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: GlueTokenizer,
-                         max_seq_length: int, cache_dir: str) -> FeatureFile:
+                         settings: GlueFeatureSettings, cache_dir: str) -> FeatureFile:
     """The feature file of ``split`` of ``task_name``: reused from ``cache_dir`` or (re)built.
 
     The processor normalizes text as ``tokenizer`` was built (SentencePiece mode and lowercasing).
-    The cache key covers the task, split, max_seq_length, FEATURES_VERSION, the tokenizer
-    fingerprint and the source TSV's size and sha256. Metadata: ``guids`` (in record order),
-    ``num_real_examples``, ``is_regression``.
+    The cache key covers the task, split, ``settings``, the tokenizer fingerprint and the source
+    TSV's size and sha256. Metadata: ``guids`` (in record order), ``num_real_examples``,
+    ``is_regression``.
     """
-    _check_max_seq_length(max_seq_length)
     task = glue_task(task_name)
     processor = task.processor(use_spm=tokenizer.uses_sentencepiece,
                                do_lower_case=tokenizer.do_lower_case)
@@ -195,8 +211,7 @@ def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: G
 
     def build(sink: RecordSink) -> dict:
         return write_example_records(sink, processor.get_examples(data_dir, split), task.labels,
-                                     max_seq_length, tokenizer)
+                                     settings.max_seq_length, tokenizer)
 
-    settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION}
     return cached_feature_file(cache_dir, task.name, split, settings, tokenizer.fingerprint,
                                [source_path], build)

@@ -21,14 +21,39 @@ from albert_tf.tasks.classification.label_file import (check_label_file, label_f
                                                        read_label_file)
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, MACRO_F1_KEY
 from data_prep.classification.features import (FEATURES_VERSION, GlueTokenizer,
-                                               write_example_records)
-from data_prep.classification.own_data import (OwnDataError, OwnDataReader, file_format,
+                                               check_max_seq_length, write_example_records)
+from data_prep.classification.own_data import (Columns, OwnDataError, OwnDataReader, file_format,
                                                label_set)
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 
 TASK_NAME = "own_data"
 SELECTION_METRICS = {"accuracy": GLUE_METRIC_KEYS["accuracy"], "macro_f1": MACRO_F1_KEY}
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnDataFeatureSettings:
+    """What determines the records of one of the user's files besides its bytes and the tokenizer:
+    what ``OwnDataTask.features`` converts with and, as ``dataclasses.asdict``, its cache key's
+    settings.
+
+    max_seq_length: S. format: the file's format (csv, tsv, jsonl). columns: the columns read.
+    labels: the label set (label id = index), None for a regression. task_type: classification or
+    regression. use_spm, do_lower_case: how the texts were normalized. features_version: GLUE's
+    ``FEATURES_VERSION`` (the same records).
+    """
+
+    max_seq_length: int
+    format: str
+    columns: Columns
+    labels: tuple[str, ...] | None
+    task_type: str
+    use_spm: bool
+    do_lower_case: bool
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_max_seq_length(self.max_seq_length)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,20 +84,24 @@ class OwnDataTask:
     def split_path(self, split: str) -> str:
         return self.files[split]
 
+    def feature_settings(self, split: str, max_seq_length: int) -> OwnDataFeatureSettings:
+        """The settings of ``split``'s records: ``max_seq_length`` and how the file was read."""
+        reader = self.reader
+        return OwnDataFeatureSettings(
+            max_seq_length=max_seq_length,
+            format=file_format(self.files[split], reader.file_format), columns=reader.columns,
+            labels=None if self.labels is None else tuple(self.labels),
+            task_type=reader.task_type, use_spm=reader.use_spm, do_lower_case=reader.do_lower_case)
+
     def features(self, split: str, tokenizer: GlueTokenizer, max_seq_length: int,
                  cache_dir: str) -> FeatureFile:
-        """The feature file of ``split``, reused from ``cache_dir`` when its file, columns, labels
-        and settings are unchanged (the feature cache's key)."""
-        reader = self.reader
-        settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION,
-                    "format": file_format(self.files[split], reader.file_format),
-                    "columns": dataclasses.asdict(reader.columns), "labels": self.labels,
-                    "task_type": reader.task_type, "use_spm": reader.use_spm,
-                    "do_lower_case": reader.do_lower_case}
+        """The feature file of ``split``, reused from ``cache_dir`` when its file and its
+        ``feature_settings`` (columns, labels, ...) are unchanged (the feature cache's key)."""
+        settings = self.feature_settings(split, max_seq_length)
 
         def build(sink: RecordSink) -> dict:
-            return write_example_records(sink, self.examples[split], self.labels, max_seq_length,
-                                         tokenizer)
+            return write_example_records(sink, self.examples[split], settings.labels,
+                                         settings.max_seq_length, tokenizer)
 
         return cached_feature_file(cache_dir, self.name, split, settings, tokenizer.fingerprint,
                                    [self.files[split]], build)

@@ -6,23 +6,30 @@ A feature file is two files::
     <name>.tf_record        the serialized records
     <name>.tf_record.json   {"format_version", "key", "num_records", "record_bytes", "metadata"}
 
+(``format_version`` is the sidecar's own version, ``SIDECAR_VERSION``.)
+
 ``metadata`` is whatever the task's post-processing needs besides the records (GLUE: the guids of the
 real examples; SQuAD: per-feature token maps; ...). The record file is written under a temporary name
 and renamed when complete, then the sidecar is written atomically, so a sidecar only ever describes a
 complete record file, and a record file whose size differs from the sidecar's ``record_bytes`` is
 detected instead of trusted.
 
-The cache (``cached_feature_file``) keys an entry by the format version, task, split, the task's
-settings (sequence lengths, padding, its own feature version, ...), the tokenizer fingerprint and the
-size and sha256 of every input file. Unlike the reference, which silently reuses
-``<task>_train.tf_record`` after the sequence length, the tokenizer or the input file changed, an
-entry is reused only when its sidecar holds exactly that key.
+The cache (``cached_feature_file``) keys an entry by the sidecar version, task, split, the task's
+settings, the tokenizer fingerprint and the size and sha256 of every input file. A task's settings
+are one frozen dataclass per feature builder (``GlueFeatureSettings``, ``SquadFeatureSettings``,
+...: sequence lengths, what the reader keeps, and ``features_version``, the task's records version
+``FEATURES_VERSION``), which is both what the builder converts with and, as
+``dataclasses.asdict``, the key: a setting cannot change the records without changing the key.
+Unlike the reference, which silently reuses ``<task>_train.tf_record`` after the sequence length,
+the tokenizer or the input file changed, an entry is reused only when its sidecar holds exactly
+that key.
 
 Every file operation goes through ``tf.io.gfile``, so cache directories and inputs may be ``gs://``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -34,9 +41,10 @@ from absl import logging
 from albert_tf.files.atomic import atomic_write_text, temporary_path
 from albert_tf.files.paths import absolute_path
 
-# Bump when the sidecar schema or the cache's naming changes (every existing entry is then rebuilt).
-# A task whose record bytes change for the same inputs bumps a version inside its own settings instead.
-FORMAT_VERSION = 1
+# The sidecar's version (its field ``format_version``): bump when the sidecar schema or the cache's
+# naming changes (every existing entry is then rebuilt). A task whose record bytes change for the
+# same inputs bumps its FEATURES_VERSION, inside its own settings, instead.
+SIDECAR_VERSION = 1
 
 RECORD_SUFFIX = ".tf_record"
 _SIDECAR_FIELDS = ("format_version", "key", "num_records", "record_bytes", "metadata")
@@ -115,7 +123,7 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
         if not isinstance(metadata, Mapping):
             raise TypeError(f"the builder of {record_path} must return a metadata dict, "
                             f"got {type(metadata).__name__}")
-        contents = {"format_version": FORMAT_VERSION,
+        contents = {"format_version": SIDECAR_VERSION,
                     "key": _json_round_trip(None if key is None else dict(key), "the cache key"),
                     "num_records": sink.count,
                     "record_bytes": tf.io.gfile.stat(temporary).length,
@@ -142,9 +150,9 @@ def _load_sidecar(record_path: str) -> dict:
     if not isinstance(sidecar, dict) or any(field not in sidecar for field in _SIDECAR_FIELDS):
         raise FeatureCacheError(f"{path}: expected a JSON object with the fields "
                                 f"{list(_SIDECAR_FIELDS)}")
-    if sidecar["format_version"] != FORMAT_VERSION:
+    if sidecar["format_version"] != SIDECAR_VERSION:
         raise FeatureCacheError(f"{path}: format_version {sidecar['format_version']!r}, expected "
-                                f"{FORMAT_VERSION}")
+                                f"{SIDECAR_VERSION}")
     for field in ("num_records", "record_bytes"):
         value = sidecar[field]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -192,18 +200,26 @@ def file_fingerprints(paths: Sequence[str]) -> list[dict]:
     return fingerprints
 
 
-def _identity(task: str, split: str, settings: Mapping, tokenizer_fingerprint: str) -> dict:
+def settings_key(settings: Any) -> dict:
+    """The cache key's ``settings``: a settings dataclass as ``dataclasses.asdict`` (nested ones
+    too), or a mapping as a dict."""
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        return dataclasses.asdict(settings)
+    return dict(settings)
+
+
+def _identity(task: str, split: str, settings: Any, tokenizer_fingerprint: str) -> dict:
     """Everything that names a cache entry (all of the key except the input files)."""
     for what, value in (("task", task), ("split", split)):
         if not isinstance(value, str) or not _NAME_PART.fullmatch(value):
             raise ValueError(f"feature cache {what} {value!r} must be letters, digits, '_', '.' or "
                              "'-' (it is part of a file name)")
-    return {"format_version": FORMAT_VERSION, "task": task, "split": split,
-            "settings": _json_round_trip(dict(settings), "the feature settings"),
+    return {"format_version": SIDECAR_VERSION, "task": task, "split": split,
+            "settings": _json_round_trip(settings_key(settings), "the feature settings"),
             "tokenizer_fingerprint": tokenizer_fingerprint}
 
 
-def feature_file_path(cache_dir: str, task: str, split: str, settings: Mapping,
+def feature_file_path(cache_dir: str, task: str, split: str, settings: Any,
                       tokenizer_fingerprint: str) -> str:
     """``<cache_dir>/<task>_<split>_<digest>.tf_record``: the same path for the same task, split,
     settings and tokenizer (digest: 16 hex chars of their sha256), whatever the input files hold."""
@@ -212,15 +228,17 @@ def feature_file_path(cache_dir: str, task: str, split: str, settings: Mapping,
     return tf.io.gfile.join(cache_dir, f"{task}_{split}_{digest}{RECORD_SUFFIX}")
 
 
-def cached_feature_file(cache_dir: str, task: str, split: str, settings: Mapping,
+def cached_feature_file(cache_dir: str, task: str, split: str, settings: Any,
                         tokenizer_fingerprint: str, input_paths: Sequence[str],
                         build: Callable[[RecordSink], dict]) -> FeatureFile:
     """The feature file of (task, split, settings, tokenizer, input files): reused or (re)built.
 
-    settings: JSON-serialisable values that change the records (e.g. max_seq_length, a feature
-    version of the task's builder). The entry lives at ``feature_file_path(...)``; it is reused when
-    its sidecar's key (format version, task, split, settings, tokenizer fingerprint and
-    ``file_fingerprints(input_paths)``) equals this call's and the record file has the recorded size.
+    settings: what changes the records besides the inputs and the tokenizer: the builder's settings
+    dataclass (its ``dataclasses.asdict`` is the key's ``settings``; see the module doc), or a
+    mapping; JSON-serialisable either way. The entry lives at ``feature_file_path(...)``; it is
+    reused when its sidecar's key (sidecar version, task, split, settings, tokenizer fingerprint
+    and ``file_fingerprints(input_paths)``) equals this call's and the record file has the recorded
+    size.
     Otherwise ``write_feature_file(path, build, key)`` rebuilds it (an edited input file replaces its
     entry). Logs which of the two happened and why.
     """

@@ -27,6 +27,10 @@ from albert_tf.tasks.multiple_choice.records import NUM_CHOICES
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.tf_example import int64_feature, serialize_example
 
+# The records version: bump when the records written for the same inputs and settings change
+# (every cached RACE feature file is then rebuilt).
+FEATURES_VERSION = 1
+
 
 @dataclasses.dataclass(frozen=True)
 class RaceFeatures:
@@ -46,6 +50,28 @@ def check_lengths(max_seq_length: int, max_qa_length: int) -> None:
         raise ValueError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
                          f"({max_qa_length + 3}): [CLS], two [SEP] and up to {max_qa_length} "
                          "question+option pieces")
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceFeatureSettings:
+    """What determines a RACE feature file's records besides its article files and the tokenizer:
+    what the builders convert with and, as ``dataclasses.asdict``, the feature cache's key
+    settings (data_prep/multiple_choice/feature_file.py).
+
+    max_seq_length: S, the length of every row. max_qa_length: the question+option pieces kept.
+    middle_only / high_only: read one level only. skip_invalid: skip invalid questions and articles
+    instead of refusing the file. features_version: ``FEATURES_VERSION``.
+    """
+
+    max_seq_length: int
+    max_qa_length: int
+    middle_only: bool = False
+    high_only: bool = False
+    skip_invalid: bool = False
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_lengths(self.max_seq_length, self.max_qa_length)
 
 
 def choice_row(article_ids: Sequence[int], qa_ids: Sequence[int], max_seq_length: int,

@@ -57,14 +57,31 @@ from data_prep.question_answering.examples import SquadDataError, SquadExample
 
 FIRST_UNIQUE_ID = 1000000000
 
+# The records version: bump when the records or the metadata change for the same inputs and
+# settings (every cached SQuAD feature file is then rebuilt).
+FEATURES_VERSION = 2
+
 
 @dataclasses.dataclass(frozen=True)
-class FeatureSettings:
-    """The window geometry (the reference's flags of the same names)."""
+class SquadFeatureSettings:
+    """What determines a SQuAD feature file's records besides its JSON file and the tokenizer: what
+    the converters convert with and, as ``dataclasses.asdict``, the feature cache's key settings.
+
+    max_seq_length, doc_stride, max_query_length: the window geometry (the reference's flags of
+    the same names). is_training: training records (labels; questions read as training ones).
+    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts either version
+    (``read_squad_questions``). shuffle_seed: the questions shuffled with
+    ``random.Random(shuffle_seed)`` before conversion (None: file order). features_version:
+    ``FEATURES_VERSION``.
+    """
 
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
+    is_training: bool = False
+    version_2_with_negative: bool | None = None
+    shuffle_seed: int | None = None
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
 
     def __post_init__(self):
         if self.max_query_length < 0:
@@ -161,17 +178,18 @@ def tokenize_paragraph(paragraph_text: str, sp_model: spm.SentencePieceProcessor
 
 
 class FeatureConverter:
-    """Questions -> features for one SentencePiece model, lowercasing choice and geometry.
+    """Questions -> features for one SentencePiece model, lowercasing choice and settings
+    (geometry; training features or not).
 
     Consecutive questions on the same paragraph reuse its pieces and alignment.
     """
 
     def __init__(self, sp_model: spm.SentencePieceProcessor, do_lower_case: bool,
-                 settings: FeatureSettings, is_training: bool):
+                 settings: SquadFeatureSettings):
         self.sp_model = sp_model
         self.do_lower_case = do_lower_case
         self.settings = settings
-        self.is_training = is_training
+        self.is_training = settings.is_training
         self._cls_id = sp_model.PieceToId("[CLS]")
         self._sep_id = sp_model.PieceToId("[SEP]")
         self._char_keys: dict[str, str] = {}
@@ -294,11 +312,11 @@ def feature_metadata(feature: SquadFeature, is_training: bool) -> dict:
 
 
 def convert_examples(examples: Iterable[SquadExample], sp_model: spm.SentencePieceProcessor,
-                     do_lower_case: bool, settings: FeatureSettings,
-                     is_training: bool) -> Iterator[tuple[int, SquadFeature]]:
+                     do_lower_case: bool,
+                     settings: SquadFeatureSettings) -> Iterator[tuple[int, SquadFeature]]:
     """(unique id, feature) of every window of every question, in order, in this process (the
     reference's ``convert_examples_to_features``; dropped questions yield nothing)."""
-    converter = FeatureConverter(sp_model, do_lower_case, settings, is_training)
+    converter = FeatureConverter(sp_model, do_lower_case, settings)
     unique_id = FIRST_UNIQUE_ID
     for example_index, example in enumerate(examples):
         for feature in converter.convert(example, example_index) or ():
@@ -345,7 +363,7 @@ def paragraph_chunks(examples: Iterable[SquadExample],
 
 
 def convert_questions(examples: Iterable[SquadExample], sp_model: spm.SentencePieceProcessor,
-                      do_lower_case: bool, settings: FeatureSettings, is_training: bool,
+                      do_lower_case: bool, settings: SquadFeatureSettings,
                       num_workers: int = 1, with_metadata: bool = False,
                       chunk_questions: int = 64) -> Iterator[ConvertedQuestion]:
     """Every question's records (and feature metadata if ``with_metadata``), in question order.
@@ -356,7 +374,7 @@ def convert_questions(examples: Iterable[SquadExample], sp_model: spm.SentencePi
     """
 
     def make_worker() -> Callable[[Sequence[tuple[int, SquadExample]]], list[ConvertedQuestion]]:
-        converter = FeatureConverter(sp_model, do_lower_case, settings, is_training)
+        converter = FeatureConverter(sp_model, do_lower_case, settings)
         return functools.partial(_convert_chunk, converter, with_metadata=with_metadata)
 
     chunks = paragraph_chunks(examples, chunk_questions)
