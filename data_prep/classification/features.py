@@ -38,6 +38,7 @@ from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.pair_truncation import truncate_seq_pair
 from data_prep.common.tf_example import float_feature, int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 
 # Bump when the bytes written for the same inputs change, or when inputs accepted before are now
 # refused (every cached GLUE feature file is rebuilt, so its TSV is read and checked again).
@@ -74,10 +75,11 @@ class InputFeatures:
 
 
 def check_max_seq_length(max_seq_length: int) -> None:
-    """Raises unless a record of max_seq_length fits [CLS] a [SEP] b [SEP] (3 special tokens)."""
+    """SettingsError unless a record of max_seq_length fits [CLS] a [SEP] b [SEP] (3 special
+    tokens)."""
     if max_seq_length < 3:
-        raise ValueError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special tokens), "
-                         f"got {max_seq_length}")
+        raise SettingsError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special "
+                            f"tokens), got {max_seq_length}")
 
 
 @dataclasses.dataclass(frozen=True)

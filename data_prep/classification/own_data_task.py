@@ -26,6 +26,7 @@ from data_prep.classification.own_data import (Columns, OwnDataError, OwnDataRea
                                                label_set)
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.common.user_errors import SettingsError
 
 TASK_NAME = "own_data"
 SELECTION_METRICS = {"accuracy": GLUE_METRIC_KEYS["accuracy"], "macro_f1": MACRO_F1_KEY}
@@ -119,18 +120,19 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader, output_dir: str,
                   selection: str = "accuracy") -> OwnDataTask:
     """Reads and checks every file of ``files`` ({"train"|"dev"|"test": path}); see the module doc.
 
-    Raises OwnDataError (a file's mistake), LabelSetMismatch (another label set than the output
-    directory's) or ValueError (no label set can be found, a single class, a selection metric that
-    does not fit the task type).
+    Raises OwnDataError (a file's mistake; a single class), LabelSetMismatch (another label set
+    than the output directory's) or SettingsError, a ValueError (no label set can be found, a
+    selection metric that does not fit the task type, --labels that are not distinct).
     """
     if selection not in SELECTION_METRICS:
-        raise ValueError(f"unknown selection metric {selection!r}; expected one of "
-                         f"{sorted(SELECTION_METRICS)}")
+        raise SettingsError(f"unknown selection metric {selection!r}; expected one of "
+                            f"{sorted(SELECTION_METRICS)}")
     if reader.is_regression and selection != "accuracy":
-        raise ValueError(f"--selection_metric={selection}: a regression's best checkpoint is "
-                         "chosen by Pearson's r")
+        raise SettingsError(f"--selection_metric={selection}: a regression's best checkpoint is "
+                            "chosen by Pearson's r")
     if reader.is_regression and given_labels:
-        raise ValueError("--labels names the classes of a classification; a regression has none")
+        raise SettingsError("--labels names the classes of a classification; a regression has "
+                            "none")
     files = {split: files[split] for split in ("train", "dev", "test") if files.get(split)}
     for path in files.values():
         file_format(path, reader.file_format)
@@ -149,9 +151,9 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader, output_dir: str,
         if labels is None:
             stored = read_label_file(output_dir)
             if stored is None or stored[1] is None:
-                raise ValueError(f"no label set: {label_file_path(output_dir)} does not exist "
-                                 "(--do_train with --train_file writes it); give --train_file or "
-                                 "--labels")
+                raise SettingsError(f"no label set: {label_file_path(output_dir)} does not exist "
+                                    "(--do_train with --train_file writes it); give --train_file "
+                                    "or --labels")
             labels, source = stored[1], label_file_path(output_dir)
         if len(labels) < 2:
             raise OwnDataError(f"{source}: one class only ({labels}); a classifier needs at least "
@@ -170,5 +172,5 @@ def _given_label_set(given: Sequence[str]) -> list[str]:
     labels = [label.strip() for label in given]
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates or "" in labels:
-        raise ValueError(f"--labels={','.join(given)}: expected distinct non-empty class names")
+        raise SettingsError(f"--labels={','.join(given)}: expected distinct non-empty class names")
     return labels

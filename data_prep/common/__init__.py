@@ -13,4 +13,7 @@ imports a task folder of data_prep or albert_tf/tasks/.
 - worker_pool.py: ``ordered_map``: the one process pool, results in task order.
 - beam_runner.py: Beam options and runners from a command line, worker errors as one message
   (needs requirements-beam.txt; imported only by Beam runs).
+- user_errors.py: ``SettingsError`` (a setting the user gave cannot work) and
+  ``opening_user_file`` (an OS or TensorFlow file-system error on a user's path is a
+  ``UserFileError``).
 """

@@ -38,8 +38,10 @@ from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text, temporary_path
 from albert_tf.files.paths import absolute_path
+from data_prep.common.user_errors import opening_user_file
 
 # The sidecar's version (its field ``format_version``): bump when the sidecar schema or the cache's
 # naming changes (every existing entry is then rebuilt). A task whose record bytes change for the
@@ -52,7 +54,7 @@ _NAME_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _HASH_BLOCK_BYTES = 1 << 20
 
 
-class FeatureCacheError(ValueError):
+class FeatureCacheError(UserError, ValueError):
     """A feature file is incomplete or inconsistent, or an input is missing; the message names the file."""
 
 
@@ -117,7 +119,9 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
     _remove_if_present(sidecar)
     _remove_if_present(record_path)
     with temporary_path(record_path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
+        with opening_user_file(record_path, "feature file"):
+            writer = tf.io.TFRecordWriter(temporary)
+        with writer:
             sink = _CountingSink(writer)
             metadata = build(sink)
         if not isinstance(metadata, Mapping):
@@ -129,7 +133,8 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
                     "record_bytes": tf.io.gfile.stat(temporary).length,
                     "metadata": _json_round_trip(dict(metadata), f"the metadata of {record_path}")}
     try:
-        atomic_write_text(sidecar, json.dumps(contents) + "\n")
+        with opening_user_file(sidecar, "feature sidecar"):
+            atomic_write_text(sidecar, json.dumps(contents) + "\n")
     except BaseException:
         _remove_if_present(record_path)
         raise
@@ -143,7 +148,7 @@ def _load_sidecar(record_path: str) -> dict:
         raise FeatureCacheError(f"{path}: sidecar not found, so {record_path} is not a complete "
                                 "feature file (never built, or its build was interrupted)")
     try:
-        with tf.io.gfile.GFile(path, "rb") as handle:
+        with opening_user_file(path, "feature sidecar"), tf.io.gfile.GFile(path, "rb") as handle:
             sidecar = json.loads(handle.read().decode("utf-8"))
     except ValueError as error:
         raise FeatureCacheError(f"{path}: not a valid JSON sidecar: {error}") from None
@@ -180,7 +185,7 @@ def read_feature_file(record_path: str) -> FeatureFile:
 
 def _sha256_of_file(path: str) -> str:
     digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as handle:
+    with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
         for block in iter(lambda: handle.read(_HASH_BLOCK_BYTES), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -26,6 +26,7 @@ from albert_tf.tasks.multiple_choice import records
 from albert_tf.tasks.multiple_choice.records import NUM_CHOICES
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 
 # The records version: bump when the records written for the same inputs and settings change
 # (every cached RACE feature file is then rebuilt).
@@ -43,11 +44,12 @@ class RaceFeatures:
 
 
 def check_lengths(max_seq_length: int, max_qa_length: int) -> None:
-    """Raises ValueError unless a row can hold [CLS] [SEP] qa [SEP] with up to max_qa_length qa pieces."""
+    """SettingsError (a ValueError) unless a row can hold [CLS] [SEP] qa [SEP] with up to
+    max_qa_length qa pieces."""
     if max_qa_length < 1:
-        raise ValueError(f"max_qa_length must be >= 1, got {max_qa_length}")
+        raise SettingsError(f"max_qa_length must be >= 1, got {max_qa_length}")
     if max_seq_length < max_qa_length + 3:
-        raise ValueError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
+        raise SettingsError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
                          f"({max_qa_length + 3}): [CLS], two [SEP] and up to {max_qa_length} "
                          "question+option pieces")
 

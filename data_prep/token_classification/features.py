@@ -36,6 +36,7 @@ from albert_tf.tasks.token_classification import records
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.token_classification.reader import Sentence
 
@@ -59,11 +60,12 @@ class Window:
 
 
 def check_geometry(max_seq_length: int, doc_stride: int) -> None:
+    """SettingsError (a ValueError) unless a window holds a piece and the stride moves."""
     if max_seq_length < SPECIAL_TOKENS + 1:
-        raise ValueError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
-                         f"{max_seq_length}")
+        raise SettingsError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
+                            f"{max_seq_length}")
     if doc_stride < 1:
-        raise ValueError(f"doc_stride must be >= 1, got {doc_stride}")
+        raise SettingsError(f"doc_stride must be >= 1, got {doc_stride}")
 
 
 @dataclasses.dataclass(frozen=True)
