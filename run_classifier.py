@@ -99,11 +99,13 @@ from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
+from albert_tf.tasks.classification.records import parse_glue_example  # noqa: E402
 from albert_tf.tasks.classification.serving import (  # noqa: E402
     export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
-from data_prep.classification.features import cached_glue_features, parse_glue_example  # noqa: E402
+from data_prep.classification.features import (  # noqa: E402
+    GlueFeatureSettings, cached_glue_features)
 from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E402
 from data_prep.classification.own_data import Columns, OwnDataReader  # noqa: E402
 from data_prep.classification.own_data_task import TASK_NAME, OwnDataTask, load_own_data  # noqa: E402
@@ -218,7 +220,8 @@ class ClassifierHooks(FineTuningHooks):
             return self.task.features(split, run.tokenizer, settings.max_seq_length,
                                       settings.cached_dir)
         return cached_glue_features(task_key, self.own.data_dir, split, run.tokenizer,
-                                    settings.max_seq_length, settings.cached_dir)
+                                    GlueFeatureSettings(settings.max_seq_length),
+                                    settings.cached_dir)
 
     def prepare_features(self, run: FineTuningRun) -> None:
         for key, split in self.splits(run.settings):

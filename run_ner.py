@@ -65,10 +65,12 @@ from albert_tf.tasks.token_classification.task import (  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 from data_prep.token_classification.features import (  # noqa: E402
-    ner_feature_file, parse_ner_record)
-from data_prep.token_classification.reader import (  # noqa: E402
-    CONLL, JSON_LINES, NerDataError, Sentence, read_sentences, resolve_format, tag_set,
-    write_predictions)
+    NerFeatureSettings, ner_feature_file)
+from albert_tf.tasks.token_classification.file_formats import (  # noqa: E402
+    CONLL, JSON_LINES, NerDataError, resolve_format)
+from albert_tf.tasks.token_classification.predictions import write_predictions  # noqa: E402
+from albert_tf.tasks.token_classification.records import parse_ner_record  # noqa: E402
+from data_prep.token_classification.reader import Sentence, read_sentences, tag_set  # noqa: E402
 
 TASK_TYPE = "token_classification"
 CACHE_NAME = "ner"
@@ -143,8 +145,11 @@ class NerHooks(FineTuningHooks):
         return functools.partial(parse_ner_record, max_seq_length=run.settings.max_seq_length)
 
     def features(self, run: FineTuningRun, split: str) -> FeatureFile:
-        return ner_feature_file(self.own.files[split], split, self.sentences[split], self.tags,
-                                run.tokenizer, run.settings.max_seq_length, self.own.doc_stride,
+        sentences = self.sentences[split]
+        settings = NerFeatureSettings.for_sentences(sentences, self.tags,
+                                                    run.settings.max_seq_length,
+                                                    self.own.doc_stride)
+        return ner_feature_file(self.own.files[split], split, sentences, settings, run.tokenizer,
                                 run.settings.cached_dir)
 
     def prepare_features(self, run: FineTuningRun) -> None:

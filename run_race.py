@@ -69,13 +69,14 @@ from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, format_metrics  #
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
+from albert_tf.tasks.multiple_choice.records import parse_race_record  # noqa: E402
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
-from data_prep.multiple_choice.features import parse_race_record  # noqa: E402
+from data_prep.multiple_choice.features import RaceFeatureSettings  # noqa: E402
 from data_prep.multiple_choice.reader import ANSWER_LETTERS, race_sources  # noqa: E402
 
 CACHE_NAME = "race"
@@ -133,10 +134,11 @@ class RaceHooks(FineTuningHooks):
 
     def features(self, run: FineTuningRun, split: str) -> FeatureFile:
         own = self.own
-        return race_feature_file(own.data_dir, split, run.tokenizer, run.settings.max_seq_length,
-                                 own.max_qa_length, run.settings.cached_dir,
-                                 middle_only=own.middle_only, high_only=own.high_only,
-                                 skip_invalid=own.skip_invalid)
+        settings = RaceFeatureSettings(run.settings.max_seq_length, own.max_qa_length,
+                                       middle_only=own.middle_only, high_only=own.high_only,
+                                       skip_invalid=own.skip_invalid)
+        return race_feature_file(own.data_dir, split, run.tokenizer, settings,
+                                 run.settings.cached_dir)
 
     def prepare_features(self, run: FineTuningRun) -> None:
         """Every split read, checked and converted now, the smaller ones first, so that a missing

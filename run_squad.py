@@ -99,6 +99,7 @@ from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.question_answering.postprocessing import (  # noqa: E402
     NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE)
+from albert_tf.tasks.question_answering.records import parse_squad_record  # noqa: E402
 from albert_tf.tasks.question_answering.serving import (  # noqa: E402
     export_squad, export_squad_tflite)
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
@@ -106,7 +107,7 @@ from albert_tf.tasks.question_answering.task import (  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
 from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
-from data_prep.question_answering.features import parse_squad_record  # noqa: E402
+from data_prep.question_answering.features import SquadFeatureSettings  # noqa: E402
 
 CACHE_NAME = "squad"
 
@@ -185,12 +186,13 @@ class SquadHooks(FineTuningHooks):
         """The cached features of a SQuAD JSON file (training questions shuffled as the
         reference)."""
         own = self.own
+        settings = SquadFeatureSettings(
+            run.settings.max_seq_length, own.doc_stride, own.max_query_length, is_training,
+            version_2_with_negative=own.postprocessing.version_2,
+            shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None)
         return squad_feature_file(own.train_file if is_training else own.predict_file,
-                                  run.tokenizer, run.settings.max_seq_length, own.doc_stride,
-                                  own.max_query_length, is_training, run.settings.cached_dir,
-                                  own.num_workers,
-                                  shuffle_seed=TRAINING_SHUFFLE_SEED if is_training else None,
-                                  version_2_with_negative=own.postprocessing.version_2)
+                                  run.tokenizer, settings, run.settings.cached_dir,
+                                  own.num_workers)
 
     def schedule(self, run: FineTuningRun) -> tuple[int, int]:
         """(num_train_steps, num_warmup_steps) as the reference counts them: questions, not

@@ -83,6 +83,7 @@ def measure_in_this_process(num_chars: int) -> dict:
     from albert_tf.tokenization.normalization import preprocess_text
     from albert_tf.tokenization.sentencepiece import encode_pieces
     from data_prep.question_answering.feature_file import write_squad_feature_file
+    from data_prep.question_answering.features import SquadFeatureSettings
 
     tokenizer = FullTokenizer(spm_model_file=SPM_MODEL, do_lower_case=True)
     dataset = synthetic_squad(num_chars, FLAGS.blank_lines)
@@ -96,7 +97,8 @@ def measure_in_this_process(num_chars: int) -> dict:
         start = time.perf_counter()
         try:
             written = write_squad_feature_file(input_file, os.path.join(work_dir, "f.tf_record"),
-                                               tokenizer, is_training=True, num_workers=1)
+                                               tokenizer, SquadFeatureSettings(is_training=True),
+                                               num_workers=1)
             figures["features"] = written.num_records
         except MemoryError:
             figures["features"] = None

@@ -33,6 +33,7 @@ sys.path.insert(0, REPO_ROOT)
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
+from data_prep.question_answering.features import SquadFeatureSettings  # noqa: E402
 from tests.shared_setup import write_repeated_squad  # noqa: E402
 
 SQUAD_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "squad")
@@ -75,8 +76,10 @@ def main(argv: list[str]) -> None:
             output_file = os.path.join(work_dir, f"features_{workers}.tf_record")
             start, start_cpu = time.perf_counter(), _cpu_seconds()
             features = write_squad_feature_file(
-                input_file, output_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-                FLAGS.max_query_length, FLAGS.is_training, num_workers=workers)
+                input_file, output_file, tokenizer,
+                SquadFeatureSettings(FLAGS.max_seq_length, FLAGS.doc_stride,
+                                     FLAGS.max_query_length, FLAGS.is_training),
+                num_workers=workers)
             seconds = time.perf_counter() - start
             cpu_seconds = _cpu_seconds() - start_cpu
             rate = num_questions / seconds

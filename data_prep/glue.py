@@ -39,7 +39,8 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
-from data_prep.classification.features import cached_glue_features  # noqa: E402
+from data_prep.classification.features import (  # noqa: E402
+    GlueFeatureSettings, cached_glue_features)
 from data_prep.common.feature_cache import cache_file_pattern  # noqa: E402
 from data_prep.classification.glue_tasks import glue_task  # noqa: E402
 from data_prep.classification.processors import GlueDataError  # noqa: E402
@@ -58,11 +59,12 @@ def main(argv: list[str]) -> None:
             raise app.UsageError(f"--{name} is required")
     for split in FLAGS.splits:  # every file exists before any is built
         task.processor().split_path(FLAGS.data_dir, split)
+    settings = GlueFeatureSettings(FLAGS.max_seq_length)
     tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
                               spm_model_file=FLAGS.spm_model_file)
     for split in FLAGS.splits:
-        features = cached_glue_features(task.name, FLAGS.data_dir, split, tokenizer,
-                                        FLAGS.max_seq_length, FLAGS.cached_dir)
+        features = cached_glue_features(task.name, FLAGS.data_dir, split, tokenizer, settings,
+                                        FLAGS.cached_dir)
         logging.info("%s %s: %d examples in %s", task.name, split, features.num_records,
                      features.path)
         print(f"{split}\t{features.num_records}\t{features.path}")

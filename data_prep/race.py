@@ -39,7 +39,7 @@ from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.common.feature_cache import sidecar_path, write_feature_file  # noqa: E402
 from data_prep.multiple_choice.feature_file import race_records_builder  # noqa: E402
-from data_prep.multiple_choice.features import check_lengths  # noqa: E402
+from data_prep.multiple_choice.features import RaceFeatureSettings  # noqa: E402
 from data_prep.multiple_choice.reader import race_sources  # noqa: E402
 
 
@@ -47,14 +47,15 @@ def main(argv: Sequence[str]) -> None:
     del argv
     if not (FLAGS.spm_model_file or FLAGS.vocab_file):
         raise app.UsageError("give --spm_model_file (or --vocab_file for a WordPiece model)")
-    check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
+    settings = RaceFeatureSettings(FLAGS.max_seq_length, FLAGS.max_qa_length,
+                                   middle_only=FLAGS.middle_only, high_only=FLAGS.high_only,
+                                   skip_invalid=FLAGS.skip_invalid)
     tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
                               spm_model_file=FLAGS.spm_model_file)
-    sources = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=FLAGS.middle_only,
-                           high_only=FLAGS.high_only)
-    feature_file = write_feature_file(
-        FLAGS.output_file, race_records_builder(sources, tokenizer, FLAGS.max_seq_length,
-                                                FLAGS.max_qa_length, FLAGS.skip_invalid))
+    sources = race_sources(FLAGS.data_dir, FLAGS.split, middle_only=settings.middle_only,
+                           high_only=settings.high_only)
+    feature_file = write_feature_file(FLAGS.output_file,
+                                      race_records_builder(sources, tokenizer, settings))
     metadata = feature_file.metadata
     per_level = ", ".join(f"{level} {count}" for level, count in metadata["num_examples"].items())
     print(f"wrote {feature_file.num_records} {FLAGS.split} questions ({per_level}) to {feature_file.path}; "

@@ -48,6 +48,7 @@ from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.common.feature_cache import sidecar_path  # noqa: E402
 from data_prep.question_answering.feature_file import write_squad_feature_file  # noqa: E402
+from data_prep.question_answering.features import SquadFeatureSettings  # noqa: E402
 
 
 def _some(qas_ids: Sequence[str]) -> str:
@@ -60,12 +61,13 @@ def _some(qas_ids: Sequence[str]) -> str:
 def main(argv: Sequence[str]) -> None:
     del argv
     start = time.time()
+    settings = SquadFeatureSettings(FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
+                                    FLAGS.is_training,
+                                    version_2_with_negative=FLAGS.version_2_with_negative)
     tokenizer = FullTokenizer(spm_model_file=FLAGS.spm_model_file,
                               do_lower_case=FLAGS.do_lower_case)
-    features = write_squad_feature_file(
-        FLAGS.input_file, FLAGS.output_file, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-        FLAGS.max_query_length, FLAGS.is_training, FLAGS.num_workers,
-        version_2_with_negative=FLAGS.version_2_with_negative)
+    features = write_squad_feature_file(FLAGS.input_file, FLAGS.output_file, tokenizer, settings,
+                                        FLAGS.num_workers)
     metadata = features.metadata
     seconds = time.time() - start
     dropped, skipped = metadata["dropped_qas_ids"], metadata["skipped_qas_ids"]

@@ -35,7 +35,7 @@ from data_prep.classification.features import build_features
 from data_prep.multiple_choice.reader import (convert_examples, fill_in_option, race_sources,
                                               read_race_examples)
 from data_prep.question_answering.examples import read_squad_examples
-from data_prep.question_answering.features import (FeatureConverter, FeatureSettings,
+from data_prep.question_answering.features import (FeatureConverter, SquadFeatureSettings,
                                                    tokenize_paragraph)
 from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR,
                                 subprocess_env, tiny_config)
@@ -149,7 +149,7 @@ def squad_first_windows(tokenizer: FullTokenizer, version: str):
     """(questions, the Python features' first window of each) of a SQuAD sample."""
     examples = read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
     converter = FeatureConverter(tokenizer.sp_model, tokenizer.do_lower_case,
-                                 FeatureSettings(SQUAD_SEQ, 64, SQUAD_QUERY), is_training=False)
+                                 SquadFeatureSettings(SQUAD_SEQ, 64, SQUAD_QUERY))
     return examples, [converter.convert(example, index)[0] for index, example in enumerate(examples)]
 
 

@@ -7,6 +7,7 @@ text, the tokenizer and the sequence length exactly as a task's features do.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -185,7 +186,7 @@ def test_sidecar_round_trips_nested_metadata(tmp_path):
     assert stored_ids(path) == [[0, 1], [1, 2], [2, 3]]
     with open(sidecar_path(path), encoding="utf-8") as handle:
         sidecar = json.load(handle)
-    assert sidecar == {"format_version": feature_cache.FORMAT_VERSION, "key": {"task": "t"},
+    assert sidecar == {"format_version": feature_cache.SIDECAR_VERSION, "key": {"task": "t"},
                        "num_records": 3, "record_bytes": os.path.getsize(path), "metadata": expected}
     assert sorted(os.listdir(tmp_path / "sub")) == ["f.tf_record", "f.tf_record.json"]
 
@@ -241,6 +242,41 @@ def test_file_fingerprints(tmp_path):
         {"path": str(path), "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}]
     with pytest.raises(FeatureCacheError, match=r"input file not found: .*absent.tsv"):
         file_fingerprints([str(path), str(tmp_path / "absent.tsv")])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Columns:
+    text: str
+    label: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Settings:
+    max_seq_length: int
+    columns: _Columns
+    tags: tuple[str, ...]
+    version: int = dataclasses.field(default=3, init=False)
+
+
+def test_a_settings_dataclass_is_keyed_as_its_asdict(tmp_path):
+    """A builder's settings dataclass keys the cache as the dict of its fields would (nested
+    dataclasses as dicts, tuples as lists): a builder moved from a dict to a dataclass of the same
+    fields keeps its cache entries."""
+    settings = _Settings(64, _Columns("text"), ("O", "B-X"))
+    as_dict = {"max_seq_length": 64, "columns": {"text": "text", "label": None},
+               "tags": ["O", "B-X"], "version": 3}
+    assert feature_cache.settings_key(settings) == {**as_dict, "tags": ("O", "B-X")}
+    assert (feature_cache.feature_file_path(str(tmp_path), "t", "dev", settings, "fp")
+            == feature_cache.feature_file_path(str(tmp_path), "t", "dev", as_dict, "fp"))
+    built = cached_feature_file(str(tmp_path), "t", "dev", settings, "fp", [], lambda sink: {})
+    reused = cached_feature_file(str(tmp_path), "t", "dev", as_dict, "fp", [],
+                                 lambda sink: pytest.fail("rebuilt"))
+    assert reused == built
+    with open(built.path + ".json", encoding="utf-8") as handle:
+        assert json.load(handle)["key"]["settings"] == as_dict
+    other = cached_feature_file(str(tmp_path), "t", "dev", dataclasses.replace(settings, tags=()),
+                                "fp", [], lambda sink: {})
+    assert other.path != built.path
 
 
 def test_file_names_are_checked(tmp_path):

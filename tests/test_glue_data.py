@@ -23,10 +23,11 @@ import tensorflow as tf
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
-from data_prep.classification.features import (build_features, cached_glue_features,
-                                               convert_example, convert_examples_to_features,
-                                               parse_glue_example, serialize_glue_features,
-                                               write_features)
+from albert_tf.tasks.classification.records import parse_glue_example
+from data_prep.classification.features import (GlueFeatureSettings, build_features,
+                                               cached_glue_features, convert_example,
+                                               convert_examples_to_features,
+                                               serialize_glue_features, write_features)
 from data_prep.classification.glue_tasks import GLUE_TASKS, get_processor, glue_task
 from data_prep.classification.processors import GlueDataError, InputExample, read_tsv
 from data_prep.common import feature_cache
@@ -427,7 +428,8 @@ def test_header_only_train_file_builds_no_feature_file(tmp_path, tiny):
     path = tmp_path / "glue" / "RTE" / "train.tsv"
     path.write_bytes(rte_lines(1)[0] + b"\n")
     with pytest.raises(GlueDataError, match=rf"^{path}: no examples"):
-        cached_glue_features("rte", str(tmp_path / "glue"), "train", tiny, 64, str(tmp_path / "cache"))
+        cached_glue_features("rte", str(tmp_path / "glue"), "train", tiny, GlueFeatureSettings(64),
+                             str(tmp_path / "cache"))
     assert not (tmp_path / "cache").exists() or os.listdir(tmp_path / "cache") == []
 
 
@@ -547,7 +549,7 @@ def count_builds(monkeypatch) -> list[str]:
 
 def test_cache_reuse_and_invalidation(tmp_path, en8k, monkeypatch):
     cache_dir = str(tmp_path / "cache")
-    first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k, 64, cache_dir)
+    first = cached_glue_features("RTE", GLUE_DIR, "dev", en8k, GlueFeatureSettings(64), cache_dir)
     assert os.path.dirname(first.path) == cache_dir
     assert os.path.basename(first.path).startswith("rte_dev_") and first.path.endswith(".tf_record")
     assert (first.num_records, first.metadata["num_real_examples"]) == (139, 139)
@@ -559,15 +561,18 @@ def test_cache_reuse_and_invalidation(tmp_path, en8k, monkeypatch):
 
     written = count_builds(monkeypatch)
     # Same key: reused without writing.
-    assert cached_glue_features("rte", GLUE_DIR, "dev", en8k, 64, cache_dir) == first
+    assert cached_glue_features("rte", GLUE_DIR, "dev", en8k, GlueFeatureSettings(64),
+                                cache_dir) == first
     assert written == []
     # Another max_seq_length: a new file.
-    other_length = cached_glue_features("rte", GLUE_DIR, "dev", en8k, 32, cache_dir)
+    other_length = cached_glue_features("rte", GLUE_DIR, "dev", en8k, GlueFeatureSettings(32),
+                                        cache_dir)
     assert other_length.path != first.path and written == [other_length.path]
     # Another tokenizer (cased): another fingerprint, another file; the old one is untouched.
     cased = FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=False)
     assert cased.fingerprint != en8k.fingerprint
-    other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, 64, cache_dir)
+    other_tokenizer = cached_glue_features("rte", GLUE_DIR, "dev", cased, GlueFeatureSettings(64),
+                                           cache_dir)
     assert other_tokenizer.path not in (first.path, other_length.path)
     assert len(written) == 2
 
@@ -578,16 +583,19 @@ def test_cache_rebuilt_when_source_or_record_changes(tmp_path):
     rows = [["index", "sentence1", "sentence2", "label"], ["0", "A cat.", "A dog.", "entailment"]]
     write_tsv(data_dir / "RTE" / "train.tsv", rows)
     cache_dir = str(tmp_path / "cache")
-    first = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    first = cached_glue_features("rte", str(data_dir), "train", tokenizer,
+                                 GlueFeatureSettings(16), cache_dir)
     assert first.num_records == 1
     write_tsv(data_dir / "RTE" / "train.tsv", rows + [["1", "B.", "C.", "not_entailment"]])
-    second = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    second = cached_glue_features("rte", str(data_dir), "train", tokenizer,
+                                  GlueFeatureSettings(16), cache_dir)
     assert second.path == first.path and second.num_records == 2
     assert second.metadata["guids"] == ["0", "1"]
     # A truncated record file (size differs from the sidecar) is rebuilt, not trusted.
     with open(second.path, "r+b") as handle:
         handle.truncate(10)
-    third = cached_glue_features("rte", str(data_dir), "train", tokenizer, 16, cache_dir)
+    third = cached_glue_features("rte", str(data_dir), "train", tokenizer,
+                                 GlueFeatureSettings(16), cache_dir)
     assert third.num_records == 2 and sum(1 for _ in tf.data.TFRecordDataset(third.path)) == 2
     assert sorted(os.listdir(cache_dir)) == sorted(os.path.basename(p) for p in (
         third.path, sidecar_path(third.path)))
@@ -599,7 +607,8 @@ def test_unlabelled_test_split_keeps_guids_and_regression_flag(tmp_path):
               "sentence2"]
     write_tsv(tmp_path / "STS-B" / "test.tsv", [header] + [
         [str(i), "g", "f", "y", "o", "s", "s", f"A man plays {i}.", "A man plays."] for i in (7, 3, 5)])
-    features = cached_glue_features("sts-b", str(tmp_path), "test", tokenizer, 16, str(tmp_path / "c"))
+    features = cached_glue_features("sts-b", str(tmp_path), "test", tokenizer,
+                                    GlueFeatureSettings(16), str(tmp_path / "c"))
     assert features.metadata == {"guids": ["7", "3", "5"], "num_real_examples": 3, "is_regression": True}
     parsed = [parse_glue_example(r, 16, True) for r in tf.data.TFRecordDataset(features.path)]
     assert [float(p["label_ids"]) for p in parsed] == [0.0] * 3  # unlabelled: the placeholder
@@ -617,9 +626,10 @@ def test_gcs_like_paths_go_through_gfile(en8k):
     assert get_processor("mrpc").get_examples(f"{root}/glue", "train") == local
     assert [row for _, row in read_tsv(f"{root}/glue/MRPC/train.tsv")] == raw_rows(
         os.path.join(GLUE_DIR, "MRPC", "train.tsv"))
-    features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k, 32, f"{root}/cache")
+    features = cached_glue_features("mrpc", f"{root}/glue", "train", en8k, GlueFeatureSettings(32),
+                                    f"{root}/cache")
     assert features.path.startswith(f"{root}/cache/mrpc_train_") and features.num_records == len(local)
-    assert cached_glue_features("mrpc", f"{root}/glue", "train", en8k, 32,
+    assert cached_glue_features("mrpc", f"{root}/glue", "train", en8k, GlueFeatureSettings(32),
                                 f"{root}/cache") == features
     tf.io.gfile.rmtree(root)
 

@@ -11,7 +11,12 @@ top, its commands (``python -m albert_tf.<command>``, ``python -m data_prep.<com
 - albert_tf never imports data_prep; nothing imports a command;
 - every top-level module is a command (it has a ``__main__`` block) and every folder is a package;
 - library modules never touch absl flags: only the flag modules of ``albert_tf/cli/`` and the
-  commands may import ``absl.flags`` or read ``FLAGS``.
+  commands may import ``absl.flags`` or read ``FLAGS``;
+- data_prep imports from albert_tf only Keras-free modules: ``errors``, ``files``, ``tokenization``,
+  the error boundary's module, and the named Keras-free modules (``records``, ...) of the albert_tf
+  task of its own name (the commands also the command-line modules of ``albert_tf/cli/``); never
+  ``albert_tf.training``, ``albert_tf.models``, ``albert_tf.cli.run_flags`` or Keras, not even
+  through what it imports; a task's ``records.py`` is Keras-free too.
 """
 
 from __future__ import annotations
@@ -36,6 +41,24 @@ DATA_PREP_CORE = ("common",)
 # The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
 FLAG_MODULES = {"albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
                 "albert_tf.cli.flag_checks", "albert_tf.cli.settings"}
+# What data_prep may import from albert_tf (a module, or everything under a folder): Keras-free.
+DATA_PREP_USES = ("albert_tf.errors", "albert_tf.files", "albert_tf.tokenization",
+                  "albert_tf.cli.error_boundary", "albert_tf.training.recipe")
+# Per task folder of data_prep, the Keras-free modules of the albert_tf task of its own name it
+# may import: its record schema (records), and what its data shares with the task.
+DATA_PREP_TASK_USES = {
+    "classification": ("records", "recipes", "metrics"),
+    "question_answering": ("records",),
+    "multiple_choice": ("records",),
+    "token_classification": ("records", "file_formats", "schemes"),
+}
+# The commands of data_prep also use the command-line modules.
+DATA_PREP_COMMAND_USES = ("albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
+                          "albert_tf.cli.flag_checks")
+# Never imported by data_prep, nor by anything data_prep imports from albert_tf (Keras, models,
+# the training stack), except the Keras-free modules DATA_PREP_USES names.
+KERAS_FOLDERS = ("albert_tf.models", "albert_tf.training", "albert_tf.cli.training_run",
+                 "albert_tf.cli.fine_tuning")
 
 
 def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:
@@ -142,6 +165,47 @@ def has_main_block(path: pathlib.Path) -> bool:
                     and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in names)):
                 return True
     return False
+
+
+def imports_keras(path: pathlib.Path) -> bool:
+    """Whether the module imports Keras (``keras``, ``tf_keras``, ``tensorflow.keras``) or uses
+    ``tf.keras``, anywhere in its source."""
+    def is_keras(name: str) -> bool:
+        parts = name.split(".")
+        return parts[0] in ("keras", "tf_keras") or parts[:2] == ["tensorflow", "keras"]
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import) and any(is_keras(alias.name) for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            if is_keras(node.module or "") or (node.module == "tensorflow" and any(
+                    alias.name == "keras" for alias in node.names)):
+                return True
+        if (isinstance(node, ast.Attribute) and node.attr == "keras"
+                and isinstance(node.value, ast.Name) and node.value.id == "tf"):
+            return True
+    return False
+
+
+def is_under(module: str, prefixes: tuple[str, ...]) -> bool:
+    """``module`` is one of ``prefixes`` or lies in one of them (a folder)."""
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def loaded_with(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """Every project module that importing ``module`` runs: its imports, transitively, and the
+    packages (``__init__``) each of them lies in."""
+    seen: set[str] = set()
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        parts = current.split(".")
+        parents = {".".join(parts[:end]) for end in range(1, len(parts))}
+        pending.extend((graph.get(current, set()) | parents) & graph.keys())
+    return seen
 
 
 def format_cycles(cycles: list[list[str]]) -> str:
@@ -270,6 +334,47 @@ def test_the_flag_modules_exist(modules):
     assert FLAG_MODULES <= set(modules), sorted(FLAG_MODULES - set(modules))
 
 
+def data_prep_may_import(module: str, target: str, modules: dict[str, pathlib.Path]) -> bool:
+    """Whether the data_prep module ``module`` may import the albert_tf module ``target``."""
+    if is_under(target, DATA_PREP_USES):
+        return True
+    task = task_of(module)
+    if task is not None and target in {f"albert_tf.tasks.{task}.{name}"
+                                       for name in DATA_PREP_TASK_USES.get(task, ())}:
+        return True
+    return is_command(module, modules[module]) and target in DATA_PREP_COMMAND_USES
+
+
+def test_data_prep_imports_only_the_keras_free_albert_tf_modules(project_graph, modules):
+    offending = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if module.split(".")[0] == "data_prep" and target.split(".")[0] == "albert_tf"
+                 and not data_prep_may_import(module, target, modules)]
+    assert not offending, "; ".join(offending)
+    keras = [module for module in project_graph
+             if module.split(".")[0] == "data_prep" and imports_keras(modules[module])]
+    assert not keras, f"data_prep modules importing Keras: {keras}"
+
+
+def test_what_data_prep_and_the_record_schemas_load_is_keras_free(project_graph, modules):
+    """Every albert_tf module a data_prep library module imports, and every task's records.py,
+    loads no Keras, no model and no training code (through any import, package ``__init__`` files
+    included)."""
+    roots = {target for module, target in edges(project_graph)
+             if module.split(".")[0] == "data_prep" and not is_command(module, modules[module])
+             and target.split(".")[0] == "albert_tf"}
+    roots |= {module for module in project_graph
+              if module.startswith("albert_tf.tasks.") and module.endswith(".records")}
+    assert {"albert_tf.tasks.classification.records",
+            "albert_tf.tasks.token_classification.records"} <= roots
+    offending = []
+    for root in sorted(roots):
+        for loaded in sorted(loaded_with(root, project_graph)):
+            if ((is_under(loaded, KERAS_FOLDERS) and not is_under(loaded, DATA_PREP_USES))
+                    or imports_keras(modules[loaded])):
+                offending.append(f"{root} loads {loaded}")
+    assert not offending, "; ".join(offending)
+
+
 # -------------------------------------------------------------------------------------------------
 # The checker, on small synthetic packages.
 
@@ -338,3 +443,31 @@ def test_checker_ignores_other_absl_use_and_finds_main_blocks(tmp_path):
                        encoding="utf-8")
     assert flag_uses(library) == []
     assert not has_main_block(library) and has_main_block(command)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import keras\n", True),
+    ("from keras import layers\n", True),
+    ("import tensorflow.keras as k\n", True),
+    ("from tensorflow import keras\n", True),
+    ("import tensorflow as tf\n\ndef f():\n    return tf.keras.layers.Dense(1)\n", True),
+    ("import tensorflow as tf\n\ndef f():\n    return tf.io.parse_example\n", False),
+    ("from absl import logging\nkeras_like = 1\n", False),
+])
+def test_checker_detects_keras(tmp_path, source, expected):
+    path = tmp_path / "module.py"
+    path.write_text(source, encoding="utf-8")
+    assert imports_keras(path) is expected
+
+
+def test_checker_follows_imports_and_packages(tmp_path):
+    write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sub/__init__.py": "from pkg import heavy\n",
+        "pkg/sub/light.py": "import json\n",
+        "pkg/heavy.py": "import keras\n",
+        "pkg/leaf.py": "from pkg.sub import light\n",
+    })
+    graph = import_graph(tmp_path, ("pkg",))
+    assert loaded_with("pkg.leaf", graph) == {"pkg.leaf", "pkg.sub.light", "pkg.sub", "pkg",
+                                              "pkg.heavy"}

@@ -20,7 +20,8 @@ from albert_tf.checkpoints.label_set import (LabelSet, LabelSetMismatch, check_l
                                              read_label_set, write_label_set)
 from albert_tf.tasks.classification.metrics import class_key, class_report
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from data_prep.classification.features import build_features, cached_glue_features
+from data_prep.classification.features import (GlueFeatureSettings, build_features,
+                                               cached_glue_features)
 from data_prep.classification.own_data import Columns, OwnDataError, OwnDataReader, label_set
 from data_prep.classification.own_data_task import load_own_data
 from data_prep.classification.processors import InputExample
@@ -446,8 +447,8 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
     task = load_own_data(files, reader(**columns))
     for split in ("train", "dev"):
         own = task.features(split, tokenizer, SEQ, str(tmp_path / "own_cache"))
-        glue = cached_glue_features(task_name, str(glue_dir), split, tokenizer, SEQ,
-                                    str(tmp_path / "glue_cache"))
+        glue = cached_glue_features(task_name, str(glue_dir), split, tokenizer,
+                                    GlueFeatureSettings(SEQ), str(tmp_path / "glue_cache"))
         assert own.num_records == glue.num_records == len(glue_rows(task_dir, split, rows)) - 1
         with open(own.path, "rb") as mine, open(glue.path, "rb") as theirs:
             assert mine.read() == theirs.read()

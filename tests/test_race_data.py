@@ -22,9 +22,9 @@ import tensorflow as tf
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import read_feature_file, write_feature_file
 from data_prep.multiple_choice.feature_file import race_feature_file, write_race_records
-from data_prep.multiple_choice.features import (check_lengths, choice_row, parse_race_record,
-                                                question_features, race_feature_spec,
-                                                serialize_race_features)
+from albert_tf.tasks.multiple_choice.records import parse_race_record, race_feature_spec
+from data_prep.multiple_choice.features import (RaceFeatureSettings, check_lengths, choice_row,
+                                                question_features, serialize_race_features)
 from data_prep.multiple_choice.reader import (RaceDataError, RaceExamples, convert_examples,
                                               fill_in_option, race_sources, read_race_examples)
 from tests import spm_fixtures
@@ -97,7 +97,8 @@ def test_features_equal_the_reference(en8k, data_dir, max_seq_length, max_qa_len
 @pytest.mark.parametrize("max_seq_length,max_qa_length", GOLDEN_SETTINGS)
 def test_cached_records_parse_back_to_the_reference(en8k, tmp_path, data_dir, max_seq_length,
                                                     max_qa_length):
-    feature_file = race_feature_file(data_dir, "dev", en8k, max_seq_length, max_qa_length,
+    feature_file = race_feature_file(data_dir, "dev", en8k,
+                                     RaceFeatureSettings(max_seq_length, max_qa_length),
                                      str(tmp_path))
     records = list(tf.data.TFRecordDataset(feature_file.path).as_numpy_iterator())
     parsed = parse_race_record(tf.constant(records), max_seq_length)
@@ -285,8 +286,9 @@ def test_no_valid_question_left_is_an_error(tmp_path):
     write_race(tmp_path, "dev", "middle", ["{"], all_txt=True)
     tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(), do_lower_case=True)
     with pytest.raises(RaceDataError, match="no valid questions"):
-        race_feature_file(str(tmp_path), "dev", tokenizer, 128, 32, str(tmp_path / "cache"),
-                          middle_only=True, skip_invalid=True)
+        race_feature_file(str(tmp_path), "dev", tokenizer,
+                          RaceFeatureSettings(128, 32, middle_only=True, skip_invalid=True),
+                          str(tmp_path / "cache"))
 
 
 # -- feature layout and records --------------------------------------------------------------------
@@ -338,7 +340,8 @@ def test_write_race_records_metadata_counts_levels_and_skips(en8k, tmp_path):
     examples = read_race_examples(race_sources(PER_FILE_LAYOUT, "dev", high_only=True)).examples
     examples = RaceExamples(examples, num_skipped_questions=2, num_skipped_articles=1)
     path = str(tmp_path / "high.tfrecord")
-    written = write_feature_file(path, lambda sink: write_race_records(sink, examples, en8k, 128, 32))
+    written = write_feature_file(
+        path, lambda sink: write_race_records(sink, examples, en8k, RaceFeatureSettings(128, 32)))
     reread = read_feature_file(path)
     assert reread.num_records == written.num_records == 17
     assert reread.metadata["num_examples"] == {"middle": 0, "high": 17}

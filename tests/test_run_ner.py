@@ -13,13 +13,13 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tasks.token_classification.model import AlbertTokenClassifierModel
+from albert_tf.tasks.token_classification.predictions import write_predictions
 from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import word_predictions
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.token_classification.features import sentence_windows, word_pieces
-from data_prep.token_classification.reader import (NerDataError, read_sentences, tag_set,
-                                                   write_predictions)
+from data_prep.token_classification.reader import NerDataError, read_sentences, tag_set
 from tests import shared_setup, spm_fixtures
 from tests.shared_setup import REPO_ROOT, subprocess_env
 

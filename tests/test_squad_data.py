@@ -29,9 +29,10 @@ from data_prep.question_answering.alignment import IndexFiller, align_characters
 from data_prep.question_answering.examples import (SquadDataError, parse_squad_questions,
                                                    read_squad_examples, read_squad_questions)
 from data_prep.question_answering.feature_file import squad_feature_file, write_squad_feature_file
-from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
+from albert_tf.tasks.question_answering.records import parse_squad_record
+from data_prep.question_answering.features import (FIRST_UNIQUE_ID, SquadFeatureSettings,
                                                    convert_examples, convert_questions,
-                                                   feature_metadata, parse_squad_record)
+                                                   feature_metadata)
 from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
 from tests import spm_fixtures
 from tests.spm_fixtures import write_wordpiece_vocab
@@ -63,9 +64,10 @@ def golden(name: str) -> dict:
     return load_json(os.path.join(GOLDEN_DIR, name + ".json"))
 
 
-def settings_of(golden_file: dict) -> FeatureSettings:
+def settings_of(golden_file: dict, is_training: bool = False) -> SquadFeatureSettings:
     s = golden_file["settings"]
-    return FeatureSettings(s["max_seq_length"], s["doc_stride"], s["max_query_length"])
+    return SquadFeatureSettings(s["max_seq_length"], s["doc_stride"], s["max_query_length"],
+                                is_training)
 
 
 def golden_row(unique_id: int, feature, is_training: bool) -> dict:
@@ -92,7 +94,7 @@ def test_features_equal_the_reference_golden_files(en8k, name, key, is_training)
     source = os.path.join(SQUAD_DIR, reference["settings"]["source"])
     examples = read_squad_examples(source, is_training)
     ours = [golden_row(unique_id, feature, is_training) for unique_id, feature in
-            convert_examples(examples, en8k.sp_model, True, settings_of(reference), is_training)]
+            convert_examples(examples, en8k.sp_model, True, settings_of(reference, is_training))]
     assert len(ours) == len(reference[key])
     for mine, theirs in zip(ours, reference[key]):
         assert mine == theirs, f"unique_id {theirs['unique_id']}"
@@ -359,9 +361,9 @@ def test_reader_errors_name_the_file(tmp_path):
 
 def test_settings_are_checked():
     with pytest.raises(SquadDataError, match="greater than max_query_length"):
-        FeatureSettings(max_seq_length=67, doc_stride=128, max_query_length=64)
+        SquadFeatureSettings(max_seq_length=67, doc_stride=128, max_query_length=64)
     with pytest.raises(SquadDataError, match="doc_stride"):
-        FeatureSettings(max_seq_length=384, doc_stride=0, max_query_length=64)
+        SquadFeatureSettings(max_seq_length=384, doc_stride=0, max_query_length=64)
 
 
 # -- records and feature files ----------------------------------------------------------------------
@@ -373,10 +375,9 @@ def parsed_records(path: str) -> list[tf.train.Example]:
 @pytest.mark.parametrize("is_training", [False, True])
 def test_records_round_trip_in_the_reference_schema(en8k, tmp_path, is_training):
     reference = golden("v2.0-sample_S64")
-    settings = settings_of(reference)
+    settings = settings_of(reference, is_training)
     path = str(tmp_path / "features.tf_record")
-    written = write_squad_feature_file(V2_SAMPLE, path, en8k, settings.max_seq_length,
-                                       settings.doc_stride, settings.max_query_length, is_training)
+    written = write_squad_feature_file(V2_SAMPLE, path, en8k, settings)
     expected = reference["train_features" if is_training else "features"]
     assert written.num_records == len(expected) == read_feature_file(path).num_records
     names = {"unique_ids", *SEQUENCE_COLUMNS} | (set(LABEL_COLUMNS) if is_training else set())
@@ -439,14 +440,15 @@ def test_output_does_not_depend_on_the_number_of_workers(en8k, tmp_path):
     outputs = []
     for workers in (1, 2):
         path = str(tmp_path / f"features_{workers}.tf_record")
-        write_squad_feature_file(source, path, en8k, 64, 16, 16, is_training=True,
+        write_squad_feature_file(source, path, en8k,
+                                 SquadFeatureSettings(64, 16, 16, is_training=True),
                                  num_workers=workers)
         with open(path, "rb") as records, open(path + ".json", "rb") as sidecar:
             outputs.append((records.read(), sidecar.read()))
     assert outputs[0] == outputs[1]
     examples = read_squad_examples(V2_SAMPLE, is_training=False)
-    settings = FeatureSettings(64, 16, 16)
-    by_chunk = [list(convert_questions(examples, en8k.sp_model, True, settings, False,
+    settings = SquadFeatureSettings(64, 16, 16)
+    by_chunk = [list(convert_questions(examples, en8k.sp_model, True, settings,
                                        num_workers=workers, with_metadata=True,
                                        chunk_questions=1)) for workers in (1, 2)]
     assert by_chunk[0] == by_chunk[1]
@@ -455,11 +457,11 @@ def test_output_does_not_depend_on_the_number_of_workers(en8k, tmp_path):
 
 def test_feature_cache_reuses_and_rebuilds(en8k, tmp_path):
     cache_dir = str(tmp_path / "cache")
-    first = squad_feature_file(V1_SAMPLE, en8k, 64, 16, 16, False, cache_dir)
+    first = squad_feature_file(V1_SAMPLE, en8k, SquadFeatureSettings(64, 16, 16), cache_dir)
     modified = os.path.getmtime(first.path)
-    again = squad_feature_file(V1_SAMPLE, en8k, 64, 16, 16, False, cache_dir)
+    again = squad_feature_file(V1_SAMPLE, en8k, SquadFeatureSettings(64, 16, 16), cache_dir)
     assert again == first and os.path.getmtime(again.path) == modified
-    other = squad_feature_file(V1_SAMPLE, en8k, 384, 128, 64, False, cache_dir)
+    other = squad_feature_file(V1_SAMPLE, en8k, SquadFeatureSettings(384, 128, 64), cache_dir)
     assert other.path != first.path
     assert (first.num_records, other.num_records) == (len(golden("v1.1-sample_S64")["features"]),
                                                       len(golden("v1.1-sample_S384")["features"]))
@@ -467,13 +469,13 @@ def test_feature_cache_reuses_and_rebuilds(en8k, tmp_path):
 
 def test_a_cached_file_is_checked_for_the_squad_version_asked(en8k, tmp_path):
     cache_dir = str(tmp_path / "cache")
-    built = squad_feature_file(V2_SAMPLE, en8k, 64, 16, 16, True, cache_dir,
-                               version_2_with_negative=True)
+    built = squad_feature_file(V2_SAMPLE, en8k, SquadFeatureSettings(
+        64, 16, 16, True, version_2_with_negative=True), cache_dir)
     assert built.metadata["num_questions"] == 14
     with pytest.raises(SquadDataError, match="question 5ad39d53604f3c001a3fe8d3: .*"
                                              "--version_2_with_negative"):
-        squad_feature_file(V2_SAMPLE, en8k, 64, 16, 16, True, cache_dir,
-                           version_2_with_negative=False)
+        squad_feature_file(V2_SAMPLE, en8k, SquadFeatureSettings(
+            64, 16, 16, True, version_2_with_negative=False), cache_dir)
 
 
 def test_a_paragraph_that_does_not_align_drops_its_questions_and_lists_them(en8k, tmp_path):
@@ -488,8 +490,8 @@ def test_a_paragraph_that_does_not_align_drops_its_questions_and_lists_them(en8k
     assert banded_lcs_table_alignment(keys, piece_text) is None  # the reference drops it too
     for is_training in (False, True):
         path = str(tmp_path / f"features_{is_training}.tf_record")
-        metadata = write_squad_feature_file(source, path, en8k, 384, 128, 64,
-                                            is_training).metadata
+        metadata = write_squad_feature_file(source, path, en8k, SquadFeatureSettings(
+            384, 128, 64, is_training)).metadata
         assert metadata["dropped_qas_ids"] == ["korean-1", "korean-2"]
         assert metadata["num_questions"] == 10 and metadata["num_features"] == 9
         unique_ids = [r.features.feature["unique_ids"].int64_list.value[0]
@@ -511,11 +513,12 @@ def test_an_answer_covering_no_piece_is_an_error_naming_the_question(en8k, tmp_p
         {"text": "\u0301", "answer_start": 5}]}])
     examples = parse_squad_questions(dataset, is_training=True).examples
     with pytest.raises(SquadDataError, match="question q-gap: .*covers no piece"):
-        list(convert_examples(examples, en8k.sp_model, True, FeatureSettings(), True))
+        list(convert_examples(examples, en8k.sp_model, True,
+                              SquadFeatureSettings(is_training=True)))
     output = str(tmp_path / "features.tf_record")
     with pytest.raises(SquadDataError, match="question q-gap"):  # raised in a worker process
         write_squad_feature_file(write_json(tmp_path / "squad.json", dataset), output, en8k,
-                                 is_training=True, num_workers=2)
+                                 SquadFeatureSettings(is_training=True), num_workers=2)
     assert not os.path.exists(output) and not os.path.exists(output + ".json")
 
 
@@ -613,6 +616,6 @@ def test_cli_skips_and_reports_training_answers_not_found_at_answer_start(en8k, 
     without = str(tmp_path / "without.tfrecord")
     os.makedirs(tmp_path / "other")
     write_squad_feature_file(v1_sample_with(tmp_path / "other", remove_that_question), without,
-                             en8k, 64, 16, 16, is_training=True)
+                             en8k, SquadFeatureSettings(64, 16, 16, is_training=True))
     with open(output, "rb") as records, open(without, "rb") as expected:
         assert records.read() == expected.read()

@@ -16,6 +16,7 @@ from albert_tf.checkpoints import tf1_format
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
 from data_prep.question_answering.feature_file import write_squad_feature_file
+from data_prep.question_answering.features import SquadFeatureSettings
 from tests import numpy_albert
 from tests.shared_setup import SHARED_DATA_DIR, tiny_config
 from tests.tf1_fixtures import write_reference_checkpoint
@@ -84,7 +85,8 @@ def test_reduce_reproduces_the_reference_from_our_feature_file(tmp_path, en8k, n
     settings = golden["settings"]
     feature_file = write_squad_feature_file(
         os.path.join(SQUAD_DIR, settings["source"]), str(tmp_path / "eval.tfrecord"), en8k,
-        settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
+        SquadFeatureSettings(settings["max_seq_length"], settings["doc_stride"],
+                             settings["max_query_length"]))
     version_2 = settings["version"] == 2
     context = SquadEvalContext.from_metadata(feature_file.metadata, str(tmp_path))
     raw = golden["raw_results"]
@@ -135,7 +137,8 @@ def test_fixed_threshold_predictions_when_asked(tmp_path, en8k):
     settings = golden["settings"]
     feature_file = write_squad_feature_file(
         os.path.join(SQUAD_DIR, settings["source"]), str(tmp_path / "eval.tfrecord"), en8k,
-        settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
+        SquadFeatureSettings(settings["max_seq_length"], settings["doc_stride"],
+                             settings["max_query_length"]))
     raw = golden["raw_results"]
     outputs = {key: np.asarray([result[key] for result in raw]) for key in raw[0]}
     outputs["unique_ids"] = outputs.pop("unique_id")

@@ -22,24 +22,25 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint
+from albert_tf.tasks.classification.records import parse_glue_example
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
+from albert_tf.tasks.multiple_choice.records import NUM_CHOICES, parse_race_record
 from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
                                                   write_choice_predictions)
 from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
+from albert_tf.tasks.question_answering.records import parse_squad_record
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
 from albert_tf.training.input_pipeline import needs_static_batches, record_eval_dataset
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.per_example import real_examples
 from albert_tf.training.task import Task
 from albert_tf.training.trainer import RunConfig, Trainer
-from data_prep.classification.features import (build_features, parse_glue_example,
-                                               serialize_glue_features)
+from data_prep.classification.features import build_features, serialize_glue_features
 from data_prep.classification.glue_tasks import glue_task
-from data_prep.multiple_choice.features import (NUM_CHOICES, RaceFeatures, choice_row,
-                                                parse_race_record, serialize_race_features)
+from data_prep.multiple_choice.features import RaceFeatures, choice_row, serialize_race_features
 from data_prep.question_answering.feature_file import write_squad_feature_file
-from data_prep.question_answering.features import parse_squad_record
+from data_prep.question_answering.features import SquadFeatureSettings
 from tests.shared_setup import (EN8K_MODEL, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
                                 REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config)
 
@@ -270,8 +271,8 @@ def test_squad_padding_windows_stay_out_of_the_predictions(tmp_path, en8k, versi
     same scores and predictions.json, nbest_predictions.json (and null_odds.json) either way."""
     source = os.path.join(SHARED_DATA_DIR, "squad",
                           "dev-v2.0-sample.json" if version_2 else "dev-v1.1-sample.json")
-    feature_file = write_squad_feature_file(source, str(tmp_path / "eval.tfrecord"), en8k, 64, 16,
-                                            16)
+    feature_file = write_squad_feature_file(source, str(tmp_path / "eval.tfrecord"), en8k,
+                                            SquadFeatureSettings(64, 16, 16))
     task = SquadTask(tiny_config(), SquadSettings(version_2=version_2))
     parse = lambda records: parse_squad_record(records, 64, is_training=False)  # noqa: E731
     dynamic, static = predict_both_ways(trainer_of(task, tmp_path / "run"), feature_file.path,

@@ -40,7 +40,7 @@ from albert_tf.tasks.question_answering.serving import export_squad_tflite
 from data_prep.classification.features import convert_example
 from data_prep.classification.processors import RteProcessor, Sst2Processor
 from data_prep.question_answering.examples import read_squad_examples
-from data_prep.question_answering.features import FeatureSettings, convert_examples
+from data_prep.question_answering.features import SquadFeatureSettings, convert_examples
 from tests.shared_setup import (EN8K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR, subprocess_env,
                                 tiny_config)
 
@@ -114,9 +114,9 @@ def glue_inputs(en8k) -> dict[str, np.ndarray]:
 def squad_inputs(en8k) -> dict[str, np.ndarray]:
     """The windows of the first two SQuAD v1.1 questions, as run_squad's features."""
     examples = read_squad_examples(SQUAD_V1_SAMPLE, is_training=False)[:2]
-    settings = FeatureSettings(max_seq_length=SEQ_LENGTH, doc_stride=32, max_query_length=16)
+    settings = SquadFeatureSettings(max_seq_length=SEQ_LENGTH, doc_stride=32, max_query_length=16)
     features = [feature for _, feature in
-                convert_examples(examples, en8k.sp_model, True, settings, False)][:6]
+                convert_examples(examples, en8k.sp_model, True, settings)][:6]
     return {name: np.array([getattr(feature, name) for feature in features], np.int32)
             for name in INPUT_NAMES}
 

@@ -177,11 +177,11 @@ CONVERT_IN_TWO_CHUNKS = """
 import sys
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.question_answering.examples import read_squad_examples
-from data_prep.question_answering.features import FeatureSettings, convert_questions
+from data_prep.question_answering.features import SquadFeatureSettings, convert_questions
 source, model = sys.argv[1:]
 examples = read_squad_examples(source, is_training=False)
 tokenizer = FullTokenizer(spm_model_file=model, do_lower_case=True)
-for _ in convert_questions(examples, tokenizer.sp_model, True, FeatureSettings(), False,
+for _ in convert_questions(examples, tokenizer.sp_model, True, SquadFeatureSettings(),
                            num_workers=2, chunk_questions=len(examples) // 2):
     pass
 """

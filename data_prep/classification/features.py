@@ -12,13 +12,14 @@ pieces. label_id = index of the label in the label list (STS-B: the float score;
 examples: the placeholder 0). Every record written is a real example (``is_real_example`` 1): on a
 TPU the input pipeline fills the last eval/predict batch itself (albert_tf/training/input_pipeline.py).
 
-TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``, ``segment_ids``
-int64 [S]; ``label_ids`` int64 scalar (float for STS-B); ``is_real_example`` int64 scalar. Records are
-serialized deterministically (feature names in sorted order), so the same inputs give the same bytes in
-every process (protobuf's default map order varies from process to process). ``parse_glue_example``
-is the matching parser that run_classifier.py reads them with.
+TFRecords: the task's schema (albert_tf/tasks/classification/records.py: ``input_ids``,
+``input_mask``, ``segment_ids`` int64 [S]; ``label_ids`` int64 scalar, float for STS-B;
+``is_real_example``), whose ``parse_glue_example`` run_classifier.py reads them with. Records are
+serialized deterministically (feature names in sorted order), so the same inputs give the same
+bytes in every process (protobuf's default map order varies from process to process).
 
-``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py):
+``cached_glue_features`` keeps them in the shared feature cache (data_prep/common/feature_cache.py),
+keyed by its ``GlueFeatureSettings`` (max_seq_length and ``FEATURES_VERSION``):
 unlike the reference, whose ``<task>_train.tf_record`` is silently reused after S, the tokenizer or the TSV
 changed, an entry is reused only when all of them are unchanged. Its sidecar metadata holds what
 post-processing needs: the guids of the real examples (so predictions need not re-read the TSV),
@@ -31,13 +32,13 @@ import dataclasses
 import logging
 from typing import Iterable, Protocol, Sequence
 
-import tensorflow as tf
-
+from albert_tf.tasks.classification import records
 from data_prep.classification.glue_tasks import glue_task
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.pair_truncation import truncate_seq_pair
 from data_prep.common.tf_example import float_feature, int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 
 # Bump when the bytes written for the same inputs change, or when inputs accepted before are now
 # refused (every cached GLUE feature file is rebuilt, so its TSV is read and checked again).
@@ -73,16 +74,33 @@ class InputFeatures:
     is_real_example: bool = True
 
 
-def _check_max_seq_length(max_seq_length: int) -> None:
+def check_max_seq_length(max_seq_length: int) -> None:
+    """SettingsError unless a record of max_seq_length fits [CLS] a [SEP] b [SEP] (3 special
+    tokens)."""
     if max_seq_length < 3:
-        raise ValueError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special tokens), "
-                         f"got {max_seq_length}")
+        raise SettingsError(f"max_seq_length must be >= 3 ([CLS] a [SEP] b [SEP] needs 3 special "
+                            f"tokens), got {max_seq_length}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueFeatureSettings:
+    """What determines a GLUE feature file's records besides its TSV and the tokenizer: what
+    ``cached_glue_features`` converts with and, as ``dataclasses.asdict``, its cache key's settings.
+
+    max_seq_length: S, the length of every record. features_version: ``FEATURES_VERSION``.
+    """
+
+    max_seq_length: int
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_max_seq_length(self.max_seq_length)
 
 
 def build_features(ids_a: Sequence[int], ids_b: Sequence[int] | None, max_seq_length: int,
                    cls_id: int, sep_id: int, label_id: int | float) -> InputFeatures:
     """``[CLS] a [SEP] (b [SEP])`` with segment ids and mask, truncated and zero-padded to max_seq_length."""
-    _check_max_seq_length(max_seq_length)
+    check_max_seq_length(max_seq_length)
     ids_a = list(ids_a)
     ids_b = list(ids_b) if ids_b else None
     if ids_b is not None:
@@ -147,11 +165,11 @@ def serialize_glue_features(features: InputFeatures, is_regression: bool) -> byt
     label = (float_feature([features.label_id]) if is_regression
              else int64_feature([features.label_id]))
     return serialize_example({
-        "input_ids": int64_feature(features.input_ids),
-        "input_mask": int64_feature(features.input_mask),
-        "segment_ids": int64_feature(features.segment_ids),
-        "label_ids": label,
-        "is_real_example": int64_feature([int(features.is_real_example)]),
+        records.INPUT_IDS: int64_feature(features.input_ids),
+        records.INPUT_MASK: int64_feature(features.input_mask),
+        records.SEGMENT_IDS: int64_feature(features.segment_ids),
+        records.LABEL_IDS: label,
+        records.IS_REAL_EXAMPLE: int64_feature([int(features.is_real_example)]),
     })
 
 
@@ -162,28 +180,6 @@ def write_features(sink: RecordSink, features: Iterable[InputFeatures], is_regre
         sink.write(serialize_glue_features(feature, is_regression))
         count += 1
     return count
-
-
-def glue_feature_spec(max_seq_length: int, is_regression: bool) -> dict[str, tf.io.FixedLenFeature]:
-    """``tf.io.parse_example`` spec of a GLUE record."""
-    return {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
-        "is_real_example": tf.io.FixedLenFeature([], tf.int64),
-    }
-
-
-def parse_glue_example(serialized: tf.Tensor, max_seq_length: int,
-                       is_regression: bool) -> dict[str, tf.Tensor]:
-    """Parses one serialized record (scalar string) or a batch [B]; int64 features become int32.
-
-    Shapes: ids/mask/segments [S] (or [B, S]); label_ids and is_real_example [] (or [B]).
-    """
-    parsed = tf.io.parse_example(serialized, glue_feature_spec(max_seq_length, is_regression))
-    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-            for name, value in parsed.items()}
 
 
 # -- the feature cache -----------------------------------------------------------------------------
@@ -202,15 +198,14 @@ def write_example_records(sink: RecordSink, examples: Sequence[InputExample],
 
 
 def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: GlueTokenizer,
-                         max_seq_length: int, cache_dir: str) -> FeatureFile:
+                         settings: GlueFeatureSettings, cache_dir: str) -> FeatureFile:
     """The feature file of ``split`` of ``task_name``: reused from ``cache_dir`` or (re)built.
 
     The processor normalizes text as ``tokenizer`` was built (SentencePiece mode and lowercasing).
-    The cache key covers the task, split, max_seq_length, FEATURES_VERSION, the tokenizer
-    fingerprint and the source TSV's size and sha256. Metadata: ``guids`` (in record order),
-    ``num_real_examples``, ``is_regression``.
+    The cache key covers the task, split, ``settings``, the tokenizer fingerprint and the source
+    TSV's size and sha256. Metadata: ``guids`` (in record order), ``num_real_examples``,
+    ``is_regression``.
     """
-    _check_max_seq_length(max_seq_length)
     task = glue_task(task_name)
     processor = task.processor(use_spm=tokenizer.uses_sentencepiece,
                                do_lower_case=tokenizer.do_lower_case)
@@ -218,8 +213,7 @@ def cached_glue_features(task_name: str, data_dir: str, split: str, tokenizer: G
 
     def build(sink: RecordSink) -> dict:
         return write_example_records(sink, processor.get_examples(data_dir, split), task.labels,
-                                     max_seq_length, tokenizer)
+                                     settings.max_seq_length, tokenizer)
 
-    settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION}
     return cached_feature_file(cache_dir, task.name, split, settings, tokenizer.fingerprint,
                                [source_path], build)

@@ -39,8 +39,10 @@ from typing import Any, Iterator, Sequence
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from data_prep.classification.processors import InputExample
 from data_prep.common.text_fields import normalize_field
+from data_prep.common.user_errors import opening_user_file
 
 FILE_FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -49,7 +51,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-class OwnDataError(ValueError):
+class OwnDataError(UserError, ValueError):
     """A data file is missing or malformed; the message names the file (and line) and what was
     expected."""
 
@@ -98,7 +100,7 @@ def file_format(path: str, given: str | None = None) -> str:
 def _read_text(path: str) -> str:
     if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         raise OwnDataError(f"{path}: file not found")
-    with tf.io.gfile.GFile(path, "rb") as handle:
+    with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
         data = handle.read()
     try:
         return data.decode("utf-8-sig")

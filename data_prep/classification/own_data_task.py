@@ -19,14 +19,40 @@ from typing import Sequence
 
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, MACRO_F1_KEY
 from data_prep.classification.features import (FEATURES_VERSION, GlueTokenizer,
-                                               write_example_records)
-from data_prep.classification.own_data import (OwnDataError, OwnDataReader, file_format,
+                                               check_max_seq_length, write_example_records)
+from data_prep.classification.own_data import (Columns, OwnDataError, OwnDataReader, file_format,
                                                label_set)
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.common.user_errors import SettingsError
 
 TASK_NAME = "own_data"
 SELECTION_METRICS = {"accuracy": GLUE_METRIC_KEYS["accuracy"], "macro_f1": MACRO_F1_KEY}
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnDataFeatureSettings:
+    """What determines the records of one of the user's files besides its bytes and the tokenizer:
+    what ``OwnDataTask.features`` converts with and, as ``dataclasses.asdict``, its cache key's
+    settings.
+
+    max_seq_length: S. format: the file's format (csv, tsv, jsonl). columns: the columns read.
+    labels: the label set (label id = index), None for a regression. task_type: classification or
+    regression. use_spm, do_lower_case: how the texts were normalized. features_version: GLUE's
+    ``FEATURES_VERSION`` (the same records).
+    """
+
+    max_seq_length: int
+    format: str
+    columns: Columns
+    labels: tuple[str, ...] | None
+    task_type: str
+    use_spm: bool
+    do_lower_case: bool
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_max_seq_length(self.max_seq_length)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,20 +84,24 @@ class OwnDataTask:
     def split_path(self, split: str) -> str:
         return self.files[split]
 
+    def feature_settings(self, split: str, max_seq_length: int) -> OwnDataFeatureSettings:
+        """The settings of ``split``'s records: ``max_seq_length`` and how the file was read."""
+        reader = self.reader
+        return OwnDataFeatureSettings(
+            max_seq_length=max_seq_length,
+            format=file_format(self.files[split], reader.file_format), columns=reader.columns,
+            labels=None if self.labels is None else tuple(self.labels),
+            task_type=reader.task_type, use_spm=reader.use_spm, do_lower_case=reader.do_lower_case)
+
     def features(self, split: str, tokenizer: GlueTokenizer, max_seq_length: int,
                  cache_dir: str) -> FeatureFile:
-        """The feature file of ``split``, reused from ``cache_dir`` when its file, columns, labels
-        and settings are unchanged (the feature cache's key)."""
-        reader = self.reader
-        settings = {"max_seq_length": max_seq_length, "features_version": FEATURES_VERSION,
-                    "format": file_format(self.files[split], reader.file_format),
-                    "columns": dataclasses.asdict(reader.columns), "labels": self.labels,
-                    "task_type": reader.task_type, "use_spm": reader.use_spm,
-                    "do_lower_case": reader.do_lower_case}
+        """The feature file of ``split``, reused from ``cache_dir`` when its file and its
+        ``feature_settings`` (columns, labels, ...) are unchanged (the feature cache's key)."""
+        settings = self.feature_settings(split, max_seq_length)
 
         def build(sink: RecordSink) -> dict:
-            return write_example_records(sink, self.examples[split], self.labels, max_seq_length,
-                                         tokenizer)
+            return write_example_records(sink, self.examples[split], settings.labels,
+                                         settings.max_seq_length, tokenizer)
 
         return cached_feature_file(cache_dir, self.name, split, settings, tokenizer.fingerprint,
                                    [self.files[split]], build)
@@ -91,18 +121,19 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader,
     """Reads and checks every file of ``files`` ({"train"|"dev"|"test": path}); see the module doc.
 
     ``stored_labels``: the labels recorded by an earlier run in the output directory, in
-    ``label_file`` (None when there is none). Raises OwnDataError (a file's mistake) or ValueError
-    (no label set can be found, a single class, a selection metric that does not fit the task
-    type).
+    ``label_file`` (None when there is none). Raises OwnDataError (a file's mistake; a single
+    class) or SettingsError, a ValueError (no label set can be found, a selection metric that does
+    not fit the task type, --labels that are not distinct).
     """
     if selection not in SELECTION_METRICS:
-        raise ValueError(f"unknown selection metric {selection!r}; expected one of "
-                         f"{sorted(SELECTION_METRICS)}")
+        raise SettingsError(f"unknown selection metric {selection!r}; expected one of "
+                            f"{sorted(SELECTION_METRICS)}")
     if reader.is_regression and selection != "accuracy":
-        raise ValueError(f"--selection_metric={selection}: a regression's best checkpoint is "
-                         "chosen by Pearson's r")
+        raise SettingsError(f"--selection_metric={selection}: a regression's best checkpoint is "
+                            "chosen by Pearson's r")
     if reader.is_regression and given_labels:
-        raise ValueError("--labels names the classes of a classification; a regression has none")
+        raise SettingsError("--labels names the classes of a classification; a regression has "
+                            "none")
     files = {split: files[split] for split in ("train", "dev", "test") if files.get(split)}
     for path in files.values():
         file_format(path, reader.file_format)
@@ -120,9 +151,9 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader,
                 source = f"the labels of {files['train']}"
         if labels is None:
             if stored_labels is None:
-                raise ValueError(f"no label set: {label_file} does not exist "
-                                 "(--do_train with --train_file writes it); give --train_file or "
-                                 "--labels")
+                raise SettingsError(f"no label set: {label_file} does not exist "
+                                    "(--do_train with --train_file writes it); give --train_file "
+                                    "or --labels")
             labels, source = list(stored_labels), label_file
         if len(labels) < 2:
             raise OwnDataError(f"{source}: one class only ({labels}); a classifier needs at least "
@@ -140,5 +171,5 @@ def _given_label_set(given: Sequence[str]) -> list[str]:
     labels = [label.strip() for label in given]
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates or "" in labels:
-        raise ValueError(f"--labels={','.join(given)}: expected distinct non-empty class names")
+        raise SettingsError(f"--labels={','.join(given)}: expected distinct non-empty class names")
     return labels

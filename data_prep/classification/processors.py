@@ -36,12 +36,14 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from data_prep.common.text_fields import normalize_field
+from data_prep.common.user_errors import opening_user_file
 
 SPLITS = ("train", "dev", "test")
 
 
-class GlueDataError(ValueError):
+class GlueDataError(UserError, ValueError):
     """A GLUE file is missing or malformed; the message names the file (and line) and what was expected."""
 
 
@@ -231,7 +233,7 @@ def read_tsv(path: str) -> Iterator[tuple[int, list[str]]]:
     through ``tf.io.gfile``; a line that is not valid UTF-8 raises ``GlueDataError`` naming the file,
     the line and the offending byte.
     """
-    with tf.io.gfile.GFile(path, "rb") as handle:
+    with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
         data = handle.read()
     for line_number, raw_line in enumerate(data.splitlines(), start=1):
         try:

@@ -24,6 +24,7 @@ from apache_beam.runners.portability.portable_runner import JobServiceHandle
 from apache_beam.runners.runner import PipelineState
 
 from albert_tf.cli.error_boundary import logger_levels
+from data_prep.common.user_errors import SettingsError
 
 DIRECT_RUNNER = "DirectRunner"
 LOCAL_RUNNER = "FnApiRunner"
@@ -47,7 +48,8 @@ def pipeline_options(runner: str, beam_args: list[str], num_workers: int,
     DirectRunner: the local runner, ``num_workers`` processes (multi-process mode when more than
     one), quiet worker logs. Other runners: ``num_workers`` is passed on when given (Dataflow's
     initial worker count). An option given in ``beam_args`` wins. Raises ValueError for an unknown
-    runner or option, ImportError for a runner whose Beam extra is not installed.
+    runner, SettingsError (a ValueError) for an unknown option, ImportError for a runner whose
+    Beam extra is not installed.
     """
     is_direct = runner.lower() in ("direct", DIRECT_RUNNER.lower())
     runner = LOCAL_RUNNER if is_direct else runner
@@ -59,8 +61,8 @@ def pipeline_options(runner: str, beam_args: list[str], num_workers: int,
         unknown = sorted(set(given.get_all_options(retain_unknown_options=True)) - known)
         explicit = given.get_all_options(drop_default=True)
     if unknown:
-        raise ValueError(f"unknown option(s) {', '.join('--' + name for name in unknown)}: neither a "
-                         "flag of this command nor a Beam pipeline option")
+        raise SettingsError(f"unknown option(s) {', '.join('--' + name for name in unknown)}: "
+                            "neither a flag of this command nor a Beam pipeline option")
     defaults: dict[str, Any] = {}
     if is_direct:
         defaults = {"direct_num_workers": num_workers,
@@ -81,8 +83,8 @@ def check_paths_reach_workers(options: PipelineOptions, paths: Sequence[tuple[st
         return
     for flag, path in paths:
         if "://" not in path:
-            raise ValueError(f"{flag} {path!r} is a local path, which Dataflow's workers cannot "
-                             "read or write: use gs://...")
+            raise SettingsError(f"{flag} {path!r} is a local path, which Dataflow's workers cannot "
+                                "read or write: use gs://...")
 
 
 def is_local(options: PipelineOptions) -> bool:

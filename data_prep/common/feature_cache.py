@@ -6,23 +6,30 @@ A feature file is two files::
     <name>.tf_record        the serialized records
     <name>.tf_record.json   {"format_version", "key", "num_records", "record_bytes", "metadata"}
 
+(``format_version`` is the sidecar's own version, ``SIDECAR_VERSION``.)
+
 ``metadata`` is whatever the task's post-processing needs besides the records (GLUE: the guids of the
 real examples; SQuAD: per-feature token maps; ...). The record file is written under a temporary name
 and renamed when complete, then the sidecar is written atomically, so a sidecar only ever describes a
 complete record file, and a record file whose size differs from the sidecar's ``record_bytes`` is
 detected instead of trusted.
 
-The cache (``cached_feature_file``) keys an entry by the format version, task, split, the task's
-settings (sequence lengths, padding, its own feature version, ...), the tokenizer fingerprint and the
-size and sha256 of every input file. Unlike the reference, which silently reuses
-``<task>_train.tf_record`` after the sequence length, the tokenizer or the input file changed, an
-entry is reused only when its sidecar holds exactly that key.
+The cache (``cached_feature_file``) keys an entry by the sidecar version, task, split, the task's
+settings, the tokenizer fingerprint and the size and sha256 of every input file. A task's settings
+are one frozen dataclass per feature builder (``GlueFeatureSettings``, ``SquadFeatureSettings``,
+...: sequence lengths, what the reader keeps, and ``features_version``, the task's records version
+``FEATURES_VERSION``), which is both what the builder converts with and, as
+``dataclasses.asdict``, the key: a setting cannot change the records without changing the key.
+Unlike the reference, which silently reuses ``<task>_train.tf_record`` after the sequence length,
+the tokenizer or the input file changed, an entry is reused only when its sidecar holds exactly
+that key.
 
 Every file operation goes through ``tf.io.gfile``, so cache directories and inputs may be ``gs://``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -31,12 +38,15 @@ from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text, temporary_path
 from albert_tf.files.paths import absolute_path
+from data_prep.common.user_errors import opening_user_file
 
-# Bump when the sidecar schema or the cache's naming changes (every existing entry is then rebuilt).
-# A task whose record bytes change for the same inputs bumps a version inside its own settings instead.
-FORMAT_VERSION = 1
+# The sidecar's version (its field ``format_version``): bump when the sidecar schema or the cache's
+# naming changes (every existing entry is then rebuilt). A task whose record bytes change for the
+# same inputs bumps its FEATURES_VERSION, inside its own settings, instead.
+SIDECAR_VERSION = 1
 
 RECORD_SUFFIX = ".tf_record"
 _SIDECAR_FIELDS = ("format_version", "key", "num_records", "record_bytes", "metadata")
@@ -45,7 +55,7 @@ _HASH_BLOCK_BYTES = 1 << 20
 _DIGEST_CHARACTERS = 16  # of the sha256 naming a cache entry
 
 
-class FeatureCacheError(ValueError):
+class FeatureCacheError(UserError, ValueError):
     """A feature file is incomplete or inconsistent, or an input is missing; the message names the file."""
 
 
@@ -110,19 +120,22 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
     _remove_if_present(sidecar)
     _remove_if_present(record_path)
     with temporary_path(record_path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
+        with opening_user_file(record_path, "feature file"):
+            writer = tf.io.TFRecordWriter(temporary)
+        with writer:
             sink = _CountingSink(writer)
             metadata = build(sink)
         if not isinstance(metadata, Mapping):
             raise TypeError(f"the builder of {record_path} must return a metadata dict, "
                             f"got {type(metadata).__name__}")
-        contents = {"format_version": FORMAT_VERSION,
+        contents = {"format_version": SIDECAR_VERSION,
                     "key": _json_round_trip(None if key is None else dict(key), "the cache key"),
                     "num_records": sink.count,
                     "record_bytes": tf.io.gfile.stat(temporary).length,
                     "metadata": _json_round_trip(dict(metadata), f"the metadata of {record_path}")}
     try:
-        atomic_write_text(sidecar, json.dumps(contents) + "\n")
+        with opening_user_file(sidecar, "feature sidecar"):
+            atomic_write_text(sidecar, json.dumps(contents) + "\n")
     except BaseException:
         _remove_if_present(record_path)
         raise
@@ -136,16 +149,16 @@ def _load_sidecar(record_path: str) -> dict:
         raise FeatureCacheError(f"{path}: sidecar not found, so {record_path} is not a complete "
                                 "feature file (never built, or its build was interrupted)")
     try:
-        with tf.io.gfile.GFile(path, "rb") as handle:
+        with opening_user_file(path, "feature sidecar"), tf.io.gfile.GFile(path, "rb") as handle:
             sidecar = json.loads(handle.read().decode("utf-8"))
     except ValueError as error:
         raise FeatureCacheError(f"{path}: not a valid JSON sidecar: {error}") from None
     if not isinstance(sidecar, dict) or any(field not in sidecar for field in _SIDECAR_FIELDS):
         raise FeatureCacheError(f"{path}: expected a JSON object with the fields "
                                 f"{list(_SIDECAR_FIELDS)}")
-    if sidecar["format_version"] != FORMAT_VERSION:
+    if sidecar["format_version"] != SIDECAR_VERSION:
         raise FeatureCacheError(f"{path}: format_version {sidecar['format_version']!r}, expected "
-                                f"{FORMAT_VERSION}")
+                                f"{SIDECAR_VERSION}")
     for field in ("num_records", "record_bytes"):
         value = sidecar[field]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -173,7 +186,7 @@ def read_feature_file(record_path: str) -> FeatureFile:
 
 def _sha256_of_file(path: str) -> str:
     digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as handle:
+    with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
         for block in iter(lambda: handle.read(_HASH_BLOCK_BYTES), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -193,18 +206,26 @@ def file_fingerprints(paths: Sequence[str]) -> list[dict]:
     return fingerprints
 
 
-def _identity(task: str, split: str, settings: Mapping, tokenizer_fingerprint: str) -> dict:
+def settings_key(settings: Any) -> dict:
+    """The cache key's ``settings``: a settings dataclass as ``dataclasses.asdict`` (nested ones
+    too), or a mapping as a dict."""
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        return dataclasses.asdict(settings)
+    return dict(settings)
+
+
+def _identity(task: str, split: str, settings: Any, tokenizer_fingerprint: str) -> dict:
     """Everything that names a cache entry (all of the key except the input files)."""
     for what, value in (("task", task), ("split", split)):
         if not isinstance(value, str) or not _NAME_PART.fullmatch(value):
             raise ValueError(f"feature cache {what} {value!r} must be letters, digits, '_', '.' or "
                              "'-' (it is part of a file name)")
-    return {"format_version": FORMAT_VERSION, "task": task, "split": split,
-            "settings": _json_round_trip(dict(settings), "the feature settings"),
+    return {"format_version": SIDECAR_VERSION, "task": task, "split": split,
+            "settings": _json_round_trip(settings_key(settings), "the feature settings"),
             "tokenizer_fingerprint": tokenizer_fingerprint}
 
 
-def feature_file_path(cache_dir: str, task: str, split: str, settings: Mapping,
+def feature_file_path(cache_dir: str, task: str, split: str, settings: Any,
                       tokenizer_fingerprint: str) -> str:
     """``<cache_dir>/<task>_<split>_<digest>.tf_record``: the same path for the same task, split,
     settings and tokenizer (digest: 16 hex chars of their sha256), whatever the input files hold."""
@@ -220,15 +241,17 @@ def cache_file_pattern(task: str) -> str:
     return f"{task}_*_{'?' * _DIGEST_CHARACTERS}{RECORD_SUFFIX}*"
 
 
-def cached_feature_file(cache_dir: str, task: str, split: str, settings: Mapping,
+def cached_feature_file(cache_dir: str, task: str, split: str, settings: Any,
                         tokenizer_fingerprint: str, input_paths: Sequence[str],
                         build: Callable[[RecordSink], dict]) -> FeatureFile:
     """The feature file of (task, split, settings, tokenizer, input files): reused or (re)built.
 
-    settings: JSON-serialisable values that change the records (e.g. max_seq_length, a feature
-    version of the task's builder). The entry lives at ``feature_file_path(...)``; it is reused when
-    its sidecar's key (format version, task, split, settings, tokenizer fingerprint and
-    ``file_fingerprints(input_paths)``) equals this call's and the record file has the recorded size.
+    settings: what changes the records besides the inputs and the tokenizer: the builder's settings
+    dataclass (its ``dataclasses.asdict`` is the key's ``settings``; see the module doc), or a
+    mapping; JSON-serialisable either way. The entry lives at ``feature_file_path(...)``; it is
+    reused when its sidecar's key (sidecar version, task, split, settings, tokenizer fingerprint
+    and ``file_fingerprints(input_paths)``) equals this call's and the record file has the recorded
+    size.
     Otherwise ``write_feature_file(path, build, key)`` rebuilds it (an edited input file replaces its
     entry). Logs which of the two happened and why.
     """

@@ -1,8 +1,9 @@
 """The RACE feature file of a split: its records plus a JSON sidecar, cached or written to a given path.
 
 - ``race_feature_file``: the file run_race reads, in the shared feature cache
-  (data_prep/common/feature_cache.py): reused only when the settings, the tokenizer and the bytes
-  of every file read are unchanged, else rebuilt (``FORMAT_VERSION`` bumps invalidate old files).
+  (data_prep/common/feature_cache.py): reused only when its ``RaceFeatureSettings`` (with
+  ``FEATURES_VERSION``), the tokenizer and the bytes of every file read are unchanged, else
+  rebuilt.
 - ``race_records_builder``: reads the sources and writes their records; the ``build`` callback of
   the cache and of ``python -m data_prep.race``, which writes to a given path.
 - ``write_race_records``: one record per question (data_prep/multiple_choice/features.py) and the
@@ -19,22 +20,20 @@ from typing import Callable, Sequence
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
-from data_prep.multiple_choice.features import check_lengths, serialize_race_features
+from data_prep.multiple_choice.features import RaceFeatureSettings, serialize_race_features
 from data_prep.multiple_choice.reader import (LEVELS, RaceDataError, RaceExamples, RaceSource,
                                               convert_examples, race_sources, read_race_examples)
 
-# Bump when the records written for the same inputs and settings change (invalidates cached files).
-FORMAT_VERSION = 1
-
 
 def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: FullTokenizer,
-                       max_seq_length: int, max_qa_length: int) -> dict:
+                       settings: RaceFeatureSettings) -> dict:
     """Writes one record per example to ``sink``; returns the metadata of the file.
 
     Metadata: ``example_ids`` and ``levels`` (one entry per record, in record order), ``num_examples``
     per level, ``num_skipped_questions``, ``num_skipped_articles``, ``max_seq_length``, ``max_qa_length``.
     """
-    for features in convert_examples(examples.examples, tokenizer, max_seq_length, max_qa_length):
+    for features in convert_examples(examples.examples, tokenizer, settings.max_seq_length,
+                                     settings.max_qa_length):
         sink.write(serialize_race_features(features))
     levels = [example.level for example in examples.examples]
     per_level = collections.Counter(levels)
@@ -44,43 +43,33 @@ def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: Full
         "num_examples": {level: per_level[level] for level in LEVELS},
         "num_skipped_questions": examples.num_skipped_questions,
         "num_skipped_articles": examples.num_skipped_articles,
-        "max_seq_length": max_seq_length,
-        "max_qa_length": max_qa_length,
+        "max_seq_length": settings.max_seq_length,
+        "max_qa_length": settings.max_qa_length,
     }
 
 
-def race_records_builder(sources: Sequence[RaceSource], tokenizer: FullTokenizer, max_seq_length: int,
-                         max_qa_length: int, skip_invalid: bool) -> Callable[[RecordSink], dict]:
+def race_records_builder(sources: Sequence[RaceSource], tokenizer: FullTokenizer,
+                         settings: RaceFeatureSettings) -> Callable[[RecordSink], dict]:
     """The ``build`` callback of the feature-file writers: reads ``sources`` and writes their records."""
     def build(sink: RecordSink) -> dict:
         examples = read_race_examples(sources, use_spm=tokenizer.uses_sentencepiece,
-                                      do_lower_case=tokenizer.do_lower_case, skip_invalid=skip_invalid)
+                                      do_lower_case=tokenizer.do_lower_case,
+                                      skip_invalid=settings.skip_invalid)
         if not examples.examples:
             raise RaceDataError(f"no valid questions in {[source.path for source in sources]}")
-        return write_race_records(sink, examples, tokenizer, max_seq_length, max_qa_length)
+        return write_race_records(sink, examples, tokenizer, settings)
     return build
 
 
-def race_feature_file(data_dir: str, split: str, tokenizer: FullTokenizer, max_seq_length: int,
-                      max_qa_length: int, cache_dir: str, middle_only: bool = False,
-                      high_only: bool = False, skip_invalid: bool = False) -> FeatureFile:
+def race_feature_file(data_dir: str, split: str, tokenizer: FullTokenizer,
+                      settings: RaceFeatureSettings, cache_dir: str) -> FeatureFile:
     """The records of ``split`` in ``cache_dir``: reused when nothing that determines them changed
     (settings, tokenizer, the bytes of the files read), else written (metadata: ``write_race_records``).
 
-    Raises RaceDataError for missing or invalid data (see ``read_race_examples``), ValueError for
-    lengths ``check_lengths`` rejects.
+    Raises RaceDataError for missing or invalid data (see ``read_race_examples``).
     """
-    check_lengths(max_seq_length, max_qa_length)
-    sources = race_sources(data_dir, split, middle_only=middle_only, high_only=high_only)
-    settings = {
-        "format_version": FORMAT_VERSION,
-        "max_seq_length": max_seq_length,
-        "max_qa_length": max_qa_length,
-        "middle_only": middle_only,
-        "high_only": high_only,
-        "skip_invalid": skip_invalid,
-    }
+    sources = race_sources(data_dir, split, middle_only=settings.middle_only,
+                           high_only=settings.high_only)
     return cached_feature_file(cache_dir, "race", split, settings, tokenizer.fingerprint,
                                [source.path for source in sources],
-                               race_records_builder(sources, tokenizer, max_seq_length, max_qa_length,
-                                                    skip_invalid))
+                               race_records_builder(sources, tokenizer, settings))

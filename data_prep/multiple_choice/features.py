@@ -1,4 +1,4 @@
-"""RACE questions -> fixed-length multiple-choice features, their TFRecord schema and its parser.
+"""RACE questions -> fixed-length multiple-choice features and their TFRecords.
 
 Layout of one choice (row) of max_seq_length S, as the reference's RACE ``convert_single_example``
 builds it::
@@ -11,7 +11,8 @@ qa is the question with the option filled in (see data_prep/multiple_choice/read
 keep their LAST ``max_qa_length``; then the article keeps its first ``S - 3 - m`` pieces. A question
 has one row per option (always 4).
 
-TFRecord schema (the reference's names, dtypes and shapes): ``input_ids``, ``input_mask``,
+TFRecords: the task's schema (albert_tf/tasks/multiple_choice/records.py, the reference's names,
+dtypes and shapes; ``parse_race_record`` is its parser): ``input_ids``, ``input_mask``,
 ``segment_ids`` int64 [4*S] (the 4 rows concatenated, option A first); ``label_ids`` int64 scalar
 (0-3 for A-D); ``is_real_example`` int64 scalar (always 1: no padding records are written).
 """
@@ -21,15 +22,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import tensorflow as tf
-
+from albert_tf.tasks.multiple_choice import records
+from albert_tf.tasks.multiple_choice.records import NUM_CHOICES
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 
-NUM_CHOICES = 4
-
-# The features stored flat as [NUM_CHOICES * S].
-_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+# The records version: bump when the records written for the same inputs and settings change
+# (every cached RACE feature file is then rebuilt).
+FEATURES_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +44,36 @@ class RaceFeatures:
 
 
 def check_lengths(max_seq_length: int, max_qa_length: int) -> None:
-    """Raises ValueError unless a row can hold [CLS] [SEP] qa [SEP] with up to max_qa_length qa pieces."""
+    """SettingsError (a ValueError) unless a row can hold [CLS] [SEP] qa [SEP] with up to
+    max_qa_length qa pieces."""
     if max_qa_length < 1:
-        raise ValueError(f"max_qa_length must be >= 1, got {max_qa_length}")
+        raise SettingsError(f"max_qa_length must be >= 1, got {max_qa_length}")
     if max_seq_length < max_qa_length + 3:
-        raise ValueError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
+        raise SettingsError(f"max_seq_length ({max_seq_length}) must be >= max_qa_length + 3 "
                          f"({max_qa_length + 3}): [CLS], two [SEP] and up to {max_qa_length} "
                          "question+option pieces")
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceFeatureSettings:
+    """What determines a RACE feature file's records besides its article files and the tokenizer:
+    what the builders convert with and, as ``dataclasses.asdict``, the feature cache's key
+    settings (data_prep/multiple_choice/feature_file.py).
+
+    max_seq_length: S, the length of every row. max_qa_length: the question+option pieces kept.
+    middle_only / high_only: read one level only. skip_invalid: skip invalid questions and articles
+    instead of refusing the file. features_version: ``FEATURES_VERSION``.
+    """
+
+    max_seq_length: int
+    max_qa_length: int
+    middle_only: bool = False
+    high_only: bool = False
+    skip_invalid: bool = False
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_lengths(self.max_seq_length, self.max_qa_length)
 
 
 def choice_row(article_ids: Sequence[int], qa_ids: Sequence[int], max_seq_length: int,
@@ -94,38 +118,9 @@ def serialize_race_features(features: RaceFeatures) -> bytes:
     """The reference's record: ids/mask/segments int64 [4*S] (rows concatenated), label_ids,
     is_real_example = 1."""
     return serialize_example({
-        "input_ids": int64_feature(_flatten(features.input_ids)),
-        "input_mask": int64_feature(_flatten(features.input_mask)),
-        "segment_ids": int64_feature(_flatten(features.segment_ids)),
-        "label_ids": int64_feature([features.label_id]),
-        "is_real_example": int64_feature([1]),
+        records.INPUT_IDS: int64_feature(_flatten(features.input_ids)),
+        records.INPUT_MASK: int64_feature(_flatten(features.input_mask)),
+        records.SEGMENT_IDS: int64_feature(_flatten(features.segment_ids)),
+        records.LABEL_IDS: int64_feature([features.label_id]),
+        records.IS_REAL_EXAMPLE: int64_feature([1]),
     })
-
-
-def race_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
-    """``tf.io.parse_example`` spec of a RACE record (flat [4*S] sequences, as stored)."""
-    spec = {name: tf.io.FixedLenFeature([NUM_CHOICES * max_seq_length], tf.int64)
-            for name in _SEQUENCE_FEATURES}
-    spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
-    spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_race_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """Parses one serialized record (scalar string) or a batch [B]; every feature becomes int32.
-
-    Shapes after parsing: ids/mask/segments reshaped to [4, S] (batch: [B, 4, S]), row i being
-    option i; label_ids and is_real_example [] (batch: [B]).
-    """
-    serialized = tf.convert_to_tensor(serialized, tf.string)
-    if serialized.shape.rank not in (0, 1):
-        raise ValueError(f"expected one serialized record or a vector of them, got shape "
-                         f"{serialized.shape}")
-    choices_shape = [NUM_CHOICES, max_seq_length]
-    if serialized.shape.rank == 1:
-        choices_shape = [-1] + choices_shape
-    parsed = tf.io.parse_example(serialized, race_feature_spec(max_seq_length))
-    result = {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-    for name in _SEQUENCE_FEATURES:
-        result[name] = tf.reshape(result[name], choices_shape)
-    return result

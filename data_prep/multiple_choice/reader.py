@@ -42,8 +42,10 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.text_fields import normalize_field
+from data_prep.common.user_errors import opening_user_file
 from data_prep.multiple_choice.features import (NUM_CHOICES, RaceFeatures, check_lengths,
                                                 question_features)
 
@@ -54,7 +56,7 @@ ANSWER_LETTERS = "ABCD"
 _ARTICLE_KEYS = ("id", "article", "questions", "options", "answers")
 
 
-class RaceDataError(ValueError):
+class RaceDataError(UserError, ValueError):
     """A RACE file is missing or malformed; the message names the file (line) and question."""
 
 
@@ -113,7 +115,8 @@ def race_sources(data_dir: str, split: str, middle_only: bool = False,
         if not tf.io.gfile.isdir(directory):
             raise RaceDataError(f"RACE directory not found: {directory} (expected "
                                 f"<data_dir>/RACE/{split}/{level}/ holding all.txt or *.txt)")
-        names = sorted(tf.io.gfile.listdir(directory))
+        with opening_user_file(directory):
+            names = sorted(tf.io.gfile.listdir(directory))
         articles = [name for name in names if name.endswith(".txt") and name != ALL_TXT
                     and not tf.io.gfile.isdir(os.path.join(directory, name))]
         if ALL_TXT in names and articles:
@@ -235,7 +238,7 @@ def fill_in_option(question: str, option: str) -> str:
 
 def _raw_articles(source: RaceSource) -> Iterator[tuple[str, bytes]]:
     """(place, undecoded JSON text) per article; place is "path:line" for all.txt, else the path."""
-    with tf.io.gfile.GFile(source.path, "rb") as handle:
+    with opening_user_file(source.path), tf.io.gfile.GFile(source.path, "rb") as handle:
         content = handle.read()
     if not source.one_article_per_line:
         yield source.path, content

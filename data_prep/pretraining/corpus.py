@@ -14,8 +14,11 @@ from typing import Iterator
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors.user_error import UserError
+from data_prep.common.user_errors import opening_user_file
 
-class CorpusError(ValueError):
+
+class CorpusError(UserError, ValueError):
     """The input corpus cannot be used; the message names the pattern, file or line."""
 
 
@@ -70,7 +73,7 @@ class CorpusReader:
         return document
 
     def _lines(self, path: str) -> Iterator[str]:
-        with tf.io.gfile.GFile(path, "rb") as handle:
+        with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
             for line_number, raw in enumerate(handle, start=1):
                 try:
                     text = raw.decode("utf-8")

@@ -20,9 +20,12 @@ from typing import Iterator, Sequence
 import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open, atomic_write_text
 from albert_tf.files.paths import expand_input_patterns
 from albert_tf.tokenization.normalization import preprocess_text
+from data_prep.common.user_errors import SettingsError, opening_user_file
+from data_prep.pretraining.corpus import CorpusError
 
 PAD_ID = 0
 UNK_ID = 1
@@ -31,8 +34,9 @@ USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
 DEFAULT_CHARACTER_COVERAGE = 0.99995
 
 
-class TrainSentencePieceError(RuntimeError):
-    """Training failed; the message says why and what to change."""
+class TrainSentencePieceError(UserError, RuntimeError):
+    """SentencePiece refused to train on the input and settings given (a vocabulary too large for
+    the corpus, no text, ...); the message says why and what to change."""
 
 
 class _NormalizedLines:
@@ -45,13 +49,13 @@ class _NormalizedLines:
 
     def __iter__(self) -> Iterator[str]:
         for path in self.files:
-            with tf.io.gfile.GFile(path, "rb") as handle:
+            with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
                 for number, raw in enumerate(handle, start=1):
                     try:
                         line = raw.decode("utf-8")
                     except UnicodeDecodeError as err:
-                        raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
-                                         f"{err.start}); fix or remove the line") from None
+                        raise CorpusError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
+                                          f"{err.start}); fix or remove the line") from None
                     text = preprocess_text(line, lower=self.do_lower_case)
                     if text:
                         self.count += 1
@@ -85,11 +89,11 @@ def train_sentencepiece(input_files: str | Sequence[str],
     quiet: only SentencePiece warnings on stderr (its INFO log is the progress display otherwise).
     """
     if vocab_size <= len(CONTROL_SYMBOLS) + len(USER_DEFINED_SYMBOLS) + 2:
-        raise ValueError(f"vocab_size={vocab_size} leaves no room for learned pieces after the 13 "
-                         "special and user-defined pieces")
+        raise SettingsError(f"vocab_size={vocab_size} leaves no room for learned pieces after the "
+                            "13 special and user-defined pieces")
     if 0 < input_sentence_size <= 100:
-        raise ValueError(f"input_sentence_size={input_sentence_size}: SentencePiece needs 0 (use every "
-                         "sentence) or more than 100")
+        raise SettingsError(f"input_sentence_size={input_sentence_size}: SentencePiece needs 0 "
+                            "(use every sentence) or more than 100")
     files = expand_input_patterns(input_files)
     lines = _NormalizedLines(files, do_lower_case)
     model_writer = io.BytesIO()

@@ -13,6 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from albert_tf.errors.user_error import UserFileError
 from albert_tf.files.atomic import atomic_write_text, temporary_path
 from albert_tf.files.run_files import Output, RunFiles, check_run_files
 
@@ -38,7 +39,7 @@ class RoundRobinRecordWriter:
                 try:
                     writer = tf.io.TFRecordWriter(temporary)
                 except tf.errors.OpError as err:
-                    raise OSError(f"cannot create output file {path}: {err.message}") from err
+                    raise UserFileError(f"cannot create output file {path}: {err.message}") from err
                 # Registered after the rename callback, so each writer closes before its rename.
                 self._writers.append(stack.enter_context(writer))
             self._stack = stack.pop_all()

@@ -33,8 +33,11 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors.user_error import UserError
+from data_prep.common.user_errors import opening_user_file
 
-class SquadDataError(ValueError):
+
+class SquadDataError(UserError, ValueError):
     """A SQuAD file is unusable; the message names the file and the question (or the part) at fault."""
 
 
@@ -189,7 +192,7 @@ def read_squad_questions(input_file: str, is_training: bool,
     """The questions of a SQuAD JSON file (local or gs://), in file order (``parse_squad_questions``)."""
     if not tf.io.gfile.exists(input_file):
         raise SquadDataError(f"SQuAD file not found: {input_file}")
-    with tf.io.gfile.GFile(input_file, "r") as handle:
+    with opening_user_file(input_file), tf.io.gfile.GFile(input_file, "r") as handle:
         try:
             dataset = json.load(handle)
         except (ValueError, UnicodeDecodeError) as err:

@@ -31,8 +31,10 @@ Training files carry no per-question or per-feature lists (their labels are in t
 keeps memory bounded by a chunk of questions however large the file.
 
 API: ``squad_feature_file`` (the cached file run_squad reads, in the shared feature cache
-data_prep/common/feature_cache.py), ``write_squad_feature_file`` (to a given path; the command
-``python -m data_prep.squad``), ``build_squad_features`` (the builder both use).
+data_prep/common/feature_cache.py, keyed by its ``SquadFeatureSettings``),
+``write_squad_feature_file`` (to a given path; the command ``python -m data_prep.squad``),
+``build_squad_features`` (the builder both use). Both read the file as their settings say
+(training or not, the SQuAD version accepted, the shuffle).
 """
 
 from __future__ import annotations
@@ -50,11 +52,9 @@ from data_prep.common.feature_cache import (FeatureFile, RecordSink, cached_feat
                                             write_feature_file)
 from data_prep.question_answering.examples import (SquadDataError, SquadExample, SquadQuestions,
                                                    read_squad_questions)
-from data_prep.question_answering.features import (FIRST_UNIQUE_ID, FeatureSettings,
+from data_prep.question_answering.features import (FIRST_UNIQUE_ID, SquadFeatureSettings,
                                                    convert_questions, with_unique_id)
 
-# Bump when the records or the metadata change for the same inputs (invalidates cached files).
-FEATURE_VERSION = 2
 # Questions between two progress lines in the log.
 _PROGRESS_QUESTIONS = 10000
 
@@ -81,16 +81,16 @@ def _eval_examples_metadata(examples: Sequence[SquadExample]) -> dict:
 
 
 def build_squad_features(sink: RecordSink, questions: SquadQuestions, tokenizer: FullTokenizer,
-                         settings: FeatureSettings, is_training: bool,
-                         num_workers: int = 1) -> dict:
+                         settings: SquadFeatureSettings, num_workers: int = 1) -> dict:
     """Writes every feature record of the questions' examples to ``sink`` in question order, with
     the reference's unique ids; returns the sidecar metadata (see the module doc)."""
+    is_training = settings.is_training
     examples = questions.examples
     features: list[dict] = []
     dropped: list[str] = []
     unique_id = FIRST_UNIQUE_ID
     converted = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
-                                  settings, is_training, num_workers, with_metadata=not is_training)
+                                  settings, num_workers, with_metadata=not is_training)
     # Closed on the way out, so that an error or Ctrl-C while writing stops the workers at once.
     with contextlib.closing(converted):
         for done, question in enumerate(converted, start=1):
@@ -119,52 +119,43 @@ def build_squad_features(sink: RecordSink, questions: SquadQuestions, tokenizer:
     return metadata
 
 
-def write_squad_feature_file(input_file: str, output_file: str, tokenizer: FullTokenizer,
-                             max_seq_length: int = 384, doc_stride: int = 128,
-                             max_query_length: int = 64, is_training: bool = False,
-                             num_workers: int = 1,
-                             version_2_with_negative: bool | None = None) -> FeatureFile:
-    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically.
+def read_questions(input_file: str, settings: SquadFeatureSettings) -> SquadQuestions:
+    """The questions of ``input_file`` read as ``settings`` say (training or not, the SQuAD version
+    accepted), shuffled with ``random.Random(settings.shuffle_seed)`` unless it is None."""
+    questions = read_squad_questions(input_file, settings.is_training,
+                                     settings.version_2_with_negative)
+    if settings.shuffle_seed is not None:
+        random.Random(settings.shuffle_seed).shuffle(questions.examples)
+    return questions
 
-    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts both versions
-    (``read_squad_questions``).
-    """
-    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
-    questions = read_squad_questions(input_file, is_training, version_2_with_negative)
+
+def write_squad_feature_file(input_file: str, output_file: str, tokenizer: FullTokenizer,
+                             settings: SquadFeatureSettings = SquadFeatureSettings(),
+                             num_workers: int = 1) -> FeatureFile:
+    """Features of a SQuAD JSON file written to ``output_file`` (+ ``.json`` sidecar), atomically
+    (the file is read and checked before any previous output is replaced)."""
+    questions = read_questions(input_file, settings)
     return write_feature_file(
         output_file,
-        lambda sink: build_squad_features(sink, questions, tokenizer, settings, is_training,
-                                          num_workers))
+        lambda sink: build_squad_features(sink, questions, tokenizer, settings, num_workers))
 
 
-def squad_feature_file(input_file: str, tokenizer: FullTokenizer, max_seq_length: int,
-                       doc_stride: int, max_query_length: int, is_training: bool, cache_dir: str,
-                       num_workers: int = 1, shuffle_seed: int | None = None,
-                       version_2_with_negative: bool | None = None) -> FeatureFile:
+def squad_feature_file(input_file: str, tokenizer: FullTokenizer, settings: SquadFeatureSettings,
+                       cache_dir: str, num_workers: int = 1) -> FeatureFile:
     """The cached feature file of a SQuAD JSON file: reused when its input file, tokenizer and
-    settings are unchanged, else rebuilt (data_prep/common/feature_cache.py).
+    ``settings`` are unchanged, else rebuilt (data_prep/common/feature_cache.py).
 
-    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts both versions
-    (``read_squad_questions``); part of the cache key, so that a file built for one version is
-    never reused unchecked for the other.
-
-    shuffle_seed: shuffle the questions with ``random.Random(shuffle_seed)`` before conversion, as
-    the reference does with its training questions (seed 12345), so that the small shuffle buffer
-    of the training input does not see the questions of one paragraph together.
+    Every setting is part of the cache key: a file built for one SQuAD version is never reused
+    unchecked for the other. ``settings.shuffle_seed``: the reference shuffles its training
+    questions (seed 12345), so that the small shuffle buffer of the training input does not see
+    the questions of one paragraph together.
     """
-    settings = FeatureSettings(max_seq_length, doc_stride, max_query_length)
-    split = ("train" if is_training else "eval") + "-" + re.sub(
+    split = ("train" if settings.is_training else "eval") + "-" + re.sub(
         r"[^A-Za-z0-9_.-]", "_", os.path.basename(input_file))
 
     def build(sink: RecordSink) -> dict:
-        questions = read_squad_questions(input_file, is_training, version_2_with_negative)
-        if shuffle_seed is not None:
-            random.Random(shuffle_seed).shuffle(questions.examples)
-        return build_squad_features(sink, questions, tokenizer, settings, is_training, num_workers)
+        return build_squad_features(sink, read_questions(input_file, settings), tokenizer,
+                                    settings, num_workers)
 
-    cache_settings = {"feature_version": FEATURE_VERSION, "is_training": is_training,
-                      "max_seq_length": max_seq_length, "doc_stride": doc_stride,
-                      "max_query_length": max_query_length, "shuffle_seed": shuffle_seed,
-                      "version_2_with_negative": version_2_with_negative}
-    return cached_feature_file(cache_dir, "squad", split, cache_settings, tokenizer.fingerprint,
+    return cached_feature_file(cache_dir, "squad", split, settings, tokenizer.fingerprint,
                                [input_file], build)

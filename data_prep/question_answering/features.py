@@ -24,10 +24,11 @@ Per question:
 5. Training labels: the answer's pieces as input positions when it lies wholly inside the window;
    otherwise, and for unanswerable questions, position 0 ([CLS]) and ``is_impossible``.
 
-Records (the reference's ``FeatureWriter`` schema, all int64): ``unique_ids`` [1]; ``input_ids``,
-``input_mask``, ``segment_ids``, ``p_mask`` [S]; training adds ``start_positions``,
-``end_positions``, ``is_impossible`` [1]. Unique ids count features from 1000000000 in question
-order; a dropped question takes none.
+Records: the task's schema (albert_tf/tasks/question_answering/records.py, the reference's
+``FeatureWriter`` schema, all int64): ``unique_ids`` [1]; ``input_ids``, ``input_mask``,
+``segment_ids``, ``p_mask`` [S]; training adds ``start_positions``, ``end_positions``,
+``is_impossible`` [1]. Unique ids count features from 1000000000 in question order; a dropped
+question takes none.
 
 Conversion runs in worker processes (``data_prep.common.worker_pool``) on chunks of whole
 paragraphs, each paragraph tokenized and aligned once for all its questions; results come back in
@@ -45,6 +46,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.tasks.question_answering import records
 from albert_tf.tokenization.normalization import preprocess_text
 from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, encode_ids, encode_pieces
 from data_prep.common.tf_example import int64_feature, serialize_example
@@ -55,14 +57,31 @@ from data_prep.question_answering.examples import SquadDataError, SquadExample
 
 FIRST_UNIQUE_ID = 1000000000
 
+# The records version: bump when the records or the metadata change for the same inputs and
+# settings (every cached SQuAD feature file is then rebuilt).
+FEATURES_VERSION = 2
+
 
 @dataclasses.dataclass(frozen=True)
-class FeatureSettings:
-    """The window geometry (the reference's flags of the same names)."""
+class SquadFeatureSettings:
+    """What determines a SQuAD feature file's records besides its JSON file and the tokenizer: what
+    the converters convert with and, as ``dataclasses.asdict``, the feature cache's key settings.
+
+    max_seq_length, doc_stride, max_query_length: the window geometry (the reference's flags of
+    the same names). is_training: training records (labels; questions read as training ones).
+    version_2_with_negative: False refuses SQuAD 2.0 questions, None accepts either version
+    (``read_squad_questions``). shuffle_seed: the questions shuffled with
+    ``random.Random(shuffle_seed)`` before conversion (None: file order). features_version:
+    ``FEATURES_VERSION``.
+    """
 
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
+    is_training: bool = False
+    version_2_with_negative: bool | None = None
+    shuffle_seed: int | None = None
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
 
     def __post_init__(self):
         if self.max_query_length < 0:
@@ -159,17 +178,18 @@ def tokenize_paragraph(paragraph_text: str, sp_model: spm.SentencePieceProcessor
 
 
 class FeatureConverter:
-    """Questions -> features for one SentencePiece model, lowercasing choice and geometry.
+    """Questions -> features for one SentencePiece model, lowercasing choice and settings
+    (geometry; training features or not).
 
     Consecutive questions on the same paragraph reuse its pieces and alignment.
     """
 
     def __init__(self, sp_model: spm.SentencePieceProcessor, do_lower_case: bool,
-                 settings: FeatureSettings, is_training: bool):
+                 settings: SquadFeatureSettings):
         self.sp_model = sp_model
         self.do_lower_case = do_lower_case
         self.settings = settings
-        self.is_training = is_training
+        self.is_training = settings.is_training
         self._cls_id = sp_model.PieceToId("[CLS]")
         self._sep_id = sp_model.PieceToId("[SEP]")
         self._char_keys: dict[str, str] = {}
@@ -241,48 +261,24 @@ class FeatureConverter:
 
 # -- records -----------------------------------------------------------------------------------------
 
-def squad_feature_spec(max_seq_length: int, is_training: bool) -> dict[str, tf.io.FixedLenFeature]:
-    """``tf.io.parse_example`` spec of a SQuAD record (the reference's names, int64)."""
-    spec = {
-        "unique_ids": tf.io.FixedLenFeature([], tf.int64),
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "p_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-    }
-    if is_training:
-        for name in ("start_positions", "end_positions", "is_impossible"):
-            spec[name] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_squad_record(serialized: tf.Tensor, max_seq_length: int,
-                       is_training: bool) -> dict[str, tf.Tensor]:
-    """Parses one serialized record (scalar string) or a batch [B]; int64 features become int32.
-
-    Shapes: input_ids, input_mask, segment_ids, p_mask [S] (or [B, S]); unique_ids and the training
-    labels [] (or [B]).
-    """
-    parsed = tf.io.parse_example(serialized, squad_feature_spec(max_seq_length, is_training))
-    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-
 def feature_record(feature: SquadFeature) -> bytes:
     """The serialized tf.train.Example of a feature, without its unique id (see with_unique_id);
     the same bytes in every process (``serialize_example``)."""
-    columns = {name: int64_feature(getattr(feature, name))
-               for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
+    columns = {records.INPUT_IDS: int64_feature(feature.input_ids),
+               records.INPUT_MASK: int64_feature(feature.input_mask),
+               records.SEGMENT_IDS: int64_feature(feature.segment_ids),
+               records.P_MASK: int64_feature(feature.p_mask)}
     if feature.is_impossible is not None:
-        columns["start_positions"] = int64_feature([feature.start_position])
-        columns["end_positions"] = int64_feature([feature.end_position])
-        columns["is_impossible"] = int64_feature([int(feature.is_impossible)])
+        columns[records.START_POSITIONS] = int64_feature([feature.start_position])
+        columns[records.END_POSITIONS] = int64_feature([feature.end_position])
+        columns[records.IS_IMPOSSIBLE] = int64_feature([int(feature.is_impossible)])
     return serialize_example(columns)
 
 
 def with_unique_id(record: bytes, unique_id: int) -> bytes:
     """``record`` (from feature_record) with its ``unique_ids`` column added."""
     example = tf.train.Example.FromString(record)
-    example.features.feature["unique_ids"].int64_list.value.append(unique_id)
+    example.features.feature[records.UNIQUE_IDS].int64_list.value.append(unique_id)
     return example.SerializeToString(deterministic=True)
 
 
@@ -316,11 +312,11 @@ def feature_metadata(feature: SquadFeature, is_training: bool) -> dict:
 
 
 def convert_examples(examples: Iterable[SquadExample], sp_model: spm.SentencePieceProcessor,
-                     do_lower_case: bool, settings: FeatureSettings,
-                     is_training: bool) -> Iterator[tuple[int, SquadFeature]]:
+                     do_lower_case: bool,
+                     settings: SquadFeatureSettings) -> Iterator[tuple[int, SquadFeature]]:
     """(unique id, feature) of every window of every question, in order, in this process (the
     reference's ``convert_examples_to_features``; dropped questions yield nothing)."""
-    converter = FeatureConverter(sp_model, do_lower_case, settings, is_training)
+    converter = FeatureConverter(sp_model, do_lower_case, settings)
     unique_id = FIRST_UNIQUE_ID
     for example_index, example in enumerate(examples):
         for feature in converter.convert(example, example_index) or ():
@@ -367,7 +363,7 @@ def paragraph_chunks(examples: Iterable[SquadExample],
 
 
 def convert_questions(examples: Iterable[SquadExample], sp_model: spm.SentencePieceProcessor,
-                      do_lower_case: bool, settings: FeatureSettings, is_training: bool,
+                      do_lower_case: bool, settings: SquadFeatureSettings,
                       num_workers: int = 1, with_metadata: bool = False,
                       chunk_questions: int = 64) -> Iterator[ConvertedQuestion]:
     """Every question's records (and feature metadata if ``with_metadata``), in question order.
@@ -378,7 +374,7 @@ def convert_questions(examples: Iterable[SquadExample], sp_model: spm.SentencePi
     """
 
     def make_worker() -> Callable[[Sequence[tuple[int, SquadExample]]], list[ConvertedQuestion]]:
-        converter = FeatureConverter(sp_model, do_lower_case, settings, is_training)
+        converter = FeatureConverter(sp_model, do_lower_case, settings)
         return functools.partial(_convert_chunk, converter, with_metadata=with_metadata)
 
     chunks = paragraph_chunks(examples, chunk_questions)

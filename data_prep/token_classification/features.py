@@ -18,11 +18,13 @@ word whose first piece falls in an earlier window). ``word_index`` picks, for ev
 prediction, each word's prediction from the one window where it has the most context (SQuAD's
 max-context rule): exactly one position per word over a sentence's windows. ``sentence_index``
 (scalar) says which sentence a window belongs to. ``input_mask`` 1 over the real positions,
-``segment_ids`` 0. All int64 in the file, int32 once parsed (``parse_ner_record``).
+``segment_ids`` 0. All int64 in the file, int32 once parsed: the schema and its parser
+(``parse_ner_record``) are the task's, albert_tf/tasks/token_classification/records.py.
 
 ``ner_feature_file`` caches a file's records (data_prep/common/feature_cache.py), keyed by the
-input file, the tokenizer, S, the stride, the tag list and FEATURES_VERSION; its metadata holds
-``num_sentences``, ``num_words`` and ``words_per_sentence``.
+input file, the tokenizer and its ``NerFeatureSettings`` (S, the stride, the tag list, whether the
+file was read labelled, FEATURES_VERSION); its metadata holds ``num_sentences``, ``num_words`` and
+``words_per_sentence``.
 """
 
 from __future__ import annotations
@@ -30,15 +32,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import tensorflow as tf
-
+from albert_tf.tasks.token_classification import records
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.tf_example import int64_feature, serialize_example
+from data_prep.common.user_errors import SettingsError
 from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.token_classification.reader import Sentence
 
-# Bump when the records written for the same inputs change.
+# The records version: bump when the records written for the same inputs and settings change
+# (every cached NER feature file is then rebuilt).
 FEATURES_VERSION = 1
 # [CLS] and [SEP] around each window.
 SPECIAL_TOKENS = 2
@@ -57,11 +60,40 @@ class Window:
 
 
 def check_geometry(max_seq_length: int, doc_stride: int) -> None:
+    """SettingsError (a ValueError) unless a window holds a piece and the stride moves."""
     if max_seq_length < SPECIAL_TOKENS + 1:
-        raise ValueError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
-                         f"{max_seq_length}")
+        raise SettingsError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got "
+                            f"{max_seq_length}")
     if doc_stride < 1:
-        raise ValueError(f"doc_stride must be >= 1, got {doc_stride}")
+        raise SettingsError(f"doc_stride must be >= 1, got {doc_stride}")
+
+
+@dataclasses.dataclass(frozen=True)
+class NerFeatureSettings:
+    """What determines an NER feature file's records besides its file and the tokenizer: what
+    ``write_windows`` converts with and, as ``dataclasses.asdict``, the feature cache's key
+    settings.
+
+    max_seq_length: S. doc_stride: the pieces between two windows' starts. tags: the tag list (tag
+    id = index). labelled: the sentences carry tags (label ids from them; else 0).
+    features_version: ``FEATURES_VERSION``.
+    """
+
+    max_seq_length: int
+    doc_stride: int
+    tags: tuple[str, ...]
+    labelled: bool
+    features_version: int = dataclasses.field(default=FEATURES_VERSION, init=False)
+
+    def __post_init__(self):
+        check_geometry(self.max_seq_length, self.doc_stride)
+
+    @classmethod
+    def for_sentences(cls, sentences: Sequence[Sentence], tags: Sequence[str],
+                      max_seq_length: int, doc_stride: int) -> "NerFeatureSettings":
+        """The settings of ``sentences`` (labelled when every one carries tags)."""
+        return cls(max_seq_length, doc_stride, tuple(tags),
+                   all(sentence.tags is not None for sentence in sentences))
 
 
 def word_pieces(words: Sequence[str], tokenizer: FullTokenizer) -> list[list[int]]:
@@ -103,61 +135,47 @@ def sentence_windows(pieces: Sequence[Sequence[int]], tag_ids: Sequence[int] | N
 
 
 def serialize_window(window: Window) -> bytes:
+    """The record of a window (the schema of albert_tf/tasks/token_classification/records.py)."""
     return serialize_example({
-        "input_ids": int64_feature(window.input_ids),
-        "input_mask": int64_feature(window.input_mask),
-        "segment_ids": int64_feature([0] * len(window.input_ids)),
-        "label_ids": int64_feature(window.label_ids),
-        "label_weights": int64_feature(window.label_weights),
-        "word_index": int64_feature(window.word_index),
-        "sentence_index": int64_feature([window.sentence_index]),
+        records.INPUT_IDS: int64_feature(window.input_ids),
+        records.INPUT_MASK: int64_feature(window.input_mask),
+        records.SEGMENT_IDS: int64_feature([0] * len(window.input_ids)),
+        records.LABEL_IDS: int64_feature(window.label_ids),
+        records.LABEL_WEIGHTS: int64_feature(window.label_weights),
+        records.WORD_INDEX: int64_feature(window.word_index),
+        records.SENTENCE_INDEX: int64_feature([window.sentence_index]),
     })
 
 
-def write_windows(sink: RecordSink, sentences: Sequence[Sentence], tags: Sequence[str] | None,
-                  tokenizer: FullTokenizer, max_seq_length: int, doc_stride: int) -> int:
-    """Writes every sentence's windows to ``sink``; returns the number of records. tags: the tag
-    list (tag id = index) of labelled sentences."""
-    tag_id = {tag: index for index, tag in enumerate(tags or ())}
+def write_windows(sink: RecordSink, sentences: Sequence[Sentence], tokenizer: FullTokenizer,
+                  settings: NerFeatureSettings) -> int:
+    """Writes every sentence's windows to ``sink``; returns the number of records. Labelled
+    settings take each word's tag id from ``settings.tags``."""
+    tag_id = {tag: index for index, tag in enumerate(settings.tags)}
     count = 0
     for index, sentence in enumerate(sentences):
-        tag_ids = None if sentence.tags is None else [tag_id[tag] for tag in sentence.tags]
+        tag_ids = [tag_id[tag] for tag in sentence.tags] if settings.labelled else None
         for window in sentence_windows(word_pieces(sentence.words, tokenizer), tag_ids, index,
-                                       max_seq_length, doc_stride, tokenizer.cls_id,
-                                       tokenizer.sep_id):
+                                       settings.max_seq_length, settings.doc_stride,
+                                       tokenizer.cls_id, tokenizer.sep_id):
             sink.write(serialize_window(window))
             count += 1
     return count
 
 
-def ner_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
-    sequence = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
-                "word_index")
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in sequence}
-    spec["sentence_index"] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_ner_record(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """Serialized records [B] (or one) -> int32 features: sequences [B, S], sentence_index [B]."""
-    parsed = tf.io.parse_example(serialized, ner_feature_spec(max_seq_length))
-    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-
 def ner_feature_file(input_path: str, split: str, sentences: Sequence[Sentence],
-                     tags: Sequence[str], tokenizer: FullTokenizer, max_seq_length: int,
-                     doc_stride: int, cache_dir: str) -> FeatureFile:
+                     settings: NerFeatureSettings, tokenizer: FullTokenizer,
+                     cache_dir: str) -> FeatureFile:
     """The cached feature file of ``sentences`` (read from ``input_path``; see the module doc)."""
-    check_geometry(max_seq_length, doc_stride)
+    if settings.labelled != all(sentence.tags is not None for sentence in sentences):
+        raise ValueError(f"settings.labelled={settings.labelled} but the sentences of "
+                         f"{input_path} are {'not ' if settings.labelled else ''}all labelled")
 
     def build(sink: RecordSink) -> dict:
-        write_windows(sink, sentences, tags, tokenizer, max_seq_length, doc_stride)
+        write_windows(sink, sentences, tokenizer, settings)
         return {"num_sentences": len(sentences),
                 "num_words": sum(len(sentence.words) for sentence in sentences),
                 "words_per_sentence": [len(sentence.words) for sentence in sentences]}
 
-    labelled = all(sentence.tags is not None for sentence in sentences)
-    settings = {"max_seq_length": max_seq_length, "doc_stride": doc_stride,
-                "tags": list(tags), "labelled": labelled, "features_version": FEATURES_VERSION}
     return cached_feature_file(cache_dir, "ner", split, settings, tokenizer.fingerprint,
                                [input_path], build)

@@ -1,4 +1,4 @@
-"""NER files -> sentences of words and tags, checked; predictions written back in their format.
+"""NER files -> sentences of words and tags, checked.
 
 Two formats (``file_format``: by extension unless declared, ``.jsonl`` / ``.json`` = JSON Lines):
 
@@ -15,32 +15,21 @@ for an evaluation file, come from the training file's tag set. A prediction file
 optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a ``NerDataError``
 ``<file>:<line>: <what is wrong and what was expected>``, raised while reading, before any training.
 
-``write_predictions`` writes a file's predicted tags back in its own format: CoNLL, every word line
-with the predicted tag appended as a last column (conlleval's ``word ... gold predicted`` layout
-for labelled input); JSON Lines, every object with ``tags`` set to the predictions (the input's
-tags, if any, kept under ``gold_tags``). Both read back with ``read_sentences``.
+The formats' names and lines (``resolve_format``, ``NerDataError``) are the task's
+(albert_tf/tasks/token_classification/file_formats.py), shared with the prediction writer
+(albert_tf/tasks/token_classification/predictions.py), which writes a file back in its format.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Iterator, Sequence
 
-import tensorflow as tf
-
-from albert_tf.files.atomic import atomic_open
+from albert_tf.tasks.token_classification.file_formats import (JSON_LINES, NerDataError,
+                                                               is_conll_word, read_lines,
+                                                               resolve_format)
 from albert_tf.tasks.token_classification.schemes import OUTSIDE, scheme_violation
-
-CONLL, JSON_LINES = "conll", "jsonl"
-FILE_FORMATS = ("auto", CONLL, JSON_LINES)
-DOCUMENT_START = "-DOCSTART-"
-_JSON_EXTENSIONS = (".jsonl", ".json")
-
-
-class NerDataError(ValueError):
-    """An NER file breaks its format or scheme; the message names the file and line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,36 +42,11 @@ class Sentence:
     lines: tuple[int, ...]
 
 
-def resolve_format(path: str, file_format: str = "auto") -> str:
-    """``conll`` or ``jsonl``: ``file_format`` unless "auto", then by the file's extension."""
-    if file_format not in FILE_FORMATS:
-        raise NerDataError(f"unknown file format {file_format!r}; expected one of "
-                           f"{', '.join(FILE_FORMATS)}")
-    if file_format != "auto":
-        return file_format
-    return JSON_LINES if os.path.splitext(path)[1].lower() in _JSON_EXTENSIONS else CONLL
-
-
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text without the line break) of a UTF-8 file."""
-    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
-        raise NerDataError(f"{path}: file not found")
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        data = handle.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise NerDataError(f"{path}:{line}: not UTF-8 ({error.reason})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        yield number, line
-
-
 def _conll_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
     words, tags, lines = [], [], []
-    for number, line in list(_lines(path)) + [(0, "")]:
+    for number, line in list(read_lines(path)) + [(0, "")]:
         columns = line.split()
-        if columns and columns[0] != DOCUMENT_START:
+        if is_conll_word(columns):
             if labelled and len(columns) < 2:
                 raise NerDataError(f"{path}:{number}: {line.strip()!r} has no tag; expected "
                                    "'<word> ... <tag>' (whitespace-separated, the tag last)")
@@ -103,7 +67,7 @@ def _string_list(record: dict, key: str, where: str) -> list[str]:
 
 
 def _json_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
-    for number, line in _lines(path):
+    for number, line in read_lines(path):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -168,27 +132,3 @@ def tag_set(sentences: Sequence[Sentence]) -> list[str]:
     """The tags of labelled sentences: ``O`` first, then the others sorted (tag id = index)."""
     tags = {tag for sentence in sentences for tag in sentence.tags}
     return [OUTSIDE] + sorted(tags - {OUTSIDE})
-
-
-def write_predictions(input_path: str, output_path: str, predicted: Sequence[Sequence[str]],
-                      file_format: str = "auto") -> str:
-    """Writes ``predicted`` (tags per sentence, in ``read_sentences`` order) back in the format of
-    ``input_path`` to ``output_path`` (atomically; see the module doc). Returns ``output_path``."""
-    file_format = resolve_format(input_path, file_format)
-    remaining = iter(tag for tags in predicted for tag in tags)
-    with atomic_open(output_path) as output:
-        for _, line in _lines(input_path):
-            columns = line.split()
-            if file_format == CONLL and columns and columns[0] != DOCUMENT_START:
-                output.write(f"{line.rstrip()} {next(remaining)}\n")
-            elif file_format == JSON_LINES and line.strip():
-                record = json.loads(line)
-                if "tags" in record:
-                    record["gold_tags"] = record["tags"]
-                record["tags"] = [next(remaining) for _ in record["tokens"]]
-                output.write(json.dumps(record, ensure_ascii=False) + "\n")
-            else:
-                output.write(line + "\n")
-    if next(remaining, None) is not None:
-        raise ValueError(f"more predicted tags than words in {input_path}")
-    return output_path
