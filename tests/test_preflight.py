@@ -197,8 +197,9 @@ def arguments(flags: dict[str, str]) -> list[str]:
     return line + (["--", *flags["--"].split()] if "--" in flags else [])
 
 
-class Captured(Exception):
-    """Raised by the patched check after recording a declaration: the command stops there."""
+class Captured(BaseException):
+    """Raised by the patched check after recording a declaration: the command stops there (a
+    BaseException, so that the error boundary lets it through as it does Ctrl-C's)."""
 
 
 def declaration(monkeypatch, case: Case, flags: dict[str, str]) -> RunFiles | None:
