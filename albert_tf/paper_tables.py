@@ -19,9 +19,12 @@ albert_tf/reproduction/.
 
 from __future__ import annotations
 
+import os
+
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_definitions
+from albert_tf.reproduction.plan import PLAN_TASKS
 
 # The released models, whose published numbers the downstream table compares with.
 RELEASED_MODELS = [f"{version}_{size}" for version in ("v2", "v1")
@@ -59,22 +62,42 @@ def check_what_to_do() -> None:
                              "with (e.g. --model=v2_base)")
 
 
+def check_output() -> None:
+    """--output is a path prefix (the tables go to <output>.md and <output>.json), not a directory:
+    a value ending in / or naming an existing directory is refused (app.UsageError)."""
+    output = flags.FLAGS.output
+    if output and (output.endswith(("/", os.sep)) or ("://" not in output
+                                                      and os.path.isdir(output))):
+        example = os.path.join(output.rstrip("/" + os.sep) or ".", "table")
+        raise app.UsageError(f"--output={output} names a directory: the tables go to <output>.md "
+                             f"and <output>.json, so give a path prefix, e.g. --output={example}")
+
+
+def check_plan_tasks() -> None:
+    """--plan_tasks names tasks of the plan (app.UsageError listing them otherwise)."""
+    unknown = [task for task in flags.FLAGS.plan_tasks if task.lower() not in PLAN_TASKS]
+    if unknown:
+        raise app.UsageError(f"--plan_tasks: unknown task(s) {', '.join(unknown)}; expected some "
+                             f"of {', '.join(PLAN_TASKS)}")
+
+
 # --help, flag mistakes: before TensorFlow loads.
-command_line.parse_before_imports(__name__, checks=[check_what_to_do])
+command_line.parse_before_imports(__name__, checks=[check_what_to_do, check_output,
+                                                    check_plan_tasks])
 
 import json  # noqa: E402
-import os  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 
 from albert_tf.cli import error_boundary  # noqa: E402
+from albert_tf.errors.user_error import MissingFileError, UserFileError  # noqa: E402
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
 from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
 from albert_tf.reproduction.ablation import (  # noqa: E402
     ablation_tables, expand_run_dirs, format_ablation_markdown)
 from albert_tf.reproduction.downstream import (  # noqa: E402
     downstream_table, format_downstream_markdown)
-from albert_tf.reproduction.plan import PLAN_TASKS, PlanPaths, reproduction_plan  # noqa: E402
+from albert_tf.reproduction.plan import PlanPaths, reproduction_plan  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -84,10 +107,6 @@ def print_plan() -> None:
                       FLAGS.glue_dir, FLAGS.squad_dir, FLAGS.race_dir, FLAGS.runs_dir)
     seeds = tuple(int(seed) for seed in FLAGS.seeds)
     tasks = tuple(task.lower() for task in FLAGS.plan_tasks) or PLAN_TASKS
-    unknown = [task for task in tasks if task not in PLAN_TASKS]
-    if unknown:
-        raise app.UsageError(f"--plan_tasks: unknown task(s) {', '.join(unknown)}; expected some "
-                             f"of {', '.join(PLAN_TASKS)}")
     print("\n".join(reproduction_plan(paths, FLAGS.model, seeds, tasks)))
 
 
@@ -112,6 +131,19 @@ def main(argv: list[str]) -> None:
         print(f"-> {FLAGS.output}.md, {FLAGS.output}.json")
 
 
+def check_runs_dir() -> None:
+    """The downstream table's --runs_dir exists and is a directory (MissingFileError,
+    UserFileError): a mistyped path is an error, not a table of dashes."""
+    runs_dir = FLAGS.runs_dir
+    if not runs_dir or FLAGS.plan:
+        return
+    if not tf.io.gfile.exists(runs_dir):
+        raise MissingFileError(f"--runs_dir {runs_dir} does not exist (the fine-tuning runs, a "
+                               f"subdirectory per task: {', '.join(PLAN_TASKS)})")
+    if not tf.io.gfile.isdir(runs_dir):
+        raise UserFileError(f"--runs_dir {runs_dir} is a file, not a directory of runs")
+
+
 def run_files() -> RunFiles:
     """What the command reads (every JSON file of the runs: their results, configs and seeds'
     summaries) and writes (<output>.md and <output>.json)."""
@@ -128,4 +160,4 @@ def run_files() -> RunFiles:
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])
+    error_boundary.run(main, checks=[check_runs_dir, lambda: check_run_files(run_files())])

@@ -32,7 +32,7 @@ import tensorflow as tf
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, recorded_config
 from albert_tf.errors.user_error import MissingFileError
 from albert_tf.evaluation.best_checkpoint import results_file_names
-from albert_tf.evaluation.seed_results import RunResultsError, read_results_file
+from albert_tf.evaluation.seed_results import RunResultsError, read_best_results_file
 from albert_tf.models.parameters import paper_parameter_count
 from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores
 from albert_tf.reproduction.published import published_rows
@@ -56,7 +56,7 @@ def intrinsic_accuracies(run_dir: str) -> dict[str, float]:
     accuracies: dict[str, float] = {}
     for path in paths:
         if tf.io.gfile.exists(path):
-            for key, value in read_results_file(path, "metrics")["metrics"].items():
+            for key, value in read_best_results_file(path)["metrics"].items():
                 if key in INTRINSIC_KEYS and key not in accuracies:
                     accuracies[key] = 100.0 * float(value)
     return accuracies

@@ -22,7 +22,8 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
-from albert_tf.evaluation.seed_results import SEED_RESULTS_FILE, RunResultsError, read_results_file
+from albert_tf.evaluation.seed_results import (SEED_RESULTS_FILE, RunResultsError,
+                                               read_best_results_file, read_seed_results_file)
 from albert_tf.reproduction.published import published_model
 
 
@@ -64,17 +65,18 @@ def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | No
     """The task's cells from its run directory: ``{"cells": {key: percent}, "runs": seeds or 1,
     "source": file}``; None when the directory holds neither results file (not run yet).
 
-    RunResultsError (a ValueError) naming the file when it lacks a result the task needs (a run of
-    another task)."""
+    RunResultsError (a ValueError) naming the file (and the key) when it is not a results file of
+    albert_tf (a value of another type, a score that is not a finite number) or lacks a result
+    the task needs (a run of another task)."""
     seeds_path = os.path.join(task_dir, SEED_RESULTS_FILE)
     best_path = os.path.join(task_dir, BEST_RESULTS_FILE)
     if tf.io.gfile.exists(seeds_path):
         path = seeds_path
-        summary = read_results_file(path, "median", "seeds")
+        summary = read_seed_results_file(path)
         metrics, runs = summary["median"], len(summary["seeds"])
     elif tf.io.gfile.exists(best_path):
         path = best_path
-        metrics, runs = read_results_file(path, "metrics")["metrics"], 1
+        metrics, runs = read_best_results_file(path)["metrics"], 1
     else:
         return None
     cells = {}
