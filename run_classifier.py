@@ -23,7 +23,8 @@ import math
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
-from albert_tf.tasks.classification.recipes import glue_recipe
+from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, glue_recipe,
+                                                    unknown_task_message)
 
 FLAGS = flags.FLAGS
 
@@ -63,10 +64,27 @@ def uses_own_files() -> bool:
     return any(FLAGS[name].value for name in _OWN_FILE_FLAGS)
 
 
+def check_own_labels() -> None:
+    """Your own files: --labels (distinct, non-empty class names) and --selection_metric fit
+    --task_type (a regression has no classes and is selected by Pearson's r)."""
+    if FLAGS.task_type == "regression":
+        if FLAGS.labels:
+            raise app.UsageError("--labels names the classes of a classification; a regression "
+                                 "(--task_type=regression) has none")
+        if FLAGS.selection_metric != "accuracy":
+            raise app.UsageError(f"--selection_metric={FLAGS.selection_metric}: a regression's "
+                                 "best checkpoint is chosen by Pearson's r")
+    elif FLAGS.labels:
+        labels = [label.strip() for label in FLAGS.labels]
+        if "" in labels or len(set(labels)) < len(labels):
+            raise app.UsageError(f"--labels={','.join(FLAGS.labels)}: expected distinct "
+                                 "non-empty class names")
+
+
 def check_flags() -> None:
     """Before TensorFlow loads: either a GLUE task (--task_name, --data_dir) or your own files,
-    each action with its file (the own-file flags are refused with a GLUE task); what to do; the
-    model's files."""
+    each action with its file (the own-file flags are refused with a GLUE task), --labels that fit
+    --task_type; what to do; the model's files; a known GLUE task; room for the special tokens."""
     if uses_own_files():
         for name in ("task_name", "data_dir"):
             if FLAGS[name].value:
@@ -76,6 +94,7 @@ def check_flags() -> None:
                              ("do_predict", "test_file")):
             if FLAGS[action].value and not FLAGS[name].value:
                 raise app.UsageError(f"--{action} on your own files needs --{name}.")
+        check_own_labels()
     else:
         for name in _OWN_DATA_FLAGS:
             if FLAGS[name].present:
@@ -84,6 +103,9 @@ def check_flags() -> None:
     flag_checks.fine_tuning_checks(*_ACTIONS)
     if not uses_own_files():
         flag_checks.require_flags("data_dir", "task_name")
+        if FLAGS.task_name.lower() not in GLUE_TASK_NAMES:
+            raise app.UsageError(unknown_task_message(FLAGS.task_name))
+    flag_checks.require_sequence_room(3, "the 3 special tokens of [CLS] a [SEP] b [SEP]")
 
 
 # --help, flag mistakes: before TensorFlow loads

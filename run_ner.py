@@ -40,12 +40,13 @@ flag_definitions.define(
 
 
 def check_flags() -> None:
-    """Before TensorFlow loads: what to do, and the file each action reads."""
+    """Before TensorFlow loads: what to do, the file each action reads, room for a piece."""
     flag_checks.fine_tuning_checks("do_train", "do_eval", "do_predict", "export_dir")
     for action, name in (("do_train", "train_file"), ("do_eval", "eval_file"),
                          ("do_predict", "predict_file")):
         if FLAGS[action].value:
             flag_checks.require_flags(name)
+    flag_checks.require_sequence_room(3, "[CLS], a piece and [SEP]")
 
 
 command_line.parse_before_imports(__name__, checks=[flag_checks.print_recipe(lambda: NER_RECIPE),

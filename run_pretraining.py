@@ -56,11 +56,13 @@ flags.register_multi_flags_validator(
 
 
 def check_flags() -> None:
-    """Before TensorFlow loads: something to do, and online masking refused."""
+    """Before TensorFlow loads: something to do, online masking refused, the sweep (--do_eval)
+    in one process."""
     if FLAGS.masked_lm_budget:
         raise app.UsageError("--masked_lm_budget (online masking) is unfinished in the reference "
                              "and not supported; create masked data with create_pretraining_data.")
     flag_checks.require_action("do_train", "do_eval")
+    flag_checks.sweep_in_one_process("do_eval")
 
 
 command_line.parse_before_imports(__name__, checks=[check_flags])

@@ -55,6 +55,9 @@ def check_flags() -> None:
                                    required=("data_dir",))
     if FLAGS.middle_only and FLAGS.high_only:
         raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
+    flag_checks.require_sequence_room(
+        FLAGS.max_qa_length + 3,
+        f"[CLS], two [SEP] and --max_qa_length={FLAGS.max_qa_length} question+option pieces")
 
 
 command_line.parse_before_imports(__name__, checks=[

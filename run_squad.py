@@ -74,14 +74,13 @@ flags.register_multi_flags_validator(
 def check_flags() -> None:
     """Before TensorFlow loads: what to do, the model's files, the file each action reads and
     room for the question in the window."""
-    flag_checks.fine_tuning_checks("do_train", "do_predict", "export_dir", "tflite_file")
+    flag_checks.fine_tuning_checks("do_train", "do_predict", "export_dir", "tflite_file",
+                                   sweep_flag="do_predict")
     if FLAGS.do_train:
         flag_checks.require_flags("train_file")
     if FLAGS.do_predict:
         flag_checks.require_flags("predict_file")
-    if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-        raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} must exceed "
-                             f"--max_query_length + 3 = {FLAGS.max_query_length + 3}.")
+    flag_checks.require_room_for_the_question()
 
 
 command_line.parse_before_imports(__name__, checks=[

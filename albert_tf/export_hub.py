@@ -49,7 +49,19 @@ flags.DEFINE_string("preprocessing_export_path", None,
                     "New directory for the preprocessing SavedModel on its own.")
 flags.mark_flag_as_required("spm_model_file")
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+
+def check_flags() -> None:
+    """Before TensorFlow loads: something to write, and what --export_path needs (app.UsageError)."""
+    values = flags.FLAGS
+    if not (values.export_path or values.preprocessing_export_path):
+        raise app.UsageError("Give --export_path, --preprocessing_export_path or both.")
+    if values.export_path and not (values.albert_config_file and values.checkpoint):
+        raise app.UsageError("--export_path needs --albert_config_file and --checkpoint.")
+
+
+# --help, flag mistakes and the checks of the flags: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[check_flags])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import NewDirectory, RunFiles, check_run_files, inputs  # noqa: E402
@@ -62,14 +74,9 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 
 
 def run_files() -> RunFiles:
-    """Something to write, and what the command reads (--checkpoint, --albert_config_file,
-    --spm_model_file) and writes: new directories only, apart from each other and from the inputs
-    (app.UsageError, OutputPathError)."""
+    """What the command reads (--checkpoint, --albert_config_file, --spm_model_file) and writes:
+    new directories only, apart from each other and from the inputs (OutputPathError)."""
     values = flags.FLAGS
-    if not (values.export_path or values.preprocessing_export_path):
-        raise app.UsageError("Give --export_path, --preprocessing_export_path or both.")
-    if values.export_path and not (values.albert_config_file and values.checkpoint):
-        raise app.UsageError("--export_path needs --albert_config_file and --checkpoint.")
     exports = tuple(NewDirectory(f"--{flag}", values[flag].value)
                     for flag in ("export_path", "preprocessing_export_path") if values[flag].value)
     return RunFiles(inputs(("--checkpoint", values.checkpoint),

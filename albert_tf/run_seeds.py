@@ -5,18 +5,20 @@ scores and their median (the paper reports the median of 5 runs on dev for GLUE)
         run_classifier.py --task_name=rte --data_dir=glue --do_train --do_eval ... (no --output_dir)
 
 Everything after ``--`` is the script and its flags (``run_classifier.py``, ``run_squad.py``,
-``run_race.py``, or ``-m <module>``), without ``--output_dir``, ``--seed`` or ``--input_seed``:
-the seed ``S`` runs it with ``--seed=S --input_seed=S`` (the model initialisation, dropout and the
-training data order) and ``--output_dir=<output_dir>/seed_S``, one seed after the other, with the
-same Python. A seed whose directory already holds ``best_results.json`` (its sweep finished) is not
-run again; a seed run that fails stops the driver, naming the seed, and a rerun resumes it. At the
-end ``<output_dir>/seed_results.json`` holds every seed's best results and the median of each
-metric (albert_tf/evaluation/seed_results.py), and the table is printed.
+``run_race.py``, ``run_ner.py``, or ``-m <script>``), without ``--output_dir``, ``--seed`` or
+``--input_seed``, and with the script's sweep on (``--do_eval``; run_squad's is ``--do_predict``),
+which writes the ``best_results.json`` summarised here; the recipe is checked for these before
+TensorFlow loads and any seed runs (its --flagfile files read too). The seed ``S`` runs it with
+``--seed=S --input_seed=S`` (the model initialisation, dropout and the training data order) and
+``--output_dir=<output_dir>/seed_S``, one seed after the other, with the same Python. A seed whose
+directory already holds ``best_results.json`` (its sweep finished) is not run again; a seed run
+that fails stops the driver, naming the seed, and a rerun resumes it. At the end
+``<output_dir>/seed_results.json`` holds every seed's best results and the median of each metric
+(albert_tf/evaluation/seed_results.py), and the table is printed.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -34,36 +36,123 @@ flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
 
 # The flags the driver sets for each seed; the recipe given after -- must leave them out.
 DRIVER_FLAGS = ("output_dir", "seed", "input_seed")
-_PARSE = functools.partial(command_line.parse_flags, positional_arguments=True)
+# Each script run_seeds runs: the flag of its checkpoint sweep, which writes the best_results.json
+# that run_seeds summarises, and that flag's default.
+SWEEP_FLAGS = {"run_classifier": ("do_eval", False), "run_race": ("do_eval", True),
+               "run_squad": ("do_predict", False), "run_ner": ("do_eval", False)}
+_TRUE, _FALSE = ("true", "t", "1"), ("false", "f", "0")
 
-# --help and flag mistakes are answered here, before TensorFlow loads.
-command_line.parse_before_imports(__name__, _PARSE)
+
+def _recipe_flags(arguments: list[str], seen: tuple[str, ...] = ()) -> list[str]:
+    """The flag arguments of the recipe, those of its --flagfile files read in their place (as
+    absl reads them); app.UsageError for a flagfile that cannot be read."""
+    expanded = []
+    for argument in arguments:
+        name, _, value = argument.lstrip("-").partition("=")
+        if not argument.startswith("-") or argument == "--":
+            continue
+        if name != "flagfile":
+            expanded.append(argument)
+            continue
+        if value in seen:
+            continue
+        try:
+            with open(value, encoding="utf-8") as handle:
+                lines = [line.strip() for line in handle]
+        except (OSError, UnicodeDecodeError) as error:
+            raise app.UsageError(f"the recipe's --flagfile={value} cannot be read: "
+                                 f"{getattr(error, 'strerror', None) or error}") from None
+        expanded += _recipe_flags([line for line in lines
+                                   if line and not line.startswith(("#", "//"))],
+                                  (*seen, value))
+    return expanded
+
+
+def _script_name(recipe: list[str]) -> str:
+    """The name of the recipe's script: ``run_classifier`` of ``path/run_classifier.py`` or of
+    ``-m run_classifier``."""
+    if recipe[0] == "-m" and len(recipe) > 1:
+        return recipe[1].rsplit(".", 1)[-1]
+    return os.path.splitext(os.path.basename(recipe[0]))[0]
+
+
+def _flag_value(flag_arguments: list[str], name: str, default: bool) -> bool:
+    """The value of the boolean flag ``name`` the recipe sets (the last setting counts, as in
+    absl); ``default`` when it sets none."""
+    value = default
+    for argument in flag_arguments:
+        given, has_value, text = argument.lstrip("-").partition("=")
+        if given == f"no{name}" and not has_value:
+            value = False
+        elif given == name:
+            if not has_value or text.lower() in _TRUE:
+                value = True
+            elif text.lower() in _FALSE:
+                value = False
+            else:
+                raise app.UsageError(f"the recipe sets {argument}: expected --{name}, "
+                                     f"--no{name} or --{name}=true/false")
+    return value
+
+
+def recipe_command(recipe: list[str]) -> list[str]:
+    """The command of the recipe after ``--``, checked before any seed runs (app.UsageError): one
+    of the fine-tuning scripts (``SWEEP_FLAGS``; a path, or ``-m <module>``), without the flags
+    the driver sets, with its sweep on (without it no seed writes best_results.json, and every
+    seed would train to its end for nothing)."""
+    if not recipe:
+        raise app.UsageError("give the recipe after --, e.g. -- run_classifier.py --task_name=rte "
+                             "... (without --output_dir)")
+    script = _script_name(recipe)
+    if script not in SWEEP_FLAGS:
+        raise app.UsageError(
+            f"the recipe runs {recipe[0] if recipe[0] != '-m' else ' '.join(recipe[:2])!r}: "
+            f"run_seeds runs {', '.join(f'{name}.py' for name in SWEEP_FLAGS)} (or -m "
+            "<script>), whose sweep writes the best_results.json it summarises; give the script "
+            "first, without python")
+    flag_arguments = _recipe_flags(recipe)
+    for argument in flag_arguments:
+        name = argument.lstrip("-").split("=", 1)[0]
+        if name in DRIVER_FLAGS:
+            raise app.UsageError(f"the recipe sets --{name}, which run_seeds sets for each seed: "
+                                 "leave it out")
+    sweep_flag, default = SWEEP_FLAGS[script]
+    if not _flag_value(flag_arguments, sweep_flag, default):
+        other = "do_eval" if sweep_flag == "do_predict" else None
+        hint = (f" ({script} has no --{other}: its sweep is --{sweep_flag})"
+                if other and any(argument.lstrip("-").split("=", 1)[0] == other
+                                 for argument in flag_arguments) else "")
+        raise app.UsageError(f"the recipe runs {script} without --{sweep_flag}, so no seed would "
+                             "write best_results.json (its sweep's best dev scores, which "
+                             f"run_seeds takes the median of): add --{sweep_flag}{hint}")
+    return [sys.executable, *recipe]
+
+
+_RECIPE: list[str] = []
+
+
+def _parse(argv: list[str]) -> list[str]:
+    """absl's parsing, the recipe after ``--`` kept for the checks before TensorFlow loads."""
+    remaining = command_line.parse_flags(argv, positional_arguments=True)
+    _RECIPE[:] = remaining[1:]
+    return remaining
+
+
+# --help, flag mistakes and the recipe's mistakes are answered here, before TensorFlow loads.
+command_line.parse_before_imports(__name__, _parse, checks=[lambda: recipe_command(_RECIPE)])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.errors.user_error import UserError  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE  # noqa: E402
 from albert_tf.evaluation.seed_results import (  # noqa: E402
-    SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds, write_seed_results)
+    SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds,
+    write_seed_results)
 from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs)
 
 
 class SeedRunFailed(UserError, ChildProcessError):
     """The run of one seed failed; its own output (above) says why."""
-
-
-def recipe_command(recipe: list[str]) -> list[str]:
-    """The command of the recipe after ``--``, checked: a script or ``-m module``, without the
-    flags the driver sets."""
-    if not recipe:
-        raise app.UsageError("give the recipe after --, e.g. -- run_classifier.py --task_name=rte "
-                             "... (without --output_dir)")
-    for argument in recipe:
-        name = argument.lstrip("-").split("=", 1)[0]
-        if argument.startswith("--") and name in DRIVER_FLAGS:
-            raise app.UsageError(f"the recipe sets {argument.split('=', 1)[0]}, which run_seeds "
-                                 "sets for each seed: leave it out")
-    return [sys.executable, *recipe]
 
 
 def run_seed(command: list[str], output_dir: str, seed: int, position: str) -> None:
@@ -102,4 +191,4 @@ def run_files() -> RunFiles:
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files())], flags_parser=_PARSE)
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files())], flags_parser=_parse)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from absl import app, flags, logging
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
-from albert_tf.tasks.classification.recipes import glue_recipe
+from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, glue_recipe,
+                                                    unknown_task_message)
 
 FLAGS = flags.FLAGS
 
@@ -31,9 +32,21 @@ flags.register_validator("splits", lambda splits: set(splits) <= set(flag_defini
 flag_definitions.define("task_name", "data_dir", "cached_dir", "max_seq_length", "print_recipe",
                         *flag_definitions.TOKENIZER_FLAGS)
 
-# --help, flag mistakes and --print_recipe: before TensorFlow loads
-command_line.parse_before_imports(
-    __name__, checks=[flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name))])
+
+def check_flags() -> None:
+    """Before TensorFlow loads: a known GLUE task, the data and cache directories, a tokenizer and
+    room for the special tokens."""
+    flag_checks.require_flags("task_name")
+    if FLAGS.task_name.lower() not in GLUE_TASK_NAMES:
+        raise app.UsageError(unknown_task_message(FLAGS.task_name))
+    flag_checks.require_flags("data_dir", "cached_dir")
+    flag_checks.require_tokenizer()
+    flag_checks.require_sequence_room(3, "the 3 special tokens of [CLS] a [SEP] b [SEP]")
+
+
+# --help, flag mistakes, --print_recipe and the checks of the flags: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[
+    flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name)), check_flags])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
@@ -43,20 +56,11 @@ from data_prep.classification.features import (  # noqa: E402
     GlueFeatureSettings, cached_glue_features)
 from data_prep.common.feature_cache import cache_file_pattern  # noqa: E402
 from data_prep.classification.glue_tasks import glue_task  # noqa: E402
-from data_prep.classification.processors import GlueDataError  # noqa: E402
 
 
 def main(argv: list[str]) -> None:
     del argv
-    if not FLAGS.task_name:
-        raise app.UsageError("--task_name is required")
-    try:
-        task = glue_task(FLAGS.task_name)
-    except GlueDataError as error:
-        raise app.UsageError(str(error)) from None
-    for name in ("data_dir", "cached_dir"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required")
+    task = glue_task(FLAGS.task_name)
     for split in FLAGS.splits:  # every file exists before any is built
         task.processor().split_path(FLAGS.data_dir, split)
     settings = GlueFeatureSettings(FLAGS.max_seq_length)

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 # -- command line ----------------------------------------------------------------------------------
 
@@ -32,7 +32,20 @@ flag_definitions.define("data_dir", "max_seq_length", "max_qa_length", "middle_o
                         "skip_invalid", *flag_definitions.TOKENIZER_FLAGS)
 flags.mark_flags_as_required(["data_dir", "split", "output_file"])
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+
+
+def check_flags() -> None:
+    """Before TensorFlow loads: a tokenizer, at most one level, room for the question and option."""
+    flag_checks.require_tokenizer()
+    if FLAGS.middle_only and FLAGS.high_only:
+        raise app.UsageError("--middle_only and --high_only exclude each other; give at most one.")
+    flag_checks.require_sequence_room(
+        FLAGS.max_qa_length + 3,
+        f"[CLS], two [SEP] and --max_qa_length={FLAGS.max_qa_length} question+option pieces")
+
+
+# --help, flag mistakes and the checks of the flags: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[check_flags])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402
@@ -45,8 +58,6 @@ from data_prep.multiple_choice.reader import race_sources  # noqa: E402
 
 def main(argv: Sequence[str]) -> None:
     del argv
-    if not (FLAGS.spm_model_file or FLAGS.vocab_file):
-        raise app.UsageError("give --spm_model_file (or --vocab_file for a WordPiece model)")
     settings = RaceFeatureSettings(FLAGS.max_seq_length, FLAGS.max_qa_length,
                                    middle_only=FLAGS.middle_only, high_only=FLAGS.high_only,
                                    skip_invalid=FLAGS.skip_invalid)

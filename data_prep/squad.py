@@ -25,7 +25,7 @@ from typing import Sequence
 
 from absl import flags
 
-from albert_tf.cli import command_line, flag_definitions
+from albert_tf.cli import command_line, flag_checks, flag_definitions
 
 # -- command line ------------------------------------------------------------------------------------
 
@@ -41,7 +41,8 @@ flag_definitions.define("spm_model_file", "do_lower_case", "max_seq_length", "do
                         max_seq_length=384, num_workers=os.cpu_count() or 1)
 flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+# --help, flag mistakes and room for the question in a window: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[flag_checks.require_room_for_the_question])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs  # noqa: E402

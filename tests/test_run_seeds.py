@@ -107,7 +107,7 @@ def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
     assert result.stderr.strip() == ("run_seeds: error: the recipe sets --seed, which run_seeds "
                                      "sets for each seed: leave it out")
     failed = run_seeds("--seeds=7", f"--output_dir={tmp_path}", "--", "run_classifier.py",
-                       "--task_name=no_such_task")
+                       "--task_name=no_such_task", "--do_eval")
     assert failed.returncode == 1
     assert failed.stderr.strip().splitlines()[-1].startswith(
         "run_seeds: error: the run of seed 7 failed (exit status 1)")

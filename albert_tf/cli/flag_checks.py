@@ -70,10 +70,44 @@ def reject_hub_module_handle() -> None:
             "Reference checkpoints are read directly.")
 
 
-def fine_tuning_checks(*actions: str, required: tuple[str, ...] = ()) -> None:
+def require_sequence_room(minimum: int, holds: str) -> None:
+    """UsageError unless --max_seq_length is at least ``minimum``, what one record must hold
+    (``holds`` says what, e.g. "[CLS] a [SEP] b [SEP]"): the feature builders of data_prep refuse a
+    shorter one too, but only once the data is read, after TensorFlow loaded and the model was
+    built."""
+    length = flags.FLAGS.max_seq_length
+    if length < minimum:
+        raise app.UsageError(f"--max_seq_length={length} is too short: {holds} need at least "
+                             f"{minimum}.")
+
+
+def require_room_for_the_question() -> None:
+    """SQuAD (run_squad, data_prep.squad): a window holds [CLS], the question (up to
+    --max_query_length pieces), two [SEP] and at least one paragraph piece."""
+    length, query = flags.FLAGS.max_seq_length, flags.FLAGS.max_query_length
+    if length <= query + 3:
+        raise app.UsageError(f"--max_seq_length={length} must exceed --max_query_length + 3 = "
+                             f"{query + 3}.")
+
+
+def sweep_in_one_process(sweep_flag: str = "do_eval") -> None:
+    """The checkpoint sweep (``sweep_flag``: the script's, --do_eval or run_squad's --do_predict)
+    writes, renames and deletes files in one process: refused with
+    --strategy=multi_worker_mirrored (UsageError)."""
+    values = flags.FLAGS
+    if values[sweep_flag].value and values.strategy == "multi_worker_mirrored":
+        raise app.UsageError(f"--{sweep_flag} with --strategy=multi_worker_mirrored: the "
+                             "checkpoint sweep runs in one process; start it as a separate job "
+                             "with --nodo_train and --strategy=one_device or mirrored.")
+
+
+def fine_tuning_checks(*actions: str, required: tuple[str, ...] = (),
+                       sweep_flag: str = "do_eval") -> None:
     """The checks every fine-tuning script runs: no TF1 hub module, one of ``actions`` set,
-    --output_dir, --albert_config_file and ``required`` given, a tokenizer."""
+    --output_dir, --albert_config_file and ``required`` given, a tokenizer, the sweep
+    (``sweep_flag``) in one process."""
     reject_hub_module_handle()
     require_action(*actions)
     require_flags("output_dir", "albert_config_file", *required)
     require_tokenizer()
+    sweep_in_one_process(sweep_flag)

@@ -294,11 +294,26 @@ def define(*names: str, flag_values: flags.FlagValues = flags.FLAGS, **defaults:
         raise KeyError(f"default given for flags not being defined: {unknown}")
     defined_here = {flag.name for flag in
                     flag_values.flags_by_module_dict().get(__name__, [])}
+    newly_defined = set()
     for name in names:
         spec = SPECS[name]
         default = defaults.get(name, spec.default)
         if name in defined_here and _parsed_default(name, default) == flag_values[name].default:
             continue
         _define_one(name, default, flag_values)
+        newly_defined.add(name)
         if name in RANGES:
             check_ranges(flag_values, **{name: RANGES[name]})
+    accumulation = {"train_batch_size", "gradient_accumulation_steps"}
+    if accumulation <= set(names) and accumulation & newly_defined:
+        flags.register_multi_flags_validator(
+            sorted(accumulation), _whole_micro_batches, flag_values=flag_values,
+            message="--train_batch_size must be divisible by --gradient_accumulation_steps: each "
+                    "batch is split into that many micro-batches of equal size")
+
+
+def _whole_micro_batches(values: dict[str, Any]) -> bool:
+    """--gradient_accumulation_steps splits --train_batch_size into micro-batches of equal size
+    (training/trainer.RunConfig refuses it too, once TensorFlow is loaded)."""
+    batch, steps = values["train_batch_size"], values["gradient_accumulation_steps"]
+    return batch is None or not steps or steps < 1 or batch % steps == 0

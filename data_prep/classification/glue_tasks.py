@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS
-from albert_tf.tasks.classification.recipes import GLUE_RECIPES
+from albert_tf.tasks.classification.recipes import GLUE_RECIPES, unknown_task_message
 from albert_tf.training.recipe import Recipe
 from data_prep.classification.processors import (AxProcessor, ColaProcessor, GlueDataError,
                                                  GlueProcessor, MisMnliProcessor, MnliProcessor,
@@ -100,7 +100,7 @@ def glue_task(name: str) -> GlueTask:
     """The task called ``name`` (case-insensitive); GlueDataError listing the known tasks otherwise."""
     key = (name or "").lower()
     if key not in GLUE_TASKS:
-        raise GlueDataError(f"unknown GLUE task_name {name!r}; expected one of {sorted(GLUE_TASKS)}")
+        raise GlueDataError(unknown_task_message(name))
     return GLUE_TASKS[key]
 
 

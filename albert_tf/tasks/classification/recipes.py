@@ -48,6 +48,15 @@ GLUE_RECIPES: dict[str, Recipe] = {
 }
 # GLUE's diagnostic set: predicted with an MNLI model, never trained.
 PREDICT_ONLY_TASKS = ("ax",)
+# Every GLUE --task_name (data_prep/classification/glue_tasks.py's GLUE_TASKS, tested equal), known
+# here without TensorFlow so that the commands refuse an unknown one before it loads.
+GLUE_TASK_NAMES = (*GLUE_RECIPES, *PREDICT_ONLY_TASKS)
+
+
+def unknown_task_message(task_name: str) -> str:
+    """What is said of a --task_name that is not a GLUE task (glue_tasks.glue_task says the
+    same)."""
+    return f"unknown GLUE task_name {task_name!r}; expected one of {sorted(GLUE_TASK_NAMES)}"
 
 
 def glue_recipe(task_name: str | None) -> Recipe:
