@@ -13,7 +13,8 @@ so that ``--help`` and a flag mistake are answered in a fraction of a second ins
 2-4 s TensorFlow takes to load. When the module runs as the program:
 
 - ``--help`` (``-h``, ``--helpshort``, ``--helpfull``) prints every flag the command accepts, its own
-  first, then the shared ones by group, then absl's logging flags, and exits with status 0;
+  first, then the shared ones by group, then absl's logging flags, and exits with status 0 (also
+  when its reader stops early, ``--help | head``: the rest is discarded, no traceback);
 - a misspelt flag or a bad value ends in ``<program>: error: <absl's message, with its "Did you
   mean" suggestion>`` and exit status 1;
 - TensorFlow is then imported with the lines its C++ libraries print while loading (oneDNN notices,
@@ -100,8 +101,7 @@ def parse_before_imports(module_name: str,
         return
     arguments = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
     if any(argument in HELP_ARGUMENTS for argument in arguments):
-        print(help_text(sys.modules["__main__"].__doc__))
-        sys.exit(0)
+        print_and_exit(help_text(sys.modules["__main__"].__doc__))
     parser(sys.argv)
     try:
         for check in checks:
@@ -111,6 +111,39 @@ def parse_before_imports(module_name: str,
     if flags.FLAGS["only_check_args"].value:
         sys.exit(0)
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
+
+
+def print_and_exit(text: str) -> NoReturn:
+    """Prints ``text`` on stdout and exits with status 0 (--help, --print_recipe). When the reader
+    stops reading first (``--help | head``), the rest is discarded: still status 0, no traceback."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
+    sys.exit(0)
+
+
+def stdout_is_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``| head`` that printed its lines)."""
+    try:
+        import select  # pylint: disable=import-outside-toplevel
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), no file descriptor
+        return False
+
+
+def discard_stdout() -> None:
+    """Sends what is left for stdout (buffered text included) to the null device: its reader has
+    closed the pipe, and writing there again would raise BrokenPipeError (at exit too)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def help_text(description: str | None) -> str:

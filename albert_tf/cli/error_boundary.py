@@ -19,6 +19,11 @@ other TensorFlow error): its traceback is printed as Python prints it, followed 
 ``<program>: this is a bug in albert_tf, not a mistake in your input: ...``, exit status 1.
 ``ALBERT_TF_TRACEBACK=1`` in the environment shows the traceback of user errors too.
 
+A command whose stdout is a pipe that its reader closed (``python -m albert_tf.paper_tables --plan
+... | head``) stops quietly at its next write, with the status 141 of a process ended by SIGPIPE, as
+the shell's tools do; --help and --print_recipe end with status 0 then
+(albert_tf/cli/command_line.py).
+
 Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
 cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
 or 143 (SIGTERM). The training scripts leave SIGTERM its default action (``catch_sigterm=False``):
@@ -68,6 +73,9 @@ _USER_FUNCTION = re.compile(r"Error in user-defined function passed to .*? trans
 _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .*|"
                          r"<stack traces unavailable>|\s+File \".*|\s{4,}\S.*)$")
 
+
+# The exit status of a command whose stdout reader stopped reading (| head): 128 + SIGPIPE.
+STDOUT_CLOSED_STATUS = 141
 
 # What a training script leaves when stopped by Ctrl-C (SIGTERM ends it at once, catch_sigterm=False).
 TRAINING_STOPPED = ("the checkpoints saved so far are kept; rerun the same command to resume from "
@@ -124,7 +132,9 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             with sigterm_stops_like_ctrl_c() if catch_sigterm else contextlib.nullcontext():
                 for check in checks:
                     check()
-                return main(argv)
+                result = main(argv)
+                sys.stdout.flush()  # a reader that has gone is found here, not at exit
+                return result
         except KeyboardInterrupt as stop:
             signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
             cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
@@ -136,6 +146,11 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             # process pool's result reader blocked on a message its killed worker never finished).
             os._exit(128 + signum)
         except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
+            if isinstance(error, BrokenPipeError) and command_line.stdout_is_closed():
+                # The reader of stdout stopped (| head): quiet, with the status of a process
+                # that SIGPIPE ends, as the shell's tools do (what came after is not done).
+                command_line.discard_stdout()
+                sys.exit(STDOUT_CLOSED_STATUS)
             message = user_error_message(error)
             if message is None:
                 report_bug(error)

@@ -8,11 +8,11 @@ recipe and exits 0 before the others ask for data or outputs.
 
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 from absl import app, flags
 
+from albert_tf.cli import command_line
 from albert_tf.errors.user_error import UserError
 from albert_tf.training.recipe import Recipe
 
@@ -33,8 +33,7 @@ def print_recipe(recipe: Callable[[], Recipe]) -> Callable[[], None]:
             chosen = recipe()
         except UserError as error:
             raise app.UsageError(str(error)) from None
-        print(" ".join(chosen.flags()), flush=True)
-        sys.exit(0)
+        command_line.print_and_exit(" ".join(chosen.flags()))
     return check
 
 
