@@ -52,7 +52,8 @@ flags.mark_flag_as_required("spm_model_file")
 
 
 def check_flags() -> None:
-    """Before TensorFlow loads: something to write, and what --export_path needs (app.UsageError)."""
+    """Before TensorFlow loads: something to write, and what --export_path needs
+    (app.UsageError)."""
     values = flags.FLAGS
     if not (values.export_path or values.preprocessing_export_path):
         raise app.UsageError("Give --export_path, --preprocessing_export_path or both.")

@@ -290,7 +290,8 @@ def test_a_runs_dir_that_does_not_exist_or_is_a_file_is_an_error_not_a_table_of_
     assert not missing.exists()
 
 
-@pytest.mark.parametrize("output", ["{tmp}/tables/", "{tmp}/tables", "{tmp}/new/", "gs://bucket/t/"])
+@pytest.mark.parametrize("output", ["{tmp}/tables/", "{tmp}/tables", "{tmp}/new/",
+                                    "gs://bucket/t/"])
 def test_an_output_that_names_a_directory_is_refused_before_any_work(tmp_path, output):
     (tmp_path / "tables").mkdir()
     write(tmp_path / "runs" / "rte" / "best_results.json", BEST)
@@ -302,7 +303,8 @@ def test_an_output_that_names_a_directory_is_refused_before_any_work(tmp_path, o
         f"paper_tables: error: --output={output} names a directory: the tables go to <output>.md "
         f"and <output>.json, so give a path prefix, e.g. --output={example}")
     assert result.stdout == ""
-    assert sorted(os.listdir(tmp_path)) == ["runs", "tables"] and not os.listdir(tmp_path / "tables")
+    assert sorted(os.listdir(tmp_path)) == ["runs", "tables"]
+    assert not os.listdir(tmp_path / "tables")
     written = paper_tables(f"--runs_dir={tmp_path / 'runs'}", "--model=v2_base",
                            f"--output={tmp_path / 'tables' / 'base'}")
     assert written.returncode == 0, written.stderr

@@ -42,7 +42,8 @@ def seed_directory(output_dir: str, seed: int) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as the JSON file spells it (``NaN``, ``Infinity``, ``"0.5"``, ``null``), shortened."""
+    """A value as the JSON file spells it (``NaN``, ``Infinity``, ``"0.5"``, ``null``),
+    shortened."""
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
