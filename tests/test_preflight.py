@@ -155,7 +155,7 @@ def model_report(root: str) -> dict[str, str]:
 
 
 def seeds(root: str) -> dict[str, str]:
-    return {"output_dir": f"{root}/out", "--": "run_classifier.py --task_name=rte"}
+    return {"output_dir": f"{root}/out", "--": "run_classifier.py --task_name=rte --do_eval"}
 
 
 def tables(root: str) -> dict[str, str]:
