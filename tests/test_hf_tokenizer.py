@@ -16,15 +16,18 @@ import re
 import pytest
 import transformers
 
+from albert_tf.checkpoints.conversion import to_huggingface
 from albert_tf.checkpoints.hf_format import WRITTEN_FILES, write_hf_directory
 from albert_tf.checkpoints.hf_names import HuggingFaceFormatError
 from albert_tf.checkpoints.hf_tokenizer import build_tokenizer
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import AlbertModel
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.classification.features import build_features
 from data_prep.pretraining.vocabulary import train_sentencepiece
+from tests import spm_fixtures
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR
 
 pytestmark = pytest.mark.requires_shared_data
@@ -202,9 +205,9 @@ def _with_trainer_field(model_bytes: bytes, field: int, value: int) -> bytes:
     return model_bytes + _varint(2 << 3 | 2) + _varint(len(trainer_spec)) + trainer_spec
 
 
-def test_models_tokenizer_json_cannot_express_are_refused(exported):
-    tokenizer, _ = exported
-    model_bytes = tokenizer.sp_model.serialized_model_proto()
+def test_models_tokenizer_json_cannot_express_are_refused(tmp_path):
+    with open(spm_fixtures.cached_tiny_spm(), "rb") as handle:
+        model_bytes = handle.read()
     for field, value, reason in ((3, 2, "not unigram"), (35, 1, "byte fallback"),
                                  (24, 1, "whitespace as a suffix")):
         with pytest.raises(HuggingFaceFormatError, match=reason):
@@ -212,3 +215,14 @@ def test_models_tokenizer_json_cannot_express_are_refused(exported):
     with pytest.raises(HuggingFaceFormatError, match="not a SentencePiece model"):
         build_tokenizer(b"\x0a\x05ab", True)
     assert "tokenizer.json" in WRITTEN_FILES
+
+    # The conversion refuses it before reading the checkpoint (which does not even exist here).
+    bpe_model = tmp_path / "bpe.model"
+    bpe_model.write_bytes(_with_trainer_field(model_bytes, 3, 2))
+    config = AlbertConfig.from_dict(dict(vocab_size=500, embedding_size=4, hidden_size=8,
+                                         num_hidden_layers=1, num_attention_heads=1,
+                                         intermediate_size=8, max_position_embeddings=8))
+    with pytest.raises(HuggingFaceFormatError, match=f"--spm_model_file={bpe_model}.*not unigram"):
+        to_huggingface(AlbertPretrainingModel(config), str(tmp_path / "no_checkpoint"),
+                       "checkpoint", str(tmp_path / "hf"), spm_model_file=str(bpe_model))
+    assert not (tmp_path / "hf").exists()

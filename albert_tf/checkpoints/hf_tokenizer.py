@@ -35,8 +35,8 @@ The pipeline, each step the twin of albert_tf's (albert_tf/tokenization/):
 What ``tokenizers`` cannot express (one id per piece, no step after the model): the digit-comma
 rule for a piece that does not begin its word (``"$45,"``: the reference re-encodes ``"$45"`` as a
 text of its own, with a "▁" the text lacks) or that more of the word follows (en8k's ``"▁2,"`` in
-"2,45"); SentencePiece's float32 sums, where two paths score the same to float32 precision (3 texts
-in 23,725 with a 30,000-piece model); lower-casing of characters newer than this Python's
+"2,45"); SentencePiece's float32 sums, where two paths score the same to float32 precision (3 or 4
+texts in 23,725 with a 30,000-piece model); lower-casing of characters newer than this Python's
 Unicode (the Rust tables lower-case them). Supported models: unigram, without byte fallback,
 whitespace as a prefix (the ALBERT recipe); others raise ``HuggingFaceFormatError``.
 """
@@ -233,6 +233,12 @@ def _check_supported(spec: SentencePieceSpec, source: str) -> None:
         raise HuggingFaceFormatError(
             f"Cannot write a tokenizer.json that encodes as {source}: {'; '.join(problems)} (the "
             "ALBERT recipe, data_prep/pretraining/vocabulary.py, has none of these).")
+
+
+def check_supported(model_bytes: bytes, source: str = "<bytes>") -> None:
+    """HuggingFaceFormatError, naming ``source`` and what, for a SentencePiece model that
+    tokenizer.json cannot express (cheap: no tables are built)."""
+    _check_supported(read_sentencepiece_spec(model_bytes, source), source)
 
 
 def _unreachable(piece: _Piece) -> bool:
