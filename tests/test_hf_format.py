@@ -251,7 +251,8 @@ def test_conversion_command_to_huggingface_and_back(tmp_path):
                         f"--output_dir={tmp_path / 'hf'}").stdout
     assert "missing from the checkpoint (0)" in out and "with the tokenizer of" in out
     assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors",
-                                                   "spiece.model", "tokenizer_config.json"]
+                                                   "spiece.model", "tokenizer.json",
+                                                   "tokenizer_config.json"]
     tokenizer = FullTokenizer(spm_model_file=spm_model)
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert (config["bos_token_id"], config["eos_token_id"]) == (tokenizer.cls_id,
@@ -259,7 +260,7 @@ def test_conversion_command_to_huggingface_and_back(tmp_path):
     assert config["pad_token_id"] == tokenizer.vocab["<pad>"]
     tokenizer_config = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
     assert tokenizer_config["do_lower_case"] is False
-    assert tokenizer_config["tokenizer_class"] == "AlbertTokenizer"
+    assert tokenizer_config["tokenizer_class"] == "PreTrainedTokenizerFast"  # loads tokenizer.json
 
     out = run_converter(f"--hf_checkpoint={tmp_path / 'hf'}",
                         f"--output_dir={tmp_path / 'back'}").stdout

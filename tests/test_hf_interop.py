@@ -7,7 +7,8 @@
 - a directory written by transformers' own ``save_pretrained`` warm-starts albert_tf as
   ``--init_checkpoint`` (the Trainer's warm start) and computes transformers' outputs.
 
-The only test module that imports torch, transformers and keras-hub (test-only dependencies).
+With tests/test_hf_tokenizer.py (the tokenizer on real text), the only test module that imports
+torch, transformers and keras-hub (test-only dependencies).
 """
 
 import copy

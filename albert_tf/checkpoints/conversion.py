@@ -43,6 +43,7 @@ from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_file
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
 from albert_tf.checkpoints.hf_names import check_representable, keras_hub_differences
+from albert_tf.checkpoints.hf_tokenizer import check_supported
 from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_checkpoint,
                                                  object_variable_paths, stored_model_variables)
 from albert_tf.checkpoints.report import LoadReport
@@ -332,14 +333,18 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
     directory ``output_dir``; returns (the checkpoint read, the number of tensors written).
 
     model: a fresh task model of the checkpoint's config. HuggingFaceFormatError first when its
-    config cannot be represented. Prints the load report; raises if encoder variables are missing;
+    config cannot be represented, or ``spm_model_file`` in a tokenizer.json (hf_tokenizer). Prints
+    the load report; raises if encoder variables are missing;
     writes only what the source holds and the format has a place for (the encoder, the
     pretraining heads), naming the rest as left out; notes where keras-hub computes another model.
     """
     check_representable(model.config)
     check_hf_output_dir(output_dir, overwrite)
-    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
-        raise ConversionError(f"--spm_model_file={spm_model_file} does not exist.")
+    if spm_model_file:
+        if not tf.io.gfile.exists(spm_model_file):
+            raise ConversionError(f"--spm_model_file={spm_model_file} does not exist.")
+        with tf.io.gfile.GFile(spm_model_file, "rb") as reader:
+            check_supported(reader.read(), f"--spm_model_file={spm_model_file}")
     report = _load_source(model, source, flag, init_from_group0, config_file)
     _report_load(report, model, output_dir)
     if report.missing:

@@ -1,9 +1,11 @@
 """Hugging Face format directories: loading one into a model, writing a model as one.
 
 A directory holds ``config.json`` (model_type albert), ``model.safetensors`` (or shards listed by
-``model.safetensors.index.json``) and, when written with a SentencePiece model, ``spiece.model`` and
-``tokenizer_config.json``: what ``transformers``' ``AlbertForPreTraining.from_pretrained(dir)`` /
-``AlbertModel`` and keras-hub's ``AlbertBackbone.from_preset(dir)`` load. Names and layouts are
+``model.safetensors.index.json``) and, when written with a SentencePiece model, ``spiece.model``,
+``tokenizer.json`` (albert_tf's tokenization as a ``tokenizers`` pipeline,
+albert_tf/checkpoints/hf_tokenizer.py) and ``tokenizer_config.json``: what ``transformers``'
+``AlbertForPreTraining.from_pretrained(dir)`` / ``AlbertModel`` / ``AutoTokenizer`` and keras-hub's
+``AlbertBackbone.from_preset(dir)`` load. Names and layouts are
 albert_tf/checkpoints/hf_names.py's.
 
 - ``is_hf_directory(path)``: whether ``path`` is such a directory.
@@ -33,6 +35,7 @@ from albert_tf.checkpoints.hf_names import (BUFFER_KEYS, ENCODER_PREFIX, PROJECT
                                             TIED_KEYS, HuggingFaceFormatError,
                                             albert_config_from_hf, compute_differences,
                                             hf_config_dict, hf_key)
+from albert_tf.checkpoints.hf_tokenizer import tokenizer_json
 from albert_tf.checkpoints.report import (CheckpointMismatchError, LoadReport, model_description,
                                           shape_mismatch_error)
 from albert_tf.checkpoints.tf1_names import group_zero_name, tf1_variable_map
@@ -45,9 +48,10 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_INDEX_FILE = "model.safetensors.index.json"
 SPM_FILE = "spiece.model"
+TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 # Every file ``write_hf_directory`` writes: the only ones it ever replaces.
-WRITTEN_FILES = (CONFIG_FILE, WEIGHTS_FILE, SPM_FILE, TOKENIZER_CONFIG_FILE)
+WRITTEN_FILES = (CONFIG_FILE, WEIGHTS_FILE, SPM_FILE, TOKENIZER_FILE, TOKENIZER_CONFIG_FILE)
 _METADATA = {"format": "pt"}  # what transformers requires of a safetensors file's header
 _PAD_PIECE = "<pad>"
 
@@ -182,13 +186,16 @@ def _special_ids(spm_model_file: str | None, do_lower_case: bool) -> tuple[int, 
 
 
 def _tokenizer_config(config: AlbertConfig, do_lower_case: bool) -> dict:
-    """``tokenizer_config.json``: transformers' AlbertTokenizer with albert_tf's normalization
-    (accents removed, spaces collapsed, lower-casing as the model was trained)."""
-    return {"tokenizer_class": "AlbertTokenizer", "do_lower_case": do_lower_case,
-            "keep_accents": False, "remove_space": True, "bos_token": "[CLS]",
-            "eos_token": "[SEP]", "unk_token": "<unk>", "sep_token": "[SEP]",
-            "pad_token": _PAD_PIECE, "cls_token": "[CLS]", "mask_token": "[MASK]",
-            "model_max_length": config.max_position_embeddings}
+    """``tokenizer_config.json``: the class that loads ``tokenizer.json`` as it is (transformers'
+    ``AlbertTokenizer`` would rebuild its own normalizer and pre-tokenizer around the vocabulary),
+    ALBERT's special tokens and the inputs its models take. ``do_lower_case`` only records how
+    tokenizer.json normalizes."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "do_lower_case": do_lower_case,
+            "bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
+            "sep_token": "[SEP]", "pad_token": _PAD_PIECE, "cls_token": "[CLS]",
+            "mask_token": "[MASK]", "model_max_length": config.max_position_embeddings,
+            "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
+            "clean_up_tokenization_spaces": False}
 
 
 def hf_tensors(model: keras.Model, only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
@@ -231,9 +238,11 @@ def write_hf_directory(model: keras.Model, directory: str, only: Iterable[str] |
     directory ``directory`` (replacing an earlier one written here; a directory holding any other
     file is refused, naming it); returns the number of tensors written.
 
-    ``spm_model_file``: copied as ``spiece.model`` with ``tokenizer_config.json``, and its [CLS],
-    [SEP] and <pad> ids go into config.json. HuggingFaceFormatError for a config the format cannot
-    represent (hf_names.check_representable), before anything is written.
+    ``spm_model_file``: copied as ``spiece.model``, with ``tokenizer.json`` (encodes as
+    ``FullTokenizer(spm_model_file, do_lower_case).encode_text``) and ``tokenizer_config.json``;
+    its [CLS], [SEP] and <pad> ids go into config.json. HuggingFaceFormatError for a config the
+    format cannot represent (hf_names.check_representable) or a SentencePiece model tokenizer.json
+    cannot express (hf_tokenizer), before anything is written.
     """
     foreign = foreign_files(directory)
     if foreign:
@@ -244,6 +253,10 @@ def write_hf_directory(model: keras.Model, directory: str, only: Iterable[str] |
     tensors = hf_tensors(model, only)
     with_heads = any(not key.startswith(ENCODER_PREFIX) for key in tensors)
     values = hf_config_dict(config, with_heads, *_special_ids(spm_model_file, do_lower_case))
+    texts = {}
+    if spm_model_file:
+        with tf.io.gfile.GFile(spm_model_file, "rb") as reader:
+            texts[TOKENIZER_FILE] = tokenizer_json(reader.read(), do_lower_case, spm_model_file)
     with temporary_path(directory.rstrip("/")) as temporary:
         tf.io.gfile.makedirs(temporary)
         with tf.io.gfile.GFile(os.path.join(temporary, WEIGHTS_FILE), "wb") as writer:
@@ -252,9 +265,11 @@ def write_hf_directory(model: keras.Model, directory: str, only: Iterable[str] |
         if spm_model_file:
             tf.io.gfile.copy(spm_model_file, os.path.join(temporary, SPM_FILE))
             files[TOKENIZER_CONFIG_FILE] = _tokenizer_config(config, do_lower_case)
-        for name, content in files.items():
+        texts.update({name: json.dumps(content, indent=2, sort_keys=True) + "\n"
+                      for name, content in files.items()})
+        for name, text in texts.items():
             with tf.io.gfile.GFile(os.path.join(temporary, name), "w") as writer:
-                writer.write(json.dumps(content, indent=2, sort_keys=True) + "\n")
+                writer.write(text)
         if tf.io.gfile.isdir(directory):
             tf.io.gfile.rmtree(directory)
     return len(tensors)
