@@ -5,8 +5,8 @@ double quotes as in RFC 4180: a quoted cell may hold commas, quotes and newlines
 (tab-separated, quotes kept literally as GLUE's TSV files are read), ``.jsonl`` / ``.ndjson``
 (one JSON object per line). CSV and TSV files start with a header naming the columns; blank lines
 are skipped. Files are UTF-8 (a byte-order mark is ignored), read through ``tf.io.gfile``. Lines
-end at "\n" (or "\r\n") only, as every reader of the project splits them
-(albert_tf/files/text_lines.py): U+2028, U+0085, "\v", ... are characters of a cell or string; a
+end at "\\n" (or "\\r\\n") only, as every reader of the project splits them
+(albert_tf/files/text_lines.py): U+2028, U+0085, "\\v", ... are characters of a cell or string; a
 CSV cell may be as long as the file.
 
 Columns (``Columns``): one text (default ``text``) or a pair (default ``text_a`` and ``text_b``
@@ -138,8 +138,9 @@ def _json_records(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise OwnDataError(f"{path}:{line_number}: not valid JSON ({json_error_reason(error)}); "
-                               "expected one JSON object per line") from None
+            raise OwnDataError(f"{path}:{line_number}: not valid JSON "
+                               f"({json_error_reason(error)}); expected one JSON object per "
+                               "line") from None
         if not isinstance(record, dict):
             raise OwnDataError(f"{path}:{line_number}: expected a JSON object, found "
                                f"{type(record).__name__}")

@@ -12,9 +12,10 @@ A labelled file (training, evaluation) needs a tag per word; each sentence's tag
 declared scheme (albert_tf/tasks/token_classification/schemes.py: e.g. no ``I-PER`` after ``O`` in
 IOB2; such a file is refused, never repaired, so that scores count the tags the file holds) and,
 for an evaluation file, come from the training file's tag set; no tag holds a tab or a line
-break. Lines end at "\n" (or "\r\n") only (albert_tf/files/text_lines.py). A prediction file's tags are
-optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a ``NerDataError``
-``<file>:<line>: <what is wrong and what was expected>``, raised while reading, before any training.
+break. Lines end at "\\n" (or "\\r\\n") only (albert_tf/files/text_lines.py). A prediction
+file's tags are optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a
+``NerDataError`` ``<file>:<line>: <what is wrong and what was expected>``, raised while reading,
+before any training.
 
 The formats' names and lines (``resolve_format``, ``NerDataError``) are the task's
 (albert_tf/tasks/token_classification/file_formats.py), shared with the prediction writer

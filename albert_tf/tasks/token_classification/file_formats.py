@@ -6,8 +6,8 @@ and the prediction writer (predictions.py), which writes a file back in its own 
 - JSON Lines (``jsonl``): one sentence per line, ``{"tokens": [...], "tags": [...]}``; blank
   lines are skipped.
 
-Lines end at "\n" (or "\r\n") only, as every reader of the project splits them
-(albert_tf/files/text_lines.py): U+2028, U+0085, "\v", ... inside a JSON string or a CoNLL word are
+Lines end at "\\n" (or "\\r\\n") only, as every reader of the project splits them
+(albert_tf/files/text_lines.py): U+2028, U+0085, "\\v", ... inside a JSON string or a CoNLL word are
 characters of it. CoNLL columns are separated by spaces and tabs only (``conll_columns``), so a word
 may hold any other character, a no-break space included.
 
@@ -62,7 +62,7 @@ def is_conll_word(columns: list[str]) -> bool:
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
     """(1-based line number, text without the line break) of a UTF-8 file (local or gs://; a
-    byte-order mark is ignored), split at "\n" only (see the module doc).
+    byte-order mark is ignored), split at "\\n" only (see the module doc).
 
     NerDataError for a missing file or one that is not UTF-8; UserFileError for a file that cannot
     be read.

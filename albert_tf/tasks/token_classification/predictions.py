@@ -3,8 +3,8 @@
 CoNLL: every word line with the predicted tag appended as a last column (conlleval's ``word ...
 gold predicted`` layout for labelled input); other lines as they are. JSON Lines: every object
 with ``tags`` set to the predictions (the input's tags, if any, kept under ``gold_tags``; U+2028,
-U+2029 and U+0085 escaped, ``json_line``). One output line per input line, each ended by "\n"
-(the input's lines as ``read_lines`` splits them). Both read back with data_prep's
+U+2029 and U+0085 escaped, ``json_line``). One output line per input line, each ended by
+"\\n" (the input's lines as ``read_lines`` splits them). Both read back with data_prep's
 ``read_sentences``.
 """
 
