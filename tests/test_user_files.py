@@ -357,8 +357,8 @@ def test_a_checkpoint_without_its_data_shards_is_named_once(tmp_path):
                                 "(an incomplete copy or download?); copy its data shards beside it")
     with pytest.raises(MissingFileError) as error:
         resolve_checkpoint_path(str(tmp_path / "nothing"))
-    assert str(error.value) == f"{tmp_path / 'nothing'}: no such checkpoint (no .index file with " \
-                               "this prefix)"
+    assert str(error.value) == f"{tmp_path / 'nothing'} does not exist (no .index file with this " \
+                               "prefix)"
     for name in ("two.data-00000-of-00003", "two.data-00002-of-00003", "two.index"):
         (tmp_path / name).write_bytes(b"")
     with pytest.raises(MissingFileError, match=r"two.data-00001-of-00003 does not exist: the "

@@ -46,7 +46,7 @@ def resolve_checkpoint_path(path: str) -> str:
     else:
         prefix = path
     if not tf.io.gfile.exists(prefix + ".index"):
-        raise MissingFileError(f"{prefix}: no such checkpoint (no .index file with this prefix)")
+        raise MissingFileError(f"{prefix} does not exist (no .index file with this prefix)")
     check_data_shards(prefix)
     return prefix
 
