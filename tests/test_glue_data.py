@@ -373,20 +373,26 @@ def test_invalid_utf8_is_reported_at_its_line(tmp_path, ending):
         get_processor("rte").get_examples(str(tmp_path), "train")
 
 
-def test_every_error_counts_lone_carriage_returns_as_line_ends(tmp_path):
-    """Three lines ended by a lone CR before line 151: the decoding error and the column-count error
-    name the same line (151), the line on which each fault was written."""
-    lone_cr = {10: b"\r", 50: b"\r", 100: b"\r"}
+def test_every_error_counts_lines_at_line_feeds_only(tmp_path):
+    """A lone CR, U+2028 and U+0085 inside three lines before line 151 are characters of those
+    lines, not line ends: the decoding error and the column-count error name the same line (151),
+    the line on which each fault was written."""
     path = tmp_path / "RTE" / "train.tsv"
     path.parent.mkdir()
-    lines = rte_lines(200)
+
+    def with_separators(lines: list[bytes]) -> list[bytes]:
+        for index in (9, 49, 99):
+            lines[index] = lines[index].replace(b" ", b" \r\xe2\x80\xa8\xc2\x85 ", 1)
+        return lines
+
+    lines = with_separators(rte_lines(200))
     lines[150] += b"\textra"
-    path.write_bytes(join_lines(lines, lone_cr))
+    path.write_bytes(join_lines(lines, {}))
     with pytest.raises(GlueDataError, match=rf"^{path}:151: expected 4 tab-separated columns, found 5"):
         get_processor("rte").get_examples(str(tmp_path), "train")
-    lines = rte_lines(200)
+    lines = with_separators(rte_lines(200))
     lines[150] = b"\xc3" + lines[150]
-    path.write_bytes(join_lines(lines, lone_cr))
+    path.write_bytes(join_lines(lines, {}))
     with pytest.raises(GlueDataError, match=rf"^{path}:151: not valid UTF-8 \(byte 0xc3 at byte 1 "):
         get_processor("rte").get_examples(str(tmp_path), "train")
     lines = rte_lines(8)

@@ -1,8 +1,9 @@
 """Checkpoint files on disk, whatever the format: names, prefixes, the ``checkpoint`` state file.
 
 - ``resolve_checkpoint_path``: a prefix from a prefix, a directory of checkpoints (its latest) or a
-  SavedModel directory (its ``variables/variables``); ``is_object_based_checkpoint`` tells albert_tf's
-  own format from the reference's TF1 one.
+  SavedModel directory (its ``variables/variables``), its index and data shards present
+  (``check_data_shards``); ``is_object_based_checkpoint`` tells albert_tf's own format from the
+  reference's TF1 one.
 - ``write_checkpoint_state``: points a directory's ``checkpoint`` file at one prefix, atomically.
 - ``list_checkpoints``, ``checkpoint_files``, ``copy_checkpoint``, ``rename_checkpoint``,
   ``remove_checkpoint``: the ``model.ckpt-<step>`` checkpoints of a run and their files, moved in an
@@ -37,14 +38,41 @@ def resolve_checkpoint_path(path: str) -> str:
     """
     if tf.io.gfile.isdir(path):
         if tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
-            return os.path.join(path, *SAVED_MODEL_VARIABLES)
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
-            raise MissingFileError(f"No checkpoint found in directory {path}.")
-        return latest
-    if not tf.io.gfile.exists(path + ".index"):
-        raise MissingFileError(f"Checkpoint {path} does not exist (no {path}.index).")
-    return path
+            prefix = os.path.join(path, *SAVED_MODEL_VARIABLES)
+        else:
+            prefix = tf.train.latest_checkpoint(path)
+            if prefix is None:
+                raise MissingFileError(f"No checkpoint found in directory {path}.")
+    else:
+        prefix = path
+    if not tf.io.gfile.exists(prefix + ".index"):
+        raise MissingFileError(f"{prefix} does not exist (no .index file with this prefix)")
+    check_data_shards(prefix)
+    return prefix
+
+
+_SHARD_PATTERN = re.compile(r"\.data-(\d+)-of-(\d+)$")
+
+
+def check_data_shards(prefix: str) -> None:
+    """MissingFileError naming the first data shard of checkpoint ``prefix`` that is missing
+    (``<prefix>.data-<i>-of-<n>``, ``i`` from 0 to n-1, n read from the shards present): a
+    checkpoint copied without its data, which TensorFlow reports only when a variable is read."""
+    numbers, counts = set(), set()
+    for name in tf.io.gfile.glob(prefix + ".data-*"):
+        match = _SHARD_PATTERN.search(name)
+        if match:
+            numbers.add(int(match.group(1)))
+            counts.add(int(match.group(2)))
+    if not counts:
+        raise MissingFileError(f"{prefix}: the checkpoint has its .index but no .data-* shard (an "
+                               "incomplete copy or download?); copy its data shards beside it")
+    total = max(counts)
+    missing = sorted(set(range(total)) - numbers)
+    if missing:
+        raise MissingFileError(f"{prefix}.data-{missing[0]:05d}-of-{total:05d} does not exist: the "
+                               f"checkpoint has {total - len(missing)} of its {total} data shards "
+                               "(an incomplete copy or download?)")
 
 
 def is_object_based_checkpoint(path: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from albert_tf.files.text_lines import split_lines
 from albert_tf.tokenization.model_files import TokenizerError
 from albert_tf.tokenization.normalization import convert_to_unicode
 
@@ -43,7 +44,8 @@ def parse_vocab(data: bytes, vocab_file: str) -> dict[str, int]:
     except UnicodeDecodeError as err:
         raise TokenizerError(f"vocab file {vocab_file} is not UTF-8 text: {err}") from err
     vocab: dict[str, int] = {}
-    for line in text.splitlines():
+    # Lines end at "\n" only, as the reference's readline reads them: a token may hold U+0085, ...
+    for line in split_lines(text):
         fields = line.split()
         token = fields[0] if fields else " "
         if token not in vocab:

@@ -4,7 +4,10 @@ Formats (``FILE_FORMATS``, chosen by the file's extension or given): ``.csv`` (c
 double quotes as in RFC 4180: a quoted cell may hold commas, quotes and newlines), ``.tsv``
 (tab-separated, quotes kept literally as GLUE's TSV files are read), ``.jsonl`` / ``.ndjson``
 (one JSON object per line). CSV and TSV files start with a header naming the columns; blank lines
-are skipped. Files are UTF-8 (a byte-order mark is ignored), read through ``tf.io.gfile``.
+are skipped. Files are UTF-8 (a byte-order mark is ignored), read through ``tf.io.gfile``. Lines
+end at "\\n" (or "\\r\\n") only, as every reader of the project splits them
+(albert_tf/files/text_lines.py): U+2028, U+0085, "\\v", ... are characters of a cell or string; a
+CSV cell may be as long as the file.
 
 Columns (``Columns``): one text (default ``text``) or a pair (default ``text_a`` and ``text_b``
 when the file has no ``text`` column), the label (default ``label``) and optionally an id column
@@ -16,7 +19,12 @@ Labels. Classification: a label is a class name, a string or (JSON) an integer, 
 (surrounding spaces stripped). The label set is given, or is every label of the training file,
 sorted (numerically when every label is an integer, else as strings): stable for the same file.
 A number with a fraction (``0.5``) is refused unless the given label set names it: it is most
-likely a regression score. Regression: a finite number (JSON number or numeric string).
+likely a regression score. One integer written two ways (``01`` and ``1``, ``+1`` and ``1``) is
+refused: it would be two classes. A label holding a tab or a line break is refused (it is a cell
+of ``submit_results.tsv``). Regression: a finite number (JSON number or numeric string).
+
+Ids (the id column of the test file, which name the predictions): non-empty strings or integers
+without a tab or line break, each once in the file.
 
 Every mistake is an ``OwnDataError`` naming the file and line (lines are counted as an editor
 shows them; a quoted CSV cell spanning lines counts from the line it starts on): a missing file,
@@ -28,9 +36,9 @@ examples. A test file may lack the label column (its examples get ``label=None``
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
-import io
 import json
 import math
 import os
@@ -40,6 +48,8 @@ from typing import Any, Iterator, Sequence
 import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
+from albert_tf.files.json_objects import json_error_reason
+from albert_tf.files.text_lines import line_number_at, split_lines, tab_or_line_break
 from data_prep.classification.processors import InputExample
 from data_prep.common.text_fields import normalize_field
 from data_prep.common.user_errors import opening_user_file
@@ -105,7 +115,7 @@ def _read_text(path: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
+        line = line_number_at(data, error.start)
         raise OwnDataError(f"{path}:{line}: not valid UTF-8 (byte {data[error.start]:#04x}); "
                            "expected UTF-8 text") from None
 
@@ -121,15 +131,16 @@ def read_records(path: str, fmt: str) -> tuple[list[str], Iterator[tuple[int, di
 
 
 def _json_records(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    # Lines end at "\n" only: JSON strings may hold other line separators (U+2028, ...).
-    for line_number, line in enumerate(text.split("\n"), start=1):
+    # Lines end at "\n" only (split_lines): JSON strings may hold U+2028, U+0085, ...
+    for line_number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise OwnDataError(f"{path}:{line_number}: not valid JSON ({error.msg} at column "
-                               f"{error.colno}); expected one JSON object per line") from None
+            raise OwnDataError(f"{path}:{line_number}: not valid JSON "
+                               f"({json_error_reason(error)}); expected one JSON object per "
+                               "line") from None
         if not isinstance(record, dict):
             raise OwnDataError(f"{path}:{line_number}: expected a JSON object, found "
                                f"{type(record).__name__}")
@@ -138,10 +149,13 @@ def _json_records(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _delimited_records(path: str, text: str, delimiter: str
                        ) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting,
-                        strict=True)
-    rows = _numbered_rows(path, reader)
+    if delimiter == ",":
+        rows = _csv_rows(path, text)
+    else:  # TSV: split at tabs, quotes kept (as GLUE's files are read)
+        rows = ((number, line.split("\t") if line else [])
+                for number, line in enumerate(split_lines(text), start=1))
+    rows = ((number, row) for number, row in rows
+            if row and not (len(row) == 1 and not row[0].strip()))
     first = next(rows, None)
     if first is None:
         raise OwnDataError(f"{path}: empty file; expected a header line naming the columns")
@@ -161,20 +175,39 @@ def _delimited_records(path: str, text: str, delimiter: str
     return header, records()
 
 
-def _numbered_rows(path: str, reader) -> Iterator[tuple[int, list[str]]]:
-    """(line the row starts on, cells) of each row but blank lines (empty or spaces only; a row
-    of empty cells such as ",," is kept, and refused later for its empty text)."""
+def _csv_rows(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
+    """(line the row starts on, cells) of each CSV row (RFC 4180 quoting; a quoted cell may span
+    lines). Blank lines are rows without cells, or with one blank cell: the caller skips them (a
+    row of empty cells such as ",," is kept, and refused later for its empty text)."""
+    # A cell may be as long as the file: csv's default limit (128 KiB) would refuse a valid file.
+    limit = max(csv.field_size_limit(), len(text) + 1)
+    reader = csv.reader(iter(split_lines(text, keepends=True)), delimiter=",", strict=True)
     next_line = 1
     while True:
         try:
-            row = next(reader)
+            with _csv_field_size_limit(limit):
+                row = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
-            raise OwnDataError(f"{path}:{reader.line_num}: malformed CSV ({error})") from None
+            reason = str(error)
+            if "new-line character seen in unquoted field" in reason:
+                reason = ("a carriage return (\\r) not followed by a line feed in an unquoted "
+                          "cell; quote the cell or remove the \\r")
+            raise OwnDataError(f"{path}:{reader.line_num}: malformed CSV ({reason})") from None
         start, next_line = next_line, reader.line_num + 1
-        if row and not (len(row) == 1 and not row[0].strip()):
-            yield start, row
+        yield start, row
+
+
+@contextlib.contextmanager
+def _csv_field_size_limit(limit: int) -> Iterator[None]:
+    """Within the block the csv module accepts cells of up to ``limit`` characters (the limit is
+    the process's: it is set back afterwards)."""
+    previous = csv.field_size_limit(limit)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,20 +243,44 @@ class OwnDataReader:
 
     def read(self, path: str, split: str) -> list[InputExample]:
         """The examples of one file; ``split`` "test" may lack the label column (label None).
-        Default columns not yet resolved (``resolve_columns``) are resolved from this file."""
+        Default columns not yet resolved (``resolve_columns``) are resolved from this file.
+
+        In the test file, whose ids name the predictions (``submit_results.tsv``), every id of the
+        id column is a non-empty string or integer without a tab or line break, and no id
+        appears twice. In a labelled file, an integer class is written one way only (``01`` and
+        ``1`` would be two classes)."""
         header, records = read_records(path, file_format(path, self.file_format))
         reader = self if self.columns.text_a else dataclasses.replace(
             self, columns=self.columns.resolve(header, path))
         labelled = split != "test" or self.columns.label in header
-        examples = [reader._example(path, line_number, record, labelled)
-                    for line_number, record in records]
+        names_predictions = split == "test" and self.columns.id is not None
+        examples, id_lines, integer_labels = [], {}, {}
+        for line_number, record in records:
+            example = reader._example(path, line_number, record, labelled, names_predictions)
+            if names_predictions:
+                first = id_lines.setdefault(example.guid, line_number)
+                if first != line_number:
+                    raise OwnDataError(
+                        f"{path}:{line_number}: column {self.columns.id!r}: id {example.guid!r} "
+                        f"appears twice, on lines {first} and {line_number}; ids must be unique: "
+                        "they name the predictions in submit_results.tsv")
+            integer = integer_class(example.label) if labelled and not self.is_regression else None
+            if integer is not None:
+                name, first = integer_labels.setdefault(integer, (example.label, line_number))
+                if name != example.label:
+                    raise OwnDataError(
+                        f"{path}:{line_number}: column {self.columns.label!r}: label "
+                        f"{example.label!r} is the integer of label {name!r} (line {first}) "
+                        "written another way; they would be two classes: write each class one "
+                        "way")
+            examples.append(example)
         if not examples:
             raise OwnDataError(f"{path}: no examples; expected at least one row after the header"
                                if header else f"{path}: no examples; the file is empty")
         return examples
 
     def _example(self, path: str, line_number: int, record: dict[str, Any],
-                 labelled: bool) -> InputExample:
+                 labelled: bool, names_predictions: bool = False) -> InputExample:
         def cell(column: str) -> Any:
             if column not in record:
                 raise OwnDataError(f"{path}:{line_number}: no column {column!r}; found "
@@ -239,9 +296,31 @@ class OwnDataReader:
                                    f"non-empty text, found {found}")
             texts.append(normalize_field(value, self.use_spm, self.do_lower_case))
         label = self._label(path, line_number, cell(self.columns.label)) if labelled else None
-        guid = str(cell(self.columns.id)) if self.columns.id else str(line_number)
+        if self.columns.id is None:
+            guid = str(line_number)
+        elif names_predictions:
+            guid = self._id(path, line_number, cell(self.columns.id))
+        else:
+            guid = str(cell(self.columns.id))
         return InputExample(guid=guid, text_a=texts[0], text_b=texts[1] if len(texts) > 1 else None,
                             label=label)
+
+    def _id(self, path: str, line_number: int, value: Any) -> str:
+        """The id of a test example: a non-empty string or integer, without a tab or line break
+        (it is a cell of submit_results.tsv)."""
+        where = f"{path}:{line_number}: column {self.columns.id!r}"
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise OwnDataError(f"{where}: expected an id (a string or an integer), found "
+                               f"{json.dumps(value)}")
+        name = str(value)
+        if not name.strip():
+            raise OwnDataError(f"{where}: empty id; every example needs one (it names its "
+                               "prediction in submit_results.tsv)")
+        breaking = tab_or_line_break(name)
+        if breaking:
+            raise OwnDataError(f"{where}: id {name!r} holds {breaking}; an id is a cell of "
+                               "submit_results.tsv (tab-separated, one line per example)")
+        return name
 
     def _label(self, path: str, line_number: int, value: Any) -> str | float:
         where = f"{path}:{line_number}: column {self.columns.label!r}"
@@ -262,11 +341,18 @@ class OwnDataReader:
                                    "labels are class names; for scores use "
                                    "--task_type=regression (to use it as a class name, list it "
                                    "in --labels)")
-        if "\t" in name or "\n" in name or "\r" in name:
-            raise OwnDataError(f"{where}: label {name!r} holds a tab or a line break")
+        breaking = tab_or_line_break(name)
+        if breaking:
+            raise OwnDataError(f"{where}: label {name!r} holds {breaking}; a label is a cell of "
+                               "submit_results.tsv and a line of labels.txt")
         if given is not None and name not in given:
+            integer = integer_class(name)
+            same = [label for label in given
+                    if integer is not None and integer_class(label) == integer]
+            hint = (f"; the set has {same[0]!r}, the same integer written another way: write "
+                    "each class one way") if same else ""
             raise OwnDataError(f"{where}: label {name!r} is not in the label set {list(given)} "
-                               f"({self.labels_source})")
+                               f"({self.labels_source}){hint}")
         return name
 
 
@@ -282,11 +368,21 @@ def _score(where: str, value: Any) -> float:
     return score
 
 
+def integer_class(name: str) -> int | None:
+    """The integer a class name writes (``1``, ``01``, ``+1`` -> 1), or None for another name."""
+    if not _INTEGER.fullmatch(name):
+        return None
+    try:
+        return int(name)
+    except ValueError:  # longer than Python converts (4300 digits)
+        return None
+
+
 def label_set(examples: Sequence[InputExample]) -> list[str]:
     """The sorted label names of ``examples``: numerically when all are integers, else as
     strings."""
     names = {example.label for example in examples if example.label is not None}
-    if all(_INTEGER.fullmatch(name) for name in names):
-        return sorted(names, key=lambda name: (int(name), name))
+    if all(integer_class(name) is not None for name in names):
+        return sorted(names, key=lambda name: (integer_class(name), name))
     return sorted(names)
 

@@ -17,11 +17,12 @@ import collections
 import dataclasses
 from typing import Sequence
 
+from albert_tf.files.text_lines import tab_or_line_break
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, MACRO_F1_KEY
 from data_prep.classification.features import (FEATURES_VERSION, GlueTokenizer,
                                                check_max_seq_length, write_example_records)
 from data_prep.classification.own_data import (Columns, OwnDataError, OwnDataReader, file_format,
-                                               label_set)
+                                               integer_class, label_set)
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.user_errors import SettingsError
@@ -172,4 +173,13 @@ def _given_label_set(given: Sequence[str]) -> list[str]:
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates or "" in labels:
         raise SettingsError(f"--labels={','.join(given)}: expected distinct non-empty class names")
+    integers = [integer_class(label) for label in labels]
+    for label in labels:
+        breaking = tab_or_line_break(label)
+        if breaking:
+            raise SettingsError(f"--labels: {label!r} holds {breaking}; a label is a cell of "
+                                "submit_results.tsv and a line of labels.txt")
+        if integer_class(label) is not None and integers.count(integer_class(label)) > 1:
+            raise SettingsError(f"--labels={','.join(given)}: {label!r} and another label are one "
+                                "integer written two ways; write each class one way")
     return labels

@@ -11,7 +11,8 @@ with the file and line: a line that is not UTF-8, a row whose column count diffe
 header (or from the fixed count of a headerless file), an unknown label name, an STS-B score that is
 not a number from 0 to 5 (``nan``, negative or above 5: the reference trains on it), and a file
 without a single example (a header-only train file would otherwise end the training loop with
-"End of sequence"). Lines are numbered as an editor shows them (see ``read_tsv``). The one exception
+"End of sequence"), and a test file whose guids (they key the predictions) repeat or hold a tab
+or line break. Lines end at "\\n" only and are numbered so (see ``read_tsv``). The one exception
 is QQP's labelled files, where the reference skips rows that have too few columns; we skip them too
 and log how many.
 
@@ -37,6 +38,7 @@ from typing import Iterator
 import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
+from albert_tf.files.text_lines import split_lines, tab_or_line_break
 from data_prep.common.text_fields import normalize_field
 from data_prep.common.user_errors import opening_user_file
 
@@ -171,6 +173,7 @@ class GlueProcessor:
             expected_columns = layout.num_columns
         examples = []
         num_skipped = 0
+        guid_lines: dict[str, int] = {}
         for line_number, row in rows:
             if len(row) != expected_columns:
                 if self.skip_short_rows and layout.label is not None and len(row) < expected_columns:
@@ -178,7 +181,10 @@ class GlueProcessor:
                     continue
                 raise GlueDataError(f"{path}:{line_number}: expected {expected_columns} tab-separated "
                                     f"columns, found {len(row)}")
-            examples.append(self._example(path, line_number, row, split, layout))
+            example = self._example(path, line_number, row, split, layout)
+            if split == "test" and layout.guid is not None:
+                _check_test_guid(path, line_number, example.guid, guid_lines)
+            examples.append(example)
         if num_skipped:
             logging.warning("%s: skipped %d rows with fewer than %d columns (as the reference does)",
                             path, num_skipped, expected_columns)
@@ -223,19 +229,35 @@ class GlueProcessor:
         return score
 
 
+def _check_test_guid(path: str, line_number: int, guid: str, guid_lines: dict[str, int]) -> None:
+    """A test guid keys its prediction (a cell of submit_results.tsv): no tab or line break in it,
+    and no guid twice in the file (``guid_lines``: guid -> its line, so far)."""
+    breaking = tab_or_line_break(guid)
+    if breaking:
+        raise GlueDataError(f"{path}:{line_number}: guid {guid!r} holds {breaking}; a guid is a "
+                            "cell of submit_results.tsv")
+    first = guid_lines.setdefault(guid, line_number)
+    if first != line_number:
+        raise GlueDataError(f"{path}:{line_number}: guid {guid!r} appears twice, on lines {first} "
+                            f"and {line_number}; guids must be unique: they key the predictions "
+                            "in submit_results.tsv")
+
+
 def read_tsv(path: str) -> Iterator[tuple[int, list[str]]]:
     """Yields (1-based line number, cells) for every line of a UTF-8 TSV file, quotes kept literally.
 
     Cells are split at tabs with no quote handling, as the reference's
     ``csv.reader(delimiter="\\t", quotechar=None)`` splits them (an empty line has no cells). A line
-    ends at "\\n", "\\r\\n" or a lone "\\r" (files saved with old Mac line endings read too), and
-    every line number this module reports counts lines that way, as editors do. The file is read whole
-    through ``tf.io.gfile``; a line that is not valid UTF-8 raises ``GlueDataError`` naming the file,
-    the line and the offending byte.
+    ends at "\\n" or "\\r\\n" only, as every reader of the project splits files
+    (albert_tf/files/text_lines.py: a lone "\\r", U+2028, U+0085, ... are characters of a cell;
+    a file with old Mac line endings, "\\r" and no "\\n", reads too), and every line number this
+    module reports counts lines that way. The file is read whole through ``tf.io.gfile``; a line
+    that is not valid UTF-8 raises ``GlueDataError`` naming the file, the line and the offending
+    byte.
     """
     with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
         data = handle.read()
-    for line_number, raw_line in enumerate(data.splitlines(), start=1):
+    for line_number, raw_line in enumerate(split_lines(data), start=1):
         try:
             line = raw_line.decode("utf-8")
         except UnicodeDecodeError as error:

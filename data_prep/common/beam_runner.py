@@ -150,9 +150,11 @@ def _user_error_message(error: BaseException, names: Sequence[str]) -> str | Non
     if isinstance(error, (KeyboardInterrupt, SystemExit)):
         return None
     alternatives = "|".join(re.escape(name) for name in names)
-    match = re.search(rf"^(?:[\w.]+\.)?(?:{alternatives}): (?P<message>.+)$", str(error),
-                      re.MULTILINE)
-    return _STAGE_SUFFIX.sub("", match["message"]) if match else None
+    # The last one: a traceback prints an error's causes before it (a UserFileError after the
+    # TensorFlow error it was raised from).
+    matches = list(re.finditer(rf"^(?:[\w.]+\.)?(?:{alternatives}): (?P<message>.+)$",
+                               str(error), re.MULTILINE))
+    return _STAGE_SUFFIX.sub("", matches[-1]["message"]) if matches else None
 
 
 @contextlib.contextmanager

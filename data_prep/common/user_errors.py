@@ -34,5 +34,7 @@ def opening_user_file(path: str, what: str = "") -> Iterator[None]:
     with opening_user_path(path, what):
         try:
             yield
+        except tf.errors.NotFoundError as error:
+            raise FileNotFoundError(error.message) from error
         except tf.errors.OpError as error:
             raise OSError(error.message) from error

@@ -6,7 +6,8 @@ read in the order middle, high (``middle_only`` / ``high_only`` read one level; 
 Each level directory is read in one of two layouts, chosen per directory:
 
 - ``all.txt`` (the reference's layout): one JSON article per line, in line order; blank lines are
-  ignored.
+  ignored. Lines end at "\\n" (or "\\r\\n") only (albert_tf/files/text_lines.py): an article's
+  text may hold U+2028, U+0085, ...
 - the official RACE release: every ``*.txt`` file holds one JSON article; files are read in sorted
   file-name order (plain string order: ``10.txt`` comes before ``2.txt``).
 
@@ -43,6 +44,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
+from albert_tf.files.text_lines import split_lines
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.text_fields import normalize_field
 from data_prep.common.user_errors import opening_user_file
@@ -243,7 +245,7 @@ def _raw_articles(source: RaceSource) -> Iterator[tuple[str, bytes]]:
     if not source.one_article_per_line:
         yield source.path, content
         return
-    for line_number, line in enumerate(content.split(b"\n"), start=1):
+    for line_number, line in enumerate(split_lines(content), start=1):
         if line.strip():
             yield f"{source.path}:{line_number}", line
 

@@ -42,8 +42,8 @@ from data_prep.pretraining.writer import summary_json
 
 COUNTERS = "create_pretraining_data"  # namespace of the progress counters a runner's UI shows
 # Errors of a worker that are the user's to fix (a bad input line, a missing or unreadable file).
-_WORKER_USER_ERRORS = ("CorpusError", "FileNotFoundError", "PermissionError", "NotFoundError",
-                       "PermissionDeniedError")
+_WORKER_USER_ERRORS = ("CorpusError", "UserFileError", "MissingFileError", "FileNotFoundError",
+                       "PermissionError", "NotFoundError", "PermissionDeniedError")
 
 
 def write_with_beam(input_files: list[str], output_files: list[str], processor: ChunkProcessor,

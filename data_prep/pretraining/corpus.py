@@ -4,6 +4,10 @@ Format contract (the reference's): one sentence per line, a blank line between d
 Unlike the reference, the end of an input file also ends the current document, so files holding one
 document each need no trailing blank line. Files are read line by line, so memory holds one chunk of
 documents at a time, never the corpus. Paths may be local or anything tf.io.gfile reads (gs://...).
+Lines end at "\\n" (or "\\r\\n") only, as every reader of the project splits them
+(albert_tf/files/text_lines.py): U+2028, U+0085, "\\f", a lone "\\r", ... are characters of a
+sentence, never sentence or document boundaries; a file with old Mac line endings ("\\r" and no
+"\\n") reads too.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors.user_error import UserError
+from albert_tf.files.text_lines import iter_file_lines
 from data_prep.common.user_errors import opening_user_file
 
 
@@ -74,7 +79,7 @@ class CorpusReader:
 
     def _lines(self, path: str) -> Iterator[str]:
         with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
-            for line_number, raw in enumerate(handle, start=1):
+            for line_number, raw in enumerate(iter_file_lines(handle), start=1):
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
@@ -88,4 +93,4 @@ class CorpusReader:
                                         path, line_number)
                     self.invalid_lines_skipped += 1
                     continue
-                yield text.rstrip("\r\n")
+                yield text

@@ -23,6 +23,7 @@ import tensorflow as tf
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open, atomic_write_text
 from albert_tf.files.paths import expand_input_patterns
+from albert_tf.files.text_lines import iter_file_lines
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.common.user_errors import SettingsError, opening_user_file
 from data_prep.pretraining.corpus import CorpusError
@@ -40,17 +41,29 @@ class TrainSentencePieceError(UserError, RuntimeError):
 
 
 class _NormalizedLines:
-    """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded."""
+    """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded.
+
+    ``error``: the user's mistake (a missing file, a line that is not UTF-8) that stopped the
+    iteration, kept because SentencePiece, which iterates it, turns it into a RuntimeError of its
+    own ("INTERNAL: ..." with a traceback)."""
 
     def __init__(self, files: Sequence[str], do_lower_case: bool):
         self.files = files
         self.do_lower_case = do_lower_case
         self.count = 0
+        self.error: UserError | None = None
 
     def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self._lines()
+        except UserError as error:
+            self.error = error
+            raise
+
+    def _lines(self) -> Iterator[str]:
         for path in self.files:
             with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
-                for number, raw in enumerate(handle, start=1):
+                for number, raw in enumerate(iter_file_lines(handle), start=1):
                     try:
                         line = raw.decode("utf-8")
                     except UnicodeDecodeError as err:
@@ -115,6 +128,8 @@ def train_sentencepiece(input_files: str | Sequence[str],
             num_threads=num_threads,
             minloglevel=1 if quiet else 0)
     except RuntimeError as err:
+        if lines.error is not None:
+            raise lines.error from None
         message = str(err)
         if "Vocabulary size" in message and "too high" in message:
             raise TrainSentencePieceError(

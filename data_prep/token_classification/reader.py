@@ -2,7 +2,7 @@
 
 Two formats (``file_format``: by extension unless declared, ``.jsonl`` / ``.json`` = JSON Lines):
 
-- CoNLL: one word per line, whitespace-separated columns, the word first and the tag last
+- CoNLL: one word per line, columns separated by spaces or tabs, the word first and the tag last
   (CoNLL-2003's ``EU NNP B-NP B-ORG`` or just ``EU B-ORG``); a blank line ends a sentence;
   ``-DOCSTART-`` lines are ignored (they end a sentence too);
 - JSON Lines: one sentence per line, ``{"tokens": [...], "tags": [...]}`` (other keys are kept
@@ -11,9 +11,11 @@ Two formats (``file_format``: by extension unless declared, ``.jsonl`` / ``.json
 A labelled file (training, evaluation) needs a tag per word; each sentence's tags must keep the
 declared scheme (albert_tf/tasks/token_classification/schemes.py: e.g. no ``I-PER`` after ``O`` in
 IOB2; such a file is refused, never repaired, so that scores count the tags the file holds) and,
-for an evaluation file, come from the training file's tag set. A prediction file's tags are
-optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a ``NerDataError``
-``<file>:<line>: <what is wrong and what was expected>``, raised while reading, before any training.
+for an evaluation file, come from the training file's tag set; no tag holds a tab or a line
+break. Lines end at "\\n" (or "\\r\\n") only (albert_tf/files/text_lines.py). A prediction
+file's tags are optional and ignored (CoNLL: a line may hold the word alone). Every mistake is a
+``NerDataError`` ``<file>:<line>: <what is wrong and what was expected>``, raised while reading,
+before any training.
 
 The formats' names and lines (``resolve_format``, ``NerDataError``) are the task's
 (albert_tf/tasks/token_classification/file_formats.py), shared with the prediction writer
@@ -26,9 +28,11 @@ import dataclasses
 import json
 from typing import Iterator, Sequence
 
+from albert_tf.files.json_objects import json_error_reason
+from albert_tf.files.text_lines import tab_or_line_break
 from albert_tf.tasks.token_classification.file_formats import (JSON_LINES, NerDataError,
-                                                               is_conll_word, read_lines,
-                                                               resolve_format)
+                                                               conll_columns, is_conll_word,
+                                                               read_lines, resolve_format)
 from albert_tf.tasks.token_classification.schemes import OUTSIDE, scheme_violation
 
 
@@ -45,7 +49,7 @@ class Sentence:
 def _conll_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
     words, tags, lines = [], [], []
     for number, line in list(read_lines(path)) + [(0, "")]:
-        columns = line.split()
+        columns = conll_columns(line)
         if is_conll_word(columns):
             if labelled and len(columns) < 2:
                 raise NerDataError(f"{path}:{number}: {line.strip()!r} has no tag; expected "
@@ -73,8 +77,9 @@ def _json_sentences(path: str, labelled: bool) -> Iterator[Sentence]:
         where = f"{path}:{number}"
         try:
             record = json.loads(line)
-        except ValueError as error:
-            raise NerDataError(f"{where}: not valid JSON ({error})") from None
+        except json.JSONDecodeError as error:
+            raise NerDataError(f"{where}: not valid JSON ({json_error_reason(error)}); expected "
+                               'one object {"tokens": [...], "tags": [...]} per line') from None
         if not isinstance(record, dict):
             raise NerDataError(f'{where}: expected an object {{"tokens": [...], "tags": [...]}}')
         words = _string_list(record, "tokens", where)
@@ -121,6 +126,11 @@ def _check_tags(path: str, sentence: Sentence, scheme: str | None, known: set | 
         if violation is not None:
             index, reason = violation
             raise NerDataError(f"{path}:{sentence.lines[index]}: {reason}")
+    for tag, line in zip(sentence.tags, sentence.lines):
+        breaking = tab_or_line_break(tag)
+        if breaking:
+            raise NerDataError(f"{path}:{line}: tag {tag!r} holds {breaking}; a tag is a line of "
+                               "the export's tags.txt")
     if known is not None:
         for tag, line in zip(sentence.tags, sentence.lines):
             if tag not in known:

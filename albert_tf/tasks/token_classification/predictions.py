@@ -2,8 +2,10 @@
 
 CoNLL: every word line with the predicted tag appended as a last column (conlleval's ``word ...
 gold predicted`` layout for labelled input); other lines as they are. JSON Lines: every object
-with ``tags`` set to the predictions (the input's tags, if any, kept under ``gold_tags``). Both
-read back with data_prep's ``read_sentences``.
+with ``tags`` set to the predictions (the input's tags, if any, kept under ``gold_tags``; U+2028,
+U+2029 and U+0085 escaped, ``json_line``). One output line per input line, each ended by
+"\\n" (the input's lines as ``read_lines`` splits them). Both read back with data_prep's
+``read_sentences``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import json
 from typing import Sequence
 
 from albert_tf.files.atomic import atomic_open
-from albert_tf.tasks.token_classification.file_formats import (CONLL, JSON_LINES, is_conll_word,
-                                                               read_lines, resolve_format)
+from albert_tf.files.json_objects import json_line
+from albert_tf.tasks.token_classification.file_formats import (CONLL, JSON_LINES, conll_columns,
+                                                               is_conll_word, read_lines,
+                                                               resolve_format)
 
 
 def write_predictions(input_path: str, output_path: str, predicted: Sequence[Sequence[str]],
@@ -24,14 +28,15 @@ def write_predictions(input_path: str, output_path: str, predicted: Sequence[Seq
     remaining = iter(tag for tags in predicted for tag in tags)
     with atomic_open(output_path) as output:
         for _, line in read_lines(input_path):
-            if file_format == CONLL and is_conll_word(line.split()):
-                output.write(f"{line.rstrip()} {next(remaining)}\n")
+            if file_format == CONLL and is_conll_word(conll_columns(line)):
+                word_line = line.rstrip(" \t")
+                output.write(f"{word_line} {next(remaining)}\n")
             elif file_format == JSON_LINES and line.strip():
                 record = json.loads(line)
                 if "tags" in record:
                     record["gold_tags"] = record["tags"]
                 record["tags"] = [next(remaining) for _ in record["tokens"]]
-                output.write(json.dumps(record, ensure_ascii=False) + "\n")
+                output.write(json_line(record))
             else:
                 output.write(line + "\n")
     if next(remaining, None) is not None:
