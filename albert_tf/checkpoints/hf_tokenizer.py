@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import functools
 import struct
-import sys
 import unicodedata
 from typing import NamedTuple
 
 from albert_tf.checkpoints.hf_names import HuggingFaceFormatError
 from albert_tf.tokenization.sentencepiece import SPIECE_UNDERLINE, is_digit_comma_piece
+from albert_tf.tokenization.unicode_tables import (character_class, characters,
+                                                   python_unicode_tables)
 
 # SentencePiece ModelProto.SentencePiece.Type
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
@@ -170,47 +171,22 @@ class _PythonUnicode(NamedTuple):
     nfkd: tuple[tuple[str, str], ...]  # (character, its NFKD here) where tokenizers' NFKD differs
 
 
-def _character_class(code_points: list[int]) -> str:
-    """An Oniguruma character class matching exactly ``code_points``."""
-    ranges: list[list[int]] = []
-    for cp in code_points:
-        if ranges and cp == ranges[-1][1] + 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
-    return "[" + "".join(parts) + "]"
-
-
 @functools.lru_cache(maxsize=None)
 def _python_unicode() -> _PythonUnicode:
-    """Tabulated over every code point (about 5 s, once per process)."""
+    """The classes of this Python's tables (albert_tf/tokenization/unicode_tables.py), and where
+    tokenizers' NFKD differs (about 5 s, once per process)."""
     from tokenizers import normalizers  # pylint: disable=import-outside-toplevel
 
-    whitespace, combining, cased, ignorable, characters = [], [], [], [], []
-    for cp in range(sys.maxunicode + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        char = chr(cp)
-        characters.append(char)
-        if char.isspace():
-            whitespace.append(cp)
-        if unicodedata.combining(char):
-            combining.append(cp)
-        # Probing str.lower itself (as albert_tf/tokenization/in_graph.py does): "AΣx" keeps σ iff x
-        # is cased and not ignorable; otherwise "AxΣ" ends in ς iff x is case-ignorable.
-        if ("A\u03a3" + char).lower()[1] == "\u03c3":
-            cased.append(cp)
-        elif ("A" + char + "\u03a3").lower()[-1] == "\u03c2":
-            ignorable.append(cp)
+    tables = python_unicode_tables()
     # tokenizers' NFKD follows an older Unicode version: every character at once, one per line
     # (NFKD reorders only combining marks, so the line breaks keep the characters apart).
-    characters.remove("\n")
-    theirs = normalizers.NFKD().normalize_str("\n".join(characters)).split("\n")
+    every = [char for char in characters() if char != "\n"]
+    theirs = normalizers.NFKD().normalize_str("\n".join(every)).split("\n")
     nfkd = tuple((char, unicodedata.normalize("NFKD", char))
-                 for char, their in zip(characters, theirs)
+                 for char, their in zip(every, theirs)
                  if their != unicodedata.normalize("NFKD", char))
-    return _PythonUnicode(*map(_character_class, (whitespace, combining, cased, ignorable)), nfkd)
+    return _PythonUnicode(*map(character_class, (tables.whitespace, tables.combining,
+                                                 tables.cased, tables.ignorable)), nfkd)
 
 
 # --------------------------------------------------------------------------------------------------

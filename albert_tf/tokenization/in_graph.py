@@ -9,10 +9,7 @@ twin. ``SpanTokenizer`` (albert_tf/tokenization/spans.py) builds on it to report
 
 from __future__ import annotations
 
-import functools
-import sys
-import unicodedata
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import sentencepiece as spm
 import tensorflow as tf
@@ -21,72 +18,15 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.model_files import TokenizerError
 from albert_tf.tokenization.sentencepiece import (is_digit_comma_piece, load_sentencepiece_model,
                                                   split_digit_comma_piece)
+from albert_tf.tokenization.unicode_tables import character_class, python_unicode_tables
 
 # ---------------------------------------------------------------------------------------------------
 # In-graph tokenizer for serving (SentencePiece mode)
 # ---------------------------------------------------------------------------------------------------
 
-_CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
+_CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 # Never a value of the char map: marks "character unchanged" (a lone 0xFF byte is invalid UTF-8).
 _UNCHANGED = b"\xff"
-
-
-class _UnicodeTables(NamedTuple):
-    whitespace: list[int]
-    decompose: dict[int, str]
-    lower: dict[int, int]
-    cased: list[int]
-    ignorable: list[int]
-
-
-@functools.lru_cache(maxsize=None)
-def _unicode_tables() -> _UnicodeTables:
-    """Python's own Unicode behaviour, tabulated once per process (about one second).
-
-    whitespace: code points ``str.split()`` splits on.
-    decompose: cp -> NFKD(char) without combining chars, where that differs from the char. Per-char
-      mapping equals preprocess_text's whole-string NFKD + removal: canonical reordering only permutes
-      combining chars, which are all removed.
-    lower: cp -> cp of ``str.lower()`` (single char for every char left after NFKD; U+0130, the only
-      multi-char lowercase, is decomposed by NFKD before lowercasing).
-    cased / ignorable: the Cased / Case_Ignorable properties as str.lower's final-sigma rule sees them,
-      found by probing str.lower itself.
-    """
-    whitespace, decompose, lower, cased, ignorable = [], {}, {}, [], []
-    for cp in range(sys.maxunicode + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        char = chr(cp)
-        if char.isspace():
-            whitespace.append(cp)
-        if unicodedata.combining(char):
-            decompose[cp] = ""
-        elif not unicodedata.is_normalized("NFKD", char):
-            decompose[cp] = "".join(c for c in unicodedata.normalize("NFKD", char)
-                                    if not unicodedata.combining(c))
-        lowered = char.lower()
-        if lowered != char and len(lowered) == 1:
-            lower[cp] = ord(lowered)
-        # str.lower turns a capital sigma into the final form unless a cased char follows (skipping
-        # case-ignorable ones), and only after a cased char. So: "AΣx" keeps σ iff x is cased (and
-        # not ignorable); otherwise "AxΣ" ends in ς iff x is case-ignorable.
-        if ("A\u03a3" + char).lower()[1] == chr(_SMALL_SIGMA):
-            cased.append(cp)
-        elif ("A" + char + "\u03a3").lower()[-1] == chr(_FINAL_SIGMA):
-            ignorable.append(cp)
-    return _UnicodeTables(whitespace, decompose, lower, cased, ignorable)
-
-
-def _regex_char_class(code_points: Sequence[int]) -> str:
-    """An RE2 character class matching exactly ``code_points``."""
-    ranges: list[list[int]] = []
-    for cp in sorted(code_points):
-        if ranges and cp == ranges[-1][1] + 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
-    return "[" + "".join(parts) + "]"
 
 
 _CASE_OTHER, _CASE_CASED, _CASE_IGNORABLE = 0, 1, 2
@@ -140,8 +80,8 @@ class InGraphTokenizer(tf.Module):
 
         self.do_lower_case = do_lower_case
         sp_model = load_sentencepiece_model(sp_model_proto)
-        tables = _unicode_tables()
-        self._whitespace_run = _regex_char_class(tables.whitespace) + "+"
+        tables = python_unicode_tables()
+        self._whitespace_run = character_class(tables.whitespace) + "+"
         decompose = tables.decompose
         self._decompose = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
