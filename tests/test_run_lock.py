@@ -165,20 +165,32 @@ def last_error_line(result):
     return result.stderr.strip().splitlines()[-1]
 
 
-# Flags that reach the lock (its check runs before the scripts' own flag checks, any model or data).
+# Flags that reach the lock: complete (the flag checks come first), naming files that exist (the
+# pre-flight check of the declared files comes next); the lock comes before any file is read.
+MODEL_FLAGS = ["--albert_config_file={tmp}/cfg.json", "--spm_model_file={tmp}/spm.model"]
 SCRIPT_FLAGS = {
     "run_pretraining.py": ["--albert_config_file={tmp}/cfg.json", "--input_file={tmp}/x.tfrecord"],
-    "run_classifier.py": ["--do_train"],
-    "run_squad.py": ["--do_train"],
-    "run_race.py": [],
-    "run_ner.py": ["--do_train", "--train_file={tmp}/x.tfrecord"],
+    "run_classifier.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.csv"],
+    "run_squad.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.json"],
+    "run_race.py": [*MODEL_FLAGS, "--data_dir={tmp}/race"],
+    "run_ner.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.conll"],
 }
+
+
+def script_inputs(tmp_path) -> None:
+    """The files SCRIPT_FLAGS name (never read: the lock stops each script first)."""
+    for name in ("x.tfrecord", "x.csv", "x.json", "x.conll", "cfg.json", "spm.model"):
+        (tmp_path / name).write_bytes(b"")
+    for split in ("train", "dev"):
+        for level in ("middle", "high"):
+            (tmp_path / "race" / "RACE" / split / level).mkdir(parents=True)
+            (tmp_path / "race" / "RACE" / split / level / "1.txt").write_text("{}")
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPT_FLAGS))
 def test_each_script_refuses_a_directory_another_run_trains_in(tmp_path, script, live_process):
     pid, started = live_process
-    (tmp_path / "x.tfrecord").write_bytes(b"")
+    script_inputs(tmp_path)
     output_dir = tmp_path / "out"
     output_dir.mkdir()
     path = write_lock(output_dir, pid=pid, process_start=started,
@@ -198,21 +210,26 @@ def test_an_evaluation_job_runs_beside_training_but_not_beside_another_evaluatio
                                                                                   live_process):
     pid, started = live_process
     write_lock(tmp_path, pid=pid, process_start=started)
-    # Past the lock: stopped by the script's own flag check, which comes after it.
-    beside = run_script("run_classifier.py", f"--output_dir={tmp_path}", "--nodo_train",
-                        "--do_eval")
-    assert last_error_line(beside) == "run_classifier: error: --data_dir is required."
+    # Past the lock: stopped by the config, read after it.
+    (tmp_path / "dev.csv").write_text("text,label\na,x\n")
+    evaluation = [f"--output_dir={tmp_path}", "--nodo_train", "--do_eval",
+                  f"--dev_file={tmp_path / 'dev.csv'}", f"--albert_config_file={tmp_path}/no.json",
+                  f"--spm_model_file={tmp_path}/spm.model"]
+    beside = run_script("run_classifier.py", *evaluation)
+    assert last_error_line(beside) == (
+        f"run_classifier: error: ALBERT config file not found: {tmp_path}/no.json")
     assert not os.path.exists(run_lock.lock_path(str(tmp_path), run_lock.EVALUATION))
     write_lock(tmp_path, role="evaluation", pid=pid, process_start=started)
-    second = run_script("run_classifier.py", f"--output_dir={tmp_path}", "--nodo_train",
-                        "--do_eval")
+    second = run_script("run_classifier.py", *evaluation)
     assert f"is in use by the run of {HOST} pid {pid}" in last_error_line(second)
 
 
 def test_the_lock_is_released_after_an_error(tmp_path):
     path = write_lock(tmp_path)  # stale: taken over, so the run did hold it
+    (tmp_path / "train.csv").write_text("text,label\na,x\n")
     result = run_script("run_classifier.py", f"--output_dir={tmp_path}", "--do_train",
-                        "--task_name=rte", f"--data_dir={tmp_path}",
+                        f"--train_file={tmp_path / 'train.csv'}",
+                        f"--spm_model_file={tmp_path}/spm.model",
                         f"--albert_config_file={tmp_path}/missing.json")
     assert last_error_line(result) == (
         f"run_classifier: error: ALBERT config file not found: {tmp_path}/missing.json")

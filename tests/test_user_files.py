@@ -17,12 +17,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import resolve_checkpoint_path
+from albert_tf.checkpoints.files import check_data_shards, resolve_checkpoint_path
+from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.text_lines import (iter_file_lines, line_number_at, split_lines,
                                         tab_or_line_break)
 from albert_tf.tasks.classification.task import write_predictions as write_classifier_predictions
 from albert_tf.tasks.multiple_choice.task import write_choice_predictions
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.question_answering.postprocessing import write_prediction_files
 from albert_tf.tasks.token_classification.predictions import write_predictions as write_ner
 from albert_tf.tokenization.wordpiece import parse_vocab
@@ -39,6 +41,7 @@ from data_prep.question_answering.examples import read_squad_questions
 from data_prep.token_classification.reader import NerDataError, read_sentences
 from tests import shared_setup, spm_fixtures
 from tests.command_runner import run_command
+from tests.shared_setup import tiny_config
 
 # Every character str.splitlines breaks a line at besides "\n" and "\r\n".
 SEPARATORS = ["\u2028", "\u2029", "\u0085", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c", "\r"]
@@ -348,13 +351,19 @@ def test_a_csv_cell_larger_than_the_csv_default_limit_reads(tmp_path):
 # -- missing inputs named once ---------------------------------------------------------------------
 
 def test_a_checkpoint_without_its_data_shards_is_named_once(tmp_path):
+    """Resolving a path looks at names only (the pre-flight check of a run's files comes first);
+    the data shards are checked before the checkpoint is read, by every loader."""
     prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(str(tmp_path / "model.ckpt"))
     assert resolve_checkpoint_path(prefix) == prefix
+    check_data_shards(prefix)
     os.remove(prefix + ".data-00000-of-00001")
+    assert resolve_checkpoint_path(prefix) == prefix
     with pytest.raises(MissingFileError) as error:
-        resolve_checkpoint_path(prefix)
+        check_data_shards(prefix)
     assert str(error.value) == (f"{prefix}: the checkpoint has its .index but no .data-* shard "
                                 "(an incomplete copy or download?); copy its data shards beside it")
+    with pytest.raises(MissingFileError, match="has its .index but no .data-"):
+        load_checkpoint(AlbertPretrainingModel(tiny_config()), resolve_checkpoint_source(prefix))
     with pytest.raises(MissingFileError) as error:
         resolve_checkpoint_path(str(tmp_path / "nothing"))
     assert str(error.value) == f"{tmp_path / 'nothing'} does not exist (no .index file with this " \
@@ -363,7 +372,7 @@ def test_a_checkpoint_without_its_data_shards_is_named_once(tmp_path):
         (tmp_path / name).write_bytes(b"")
     with pytest.raises(MissingFileError, match=r"two.data-00001-of-00003 does not exist: the "
                                                r"checkpoint has 2 of its 3 data shards"):
-        resolve_checkpoint_path(str(tmp_path / "two"))
+        check_data_shards(str(tmp_path / "two"))
 
 
 def test_a_beam_workers_missing_input_gives_the_single_machine_message():

@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.checkpoints.files import resolve_checkpoint_path
+from albert_tf.checkpoints.files import check_data_shards, resolve_checkpoint_path
 from albert_tf.checkpoints.report import (CheckpointMismatchError, LoadReport, model_description,
                                           shape_mismatch_error)
 from albert_tf.checkpoints.tf1_names import group_zero_name, tf1_variable_map
@@ -172,6 +172,7 @@ def load_object_checkpoint(model: keras.Model, path: str, init_from_group0: bool
     CheckpointMismatchError on a shape mismatch before any variable changes.
     """
     path = resolve_checkpoint_path(path)
+    check_data_shards(path)
     reader = tf.train.load_checkpoint(path)
     report, assignments = _match_object_checkpoint(model, reader, path, init_from_group0,
                                                    config_file)

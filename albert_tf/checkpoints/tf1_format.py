@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import (is_object_based_checkpoint, resolve_checkpoint_path,
-                                         write_checkpoint_state)
+from albert_tf.checkpoints.files import (check_data_shards, is_object_based_checkpoint,
+                                         resolve_checkpoint_path, write_checkpoint_state)
 from albert_tf.checkpoints.report import CheckpointMismatchError, LoadReport, shape_mismatch_error
 from albert_tf.checkpoints.tf1_names import (canonical_name, group_zero_name, is_ignored_name,
                                              tf1_variable_map)
@@ -37,6 +37,7 @@ def load_tf1_checkpoint(model: keras.Model, path: str, init_from_group0: bool = 
     checkpoint and ``config_file``, the model's config) before any variable changes.
     """
     path = resolve_checkpoint_path(path)
+    check_data_shards(path)
     if is_object_based_checkpoint(path):
         raise CheckpointMismatchError(
             f"{path} is an albert_tf (object-based) checkpoint, not a reference TF1 checkpoint; "
