@@ -15,11 +15,12 @@ object fine-tunable through ``hub.KerasLayer(..., trainable=True)``.
 - Wrong inputs. The call takes a dict and ``training``, a Python bool, so it cannot have an input
   signature: a loaded object runs the saved trace whose inputs match the call's, and without one
   TensorFlow answers "Could not find matching concrete function" naming nothing. So the call is
-  traced for the mistakes a caller makes (``trace_call_variants``): int64 for any input (cast,
-  after a check that the values fit int32), any rank, float32 / float64 inputs, a missing input,
-  and the other convention's names; each trace's graph names the mistake (``Conformer``,
-  albert_tf/serving/input_checks.py) and costs a few small ops, the model being traced once per
-  ``training`` value in a function they call (``ByTraining``).
+  traced for the mistakes a caller makes (``trace_call_variants``): int64 inputs (cast, after a
+  check that the values fit int32), any rank, float inputs (tf.keras.Input's and tf.ones' float32,
+  NumPy's float64), a missing input, the other convention's names; each trace's graph names the
+  mistake (``Conformer``, albert_tf/serving/input_checks.py) and costs a few small ops, the model
+  being traced once per ``training`` value in a function they call (``ByTraining``). Any other
+  dict (an unknown key, two mistakes at once) still gets TensorFlow's error.
 
 The hub export of a pretrained model (albert_tf/tasks/pretraining/hub_export.py) builds its root
 and ``mlm`` object from these; the preprocessing model (albert_tf/serving/preprocessing.py) returns
@@ -28,7 +29,6 @@ these input names from ``bert_pack_inputs`` and its root call.
 
 from __future__ import annotations
 
-import itertools
 from typing import Callable, Mapping, Sequence
 
 import keras
@@ -51,8 +51,6 @@ MLM_LAYOUTS: dict[str, Layout] = {**ENCODER_LAYOUTS, MASKED_POSITIONS: POSITIONS
 RENAMED = {"input_ids": "its TF2 name is input_word_ids",
            "segment_ids": "its TF2 name is input_type_ids",
            "mlm_positions": "its TF2 name is masked_lm_positions, an input of encoder.mlm"}
-# Dtypes a caller may give by mistake (tf.keras.Input and tf.ones: float32; NumPy: float64).
-REFUSED_DTYPES = (tf.float32, tf.float64)
 
 
 def tf2_input_specs(*extra: str) -> dict[str, tf.TensorSpec]:
@@ -136,26 +134,29 @@ def trace_call_variants(function: Callable, layouts: Mapping[str, Layout],
     """Traces ``function(inputs, training=...)``, a TF2 call on a dict of the inputs of
     ``layouts``, for what a caller gives it: int32 tensors of their layouts' ranks with
     ``training`` False and True (the traces used when nothing is wrong); then, with ``training`` a
-    bool tensor (a Python bool matches it too, converted), tensors of any rank of every
-    combination of int32 and int64; float32 / float64 for every input at once and for each alone;
-    each input missing; and the dicts of ``others`` ({name: dtype}, e.g. the other convention's
-    names). The function's body answers each with a ``Conformer``: 2 + 2^n + 3n + 2 + len(others)
-    traces for n inputs, each a few ops and a call of the function that holds the model."""
+    bool tensor (a Python bool matches it too, converted) and tensors of any rank: int32; int64
+    for every input and for each alone; float32 for every input and for each alone; float64 for
+    every input (NumPy's default); each input missing; and the dicts of ``others`` ({name: dtype},
+    e.g. the other convention's names). The function's body answers each with a ``Conformer``:
+    3n + 6 + len(others) traces for n inputs, each a few ops and a call of the functions that hold
+    the model. Every trace costs the loaded object's load time (its callees are copied into it),
+    so the rarer combinations (two int64 inputs of four) are left to TensorFlow's error."""
     names = tuple(layouts)
     for training in (False, True):
         function.get_concrete_function(
             {name: tf.TensorSpec([None] * len(layouts[name]), tf.int32, name=name)
              for name in names}, training=training)
+
     def trace(dtypes: Mapping[str, tf.DType]) -> None:
         trace_loosely(function, dtypes)
 
-    for combination in itertools.product((tf.int32, tf.int64), repeat=len(names)):
-        trace(dict(zip(names, combination)))
     int32 = {name: tf.int32 for name in names}
-    for refused in REFUSED_DTYPES:
-        trace({name: refused for name in names})
+    trace(int32)
+    for dtype in (tf.int64, tf.float32):
+        trace({name: dtype for name in names})
         for name in names:
-            trace({**int32, name: refused})
+            trace({**int32, name: dtype})
+    trace({name: tf.float64 for name in names})
     for missing in names:
         trace({name: tf.int32 for name in names if name != missing})
     for dtypes in others:
