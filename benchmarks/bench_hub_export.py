@@ -8,10 +8,10 @@ SentencePiece model must have the config's vocab_size pieces (default: the share
 30k recipe model, the size of albert base's).
 
 Printed: the export's wall time; the sizes of its saved_model.pb, variables/ and preprocessing/;
-then, loaded back with ``tf.saved_model.load``, the median latency of ``--timed_calls`` calls (after
-``--warmup_calls``) of the ``tokens`` signature, the TF2 root call and the root call with
-``training=True``, on batch 1 x ``--max_seq_length`` random ids, taking turns call by call; and the
-load average. Figures only, never pass/fail.
+the wall time of loading it back with ``tf.saved_model.load``; then the median latency of
+``--timed_calls`` calls (after ``--warmup_calls``) of the ``tokens`` signature, the TF2 root call
+and the root call with ``training=True``, on batch 1 x ``--max_seq_length`` random ids, taking
+turns call by call; and the load average. Figures only, never pass/fail.
 
     .venv/bin/python benchmarks/bench_hub_export.py
 """
@@ -72,7 +72,9 @@ def main(argv: list[str]) -> None:
               f"variables/: {directory_megabytes(os.path.join(path, 'variables')):.1f} MB, "
               f"preprocessing/: {directory_megabytes(os.path.join(path, 'preprocessing')):.1f} MB, "
               f"total: {directory_megabytes(path):.1f} MB")
+        start = time.perf_counter()
         loaded = tf.saved_model.load(path)
+        print(f"load: {time.perf_counter() - start:.1f} s")
         ids = tf.constant(np.random.default_rng(0).integers(5, config.vocab_size, (1, length)),
                           tf.int32)
         ones, zeros = tf.ones_like(ids), tf.zeros_like(ids)

@@ -26,8 +26,12 @@ tokenizer and the classifier features' truncation, so its ids equal the Python f
   export's length, the inputs of the encoder's reference-style signatures and of the fine-tuned
   exports.
 
-Every function checks in the graph that its inputs have one row per example each (an
-InvalidArgumentError names the input otherwise, albert_tf/serving/input_checks.py).
+Every function checks in the graph that its inputs have one row per example each and the
+signature the ranks of its texts (an InvalidArgumentError names the input otherwise,
+albert_tf/serving/input_checks.py). ``bert_pack_inputs`` (no input signature: it takes one or two
+segments) is also traced for int64 ids (cast), and for what it refuses by name: another number of
+segments, a dense tensor; the functions with an input signature leave a dtype or rank to
+TensorFlow's TypeError, which names the input (``sentences``, ``texts``, ``text_a``, ...).
 
 It holds SentencePiece ops, so a process loading it imports ``tensorflow_text`` first. The
 encoder SavedModel does not hold it (it stays loadable by TensorFlow alone, e.g. the stock
@@ -46,7 +50,8 @@ from typing import Sequence
 import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
-from albert_tf.serving.input_checks import gated, same_rows
+from albert_tf.serving.input_checks import (TEXT_LAYOUT, fails, gated, int32_ids, same_rows,
+                                            with_ranks)
 from albert_tf.serving.saved_model import save_new_directory
 from albert_tf.serving.text_packing import pad_to_length, truncate_and_pack
 from albert_tf.serving.tf2_encoder import to_tf2_names
@@ -57,7 +62,9 @@ from albert_tf.tokenization.in_graph import InGraphTokenizer
 MIN_SEQ_LENGTH = 5
 
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32)
-_TEXTS = tf.TensorSpec([None], tf.string)
+_RAGGED_INT64_IDS = tf.RaggedTensorSpec([None, None], tf.int64)
+_DENSE_IDS = tf.TensorSpec([None, None], tf.int32)
+TEXT_PAIR = ("text_a", "text_b")
 
 
 class PreprocessingError(UserError, ValueError):
@@ -88,7 +95,7 @@ class Tokenize(tf.Module):
         self.tokenizer = tokenizer
         self.get_special_tokens_dict = special_tokens
 
-    @tf.function(input_signature=[_TEXTS], autograph=False)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")], autograph=False)
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
         return self.tokenizer(texts)
 
@@ -104,17 +111,37 @@ class BertPackInputs(tf.Module):
     @tf.function(autograph=False)
     def __call__(self, segments: Sequence[tf.RaggedTensor],
                  seq_length: int | tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-        if len(segments) not in (1, 2):
-            raise PreprocessingError(f"bert_pack_inputs takes one or two segments, got "
-                                     f"{len(segments)}.")
-        named = {f"segments[{index}]": segment for index, segment in enumerate(segments)}
-        named = gated(named, same_rows(named, "segments[0]"))
+        length = self.seq_length if seq_length is None else seq_length
+        problems = self._problems(segments)
+        if problems:  # a trace for a mistake: the outputs' structure, computed from nothing
+            empty = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
+                                                     tf.zeros([0], tf.int64))
+            segments = [gated({"empty": empty}, [fails(problems)])["empty"]]
+        named, checks = {}, []
+        for index, segment in enumerate(segments):
+            values, fits = int32_ids(segment.flat_values, f"segments[{index}]")
+            named[f"segments[{index}]"] = segment.with_flat_values(values)
+            checks += fits
+        named = gated(named, [*checks, *same_rows(named, "segments[0]")])
         first = named["segments[0]"]
         second = named["segments[1]"] if len(segments) == 2 else first[:, :0]
         has_second = second.row_lengths() > 0  # as the features' `if text_b`
-        length = self.seq_length if seq_length is None else seq_length
         # pad_to_length restores the static length where it is known.
         return to_tf2_names(pad_to_length(self.pack(first, second, has_second, length), length))
+
+    @staticmethod
+    def _problems(segments: Sequence[tf.RaggedTensor | tf.Tensor]) -> str:
+        """What is wrong with the segments a trace is for ("" if nothing), as messages say it."""
+        if not isinstance(segments, (list, tuple)) or len(segments) not in (1, 2):
+            given = (f"{len(segments)} segments" if isinstance(segments, (list, tuple))
+                     else "one segment not in a list")
+            return (f"bert_pack_inputs takes a list of one or two segments, got {given}: give "
+                    "[tokenize(text_a)] or [tokenize(text_a), tokenize(text_b)]")
+        for index, segment in enumerate(segments):
+            if not isinstance(segment, tf.RaggedTensor) or segment.ragged_rank != 1:
+                return (f"segments[{index}] must be a RaggedTensor of token ids [batch, (tokens)] "
+                        "as tokenize returns it, got a dense tensor or another ragged rank")
+        return ""
 
     # One traced graph of the (costly to trace) ragged truncation, shared by every caller.
     @tf.function(input_signature=[_RAGGED_IDS, _RAGGED_IDS, tf.TensorSpec([None], tf.bool),
@@ -130,11 +157,16 @@ class BertPackInputs(tf.Module):
         return pad_to_length(packed, seq_length)
 
     def trace(self) -> None:
-        """Traces ``__call__`` for one and two segments, with the default and with a given
-        seq_length, so that a saved module offers every variant."""
-        for count in (1, 2):
-            for seq_length in (None, tf.TensorSpec([], tf.int32, name="seq_length")):
-                self.__call__.get_concrete_function([_RAGGED_IDS] * count, seq_length)
+        """Traces ``__call__`` for one and two segments of int32 or int64 ids, with the default and
+        with a given seq_length, so that a saved module offers every variant; and, with the default
+        seq_length, for no segment, three, dense ids and a segment not in a list, which its graph
+        refuses by name."""
+        for ids in (_RAGGED_IDS, _RAGGED_INT64_IDS):
+            for count in (1, 2):
+                for seq_length in (None, tf.TensorSpec([], tf.int32, name="seq_length")):
+                    self.__call__.get_concrete_function([ids] * count, seq_length)
+        for segments in ([], [_RAGGED_IDS] * 3, [_DENSE_IDS], [_DENSE_IDS] * 2, _RAGGED_IDS):
+            self.__call__.get_concrete_function(segments)
 
 
 class PreprocessingModule(tf.Module):
@@ -154,16 +186,18 @@ class PreprocessingModule(tf.Module):
         self.bert_pack_inputs = BertPackInputs(tokenizer.cls_id, tokenizer.sep_id, seq_length)
         self.seq_length = seq_length
 
-    @tf.function(input_signature=[_TEXTS], autograph=False)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")],
+                 autograph=False)
     def __call__(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         """string [B] -> TF2-named int32 [B, seq_length] inputs of single sentences."""
         return self.bert_pack_inputs([self.tokenize(sentences)])
 
     @tf.function(input_signature=[{name: tf.TensorSpec([None], tf.string, name=name)
-                                   for name in ("text_a", "text_b")}], autograph=False)
+                                   for name in TEXT_PAIR}], autograph=False)
     def preprocess(self, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         """``text_a``, ``text_b`` string [B] -> int32 [B, seq_length] inputs; an empty text_b
         makes a single-segment example. One dict, as the signature's inputs and for TFSMLayer."""
+        texts = with_ranks(texts, {name: TEXT_LAYOUT for name in TEXT_PAIR})
         texts = gated(texts, same_rows(texts, "text_a"))
         normalized_b = self.tokenizer.normalize(texts["text_b"])
         # A pair only where text_b is non-empty after normalisation (the features' `if text_b`).

@@ -19,8 +19,12 @@ preprocessing ones included).
 Every ids signature takes int32 ids of any length from 1 to the config's max_position_embeddings,
 in its vocabulary, every input of the shape of ``input_ids``; a text signature takes one row per
 example in each input, truncates as in training and pads to the longest example of its batch. An
-empty batch gives empty outputs. A wrong input is an InvalidArgumentError naming it, raised by checks inside the
-saved graph (``ServingModule.ids_checks`` / ``text_checks``, albert_tf/serving/input_checks.py).
+empty batch gives empty outputs. A wrong input is an InvalidArgumentError naming it, raised by
+checks inside the saved graph: first each input's rank (``with_ranks``: a signature called with
+an eager tensor of another rank is not refused by TensorFlow), then ``ServingModule.ids_checks`` /
+``text_checks`` (albert_tf/serving/input_checks.py). What TensorFlow refuses before the graph
+runs (a missing or unknown keyword, a module function's input of another dtype or rank) is its
+TypeError naming the input.
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
 protobuf step.
 
@@ -38,7 +42,8 @@ import tensorflow as tf
 from albert_tf.errors.user_error import ExistingFileError
 from albert_tf.files.atomic import temporary_path
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import gated, same_rows, token_ids_checks
+from albert_tf.serving.input_checks import (IDS_LAYOUT, TEXT_LAYOUT, Layout, gated, same_rows,
+                                            token_ids_checks, with_ranks)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 IDS_ONLY = "ids_only"
@@ -73,7 +78,17 @@ class ServingModule(tf.Module):
         self.model = model
 
     def define_signatures(self, ids_inputs: Sequence[tf.TensorSpec],
-                          text_inputs: Sequence[tf.TensorSpec] | None = None) -> None:
+                          text_inputs: Sequence[tf.TensorSpec] | None = None,
+                          layouts: Mapping[str, Layout] | None = None) -> None:
+        """layouts: {input name: its axes, as messages name them} where they are not
+        ``[batch, seq]`` (ids) or ``[batch]`` (texts); their lengths are the specs' ranks."""
+        self.layouts = {spec.name: IDS_LAYOUT for spec in ids_inputs}
+        self.layouts.update({spec.name: TEXT_LAYOUT for spec in text_inputs or ()})
+        self.layouts.update(layouts or {})
+        for spec in (*ids_inputs, *(text_inputs or ())):
+            if len(self.layouts[spec.name]) != spec.shape.rank:
+                raise ValueError(f"{spec.name}: layout {self.layouts[spec.name]} for a spec of "
+                                 f"rank {spec.shape.rank}")
         self.ids_names = tuple(spec.name for spec in ids_inputs)
         self.serve = tf.function(self._outputs_from_ids_dict, autograph=False,
                                  input_signature=[{spec.name: spec for spec in ids_inputs}])
@@ -82,16 +97,22 @@ class ServingModule(tf.Module):
             self.serve_text = tf.function(self._outputs_from_texts_dict, autograph=False,
                                           input_signature=[{spec.name: spec for spec in text_inputs}])
 
+    def checked_ranks(self, inputs: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``inputs`` behind the checks of their ranks (their ``layouts``), run before any other."""
+        return with_ranks(inputs, {name: self.layouts[name] for name in inputs})
+
     def _outputs_from_ids_dict(self, ids: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        ids = self.checked_ranks(ids)
         return self.outputs_from_ids(**gated(ids, self.ids_checks(ids)))
 
     def _outputs_from_texts_dict(self, texts: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        texts = self.checked_ranks(texts)
         return self.outputs_from_text(**gated(texts, self.text_checks(texts)))
 
     def ids_checks(self, ids: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
-        """The in-graph checks of ``serve``'s inputs (albert_tf/serving/input_checks.py): each has
-        the shape of ``input_ids``, whose positions fit the model and whose ids its vocabulary. A
-        subclass adds its own."""
+        """The in-graph checks of ``serve``'s inputs (albert_tf/serving/input_checks.py), after those
+        of their ranks: each has the shape of ``input_ids``, whose positions fit the model and
+        whose ids its vocabulary; the mask is 0 or 1. A subclass adds its own."""
         return token_ids_checks(ids, self.model.config)
 
     def text_checks(self, texts: Mapping[str, tf.Tensor]) -> list[tf.Operation]:

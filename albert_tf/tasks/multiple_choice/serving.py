@@ -96,7 +96,10 @@ class MultipleChoiceServing(ServingModule):
         if packer is not None:
             text_inputs = [*text_specs("article", "question"),
                            *text_specs("options", shape=(None, None))]
-        self.define_signatures(ids_specs(INPUT_NAMES, shape=(None, None, None)), text_inputs)
+        choices = f"{model.num_choices} options"
+        layouts = {name: ("batch", choices, "seq") for name in INPUT_NAMES}
+        self.define_signatures(ids_specs(INPUT_NAMES, shape=(None, None, None)), text_inputs,
+                               {**layouts, "options": ("batch", choices)})
 
     def _choices_check(self, tensor: tf.Tensor, name: str) -> tf.Operation:
         choices = self.model.num_choices

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import types
 
 import tensorflow as tf
 
@@ -54,13 +55,15 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import (gated, positions_checks, token_ids_checks,
-                                            with_dynamic_shapes)
+from albert_tf.serving.input_checks import (IDS_LAYOUT, Conformer, gated, positions_checks,
+                                            token_ids_checks, with_ranks)
 from albert_tf.serving.preprocessing import PreprocessingModule, save_preprocessing
 from albert_tf.serving.saved_model import check_new_directory, save_new_directory
-from albert_tf.serving.tf2_encoder import (MASKED_POSITIONS, checked_albert_inputs, encoder_outputs,
+from albert_tf.serving.tf2_encoder import (ENCODER_LAYOUTS, MASKED_POSITIONS, MLM_LAYOUTS,
+                                           POSITIONS_LAYOUT, RENAMED, WORD_IDS, ByTraining,
+                                           checked_albert_inputs, encoder_outputs,
                                            set_reusable_attributes, tf2_input_specs,
-                                           trace_training_modes)
+                                           trace_call_variants, trace_loosely)
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
@@ -78,6 +81,16 @@ _ID_INPUTS = _int_inputs(*INPUT_NAMES)
 
 
 _MLM_INPUTS = _int_inputs(*INPUT_NAMES, MLM_POSITIONS)
+_LAYOUTS = {**{name: IDS_LAYOUT for name in INPUT_NAMES}, MLM_POSITIONS: POSITIONS_LAYOUT}
+# How messages name the TF2 calls (no apostrophe: an Assert's message shows it escaped).
+ENCODER_CALL = "the encoder call"
+MLM_CALL = "encoder.mlm"
+REFERENCE_MLM_CALL = "encoder.mlm on the reference names"
+# The names a caller of the root call may mean for encoder.mlm, or the reference's mlm signature.
+ENCODER_RENAMED = {**RENAMED, MASKED_POSITIONS: "an input of encoder.mlm, not of the encoder"}
+REFERENCE_RENAMED = {"input_word_ids": "the reference name is input_ids",
+                     "input_type_ids": "the reference name is segment_ids",
+                     MASKED_POSITIONS: "the reference name is mlm_positions"}
 
 
 class HubExportError(UserError, ValueError):
@@ -85,10 +98,11 @@ class HubExportError(UserError, ValueError):
 
 
 def _checked(inputs: dict[str, tf.Tensor], config: AlbertConfig) -> dict[str, tf.Tensor]:
-    """Reference-named ``inputs`` after the checks of every ids signature (each has the shape of
-    input_ids, of 1 to max_position_embeddings positions, ids in the vocabulary) and, with
-    mlm_positions, a row of positions inside the sequence per example."""
-    inputs = with_dynamic_shapes(inputs)
+    """Reference-named ``inputs`` after the checks of their ranks and of every ids signature (each
+    has the shape of input_ids, of 1 to max_position_embeddings positions, ids in the vocabulary,
+    the mask 0 or 1) and, with mlm_positions, a row of positions inside the sequence per
+    example."""
+    inputs = with_ranks(inputs, {name: _LAYOUTS[name] for name in inputs})
     checks = token_ids_checks({name: inputs[name] for name in _ID_INPUTS}, config)
     if MLM_POSITIONS in inputs:
         checks += positions_checks(inputs["input_ids"], inputs[MLM_POSITIONS], "input_ids",
@@ -117,27 +131,45 @@ class HubMaskedLM(tf.__internal__.tracking.AutoTrackable):
     [B, P] -> the encoder's outputs (``sequence_output``, ``pooled_output``, ``default``,
     ``encoder_outputs``) plus ``mlm_logits`` float32 [B, P, V]; on the reference's dict (with
     ``mlm_positions``) -> the ``mlm`` signature's outputs (as before the TF2 convention). Reusable:
-    its ``variables`` are the encoder's and the MLM head's.
+    its ``variables`` are the encoder's and the MLM head's. Wrong inputs are named as in the root
+    call (albert_tf/serving/tf2_encoder.py); on the reference's dict, int64 inputs (all of them)
+    are cast and ``mlm_positions`` named when missing.
     """
 
     def __init__(self, model: AlbertPretrainingModel):
         super().__init__()
         self.model = model
         set_reusable_attributes(self, [model.albert, model.mlm_head])
+        # Called by every trace of __call__; not saved as attributes of their own.
+        self._tf2_mlm = ByTraining(self._tf2_outputs, tf2_input_specs(MASKED_POSITIONS))
+        self._reference = types.SimpleNamespace(mlm=tf.function(
+            self._reference_outputs, input_signature=[_MLM_INPUTS], autograph=False))
+        self._conform_tf2 = Conformer(MLM_LAYOUTS, MLM_CALL, RENAMED)
+        self._conform_reference = Conformer(_LAYOUTS, REFERENCE_MLM_CALL, REFERENCE_RENAMED)
+
+    def _reference_outputs(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return _reference_mlm(self.model, inputs)
+
+    def _tf2_outputs(self, inputs: dict[str, tf.Tensor],
+                     training: bool) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        outputs = self.model(checked_albert_inputs(inputs, self.model.config), training=training)
+        return {**encoder_outputs(outputs), "mlm_logits": outputs["mlm_logits"]}
 
     @tf.function(autograph=False)
     def __call__(self, inputs: dict[str, tf.Tensor],
-                 training: bool = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
-        if MLM_POSITIONS in inputs:
-            return _reference_mlm(self.model, inputs)
-        inputs = checked_albert_inputs(inputs, self.model.config)
-        outputs = self.model(inputs, training=training)
-        return {**encoder_outputs(outputs), "mlm_logits": outputs["mlm_logits"]}
+                 training: bool | tf.Tensor = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        if MLM_POSITIONS in inputs or ("input_ids" in inputs and WORD_IDS not in inputs):
+            return self._reference.mlm(self._conform_reference(inputs))
+        return self._tf2_mlm(self._conform_tf2(inputs), training)
 
     def trace(self) -> None:
-        """Traces both conventions (the TF2 one with and without dropout) before saving."""
-        trace_training_modes(self.__call__, tf2_input_specs(MASKED_POSITIONS))
+        """Traces both conventions (the TF2 one with and without dropout, and for its callers'
+        mistakes; the reference's for int32, int64 and a missing mlm_positions) before saving."""
+        trace_call_variants(self.__call__, MLM_LAYOUTS,
+                            others=[{name: tf.int32 for name in _LAYOUTS if name != MLM_POSITIONS}])
         self.__call__.get_concrete_function(_MLM_INPUTS)
+        for dtype in (tf.int32, tf.int64):
+            trace_loosely(self.__call__, {name: dtype for name in _LAYOUTS})
 
 
 class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
@@ -155,17 +187,25 @@ class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
         self.do_lower_case = do_lower_case
         self.mlm = HubMaskedLM(model)
         set_reusable_attributes(self, [model.albert])
+        # Called by every trace of __call__; not saved as attributes of their own.
+        self._tf2_encoder = ByTraining(self._tf2_outputs, tf2_input_specs())
+        self._conform = Conformer(ENCODER_LAYOUTS, ENCODER_CALL, ENCODER_RENAMED)
+
+    def _tf2_outputs(self, inputs: dict[str, tf.Tensor],
+                     training: bool) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+        inputs = checked_albert_inputs(inputs, self.model.config)
+        return encoder_outputs(self.model.albert(inputs, training=training))
 
     # The TF2 encoder convention: ``encoder(inputs, training=False)``, and ``serve``, the same
     # without dropout for keras.layers.TFSMLayer (whose default endpoint is ``serve``).
 
     @tf.function(autograph=False)
     def __call__(self, inputs: dict[str, tf.Tensor],
-                 training: bool = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+                 training: bool | tf.Tensor = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
         """TF2-named int32 [B, S] inputs -> sequence_output [B, S, H], pooled_output and default
-        [B, H], encoder_outputs (a list of every block's [B, S, H])."""
-        inputs = checked_albert_inputs(inputs, self.model.config)
-        return encoder_outputs(self.model.albert(inputs, training=training))
+        [B, H], encoder_outputs (a list of every block's [B, S, H]). int64 inputs are cast; other
+        mistakes are named (``Conformer``)."""
+        return self._tf2_encoder(self._conform(inputs), training)
 
     @tf.function(input_signature=[tf2_input_specs()], autograph=False)
     def serve(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor | list[tf.Tensor]]:
@@ -206,8 +246,11 @@ class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
                 "do_lower_case": tf.constant(self.do_lower_case)}
 
     def trace(self) -> None:
-        """Traces the functions without an input signature (the TF2 convention) before saving."""
-        trace_training_modes(self.__call__, tf2_input_specs())
+        """Traces the functions without an input signature (the TF2 convention, for its inputs and
+        for its callers' mistakes: tf2_encoder.trace_call_variants) before saving."""
+        trace_call_variants(self.__call__, ENCODER_LAYOUTS,
+                            others=[{name: tf.int32 for name in INPUT_NAMES},
+                                    {name: tf.int32 for name in MLM_LAYOUTS}])
         self.mlm.trace()
 
     def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:

@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.serving.input_checks import check
+from albert_tf.serving.input_checks import check, values_in_range
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
@@ -123,9 +123,12 @@ class SquadServing(ServingModule):
                                text_specs("question", "context") if packer is not None else None)
 
     def ids_checks(self, ids: Mapping[str, tf.Tensor]) -> list[tf.Operation]:
-        """The shared checks (``p_mask`` included) and, for SQuAD 2.0, room for the beam."""
+        """The shared checks (``p_mask`` included) and, for SQuAD 2.0, a ``p_mask`` of 0 and 1 and
+        room for the beam."""
         checks = super().ids_checks(ids)
         if self.model.version_2:
+            checks.append(values_in_range(ids["p_mask"], "p_mask", 0, 2,
+                                          "1 where no answer can lie, 0 where one can"))
             beam = max(self.model.head.start_n_top, self.model.head.end_n_top)
             length = tf.shape(ids["input_ids"])[-1]
             checks.append(check(length >= beam, "input_ids has ", length, " positions but SQuAD "

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.serving.input_checks import with_ranks
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
@@ -34,6 +35,7 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.in_graph import InGraphTokenizer
 
 TAGS_ASSET = "tags.txt"
+WORDS_LAYOUT = ("batch", "words")
 
 
 class WordPacker(tf.Module):
@@ -116,6 +118,7 @@ class TokenClassifierServing(ServingModule):
         return {**self._tag_words(words), "words": words.to_tensor("")}
 
     def _outputs_from_words_dict(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        inputs = with_ranks(inputs, {"words": WORDS_LAYOUT})
         words = tf.RaggedTensor.from_tensor(inputs["words"], padding="")
         outputs = self._tag_words(words)
         width = tf.shape(inputs["words"])[1]
