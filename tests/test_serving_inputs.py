@@ -369,6 +369,18 @@ def rows() -> dict[str, tuple[ServingCall, str, str | None]]:
 ROWS = rows()
 
 
+def row_params(rows_by_id: dict) -> list:
+    """The rows as pytest parameters: the default suite keeps, per callable, every mistake of the
+    whole call and every mistake of its first input (each check's code path); the same mistakes of
+    its other inputs are marked slow (`-m slow`)."""
+    params = []
+    for row in sorted(rows_by_id):
+        served, _, name = rows_by_id[row]
+        first = name is None or name == next(iter(served.inputs))
+        params.append(row if first else pytest.param(row, marks=pytest.mark.slow))
+    return params
+
+
 def row_inputs(served: ServingCall, mistake: str, name: str | None) -> dict:
     """The row's inputs as the caller gives them: tensors (NumPy arrays for numpy_int64)."""
     if name is not None:
@@ -406,7 +418,7 @@ def assert_answer(expected, run: Callable[[], dict], right: dict | None, label: 
         assert part in message, (label, part, message[:1500])
 
 
-@pytest.mark.parametrize("row", sorted(ROWS))
+@pytest.mark.parametrize("row", row_params(ROWS))
 def test_a_wrong_input_is_named(loaded, right_outputs, row):
     served, mistake, name = ROWS[row]
     expected = (expected_for_input(served, name, mistake) if name is not None
@@ -550,7 +562,7 @@ ERROR_NAMES = {InvalidArgument: "InvalidArgumentError", TypeError: "TypeError",
                ValueError: "ValueError"}
 
 
-@pytest.mark.parametrize("row", sorted(keras_layer_rows()))
+@pytest.mark.parametrize("row", row_params(keras_layer_rows()))
 def test_hub_keras_layer_names_a_wrong_input(keras_layer_report, right_outputs, row):
     served, mistake, name = ROWS[row]
     expected = (expected_for_input(served, name, mistake) if name is not None
