@@ -11,9 +11,10 @@ The driver runs the procedure every script used to spell itself:
    checked against the one recorded in --output_dir and recorded at the first run; every feature
    file the run reads built (or found in the cache) before the first training step;
 3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
-   reshuffled as the pipeline says; the sweep (the reference's: every checkpoint evaluated, the best
-   kept as model.ckpt-best); then, from model.ckpt-best, the predictions, the SavedModel export and
-   the TFLite export the flags ask for.
+   every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py);
+   the sweep (the reference's: every checkpoint evaluated, the best kept as model.ckpt-best); then,
+   from model.ckpt-best, the predictions, the SavedModel export and the TFLite export the flags
+   ask for.
 
 A task plugs in through hooks (features, parse, evaluation sets, predictions, exports); it writes
 only declared outputs (``FineTuningRun.output_path``). albert_tf never imports data_prep: a script
@@ -200,7 +201,7 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
 
 def _train(run: FineTuningRun, data: TrainingData) -> None:
     """--do_train: warm start from --init_checkpoint (or resume the run in --output_dir), then
-    train on the records, repeated and shuffled with --input_seed."""
+    train on the records, every epoch in a new order drawn from --input_seed."""
     settings, trainer = run.settings, run.trainer
     print(f"{data.description}, batch {settings.train_batch_size}, "
           f"{trainer.config.num_train_steps} steps")
