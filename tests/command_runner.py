@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import logging
 import os
 import runpy
 import subprocess
 import sys
 
 from absl import flags
+from absl import logging as absl_logging
 
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
@@ -87,16 +89,69 @@ def _clean_flag_registry():
                     values.register_flag_by_module(module, flag)
 
 
-def run_command(command: str, *args: str) -> CommandResult:
-    """Runs ``command`` with ``args`` in this process (see the module doc)."""
+@contextlib.contextmanager
+def _process_state(cwd: str, environment: dict[str, str]):
+    """Within the block: the working directory ``cwd`` and the environment of a child process
+    (shared_setup.subprocess_env's, without its PYTHONPATH, plus ``environment``); afterwards the
+    test process's directory, environment and global settings come back: the logging levels and
+    filters a command sets, absl's verbosity, Keras' global dtype policy (a Trainer sets it from
+    its config) and Keras' global state (``clear_session``, which also frees the run's objects)."""
+    import keras  # the test process has it loaded already; a command loads it anyway
+
+    saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
+    handler = absl_logging.get_absl_handler()
+    saved_filters = list(handler.filters)
+    saved_levels = {name: logging.getLogger(name).level for name in ("", "tensorflow", "absl")}
+    saved_verbosity = absl_logging.get_verbosity()
+    saved_policy = keras.mixed_precision.global_policy()
+    child = subprocess_env(**environment)  # without TF_CONFIG
+    child.pop("PYTHONPATH")  # the repository is on this process's sys.path already
+    if "PYTHONPATH" in saved_environ:
+        child["PYTHONPATH"] = saved_environ["PYTHONPATH"]
+    os.environ.clear()
+    os.environ.update(child)
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        handler.filters[:] = saved_filters
+        for name, level in saved_levels.items():
+            logging.getLogger(name).setLevel(level)
+        absl_logging.set_verbosity(saved_verbosity)
+        keras.backend.clear_session(free_memory=True)
+        keras.mixed_precision.set_global_policy(saved_policy)
+
+
+@contextlib.contextmanager
+def _captured_output(stdout: io.StringIO, stderr: io.StringIO):
+    """sys.stdout and sys.stderr, and absl's log handler (which holds the stream it was made with),
+    write to ``stdout`` and ``stderr`` within the block."""
+    handler = absl_logging.get_absl_handler().python_handler
+    saved_stream = handler.stream
+    handler.stream = stderr
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            yield
+    finally:
+        handler.stream = saved_stream
+
+
+def run_command(command: str, *args: str, cwd: str = REPO_ROOT,
+                **environment: str) -> CommandResult:
+    """Runs ``command`` with ``args`` in this process (see the module doc), in ``cwd`` (as
+    ``run_subprocess`` does) with the environment ``run_subprocess`` gives a child plus
+    ``environment``."""
     path, program = script_path(command)
     stdout, stderr = io.StringIO(), io.StringIO()
     saved_argv = sys.argv
     returncode = 0
     sys.argv = [program, *args]
     try:
-        with _clean_flag_registry(), contextlib.redirect_stdout(stdout), \
-                contextlib.redirect_stderr(stderr):
+        with _process_state(cwd, environment), _clean_flag_registry(), \
+                _captured_output(stdout, stderr):
             try:
                 runpy.run_path(path, run_name="__main__")
             except SystemExit as stop:
@@ -111,10 +166,12 @@ def run_command(command: str, *args: str) -> CommandResult:
     return CommandResult(returncode, stdout.getvalue(), stderr.getvalue())
 
 
-def run_subprocess(command: str, *args: str, timeout: float = 900,
+def run_subprocess(command: str, *args: str, timeout: float = 900, cwd: str = REPO_ROOT,
                    **environment: str) -> CommandResult:
-    """Runs ``command`` with ``args`` in a new Python process (see the module doc)."""
+    """Runs ``command`` with ``args`` in a new Python process (see the module doc) in ``cwd``, with
+    shared_setup.subprocess_env's environment plus ``environment``. For what needs a real process
+    only: the tests that call it carry the ``subprocess`` marker."""
     prefix = command.split() if command.startswith("-m ") else [os.path.join(REPO_ROOT, command)]
     result = subprocess.run([sys.executable, *prefix, *args], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=timeout, env=subprocess_env(**environment))
+                            cwd=cwd, timeout=timeout, env=subprocess_env(**environment))
     return CommandResult(result.returncode, result.stdout, result.stderr)
