@@ -119,7 +119,8 @@ def _process_state(cwd: str, environment: dict[str, str]):
     (shared_setup.subprocess_env's plus ``environment``); afterwards the
     test process's directory, environment and global settings come back: the logging levels and
     filters a command sets, absl's verbosity, Keras' global dtype policy (a Trainer sets it from
-    its config) and Keras' global state (``clear_session``, which also frees the run's objects)."""
+    its config) and Keras' global state (``clear_session``; the run's objects are freed by Python's
+    own garbage collection)."""
     import keras  # the test process has it loaded already; a command loads it anyway
 
     saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
@@ -141,7 +142,8 @@ def _process_state(cwd: str, environment: dict[str, str]):
         for name, level in saved_levels.items():
             logging.getLogger(name).setLevel(level)
         absl_logging.set_verbosity(saved_verbosity)
-        keras.backend.clear_session(free_memory=True)
+        keras.backend.clear_session(free_memory=False)  # a gc.collect() per command costs
+        # seconds once the test process is large (hundreds of commands in test_preflight.py)
         keras.mixed_precision.set_global_policy(saved_policy)
 
 
