@@ -340,7 +340,7 @@ def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k
     ("run_classifier.py", ["--tflite_file={tmp}/m.tflite"],
      "model.ckpt-best does not exist: prediction and export use the best checkpoint"),
     ("run_squad.py", ["--tflite_file={tmp}"],
-     "--tflite_file={tmp} is a directory; the TFLite export is one file"),
+     "--tflite_file '{tmp}' is a directory: give a file path (e.g. inside it)"),
     ("run_classifier.py", ["--tflite_file={tmp}/config.json"],
      "--tflite_file '{tmp}/config.json' is also an input (--albert_config_file"),
 ])
