@@ -19,13 +19,16 @@ import pytest
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
-from tests import spm_fixtures
+from tests import command_runner, spm_fixtures
 from tests.shared_setup import EN8K_MODEL, require_shared_data, shared_data_missing
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Tests marked ``requires_shared_data``: skipped (or failed in CI) before their fixtures run."""
+    """Tests marked ``requires_shared_data``: skipped (or failed in CI) before their fixtures run.
+    tests/command_runner.py learns whether the test is marked ``subprocess`` (only those may start
+    a command in a process of its own)."""
+    command_runner.current_test_marked = item.get_closest_marker("subprocess") is not None
     if item.get_closest_marker("requires_shared_data") is not None:
         require_shared_data()
 
@@ -61,3 +64,12 @@ def en8k() -> FullTokenizer:
     """The en8k SentencePiece tokenizer with lowercasing, as the reference's scripts run it."""
     require_shared_data()
     return FullTokenizer(spm_model_file=EN8K_MODEL, do_lower_case=True)
+
+
+@pytest.fixture(scope="session")
+def task_runs(tmp_path_factory):
+    """The per-task harness's runs (tests/task_harness.py), each made once per session when a test
+    first asks for it: ``task_runs.get("race")``."""
+    from tests.task_harness import TaskRuns
+
+    return TaskRuns(tmp_path_factory.mktemp)

@@ -4,8 +4,6 @@ never overwrites without --overwrite and never writes into another run's directo
 
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,7 +22,7 @@ from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
 from tests.tf1_fixtures import write_reference_checkpoint
 
 
@@ -181,10 +179,8 @@ def test_conversion_command_both_directions(tmp_path):
                                         numpy_albert.reference_variable_shapes(cfg))
 
     def convert(*args):
-        result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
-                                 f"--albert_config_file={config_file}", *args],
-                                capture_output=True, text=True, env=subprocess_env(),
-                                cwd=REPO_ROOT)
+        result = run_command("-m albert_tf.convert_checkpoint",
+                             f"--albert_config_file={config_file}", *args)
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout
 
@@ -313,11 +309,9 @@ def test_conversion_never_writes_into_a_training_runs_directory(tmp_path):
     save_object_checkpoint(AlbertPretrainingModel(cfg), run, step=2)
     state, files = (run / "checkpoint").read_bytes(), sorted(os.listdir(run))
 
-    result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
-                             f"--albert_config_file={config_file}",
-                             f"--tf1_checkpoint={tmp_path / 'ref'}", f"--output_dir={run}",
-                             "--overwrite"],
-                            capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT)
+    result = run_command("-m albert_tf.convert_checkpoint", f"--albert_config_file={config_file}",
+                         f"--tf1_checkpoint={tmp_path / 'ref'}", f"--output_dir={run}",
+                         "--overwrite")
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
     assert f"--output_dir={run} holds other checkpoints (model.ckpt-2)" in last_line

@@ -17,34 +17,18 @@ import sys
 import pytest
 
 from albert_tf.tasks.classification.recipes import GLUE_TASK_NAMES
-from tests.command_runner import run_command
+from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import REPO_ROOT, subprocess_env
-
-# Runs a command as its user would and reports on stderr, last, whether TensorFlow was imported.
-_REPORT_TENSORFLOW = """
-import atexit, runpy, sys
-atexit.register(lambda: print("tensorflow imported:", "tensorflow" in sys.modules, file=sys.stderr))
-target, arguments = sys.argv[1], sys.argv[2:]
-if target == "-m":
-    module, arguments = arguments[0], arguments[1:]
-    sys.argv = [module.replace(".", "/") + ".py"] + arguments
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-else:
-    sys.argv = [target] + arguments
-    runpy.run_path(target, run_name="__main__")
-"""
 
 MODEL = ("--albert_config_file=albert_base/albert_config.json",
          "--spm_model_file=albert_base/30k-clean.model")
 
 
 def run_reporting_tensorflow(command, *arguments):
-    launch = command.split() if command.startswith("-m ") else [command]
-    return subprocess.run([sys.executable, "-c", _REPORT_TENSORFLOW, *launch, *arguments],
-                          cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True,
-                          timeout=120)
+    return run_subprocess(command, *arguments, timeout=120, report_tensorflow=True)
 
 
+@pytest.mark.subprocess  # whether TensorFlow was imported: a fresh process
 @pytest.mark.parametrize("command, arguments, message", [
     ("-m albert_tf.run_seeds", ["--output_dir={tmp}/runs/rte", "--", "run_classifier.py",
                                 "--task_name=rte", "--data_dir=glue", "--do_train", *MODEL],
@@ -237,6 +221,7 @@ def test_the_glue_task_names_known_before_tensorflow_are_data_preps_tasks():
 # ------------------------------------------------------------------------------------------------
 # A reader that stops reading: --help | head.
 
+@pytest.mark.subprocess  # a pipe whose reader stops
 @pytest.mark.parametrize("command", ["run_classifier.py", "-m albert_tf.paper_tables",
                                      "-m data_prep.glue"])
 def test_help_piped_into_head_ends_quietly(command):
@@ -260,6 +245,7 @@ def closed_pipe_run(*command):
         os.close(write_end)
 
 
+@pytest.mark.subprocess  # a pipe whose reader has gone
 def test_print_recipe_and_a_commands_output_into_a_closed_pipe_end_quietly():
     recipe = closed_pipe_run("run_squad.py", "--print_recipe")
     assert (recipe.returncode, recipe.stderr) == (0, "")

@@ -16,7 +16,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -37,8 +36,9 @@ from albert_tf.training.input_pipeline import record_eval_dataset, record_train_
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.trainer import NonFiniteLossError, RunConfig, Trainer
 from tests import spm_fixtures
+from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                subprocess_env, tiny_config)
+                                tiny_config)
 
 S, M = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
@@ -368,12 +368,7 @@ def test_the_sweep_waits_no_longer_than_max_wait_seconds(tmp_path):
     assert best_step == 10 and sum(sleeps) == 5 and sleeps == [5]
 
 
-# -- the scripts, as a user runs them -------------------------------------------------------------
-
-def run_command(*args, timeout=180):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          env=subprocess_env(), cwd=REPO_ROOT, timeout=timeout)
-
+# -- the scripts, as a user runs them (in this process: tests/command_runner.py) ------------------
 
 def assert_one_line_error(result, program, *culprits):
     """Exit status 1, no traceback, the last line ``<program>: error: ...`` naming each culprit."""
@@ -438,21 +433,22 @@ def test_an_output_directory_that_is_a_file_stops_the_script(tmp_path, script, f
 def test_library_command_lines_share_the_boundary(tmp_path, module, args, culprit):
     (tmp_path / "malformed.json").write_text('{"vocab_size": 30000,\n "hidden_size": }')
     spm_model = spm_fixtures.cached_tiny_spm()
-    result = run_command("-m", module, *[arg.format(tmp=tmp_path, spm=spm_model) for arg in args])
+    result = run_command(f"-m {module}",
+                         *[arg.format(tmp=tmp_path, spm=spm_model) for arg in args])
     assert_one_line_error(result, module.split(".")[-1], culprit.format(tmp=tmp_path))
 
 
-def test_a_bug_in_a_command_prints_its_traceback_and_the_report_line(tmp_path, config_file):
+def test_a_bug_in_a_command_prints_its_traceback_and_the_report_line(tmp_path, config_file,
+                                                                     monkeypatch):
     """model_report as a user runs it, with a library function it calls broken as a bug would
     be: Python's traceback through the library, then the report line, exit status 1."""
-    program = ("import runpy, sys\n"
-               "import albert_tf.models.parameters as parameters\n"
-               "def broken(*args, **kwargs):\n"
-               "    raise KeyError('embedding_size')\n"
-               "parameters.parameter_report = broken\n"
-               f"sys.argv = ['model_report.py', '--albert_config_file={config_file}']\n"
-               "runpy.run_module('albert_tf.model_report', run_name='__main__')\n")
-    result = run_command("-c", program)
+    import albert_tf.models.parameters as parameters
+
+    def broken(*args, **kwargs):
+        raise KeyError("embedding_size")
+
+    monkeypatch.setattr(parameters, "parameter_report", broken)
+    result = run_command("-m albert_tf.model_report", f"--albert_config_file={config_file}")
     assert result.returncode == 1, result.stderr[-3000:]
     lines = result.stderr.strip().splitlines()
     assert "Traceback (most recent call last):" in lines, result.stderr[-3000:]
@@ -460,6 +456,7 @@ def test_a_bug_in_a_command_prints_its_traceback_and_the_report_line(tmp_path, c
     assert lines[-1] == f"model_report: {error_boundary.BUG_LINE}"
 
 
+@pytest.mark.subprocess  # the logging set-up of a fresh process, as a user's tool has it
 def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
     tool = tmp_path / "my_tool.py"
     tool.write_text(
@@ -473,7 +470,7 @@ def test_tensorflow_info_lines_stay_out_of_the_output(tmp_path):
         f"    tf.train.Checkpoint(v=tf.Variable(1.0)).write({str(tmp_path / 'ckpt')!r})\n"
         "    raise UserError('the culprit')\n\n"
         "error_boundary.run(main)\n")
-    result = run_command(str(tool))
+    result = run_subprocess(str(tool))
     assert_one_line_error(result, "my_tool", "the culprit")
     assert "own progress line" in result.stderr
     assert "Sharding callback duration" not in result.stderr

@@ -1,72 +1,52 @@
 """Every command's command line: --help lists every flag and exits 0, flag mistakes (unknown flag,
 value out of range, stray argument) are one line and exit 1 before TensorFlow is imported, and
-TensorFlow's C++ start-up lines are held back."""
+TensorFlow's C++ start-up lines are held back. Whether TensorFlow was imported is a question to a
+fresh process: these commands run in processes of their own (marked ``subprocess``; each answers
+in a fraction of a second, before TensorFlow loads, but the last)."""
 
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pytest
 from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_subprocess
 
-# Every command, as its user starts it (argv[0] then the module or script), and one of its own
-# flags, one shared flag and the name it prints in its messages.
+# Every command, as its user starts it (the script or -m module), one of its own flags and one
+# shared flag; the key is the name it prints in its messages.
 COMMANDS = {
-    "run_pretraining": (["run_pretraining.py"], "eval_input_file", "num_train_steps"),
-    "run_classifier": (["run_classifier.py"], "threshold_to_export", "task_name"),
-    "run_squad": (["run_squad.py"], "n_best_size", "doc_stride"),
-    "run_race": (["run_race.py"], "num_keep_checkpoint", "max_qa_length"),
-    "run_ner": (["run_ner.py"], "tag_scheme", "doc_stride"),
-    "export_hub": (["-m", "albert_tf.export_hub"], "export_path", "spm_model_file"),
-    "model_report": (["-m", "albert_tf.model_report"], "batch_size", "dtype"),
-    "run_seeds": (["-m", "albert_tf.run_seeds"], "seeds", "output_dir"),
-    "paper_tables": (["-m", "albert_tf.paper_tables"], "pretraining_runs", "init_checkpoint"),
-    "convert_checkpoint": (["-m", "albert_tf.convert_checkpoint"], "tf1_checkpoint",
+    "run_pretraining": ("run_pretraining.py", "eval_input_file", "num_train_steps"),
+    "run_classifier": ("run_classifier.py", "threshold_to_export", "task_name"),
+    "run_squad": ("run_squad.py", "n_best_size", "doc_stride"),
+    "run_race": ("run_race.py", "num_keep_checkpoint", "max_qa_length"),
+    "run_ner": ("run_ner.py", "tag_scheme", "doc_stride"),
+    "export_hub": ("-m albert_tf.export_hub", "export_path", "spm_model_file"),
+    "model_report": ("-m albert_tf.model_report", "batch_size", "dtype"),
+    "run_seeds": ("-m albert_tf.run_seeds", "seeds", "output_dir"),
+    "paper_tables": ("-m albert_tf.paper_tables", "pretraining_runs", "init_checkpoint"),
+    "convert_checkpoint": ("-m albert_tf.convert_checkpoint", "tf1_checkpoint",
                            "init_from_group0"),
-    "create_pretraining_data": (["-m", "data_prep.create_pretraining_data"], "dupe_factor",
+    "create_pretraining_data": ("-m data_prep.create_pretraining_data", "dupe_factor",
                                 "max_predictions_per_seq"),
-    "train_sentencepiece": (["-m", "data_prep.train_sentencepiece"], "model_prefix",
+    "train_sentencepiece": ("-m data_prep.train_sentencepiece", "model_prefix",
                             "do_lower_case"),
-    "glue": (["-m", "data_prep.glue"], "splits", "cached_dir"),
-    "squad": (["-m", "data_prep.squad"], "is_training", "max_query_length"),
-    "race": (["-m", "data_prep.race"], "split", "middle_only"),
+    "glue": ("-m data_prep.glue", "splits", "cached_dir"),
+    "squad": ("-m data_prep.squad", "is_training", "max_query_length"),
+    "race": ("-m data_prep.race", "split", "middle_only"),
 }
 
-# Runs a command as its user would, and reports on stderr whether TensorFlow was imported when
-# the process exited.
-_RUN_AND_REPORT_TENSORFLOW = """
-import atexit, runpy, sys
-atexit.register(lambda: print("tensorflow imported:", "tensorflow" in sys.modules, file=sys.stderr))
-target, arguments = sys.argv[1], sys.argv[2:]
-if target == "-m":
-    module, arguments = arguments[0], arguments[1:]
-    sys.argv = [module.replace(".", "/") + ".py"] + arguments
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-else:
-    sys.argv = [target] + arguments
-    runpy.run_path(target, run_name="__main__")
-"""
+def run_command(name: str, *arguments: str, tensorflow_report: bool = False):
+    """The command ``name`` in a process of its own, in the user's environment
+    (TF_CPP_MIN_LOG_LEVEL unset); ``tensorflow_report``: stderr ends with whether TensorFlow was
+    imported."""
+    command, _, _ = COMMANDS[name]
+    return run_subprocess(command, *arguments, timeout=300, TF_CPP_MIN_LOG_LEVEL=None,
+                          report_tensorflow=tensorflow_report)
 
 
-def run_command(name: str, *arguments: str, tensorflow_report: bool = False
-                ) -> subprocess.CompletedProcess:
-    launch, _, _ = COMMANDS[name]
-    if tensorflow_report:
-        command = [sys.executable, "-c", _RUN_AND_REPORT_TENSORFLOW, *launch, *arguments]
-    else:
-        command = [sys.executable, *launch, *arguments]
-    # The user's environment: TF_CPP_MIN_LOG_LEVEL unset.
-    env = subprocess_env()
-    env.pop("TF_CPP_MIN_LOG_LEVEL")
-    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-
-
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_help_lists_own_shared_and_logging_flags_and_exits_0(name):
     _, own_flag, shared_flag = COMMANDS[name]
@@ -78,6 +58,7 @@ def test_help_lists_own_shared_and_logging_flags_and_exits_0(name):
     assert "tensorflow imported: False" in result.stderr
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_misspelt_flag_is_one_line_with_a_suggestion_before_tensorflow_loads(name):
     _, own_flag, _ = COMMANDS[name]
@@ -90,6 +71,7 @@ def test_a_misspelt_flag_is_one_line_with_a_suggestion_before_tensorflow_loads(n
     assert report == "tensorflow imported: False"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name, argument, expected", [
     ("run_squad", "--n_best_size=0", "flag --n_best_size=0: expected a finite value >= 1"),
     ("run_squad", "--max_answer_length=-3", "flag --max_answer_length=-3: expected"),
@@ -110,6 +92,7 @@ def test_a_value_out_of_range_is_a_flag_error_before_tensorflow_loads(name, argu
     assert report == "tensorflow imported: False"
 
 
+@pytest.mark.subprocess
 def test_only_check_args_checks_the_flags_and_stops_before_tensorflow_loads():
     """A cluster job's flags can be checked in a fraction of a second (absl's --only_check_args)."""
     job = ("--task_name=rte", "--data_dir=glue", "--do_train", "--output_dir=out",
@@ -133,6 +116,7 @@ _RACE = ("--train_batch_size=32 --train_step=12000 --warmup_step=1000 --max_seq_
          "--do_lower_case")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name, arguments, printed", [
     ("run_classifier", ["--task_name=RTE"], _GLUE_RTE),
     # Before any other check: the own-file flags would be refused beside --task_name.
@@ -157,6 +141,7 @@ def test_print_recipe_prints_one_line_and_exits_0_before_tensorflow_and_other_ch
     assert result.stderr.strip() == "tensorflow imported: False"
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name, arguments, message", [
     ("run_classifier", ["--task_name=ax"], "task 'ax' is predict-only and has no recipe"),
     ("run_classifier", [], "give --task_name"),
@@ -171,6 +156,7 @@ def test_print_recipe_without_a_recipe_is_one_line_and_exit_1(name, arguments, m
     assert report == "tensorflow imported: False"
 
 
+@pytest.mark.subprocess
 def test_a_stray_argument_is_refused():
     result = run_command("run_squad", "--do_train", "true")
     assert result.returncode == 1
@@ -178,6 +164,7 @@ def test_a_stray_argument_is_refused():
                                      "setting is a --flag=value")
 
 
+@pytest.mark.subprocess
 def test_tensorflow_start_up_lines_are_held_back_unless_verbosity_asks(tmp_path):
     """A mistake found after TensorFlow loaded is still the only line on stderr."""
     arguments = ("--do_train", f"--output_dir={tmp_path / 'out'}", "--albert_config_file=/no/such/config.json",

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -13,7 +11,8 @@ from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.models.parameters import encoder_parameter_count, parameter_report
 from albert_tf.tasks.pretraining.memory import heads_parameter_count, training_memory_bytes
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
+from tests.shared_setup import REPO_ROOT
 
 CONFIG_DIR = os.path.join(REPO_ROOT, "configs")
 
@@ -123,11 +122,8 @@ def test_v2_configs_have_no_dropout_and_v1_base_does():
 
 
 def test_parameter_report_command():
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.model_report",
-         f"--albert_config_file={os.path.join(CONFIG_DIR, 'albert_base_v2.json')}"],
-        capture_output=True, text=True, cwd=REPO_ROOT,
-        env=subprocess_env())
+    result = run_command("-m albert_tf.model_report",
+                         f"--albert_config_file={os.path.join(CONFIG_DIR, 'albert_base_v2.json')}")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "encoder total" in result.stdout and "11,683,584" in result.stdout
     assert "cross_layer_sharing: all" in result.stdout

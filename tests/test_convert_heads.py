@@ -2,8 +2,6 @@
 under the reference's TF1 names, and back: albert_tf -> TF1 -> albert_tf is bit for bit."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
 
 H = 12
 
@@ -134,10 +132,8 @@ def test_the_command_carries_a_squad_head_both_ways(tmp_path):
     save(original, tmp_path / "run")
 
     def convert(*args):
-        result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint",
-                                 f"--albert_config_file={config_file}", *args],
-                                capture_output=True, text=True, env=subprocess_env(),
-                                cwd=REPO_ROOT, timeout=300)
+        result = run_command("-m albert_tf.convert_checkpoint",
+                             f"--albert_config_file={config_file}", *args)
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout
 

@@ -11,8 +11,6 @@ import concurrent.futures
 import itertools
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,8 +26,8 @@ from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
 from data_prep.pretraining.instances import InstanceConfig
 from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
-from tests.shared_setup import (EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS, REPO_ROOT,
-                                subprocess_env)
+from tests.command_runner import run_command, run_subprocess
+from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS
 
 FLAGS = flags.FLAGS
 RTE_DOCS = os.path.join(PRETRAINING_DIR, "rte_docs.txt")
@@ -238,10 +236,9 @@ def test_missing_input_names_the_pattern(tmp_path, spm_model):
 
 def test_command_line_reports_bad_input_without_traceback(tmp_path, spm_model):
     pattern = str(tmp_path / "missing.txt")
-    completed = subprocess.run(
-        [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={pattern}",
-         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    completed = run_command("-m data_prep.create_pretraining_data", f"--input_file={pattern}",
+                            f"--output_file={tmp_path / 'o.tfrecord'}",
+                            f"--spm_model_file={spm_model}")
     assert completed.returncode == 1
     assert f"error: input pattern '{pattern}' matches no file" in completed.stderr
     assert "Traceback" not in completed.stderr
@@ -271,6 +268,7 @@ def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path, spm_model)
     assert len(read_records(str(output))) == summary["instances"] > 0
 
 
+@pytest.mark.subprocess  # whether TensorFlow was imported: a fresh process
 @pytest.mark.parametrize("overrides, message", [
     (["--do_permutation"], "do_permutation is not supported"),
     (["--spm_model_file="], "give --spm_model_file"),
@@ -279,17 +277,15 @@ def test_invalid_utf8_line_is_an_error_naming_file_and_line(tmp_path, spm_model)
 ])
 def test_invalid_flags_are_rejected_before_tensorflow_loads(tmp_path, spm_model, overrides,
                                                             message):
-    launch = ("import atexit, runpy, sys; atexit.register(lambda: print('tensorflow' in "
-              "sys.modules, file=sys.stderr)); sys.argv[0] = 'create_pretraining_data.py'; "
-              "runpy.run_module('data_prep.create_pretraining_data', run_name='__main__')")
-    result = subprocess.run(
-        [sys.executable, "-c", launch, f"--input_file={spm_fixtures.FIXTURE_CORPUS}",
-         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}", *overrides],
-        cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    result = run_subprocess("-m data_prep.create_pretraining_data",
+                            f"--input_file={spm_fixtures.FIXTURE_CORPUS}",
+                            f"--output_file={tmp_path / 'o.tfrecord'}",
+                            f"--spm_model_file={spm_model}", *overrides, timeout=120,
+                            report_tensorflow=True)
     assert result.returncode == 1
     error, tensorflow_imported = result.stderr.strip().splitlines()
     assert error.startswith("create_pretraining_data: error: ") and message in error
-    assert tensorflow_imported == "False"
+    assert tensorflow_imported == "tensorflow imported: False"
     assert not os.listdir(tmp_path)
 
 

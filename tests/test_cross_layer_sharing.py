@@ -3,8 +3,6 @@ which variables exist and receive gradient, TF1 round trip, parameter counts, co
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -22,8 +20,8 @@ from albert_tf.tasks.pretraining.hub_export import CONFIG_ASSET, export_encoder
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert
-from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, require_shared_data, subprocess_env,
-                                tiny_config)
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, require_shared_data, tiny_config
 from tests.test_checkpoints import save_object_checkpoint
 from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
 from tests.test_training import make_trainer, synthetic_dataset_fn
@@ -200,9 +198,8 @@ def test_the_key_is_written_only_when_given(tmp_path):
 
 
 def _model_report(config_path):
-    return subprocess.run([sys.executable, "-m", "albert_tf.model_report",
-                           f"--albert_config_file={config_path}", "--max_seq_length=8"],
-                          capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env())
+    return run_command("-m albert_tf.model_report", f"--albert_config_file={config_path}",
+                       "--max_seq_length=8")
 
 
 def test_model_report_prints_the_strategy_and_its_count(tmp_path):

@@ -102,6 +102,7 @@ print("RESULT" + json.dumps({"replicas": strategy.num_replicas_in_sync, "sum": f
 """
 
 
+@pytest.mark.subprocess  # logical CPUs are set before TensorFlow starts
 def test_logical_cpus_make_a_two_replica_mirrored_strategy():
     result = _result(_python(_LOGICAL_CPUS_SCRIPT))
     assert result["replicas"] == 2
@@ -122,6 +123,7 @@ print("RESULT" + json.dumps({"task": task, "replicas": strategy.num_replicas_in_
 """
 
 
+@pytest.mark.subprocess  # workers are processes
 def test_multi_worker_mirrored_with_two_local_workers():
     workers = [f"localhost:{port}" for port in free_ports(2)]
     procs = [_python(_WORKER_SCRIPT, {"TF_CONFIG": json.dumps(

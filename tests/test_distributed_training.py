@@ -1,5 +1,7 @@
 """run_pretraining across processes: mirrored == one device (and resumes exactly with dropout),
-multi-worker, kill and resume.
+multi-worker, kill and resume (marked ``subprocess``: logical CPUs are configured before
+TensorFlow starts, workers are processes, a kill needs one; the runs around the killed one run in
+the test process, tests/command_runner.py).
 
 The records are made from the bundled corpus (the pretraining_records fixture of tests/conftest.py)."""
 
@@ -9,21 +11,28 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from albert_tf.training.trainer import DROPOUT_SEED_KEY
+from tests.command_runner import run_command
 from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
                                 REPO_ROOT, free_ports, subprocess_env, tiny_config)
 
 ENV = subprocess_env()
 
 
-def pretraining_command(config_file, records, output_dir, *extra):
-    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
-            f"--albert_config_file={config_file}", f"--input_file={records}",
+def pretraining_flags(config_file, records, output_dir, *extra):
+    return [f"--albert_config_file={config_file}", f"--input_file={records}",
             f"--output_dir={output_dir}", f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
             f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}",
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", *extra]
+
+
+def pretraining_command(config_file, records, output_dir, *extra):
+    """The command line of run_pretraining in a process of its own."""
+    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
+            *pretraining_flags(config_file, records, output_dir, *extra)]
 
 
 def write_config(tmp_path, **overrides):
@@ -39,6 +48,7 @@ def model_weights(prefix):
             if "VARIABLE_VALUE" in n and ("_trainable_variables/" in n or n.startswith("model/"))}
 
 
+@pytest.mark.subprocess
 def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_records):
     result = subprocess.run([sys.executable, "-m", "tests.mirrored_equivalence", str(tmp_path),
                              pretraining_records],
@@ -55,6 +65,7 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_r
     assert report["resumed_variables"] > 20 and report["resumed_max_abs_diff"] == 0.0
 
 
+@pytest.mark.subprocess
 def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_records):
     # Dropout on, no --seed: the chief's random dropout seed is the one every worker uses.
     config_file = write_config(tmp_path, **DROPOUT)
@@ -86,21 +97,22 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_reco
         np.testing.assert_array_equal(chief[name], worker[name])
 
 
+@pytest.mark.subprocess
 def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     config_file = write_config(tmp_path, **DROPOUT)
 
-    def command(output_dir, *extra):
-        return pretraining_command(config_file, pretraining_records, output_dir, *extra)
+    def run(output_dir, *extra):
+        return run_command("run_pretraining.py", *pretraining_flags(
+            config_file, pretraining_records, output_dir, *extra))
 
     flags = ["--num_train_steps=40", "--save_checkpoints_steps=10", "--iterations_per_loop=5",
              "--seed=7"]
-    uninterrupted = subprocess.run(command(tmp_path / "full", *flags),
-                                   capture_output=True, text=True, env=ENV, cwd=REPO_ROOT,
-                                   timeout=600)
+    uninterrupted = run(tmp_path / "full", *flags)
     assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
 
     interrupted_dir = tmp_path / "killed"
-    process = subprocess.Popen(command(interrupted_dir, *flags),
+    process = subprocess.Popen(pretraining_command(config_file, pretraining_records,
+                                                   interrupted_dir, *flags),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                env=ENV, cwd=REPO_ROOT)
     for line in process.stdout:
@@ -112,8 +124,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     killed_at = int(latest.rsplit("-", 1)[1])
     assert 10 <= killed_at < 40, latest
 
-    resumed = subprocess.run(command(interrupted_dir, *flags),
-                             capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    resumed = run(interrupted_dir, *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resumed from {latest} at step {killed_at}" in resumed.stdout
     want = model_weights(str(tmp_path / "full" / "model.ckpt-40"))
@@ -124,8 +135,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
 
     # An eval job beside training (--nodo_train --do_eval): sweeps every checkpoint, keeps the best.
     eval_flags = ["--nodo_train", "--do_eval", "--eval_batch_size=8", "--max_eval_steps=2"]
-    evaluated = subprocess.run(command(interrupted_dir, *flags, *eval_flags),
-                               capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    evaluated = run(interrupted_dir, *flags, *eval_flags)
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     results = (interrupted_dir / "eval_results.txt").read_text()
     steps = [int(line.split(" = ")[1]) for line in results.splitlines()
@@ -133,9 +143,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     assert steps == sorted(steps) and steps[-1] == 40
     assert (interrupted_dir / "model.ckpt-best.index").exists()
     # Waiting for a step that never comes ends after --max_eval_wait_secs, with the results so far.
-    waited = subprocess.run(
-        command(interrupted_dir, *flags[1:], "--num_train_steps=50", *eval_flags,
-                "--max_eval_wait_secs=0"),
-        capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=600)
+    waited = run(interrupted_dir, *flags[1:], "--num_train_steps=50", *eval_flags,
+                 "--max_eval_wait_secs=0")
     assert waited.returncode == 0, waited.stderr[-3000:]
     assert "waiting for step 50" in waited.stdout + waited.stderr

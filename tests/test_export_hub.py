@@ -35,6 +35,7 @@ from albert_tf.training import optimization
 from albert_tf.training.trainer import RunConfig, Trainer
 from data_prep.classification.features import build_features, convert_example
 from data_prep.classification.processors import InputExample, Sst2Processor, read_tsv
+from tests.command_runner import run_command
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
 
 SEQ = 48  # the export's preprocessing length
@@ -88,9 +89,10 @@ def run_python(script: str, *args: str) -> subprocess.CompletedProcess:
                           env=subprocess_env(), timeout=600)
 
 
-def export_command(**flags: str) -> list[str]:
-    return [sys.executable, "-m", "albert_tf.export_hub", f"--spm_model_file={EN8K_MODEL}",
-            "--do_lower_case", *(f"--{name}={value}" for name, value in flags.items())]
+def export_hub(**flags: str):
+    """``-m albert_tf.export_hub`` with en8k, lowercasing and ``flags``, in this process."""
+    return run_command("-m albert_tf.export_hub", f"--spm_model_file={EN8K_MODEL}",
+                       "--do_lower_case", *(f"--{name}={value}" for name, value in flags.items()))
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +117,9 @@ def exports(source, tmp_path_factory):
     """The command line's exports; the encoder is then moved to another directory."""
     root = tmp_path_factory.mktemp("exports")
     written = root / "written" / "albert_hub"
-    result = subprocess.run(
-        export_command(albert_config_file=source.directory / "albert_config.json",
-                       checkpoint=source.directory, export_path=written,
-                       preprocessing_export_path=root / "preprocessing", max_seq_length=SEQ),
-        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    result = export_hub(albert_config_file=source.directory / "albert_config.json",
+                        checkpoint=source.directory, export_path=written,
+                        preprocessing_export_path=root / "preprocessing", max_seq_length=SEQ)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "model.ckpt-best" in result.stdout
     moved = root / "moved" / "albert_hub"
@@ -295,6 +295,7 @@ def assert_close(exported: np.ndarray, expected: tf.Tensor) -> None:
     assert np.max(np.abs(exported - expected)) <= 1e-5
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_tokens_and_serving_default_equal_the_encoder(fresh_run):
     for signature in ("tokens", "serving_default"):
@@ -303,6 +304,7 @@ def test_tokens_and_serving_default_equal_the_encoder(fresh_run):
     assert_close(fresh_run.exported["keras/pooled_output"], fresh_run.keras["pooled_output"])
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_sop_and_mlm_equal_the_pretraining_heads(fresh_run):
     keras_outputs = fresh_run.keras
@@ -316,6 +318,7 @@ def test_sop_and_mlm_equal_the_pretraining_heads(fresh_run):
     assert_close(fresh_run.exported["mlm/sequence_output"], keras_outputs["sequence_output"])
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_signatures_are_the_reference_modules_and_load_with_tensorflow_alone(fresh_run):
     signatures = fresh_run.report["signatures"]
@@ -331,6 +334,7 @@ def test_signatures_are_the_reference_modules_and_load_with_tensorflow_alone(fre
     assert fresh_run.report["imported"] == []  # neither albert_tf nor tensorflow_text
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, fresh_run):
     vocab_file = fresh_run.report["vocab_file"]
@@ -342,6 +346,7 @@ def test_tokenization_info_points_at_the_asset_inside_the_moved_export(exports, 
     assert config["vocab_size"] == 8000 and config["hidden_size"] == 32
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("label", sorted(ENCODER_WRONG))
 def test_a_wrong_input_of_the_encoder_is_named_by_the_loaded_graph(fresh_run, label):
@@ -352,12 +357,14 @@ def test_a_wrong_input_of_the_encoder_is_named_by_the_loaded_graph(fresh_run, la
     assert f"assertion failed: [{ENCODER_WRONG[label][2]}" in message, message[:600]
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_the_preprocessing_model_names_a_text_without_its_pair(fresh_run):
     (label, (_, _, expected)), = PREPROCESSING_WRONG.items()
     assert f"assertion failed: [{expected}" in fresh_run.report["preprocessing_calls"][label]
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_an_empty_batch_gives_empty_outputs(fresh_run):
     calls = fresh_run.report["encoder_calls"]
@@ -371,6 +378,7 @@ def test_an_empty_batch_gives_empty_outputs(fresh_run):
 # -------------------------------------------------------------------------- the preprocessing model
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_tokenize_equals_full_tokenizer_on_real_text(fresh_run, en8k):
     expected = [en8k.encode_text(line) for line in fresh_run.texts["lines"]]
@@ -383,6 +391,7 @@ def rows(packed: dict[str, list],
     return [list(row) for row in zip(*(packed[name] for name in names))]
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_text_signature_equals_the_python_features(fresh_run, en8k):
     expected = [python_features(a, b, SEQ, en8k) for a, b in fresh_run.pairs]
@@ -394,6 +403,7 @@ def test_text_signature_equals_the_python_features(fresh_run, en8k):
     assert rows(fresh_run.report["inside_signature"]) == expected  # the copy in the encoder
 
 
+@pytest.mark.subprocess  # the exports run in a fresh process
 @pytest.mark.requires_shared_data
 def test_bert_pack_inputs_packs_like_the_python_features(fresh_run, en8k):
     texts = fresh_run.texts
@@ -504,10 +514,8 @@ def test_a_failed_export_leaves_nothing(tmp_path):
 
 @pytest.mark.requires_shared_data
 def test_the_command_reports_bad_input_without_a_traceback(source, tmp_path):
-    result = subprocess.run(
-        export_command(albert_config_file=source.directory / "albert_config.json",
-                       checkpoint=tmp_path / "nowhere", export_path=tmp_path / "export"),
-        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    result = export_hub(albert_config_file=source.directory / "albert_config.json",
+                        checkpoint=tmp_path / "nowhere", export_path=tmp_path / "export")
     assert result.returncode == 1
     assert "export_hub: error: --checkpoint:" in result.stderr
     assert "nowhere" in result.stderr and "Traceback" not in result.stderr

@@ -7,7 +7,8 @@ samples, long texts truncated). The SQuAD character spans cut the reference's te
 post-processing of the text signature's outputs equals the reference's on the same windows.
 Wrong inputs (shapes, batch sizes, lengths, RACE option counts, ids outside the vocabulary) fail in
 the loaded graph with a message naming the input, in both variants of every task; an empty batch
-gives empty outputs. run_race.py and run_squad.py write their exports with --export_dir end to end.
+gives empty outputs. run_race.py (the harness's run, tests/task_harness.py) and run_squad.py write
+their exports with --export_dir end to end. The tests that load exports are marked ``subprocess``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from data_prep.multiple_choice.reader import (convert_examples, fill_in_option, 
 from data_prep.question_answering.examples import read_squad_examples
 from data_prep.question_answering.features import (FeatureConverter, SquadFeatureSettings,
                                                    tokenize_paragraph)
-from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR,
+from tests.command_runner import run_command
+from tests.shared_setup import (EN8K_MODEL, GERMAN_30K_MODEL, GLUE_DIR, SHARED_DATA_DIR,
                                 subprocess_env, tiny_config)
 
 RACE_DATA = os.path.join(SHARED_DATA_DIR, "race")
@@ -362,6 +364,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 # -- the layout ---------------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 def test_layout_keras_loading_and_long_ids(exports, served):
     """ids_only loads with tensorflow alone, with_text needs tensorflow_text; TFSMLayer calls
@@ -396,6 +399,7 @@ def test_an_export_never_overwrites_and_rejects_bad_lengths(tmp_path):
 
 # -- wrong inputs and empty batches ------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("label", sorted(WRONG_CALLS))
 def test_a_wrong_input_is_named_by_the_loaded_graph(served, label):
@@ -406,6 +410,7 @@ def test_a_wrong_input_is_named_by_the_loaded_graph(served, label):
     assert f"assertion failed: [{WRONG_CALLS[label][3]}" in error, error[:600]
 
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("label", sorted(EMPTY_CALLS))
 def test_an_empty_batch_gives_empty_outputs(served, label):
@@ -419,6 +424,7 @@ def test_an_empty_batch_gives_empty_outputs(served, label):
 
 # -- GLUE -----------------------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 def test_glue_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
     _, models = exports
@@ -435,6 +441,7 @@ def test_glue_export_equals_the_keras_model_and_the_python_features(exports, ser
 
 # -- RACE -----------------------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 def test_race_export_equals_the_keras_model_and_the_python_features(exports, served, en8k):
     _, models = exports
@@ -459,6 +466,7 @@ def test_fill_in_options_is_the_readers_rule():
 
 # -- SQuAD ----------------------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
 def test_squad_export_equals_the_keras_model_and_the_python_features(exports, served, en8k, name,
@@ -491,6 +499,7 @@ def test_squad_export_equals_the_keras_model_and_the_python_features(exports, se
                                                      window.tok_end_to_orig_index)]
 
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
 def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k, name, version):
@@ -575,10 +584,8 @@ def test_spans_of_digit_comma_sub_pieces():
 
 # -- the scripts ----------------------------------------------------------------------------------------
 
-def run_script(script: str, *args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
-                            env=subprocess_env())
+def run_script(script: str, *args: str):
+    result = run_command(script, *args)
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -588,21 +595,14 @@ def best_checkpoint_model(model, output_dir):
     return model
 
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
-def test_run_race_exports_the_best_checkpoint(tmp_path, en8k):
-    data_dir = tmp_path / "data"
-    (data_dir / "RACE").mkdir(parents=True)
-    for split in ("train", "dev"):
-        os.symlink(os.path.join(RACE_DATA, "RACE", "dev"), data_dir / "RACE" / split)
-    config = tmp_path / "config.json"
-    config.write_text(tiny_config().to_json_string())
-    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
-    result = run_script("run_race.py", f"--data_dir={data_dir}", f"--albert_config_file={config}",
-                        f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
-                        f"--max_seq_length={RACE_SEQ}", f"--max_qa_length={RACE_QA}",
-                        "--train_step=2", "--save_checkpoints_steps=2", "--train_batch_size=4",
-                        "--eval_batch_size=8", f"--export_dir={export_dir}")
-    assert f"to {export_dir}" in result.stdout
+def test_run_race_exports_the_best_checkpoint(tmp_path, en8k, task_runs):
+    """The harness's RACE run (two steps, the sweep, --export_dir): the text signature of its
+    export gives the Keras model of its model.ckpt-best."""
+    run = task_runs.get("race")
+    output_dir, export_dir = run.output_dir, run.export_dir
+    assert f"to {export_dir}" in run.result.stdout
     race = race_raw_questions()[:5]
     (outputs,) = serve(tmp_path / "served", {"race": (
         export_dir / "with_text", "serve_text",
@@ -614,6 +614,7 @@ def test_run_race_exports_the_best_checkpoint(tmp_path, en8k):
                  softmax(model(features, training=False)["logits"].numpy()))
 
 
+@pytest.mark.subprocess
 @pytest.mark.requires_shared_data
 def test_run_squad_exports_the_best_checkpoint(tmp_path, en8k):
     """--export_dir alone exports an output_dir's model.ckpt-best (here a v2 model's, written as a

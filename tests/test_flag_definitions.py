@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 from absl import flags
 
 from albert_tf.cli import flag_definitions
 from albert_tf.serving import tflite
 from albert_tf.training import distribute, optimization, trainer
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import command_flags
 
-# The reference scripts' defaults (their flag definitions), for the flags the scripts share.
+# The reference scripts' defaults (their flag definitions), for the flags the scripts share; by
+# command (tests/command_runner.py's names).
 REFERENCE_DEFAULTS = {
-    "run_pretraining": {
+    "run_pretraining.py": {
         "max_seq_length": 512, "max_predictions_per_seq": 20, "do_train": True, "do_eval": False,
         "train_batch_size": 4096, "eval_batch_size": 64, "optimizer": "lamb",
         "learning_rate": 0.00176, "poly_power": 1.0, "num_train_steps": 125000,
@@ -24,7 +21,7 @@ REFERENCE_DEFAULTS = {
         "keep_checkpoint_max": 5, "iterations_per_loop": 1000, "init_from_group0": False,
         "use_tpu": False, "num_tpu_cores": 8,
     },
-    "run_classifier": {
+    "run_classifier.py": {
         "do_lower_case": True, "max_seq_length": 512, "do_train": False, "do_eval": False,
         "do_predict": False, "train_batch_size": 32, "eval_batch_size": 8,
         "predict_batch_size": 8, "learning_rate": 5e-5, "train_step": 1000, "warmup_step": 0,
@@ -33,34 +30,17 @@ REFERENCE_DEFAULTS = {
         # The reference ignores keep_checkpoint_max and keeps every checkpoint: 0 here.
         "keep_checkpoint_max": 0,
     },
-    "data_prep.create_pretraining_data": {
+    "-m data_prep.create_pretraining_data": {
         "do_lower_case": True, "max_seq_length": 512, "max_predictions_per_seq": 20,
     },
 }
 
-_PRINT_DEFAULTS = """
-import importlib, json, sys
-from absl import flags
-importlib.import_module(sys.argv[1])
-print(json.dumps({name: flags.FLAGS[name].default for name in json.loads(sys.argv[2])}))
-"""
-
-
-def script_defaults(module: str, names: list[str]) -> dict:
-    """Imports ``module`` in a fresh interpreter (its flags are module-level) and reads defaults."""
-    result = subprocess.run([sys.executable, "-c", _PRINT_DEFAULTS, module, json.dumps(names)],
-                            cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("module", sorted(REFERENCE_DEFAULTS))
-def test_scripts_keep_the_reference_defaults(module):
-    expected = REFERENCE_DEFAULTS[module]
-    actual = script_defaults(module, sorted(expected))
+@pytest.mark.parametrize("command", sorted(REFERENCE_DEFAULTS))
+def test_scripts_keep_the_reference_defaults(command):
+    expected = REFERENCE_DEFAULTS[command]
+    defined = command_flags(command)  # its flags as its module defines them, in this process
     for name, value in expected.items():
-        assert actual[name] == pytest.approx(value), (module, name)
+        assert defined[name].default == pytest.approx(value), (command, name)
 
 
 def test_the_table_agrees_with_the_library():

@@ -12,8 +12,6 @@ import collections
 import dataclasses
 import logging
 import os
-import subprocess
-import sys
 import uuid
 
 import numpy as np
@@ -34,7 +32,8 @@ from data_prep.common import feature_cache
 from data_prep.common.feature_cache import read_feature_file, sidecar_path, write_feature_file
 from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import spm_fixtures
-from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR
 
 # RTE's train.tsv layout (LF endings) and STS-B's (CRLF endings), rows made up: what the error tests
 # edit line by line.
@@ -644,15 +643,15 @@ def test_gcs_like_paths_go_through_gfile(en8k):
 
 @pytest.mark.requires_shared_data
 def test_command_line_writes_caches_and_prints_recipe(tmp_path):
-    command = [sys.executable, "-m", "data_prep.glue", "--task_name=WNLI", f"--data_dir={GLUE_DIR}",
-               f"--spm_model_file={EN8K_MODEL}", f"--cached_dir={tmp_path}", "--max_seq_length=128",
-               "--splits=dev,test"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    result = run_command("-m data_prep.glue", "--task_name=WNLI", f"--data_dir={GLUE_DIR}",
+                         f"--spm_model_file={EN8K_MODEL}", f"--cached_dir={tmp_path}",
+                         "--max_seq_length=128", "--splits=dev,test")
+    assert result.returncode == 0, result.stderr[-3000:]
     lines = [line.split("\t") for line in result.stdout.splitlines()]
     assert [(split, count) for split, count, _ in lines] == [("dev", "70"), ("test", "71")]
     assert all(os.path.isfile(path) and path.startswith(str(tmp_path)) for _, _, path in lines)
-    recipe = subprocess.run([sys.executable, "-m", "data_prep.glue", "--task_name=sts-b", "--print_recipe"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    recipe = run_command("-m data_prep.glue", "--task_name=sts-b", "--print_recipe")
+    assert recipe.returncode == 0, recipe.stderr[-3000:]
     assert recipe.stdout.split() == ["--task_name=sts-b", "--warmup_step=214", "--learning_rate=2e-05",
                                      "--train_step=3598", "--save_checkpoints_steps=100",
                                      "--train_batch_size=16", "--max_seq_length=512", "--optimizer=adamw",
@@ -662,10 +661,10 @@ def test_command_line_writes_caches_and_prints_recipe(tmp_path):
 def test_command_line_checks_every_split_exists_before_building(tmp_path):
     (tmp_path / "glue" / "RTE").mkdir(parents=True)
     (tmp_path / "glue" / "RTE" / "train.tsv").write_bytes(b"\n".join(rte_lines(9)) + b"\n")
-    command = [sys.executable, "-m", "data_prep.glue", "--task_name=rte",
-               f"--data_dir={tmp_path / 'glue'}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-               f"--cached_dir={tmp_path / 'cache'}", "--max_seq_length=64", "--splits=train,dev"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_command("-m data_prep.glue", "--task_name=rte", f"--data_dir={tmp_path / 'glue'}",
+                         f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+                         f"--cached_dir={tmp_path / 'cache'}", "--max_seq_length=64",
+                         "--splits=train,dev")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert f"dev file of task directory 'RTE' not found: {tmp_path / 'glue'}/RTE/dev.tsv" in result.stderr
     assert not (tmp_path / "cache").exists()  # the train split was not built first

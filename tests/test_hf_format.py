@@ -5,8 +5,6 @@ tests/test_hf_interop.py."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,8 +26,8 @@ from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert, spm_fixtures
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                subprocess_env, tiny_config)
+from tests.command_runner import run_command
+from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, tiny_config
 from tests.tf1_fixtures import write_reference_checkpoint
 
 
@@ -230,8 +228,7 @@ def test_a_reference_checkpoint_converts_to_huggingface(tmp_path):
 
 
 def run_converter(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint", *args],
-                            capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT)
+    result = run_command("-m albert_tf.convert_checkpoint", *args)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -296,14 +293,12 @@ def test_run_pretraining_warm_starts_from_a_huggingface_directory(tmp_path, pret
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(cfg.to_json_string())
     write_hf_directory(randomized(AlbertPretrainingModel(cfg)), str(tmp_path / "hf"))
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
-         f"--albert_config_file={config_file}", f"--input_file={pretraining_records}",
-         f"--output_dir={tmp_path / 'run'}", f"--init_checkpoint={tmp_path / 'hf'}",
-         f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
-         f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}", "--train_batch_size=4",
-         "--num_train_steps=1", "--num_warmup_steps=0", "--save_checkpoints_steps=1"],
-        capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT, timeout=600)
+    result = run_command(
+        "run_pretraining.py", f"--albert_config_file={config_file}",
+        f"--input_file={pretraining_records}", f"--output_dir={tmp_path / 'run'}",
+        f"--init_checkpoint={tmp_path / 'hf'}", f"--max_seq_length={REFERENCE_SEQ_LENGTH}",
+        f"--max_predictions_per_seq={REFERENCE_MAX_PREDICTIONS}", "--train_batch_size=4",
+        "--num_train_steps=1", "--num_warmup_steps=0", "--save_checkpoints_steps=1")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert f"from Hugging Face checkpoint {tmp_path / 'hf'}" in output

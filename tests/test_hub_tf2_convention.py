@@ -214,6 +214,7 @@ def tokenizer() -> FullTokenizer:
     return FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(VOCAB), do_lower_case=True)
 
 
+@pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
 def test_the_root_call_and_mlm_equal_the_keras_model(exported, hub_run):
     arrays, expected = hub_run.arrays, exported.expected
     for name in ("sequence_output", "pooled_output"):
@@ -233,6 +234,7 @@ def test_the_root_call_and_mlm_equal_the_keras_model(exported, hub_run):
     assert_close(arrays["reference_mlm/signature"], flat)
 
 
+@pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
 def test_training_true_runs_dropout_and_the_attributes_make_it_reusable(exported, hub_run):
     report = hub_run.report
     between_training_calls, against_inference = report["dropout"]
@@ -246,12 +248,14 @@ def test_training_true_runs_dropout_and_the_attributes_make_it_reusable(exported
     assert report["imported"] == []  # neither albert_tf nor tensorflow_text loads the encoder
 
 
+@pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
 def test_hub_keras_layer_fine_tunes_the_encoder(hub_run):
     losses = hub_run.report["losses"]
     assert losses[-1] < 0.8 * losses[0], losses
     assert hub_run.report["encoder_change"] > 1e-4  # the encoder's own weights moved
 
 
+@pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
 def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokenizer):
     report, texts = hub_text_run.report, hub_text_run.texts
     assert report["special_tokens"] == {"vocab_size": VOCAB, "start_of_sequence_id": tokenizer.cls_id,
@@ -273,6 +277,7 @@ def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokeni
     assert 1 in pair["input_type_ids"][0]
 
 
+@pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
 def test_raw_text_fine_tunes_through_the_preprocessing_and_encoder_layers(hub_text_run):
     losses = hub_text_run.report["text_losses"]
     assert losses[-1] < losses[0], losses

@@ -12,23 +12,17 @@ What each command refuses (albert_tf/files/paths.py does the comparing):
   --output_dir;
 - export_hub: an export directory being an input, or the two nested;
 - convert_checkpoint: --output_dir being an input or holding the checkpoint converted.
+
+The commands run in the test process (tests/command_runner.py).
 """
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
 
 SPM_BYTES = b"a SentencePiece model, as far as the checks know"
-
-
-def run(*args):
-    """Runs ``python <args>`` from the repository (a script path or ``-m module``)."""
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          env=subprocess_env(), cwd=REPO_ROOT, timeout=300)
 
 
 def error_line(result, program):
@@ -66,8 +60,8 @@ def test_data_prep_squad_never_writes_over_its_inputs(tmp_path, case):
         "sidecar": (tmp_path / "dev", is_also_an_input("its sidecar", f"{tmp_path}/dev.json",
                                                        "--input_file", squad_json)),
     }[case]
-    result = run("-m", "data_prep.squad", f"--input_file={squad_json}", f"--output_file={output}",
-                 f"--spm_model_file={spm}")
+    result = run_command("-m data_prep.squad", f"--input_file={squad_json}",
+                         f"--output_file={output}", f"--spm_model_file={spm}")
     assert error_line(result, "squad") == want
     assert squad_json.read_bytes() == b'{"version": "1.1", "data": []}'
     assert spm.read_bytes() == SPM_BYTES
@@ -77,9 +71,10 @@ def test_data_prep_race_never_writes_over_an_article_file(tmp_path):
     all_txt = a_file(tmp_path / "RACE" / "dev" / "middle" / "all.txt", b'{"article": "x"}\n')
     spelled = f"{tmp_path}/RACE/dev/high/../middle/all.txt"
     (tmp_path / "RACE" / "dev" / "high").mkdir()
-    result = run("-m", "data_prep.race", f"--data_dir={tmp_path}", "--split=dev", "--middle_only",
-                 f"--spm_model_file={a_file(tmp_path / 'spm.model', SPM_BYTES)}",
-                 f"--output_file={spelled}")
+    result = run_command("-m data_prep.race", f"--data_dir={tmp_path}", "--split=dev",
+                         "--middle_only",
+                         f"--spm_model_file={a_file(tmp_path / 'spm.model', SPM_BYTES)}",
+                         f"--output_file={spelled}")
     assert error_line(result, "race") == is_also_an_input("--output_file", spelled,
                                                           "a file of --data_dir", all_txt)
     assert all_txt.read_bytes() == b'{"article": "x"}\n'
@@ -90,8 +85,8 @@ def test_data_prep_glue_never_caches_over_an_input(tmp_path):
         a_file(tmp_path / "glue" / "RTE" / f"{split}.tsv", b"index\tsentence1\tsentence2\tlabel\n")
     spm = a_file(tmp_path / "spm.model", SPM_BYTES)
     os.link(spm, tmp_path / "hard_link")
-    result = run("-m", "data_prep.glue", "--task_name=rte", f"--data_dir={tmp_path / 'glue'}",
-                 f"--spm_model_file={spm}", f"--cached_dir={tmp_path / 'hard_link'}")
+    result = run_command("-m data_prep.glue", "--task_name=rte", f"--data_dir={tmp_path / 'glue'}",
+                         f"--spm_model_file={spm}", f"--cached_dir={tmp_path / 'hard_link'}")
     assert error_line(result, "glue") == is_also_an_input(
         "--cached_dir", tmp_path / "hard_link", "--spm_model_file", spm)
     assert spm.read_bytes() == SPM_BYTES
@@ -99,8 +94,8 @@ def test_data_prep_glue_never_caches_over_an_input(tmp_path):
 
 def test_train_sentencepiece_never_writes_over_its_corpus(tmp_path):
     corpus = a_file(tmp_path / "corpus.model", b"a corpus whose name ends in .model\n")
-    result = run("-m", "data_prep.train_sentencepiece", f"--input_file={tmp_path}/*.model",
-                 f"--model_prefix={tmp_path / 'corpus'}", "--vocab_size=100")
+    result = run_command("-m data_prep.train_sentencepiece", f"--input_file={tmp_path}/*.model",
+                         f"--model_prefix={tmp_path / 'corpus'}", "--vocab_size=100")
     assert error_line(result, "train_sentencepiece") == is_also_an_input(
         "--model_prefix", corpus, "--input_file", corpus)
     assert corpus.read_bytes() == b"a corpus whose name ends in .model\n"
@@ -122,9 +117,11 @@ def fake_checkpoint(prefix):
 def test_run_pretraining_refuses_an_init_checkpoint_in_its_output_dir(tmp_path):
     output_dir = tmp_path / "run"
     index = fake_checkpoint(output_dir / "model.ckpt-best")
-    result = run("run_pretraining.py", f"--albert_config_file={a_file(tmp_path / 'c.json')}",
-                 f"--input_file={a_file(tmp_path / 'data.tfrecord')}",
-                 f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}/model.ckpt-best")
+    result = run_command("run_pretraining.py",
+                         f"--albert_config_file={a_file(tmp_path / 'c.json')}",
+                         f"--input_file={a_file(tmp_path / 'data.tfrecord')}",
+                         f"--output_dir={output_dir}",
+                         f"--init_checkpoint={output_dir}/model.ckpt-best")
     assert error_line(result, "run_pretraining") == (
         f"--output_dir '{output_dir}' holds the input --init_checkpoint "
         f"'{output_dir}/model.ckpt-best': the run writes its checkpoints there, renames its best "
@@ -141,8 +138,8 @@ def test_run_race_refuses_its_own_output_dir_as_init_checkpoint(tmp_path):
     for split in ("train", "dev"):
         for level in ("middle", "high"):
             a_file(tmp_path / "race" / "RACE" / split / level / "1.txt", b"{}")
-    result = run("run_race.py", *model_flags(tmp_path), f"--data_dir={tmp_path / 'race'}",
-                 f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}")
+    result = run_command("run_race.py", *model_flags(tmp_path), f"--data_dir={tmp_path / 'race'}",
+                         f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}")
     assert error_line(result, "run_race").startswith(
         f"--output_dir '{output_dir}' holds the input --init_checkpoint "
         f"'{output_dir}/model.ckpt-3': ")
@@ -150,9 +147,9 @@ def test_run_race_refuses_its_own_output_dir_as_init_checkpoint(tmp_path):
 
 def test_run_classifier_refuses_its_data_dir_as_export_dir(tmp_path):
     train = a_file(tmp_path / "glue" / "RTE" / "train.tsv")
-    result = run("run_classifier.py", *model_flags(tmp_path), f"--output_dir={tmp_path / 'out'}",
-                 "--task_name=rte", "--do_train", f"--data_dir={tmp_path / 'glue'}",
-                 f"--export_dir={tmp_path}/glue/")
+    result = run_command("run_classifier.py", *model_flags(tmp_path),
+                         f"--output_dir={tmp_path / 'out'}", "--task_name=rte", "--do_train",
+                         f"--data_dir={tmp_path / 'glue'}", f"--export_dir={tmp_path}/glue/")
     assert error_line(result, "run_classifier") == is_also_an_input(
         "--export_dir", f"{tmp_path}/glue/", "--data_dir", tmp_path / "glue")
     assert train.read_bytes() == b"input data that must survive\n"
@@ -161,8 +158,8 @@ def test_run_classifier_refuses_its_data_dir_as_export_dir(tmp_path):
 def test_run_squad_refuses_an_output_dir_that_is_its_training_file(tmp_path):
     train = a_file(tmp_path / "train-v2.0.json")
     os.symlink(train, tmp_path / "out")
-    result = run("run_squad.py", *model_flags(tmp_path), f"--output_dir={tmp_path / 'out'}",
-                 f"--train_file={train}", "--do_train")
+    result = run_command("run_squad.py", *model_flags(tmp_path), f"--output_dir={tmp_path / 'out'}",
+                         f"--train_file={train}", "--do_train")
     assert error_line(result, "run_squad") == is_also_an_input(
         "--output_dir", tmp_path / "out", "--train_file", train)
     assert train.read_bytes() == b"input data that must survive\n"
@@ -172,8 +169,8 @@ def test_run_squad_refuses_an_output_dir_that_is_its_training_file(tmp_path):
 
 def test_export_hub_refuses_to_export_over_its_tokenizer(tmp_path):
     spm = a_file(tmp_path / "30k-clean.model", SPM_BYTES)
-    result = run("-m", "albert_tf.export_hub", f"--spm_model_file={spm}",
-                 f"--preprocessing_export_path={tmp_path}/./30k-clean.model")
+    result = run_command("-m albert_tf.export_hub", f"--spm_model_file={spm}",
+                         f"--preprocessing_export_path={tmp_path}/./30k-clean.model")
     assert error_line(result, "export_hub") == is_also_an_input(
         "--preprocessing_export_path", f"{tmp_path}/./30k-clean.model", "--spm_model_file", spm)
     assert spm.read_bytes() == SPM_BYTES
@@ -183,9 +180,10 @@ def test_convert_checkpoint_refuses_to_write_where_its_source_is(tmp_path):
     """A reference checkpoint named model.ckpt-0 converted into its own directory with --overwrite
     would be replaced by its conversion (albert_tf's output is model.ckpt-0)."""
     index = fake_checkpoint(tmp_path / "model.ckpt-0")
-    result = run("-m", "albert_tf.convert_checkpoint", f"--albert_config_file={tmp_path}/c.json",
-                 f"--tf1_checkpoint={tmp_path}/model.ckpt-0", f"--output_dir={tmp_path}",
-                 "--overwrite")
+    result = run_command("-m albert_tf.convert_checkpoint",
+                         f"--albert_config_file={tmp_path}/c.json",
+                         f"--tf1_checkpoint={tmp_path}/model.ckpt-0", f"--output_dir={tmp_path}",
+                         "--overwrite")
     assert error_line(result, "convert_checkpoint") == (
         f"--output_dir '{tmp_path}' holds the input --tf1_checkpoint '{tmp_path}/model.ckpt-0': "
         "the conversion writes its checkpoint and the directory's 'checkpoint' file there; choose "

@@ -42,6 +42,7 @@ def test_directory_variant(tmp_path):
 
 # --- temporaries of killed runs -------------------------------------------------------------------
 
+@pytest.mark.subprocess  # a writer killed with SIGKILL
 def test_temporaries_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
     """A process killed (SIGKILL) inside temporary_path leaves its temporary; the next write of the
     same path removes it, and keeps those of other outputs."""

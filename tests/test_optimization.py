@@ -374,6 +374,7 @@ print("RESULT" + json.dumps({"mirrored": mirrored, "single": single}))
 """
 
 
+@pytest.mark.subprocess  # logical CPUs are set before TensorFlow starts
 def test_mirrored_two_cpus_matches_single_device():
     proc = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT], cwd=REPO_ROOT,
                           env=subprocess_env(), capture_output=True, text=True, timeout=300)

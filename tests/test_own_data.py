@@ -2,7 +2,8 @@
 the label set and its file, the per-class report, and run_classifier.py end to end on GLUE's real
 SST-2 and STS-B rows rewritten as the user's files (renamed columns, string labels): the same
 records and the same dev metrics as through the GLUE path from the same start, predictions and
-exports (loaded in fresh processes) and the TFLite model giving the user's label names."""
+exports (loaded in fresh processes) and the TFLite model giving the user's label names. The
+commands run in this process (tests/command_runner.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from data_prep.classification.own_data import Columns, OwnDataError, OwnDataRead
 from data_prep.classification.own_data_task import load_own_data
 from data_prep.classification.processors import InputExample
 from tests import shared_setup
+from tests.command_runner import run_command
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
 
 SEQ = 64
@@ -177,9 +179,7 @@ def test_class_report_counts_and_macro_f1():
 # -- run_classifier.py on the user's files ---------------------------------------------------------
 
 def run_classifier(*args, check=True):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env(),
-                            timeout=300)
+    result = run_command("run_classifier.py", *args)
     if check and result.returncode != 0:
         raise AssertionError(f"run_classifier failed:\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-5000:]}")
@@ -300,6 +300,7 @@ def test_sst2_as_csv_equals_the_glue_path(tmp_path, sst2_own):
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
 
 
+@pytest.mark.subprocess  # the exports load in fresh processes
 @pytest.mark.requires_shared_data
 def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
     own_dir, files, stdout = sst2_own
@@ -412,9 +413,7 @@ def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
      "--label_column applies to your own files"),
 ])
 def test_own_file_flags_and_glue_flags_do_not_mix(arguments, message):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
-                             *arguments], capture_output=True, text=True, env=subprocess_env(),
-                            timeout=60)
+    result = run_command("run_classifier.py", *arguments)
     assert result.returncode == 1
     assert result.stderr.startswith(f"run_classifier: error: {message}")
     assert result.stderr.count("\n") == 1
@@ -490,9 +489,7 @@ def test_the_flag_choices_are_the_readers():
     so it spells their choices out: they must be the reader's and the task's."""
     from data_prep.classification.own_data import FILE_FORMATS, TASK_TYPES
     from data_prep.classification.own_data_task import SELECTION_METRICS
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
-                             "--help"], capture_output=True, text=True, env=subprocess_env(),
-                            timeout=60)
+    result = run_command("run_classifier.py", "--help")
     help_text = " ".join(result.stdout.split())
     for flag, values in (("file_format", FILE_FORMATS), ("task_type", TASK_TYPES),
                          ("selection_metric", tuple(SELECTION_METRICS))):

@@ -10,8 +10,6 @@ import re
 import shlex
 import shutil
 import statistics
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -30,16 +28,15 @@ from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_datase
 from albert_tf.training import optimization
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import RunConfig, Trainer
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                subprocess_env, tiny_config)
+from tests.command_runner import run_command
+from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, tiny_config
 
 BASE = dict(vocab_size=30000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
             intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
 
 
 def paper_tables(*args):
-    return subprocess.run([sys.executable, "-m", "albert_tf.paper_tables", *args], cwd=REPO_ROOT,
-                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    return run_command("-m albert_tf.paper_tables", *args)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,8 +319,9 @@ def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_par
             command = [*command[command.index("--") + 1:], f"--output_dir={tmp_path}/seed_1"]
         else:
             command = command[1:]
-        result = subprocess.run([sys.executable, *command, "--only_check_args"], cwd=REPO_ROOT,
-                                env=subprocess_env(), capture_output=True, text=True, timeout=60)
+        if command[0] == "-m":
+            command = [f"-m {command[1]}", *command[2:]]
+        result = run_command(*command, "--only_check_args")
         assert result.returncode == 0, (command[:2], result.stderr)
 
     average_only = reproduction_plan(paths, "v2_base", tasks=AVERAGE_TASKS)

@@ -16,6 +16,7 @@ from absl import app
 import data_prep.common
 from data_prep.common import beam_runner
 from tests import spm_fixtures
+from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import REPO_ROOT, subprocess_env
 from tests.test_create_pretraining_data import (bundled_documents, parsed_flags,  # noqa: F401
                                                 read_records, run_cli, write_corpus)
@@ -108,14 +109,15 @@ def test_the_statistics_are_the_sum_over_chunks(corpus, tmp_path):
     assert sum(summary["sentence_pairs"].values()) == summary["instances"]
 
 
+@pytest.mark.subprocess  # Beam's workers report the error to the command's process
 def test_invalid_utf8_is_an_error_naming_file_and_line_and_nothing_is_written(corpus, tmp_path):
     out_dir = tmp_path / "out"
-    completed = subprocess.run(
-        [sys.executable, "-m", "data_prep.create_pretraining_data", f"--input_file={corpus}",
-         f"--output_file={out_dir / 'a.tfrecord'},{out_dir / 'b.tfrecord'}",
-         f"--spm_model_file={SPM_MODEL}", "--max_seq_length=64", "--dupe_factor=1",
-         "--runner=DirectRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing"],
-        cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    completed = run_subprocess(
+        "-m data_prep.create_pretraining_data", f"--input_file={corpus}",
+        f"--output_file={out_dir / 'a.tfrecord'},{out_dir / 'b.tfrecord'}",
+        f"--spm_model_file={SPM_MODEL}", "--max_seq_length=64", "--dupe_factor=1",
+        "--runner=DirectRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing",
+        timeout=300)
     assert completed.returncode == 1, completed.stderr
     bad_file = corpus.replace("*", "1")
     error_lines = [line for line in completed.stderr.splitlines()
@@ -171,6 +173,7 @@ def test_pipeline_options_for_each_runner():
         "num_workers"] is None
 
 
+@pytest.mark.subprocess  # whether Beam was imported: a fresh process
 def test_without_runner_beam_is_not_imported(tmp_path):
     corpus = write_corpus(tmp_path / "c.txt", bundled_documents(20))
     script = (
@@ -189,11 +192,9 @@ def test_without_runner_beam_is_not_imported(tmp_path):
 
 
 def test_unknown_flag_without_runner_is_absl_error(tmp_path):
-    completed = subprocess.run(
-        [sys.executable, "-m", "data_prep.create_pretraining_data", "--input_file=x.txt",
-         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={SPM_MODEL}",
-         "--dupe_factr=3"],
-        cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    completed = run_command("-m data_prep.create_pretraining_data", "--input_file=x.txt",
+                            f"--output_file={tmp_path / 'o.tfrecord'}",
+                            f"--spm_model_file={SPM_MODEL}", "--dupe_factr=3")
     assert completed.returncode == 1
     assert "Unknown command line flag 'dupe_factr'" in completed.stderr
     assert "dupe_factor" in completed.stderr  # absl's suggestion

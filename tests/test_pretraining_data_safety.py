@@ -152,6 +152,7 @@ def running_generator(tmp_path):
         process.wait(timeout=30)
 
 
+@pytest.mark.subprocess  # Ctrl-C and SIGTERM
 @pytest.mark.parametrize("how, status, cause", [
     ("SIGTERM to the parent", 128 + signal.SIGTERM, "SIGTERM"),
     ("Ctrl-C to the process group", 128 + signal.SIGINT, "Ctrl-C"),
@@ -170,6 +171,7 @@ def test_stop_ends_workers_and_removes_the_temporary_file(running_generator, how
     assert os.listdir(output.parent) == []
 
 
+@pytest.mark.subprocess  # kill -9
 def test_kill_9_ends_workers_and_the_next_run_removes_the_temporary_file(running_generator, corpus):
     process, workers, output, _ = running_generator
     process.kill()

@@ -4,23 +4,22 @@ import csv
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tests.command_runner import run_subprocess
 from tests.shared_setup import REPO_ROOT
 
-# As a user runs it: no PYTHONPATH, so its scripts import albert_tf as installed in the environment.
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 LABELLED = os.path.join(REPO_ROOT, "scripts", "quickstart_labelled")
 LABELS = ["cooking", "sport", "weather"]
 
 
 def start_quickstart(output_dir, *args):
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "quickstart.py"),
-                           f"--output_dir={output_dir}", *args],
-                          capture_output=True, text=True, env=ENV, cwd=REPO_ROOT, timeout=1200)
+    # As a user runs it: the caller's PYTHONPATH (none: its scripts import albert_tf as installed
+    # in the environment).
+    return run_subprocess("scripts/quickstart.py", f"--output_dir={output_dir}", *args,
+                          timeout=1200, PYTHONPATH=os.environ.get("PYTHONPATH"),
+                          TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def run_quickstart(output_dir, *args):
@@ -44,6 +43,7 @@ def served_label(stdout):
     return match.group(1)
 
 
+@pytest.mark.subprocess  # the user's script, as installed
 def test_quickstart_short_run_produces_every_artifact(tmp_path):
     # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds a previous
     # quickstart's output (its marker, a stale file in one of its sub-directories): the run
@@ -82,6 +82,7 @@ def test_quickstart_short_run_produces_every_artifact(tmp_path):
     assert "dev accuracy " in out and "majority class 0.333" in out
 
 
+@pytest.mark.subprocess  # the user's script, as installed
 def test_quickstart_refuses_a_directory_holding_a_foreign_file(tmp_path):
     # Refused before any work, in a fraction of a second: nothing is deleted or written there.
     (tmp_path / "notes.txt").write_text("mine\n")
@@ -102,6 +103,7 @@ def test_quickstart_refuses_a_directory_holding_a_foreign_file(tmp_path):
     assert (tmp_path / "model" / "mine.txt").exists() and (tmp_path / "notes.txt").exists()
 
 
+@pytest.mark.subprocess  # the user's script, as installed
 @pytest.mark.slow
 def test_quickstart_default_run_learns(tmp_path):
     out = run_quickstart(tmp_path)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,7 +26,8 @@ from data_prep.multiple_choice.features import (RaceFeatureSettings, check_lengt
 from data_prep.multiple_choice.reader import (RaceDataError, RaceExamples, convert_examples,
                                               fill_in_option, race_sources, read_race_examples)
 from tests import spm_fixtures
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR
 
 RACE_DIR = os.path.join(SHARED_DATA_DIR, "race")
 PER_FILE_LAYOUT = RACE_DIR
@@ -351,9 +350,8 @@ def test_write_race_records_metadata_counts_levels_and_skips(en8k, tmp_path):
 
 # -- command line ----------------------------------------------------------------------------------
 
-def run_cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "data_prep.race", *arguments], cwd=REPO_ROOT,
-                          capture_output=True, text=True)
+def run_cli(*arguments: str):
+    return run_command("-m data_prep.race", *arguments)
 
 
 @pytest.mark.requires_shared_data

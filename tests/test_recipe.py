@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -14,7 +12,7 @@ from albert_tf.tasks.multiple_choice.recipes import MODEL_VERSIONS, RACE_RECIPES
 from albert_tf.tasks.question_answering.recipes import SQUAD_RECIPES, squad_recipe
 from albert_tf.tasks.token_classification.recipes import NER_RECIPE
 from albert_tf.training.recipe import NoRecipeError, Recipe, format_flag
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
 
 
 def test_flags_keep_the_order_and_format_each_value():
@@ -85,8 +83,7 @@ def test_squad_race_and_ner_recipes():
 def test_run_race_defaults_are_the_v2_recipe():
     """run_race.py's defaults are the reference's, which are the v2 recipe: every valued flag of
     the recipe is the default --help prints."""
-    result = subprocess.run([sys.executable, "run_race.py", "--help"], cwd=REPO_ROOT,
-                            env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    result = run_command("run_race.py", "--help")
     help_text = " ".join(result.stdout.split())
     defaults = {name: re.search(rf"--{name}: .*?\(default: '([^']*)'\)", help_text).group(1)
                 for name, value in RACE_RECIPES["v2"].flag_values if not isinstance(value, bool)}

@@ -1,14 +1,14 @@
 """Exact resume with dropout on: seeded stateless dropout (its masks and statistics), the seeds the
 Trainer derives per step, replica and micro-batch, and for every training script a run restarted
 from its checkpoint at step k that ends with the same checkpoint, bit for bit, as the run that was
-never interrupted. (Mirrored on 2 logical CPUs: tests/test_distributed_training.py.)"""
+never interrupted (both runs in the test process, tests/command_runner.py: the resumed run starts
+after the process's random state moved on). (A killed process resumed, and mirrored on 2 logical
+CPUs: tests/test_distributed_training.py.)"""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,9 +16,9 @@ import tensorflow as tf
 
 from albert_tf.models.layers import dropout, dropout_seed_scope
 from albert_tf.training.trainer import dropout_seed
+from tests.command_runner import run_command
 from tests.shared_setup import (DROPOUT, EN8K_MODEL, GLUE_DIR, REFERENCE_MAX_PREDICTIONS,
-                                REFERENCE_SEQ_LENGTH, REPO_ROOT, SHARED_DATA_DIR, subprocess_env,
-                                tiny_config)
+                                REFERENCE_SEQ_LENGTH, SHARED_DATA_DIR, tiny_config)
 from tests.test_training import make_trainer, synthetic_dataset_fn
 
 LOOP = ["--iterations_per_loop=2", "--save_checkpoints_steps=3", "--seed=7"]
@@ -110,10 +110,8 @@ def checkpoint_tensors(prefix: str) -> dict[str, np.ndarray]:
             if name != "_CHECKPOINTABLE_OBJECT_GRAPH" and not name.startswith("save_counter")}
 
 
-def run_script(script: str, args: list[str]) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
-                            env=subprocess_env())
+def run_script(script: str, args: list[str]):
+    result = run_command(script, *args)
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -121,7 +119,7 @@ def run_script(script: str, args: list[str]) -> subprocess.CompletedProcess:
 def resume_difference(tmp_path, script: str, flags: list[str], last_step: int,
                       resume_step: int) -> float:
     """Trains ``script`` to ``last_step`` in one run, then again from a copy of that run's
-    checkpoint at ``resume_step`` alone (what a run killed after it leaves) in a new process;
+    checkpoint at ``resume_step`` alone (what a run killed after it leaves) in a new run;
     returns the largest absolute difference between the two final checkpoints' values after
     checking that they hold the same names."""
     full, resumed = tmp_path / "full", tmp_path / "resumed"

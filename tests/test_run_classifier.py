@@ -1,8 +1,9 @@
 """GLUE fine-tuning: the classifier head, the reference's checkpoint sweep, run_classifier.py end to
-end on real GLUE samples (train, sweep, predict, export) and its fail-fast checks, run_glue.sh."""
+end on real GLUE samples (train, sweep, predict, export: RTE is the harness's run,
+tests/task_harness.py) and its fail-fast checks, run_glue.sh."""
 
 import os
-import subprocess
+import pathlib
 import sys
 
 import numpy as np
@@ -24,9 +25,11 @@ from data_prep.classification.glue_tasks import get_processor
 from data_prep.classification.processors import InputExample
 from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import numpy_albert, shared_setup
-from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
+from tests.command_runner import run_command, run_subprocess
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR
+from tests.task_harness import RTE_SEQ, glue_sample
 
-SEQ = 64
+SEQ = RTE_SEQ
 
 
 def tiny_config(**overrides) -> AlbertConfig:
@@ -220,24 +223,11 @@ def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):
 # -- run_classifier.py ----------------------------------------------------------------------------
 
 def run_classifier(*args, check=True):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    result = run_command("run_classifier.py", *args)
     if check and result.returncode != 0:
         raise AssertionError(f"run_classifier failed:\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-5000:]}")
     return result
-
-
-def glue_sample(root, task_dir, rows, files=("train", "dev", "test"), source=None):
-    """root/<task_dir>/<split>.tsv with the header and the first ``rows`` records of the shared files."""
-    target = root / task_dir
-    target.mkdir(parents=True)
-    for name in files:
-        source_name = (source or {}).get(name, name)
-        with open(os.path.join(GLUE_DIR, task_dir, f"{source_name}.tsv"), encoding="utf-8") as handle:
-            lines = handle.readlines()[:rows + 1]
-        (target / f"{name}.tsv").write_text("".join(lines), encoding="utf-8")
-    return root
 
 
 def write_config(path, **overrides):
@@ -275,30 +265,25 @@ def softmax(logits):
 
 
 @pytest.mark.requires_shared_data
-def test_rte_train_sweep_predict_export(tmp_path):
-    data_dir = glue_sample(tmp_path / "glue", "RTE", rows=40)
-    config = tiny_config()
-    pretrained = export_tf1_checkpoint(AlbertPretrainingModel(config),
-                                       str(tmp_path / "pretrained" / "model.ckpt"))
-    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
-    result = run_classifier(
-        *common_flags("RTE", data_dir, write_config(tmp_path / "config.json"), output_dir),
-        f"--init_checkpoint={pretrained}", "--do_train", "--do_eval", "--do_predict",
-        "--train_step=6", "--save_checkpoints_steps=2", "--train_batch_size=8",
-        "--eval_batch_size=16", "--predict_batch_size=16", f"--export_dir={export_dir}",
-        "--threshold_to_export=0.25")
+def test_rte_train_sweep_predict_export(task_runs):
+    """The harness's RTE run: 40 examples per split, from a pretraining checkpoint in the
+    reference's names, two steps (a checkpoint after each), the sweep, the predictions and the
+    SavedModels with --threshold_to_export=0.25."""
+    run = task_runs.get("glue_rte")
+    result, output_dir, export_dir = run.result, run.output_dir, run.export_dir
+    data_dir = pathlib.Path(run.flags["data_dir"])
     assert "missing from the checkpoint (2): output_weights, output_bias" in result.stdout
 
     # eval_results.txt: one block per checkpoint, the reference's keys; best_trial.txt agrees.
     blocks = blocks_of(output_dir / "eval_results.txt")
     parsed = [dict(line.split(" = ") for line in block[:-1]) for block in blocks]
-    assert [p["global_step"] for p in parsed] == ["2", "4", "6"]
+    assert [p["global_step"] for p in parsed] == ["1", "2"]
     assert all(sorted(p) == ["eval_accuracy", "eval_loss", "global_step", "loss"] for p in parsed)
     accuracies = [float(p["eval_accuracy"]) for p in parsed]
     best_index = int(np.argmax(accuracies))  # first maximum: later ties do not replace it
-    best_step = 2 * (best_index + 1)
+    best_step = best_index + 1
     last, step, value = (output_dir / "best_trial.txt").read_text().split(":")
-    assert (int(last), int(step), float(value)) == (6, best_step, accuracies[best_index])
+    assert (int(last), int(step), float(value)) == (2, best_step, accuracies[best_index])
     assert (output_dir / "model.ckpt-best.index").exists()
     assert not (output_dir / f"model.ckpt-{best_step}.index").exists()
 
@@ -476,6 +461,7 @@ def test_predict_without_best_checkpoint_and_hub_handle_are_errors(tmp_path, rte
     assert result.returncode != 0 and "TF-Hub modules" in result.stderr
 
 
+@pytest.mark.subprocess  # a shell script
 def test_run_glue_sh_uses_the_recipe_in_two_phases(tmp_path):
     """run_glue.sh with a stand-in python that records run_classifier's arguments."""
     log = tmp_path / "calls.txt"
@@ -483,10 +469,10 @@ def test_run_glue_sh_uses_the_recipe_in_two_phases(tmp_path):
     stub.write_text(f"#!/bin/bash\nif [[ $1 == -m ]]; then exec {sys.executable} \"$@\"; fi\n"
                     f"echo \"$*\" >> {log}\n")
     stub.chmod(0o755)
-    env = subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored")
-    subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_glue.sh"), "ckpt", "cfg.json",
-                    "sp.model", "glue", str(tmp_path / "results"), "rte"], check=True, env=env,
-                   capture_output=True, timeout=120)
+    done = run_subprocess("scripts/run_glue.sh", "ckpt", "cfg.json", "sp.model", "glue",
+                          str(tmp_path / "results"), "rte", timeout=120, PYTHON=str(stub),
+                          EXTRA_FLAGS="--strategy=mirrored")
+    assert done.returncode == 0, done.stderr
     train, evaluate = log.read_text().splitlines()
     recipe = ["--task_name=rte", "--warmup_step=200", "--learning_rate=3e-05", "--train_step=800",
               "--save_checkpoints_steps=100", "--train_batch_size=32", "--max_seq_length=512",

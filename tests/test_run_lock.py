@@ -1,7 +1,9 @@
 """One run per output directory (albert_tf/files/run_lock.py, run_flags.lock_output_dir): a second
 run is refused at start naming the holder, a stale lock of a killed run is taken over (and the run
 resumes), the lock goes away when the run ends (normally, on an error, on Ctrl-C), and a separate
-evaluation job still runs beside training."""
+evaluation job still runs beside training. The scripts run in the test process
+(tests/command_runner.py) against a lock held by a live process (``live_process``); Ctrl-C and a
+killed run's resume run the script in a process of its own."""
 
 import json
 import os
@@ -15,6 +17,7 @@ import pytest
 
 from albert_tf.files import run_lock
 from albert_tf.files.processes import process_start_time
+from tests.command_runner import run_command
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
                                 ctrl_c_enabled, subprocess_env, tiny_config)
 
@@ -73,6 +76,7 @@ def test_a_lock_of_a_process_that_is_gone_is_taken_over(tmp_path, caplog):
     assert "no longer runs" in caplog.text
 
 
+@pytest.mark.subprocess  # the holder is a live process
 def test_a_lock_whose_pid_now_belongs_to_another_process_is_taken_over(tmp_path, live_process):
     pid, started = live_process
     write_lock(tmp_path, pid=pid, process_start=started - 1)  # the id, reused by a later process
@@ -129,6 +133,7 @@ def test_two_runs_taking_over_one_stale_lock_at_once_cannot_both_win(tmp_path):
     assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
 
 
+@pytest.mark.subprocess  # the holder is a live process
 def test_the_workers_of_a_multi_worker_job_accept_only_their_chiefs_lock(tmp_path, live_process):
     pid, started = live_process
     ours = {"worker": ["host1:1234", "host2:1234"]}
@@ -153,10 +158,8 @@ def test_without_atomic_creation_gs_style_paths_still_refuse_and_release():
 
 # -- the scripts -----------------------------------------------------------------------------------
 
-def run_script(script, *args, timeout=300):
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
-                          capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT,
-                          timeout=timeout)
+def run_script(script, *args):
+    return run_command(script, *args)
 
 
 def last_error_line(result):
@@ -187,6 +190,7 @@ def script_inputs(tmp_path) -> None:
             (tmp_path / "race" / "RACE" / split / level / "1.txt").write_text("{}")
 
 
+@pytest.mark.subprocess  # the holder is a live process
 @pytest.mark.parametrize("script", sorted(SCRIPT_FLAGS))
 def test_each_script_refuses_a_directory_another_run_trains_in(tmp_path, script, live_process):
     pid, started = live_process
@@ -206,6 +210,7 @@ def test_each_script_refuses_a_directory_another_run_trains_in(tmp_path, script,
     assert sorted(os.listdir(output_dir)) == [os.path.basename(path)]
 
 
+@pytest.mark.subprocess  # the holder is a live process
 def test_an_evaluation_job_runs_beside_training_but_not_beside_another_evaluation(tmp_path,
                                                                                   live_process):
     pid, started = live_process
@@ -238,6 +243,7 @@ def test_the_lock_is_released_after_an_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess  # Ctrl-C, and a killed run's lock
 def test_ctrl_c_releases_the_lock_and_a_killed_runs_lock_does_not_stop_the_resume(
         tmp_path, pretraining_records):
     config_file = tmp_path / "albert_config.json"

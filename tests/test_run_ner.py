@@ -21,55 +21,11 @@ from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.token_classification.features import sentence_windows, word_pieces
 from data_prep.token_classification.reader import NerDataError, read_sentences, tag_set
 from tests import shared_setup, spm_fixtures
-from tests.shared_setup import REPO_ROOT, subprocess_env
+from tests.command_runner import run_command
+from tests.shared_setup import subprocess_env
+from tests.task_harness import NER_SEQ, NER_STRIDE, TRAIN_CONLL
 
-SEQ = 24
-STRIDE = 8
-TRAIN_CONLL = """-DOCSTART- -X- O O
-
-John NNP B-PER
-lives VBZ O
-in IN O
-Paris NNP B-LOC
-. . O
-
-Mary B-PER
-Smith I-PER
-works O
-for O
-the O
-city O
-of O
-London B-LOC
-. O
-
--DOCSTART- -X- O O
-Acme B-ORG
-hired O
-Peter B-PER
-in O
-Berlin B-LOC
-
-the O
-river O
-runs O
-past O
-Rome B-LOC
-and O
-Peter B-PER
-walks O
-along O
-it O
-with O
-Mary B-PER
-every O
-morning O
-before O
-work O
-at O
-Acme B-ORG
-. O
-"""
+SEQ, STRIDE = NER_SEQ, NER_STRIDE
 
 def write(path, text: str) -> str:
     path.write_text(text, encoding="utf-8")
@@ -180,10 +136,8 @@ def test_token_head_is_sequence_output_times_weights_plus_bias():
 
 # -- run_ner.py ------------------------------------------------------------------------------------
 
-def run_ner(*args, check=True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_ner.py"), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
-                            env=subprocess_env())
+def run_ner(*args, check=True):
+    result = run_command("run_ner.py", *args)
     if check and result.returncode != 0:
         raise AssertionError(f"run_ner failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
     return result
@@ -230,6 +184,7 @@ def load_exports(export_dir, ids, texts, words) -> dict:
     return json.loads(loaded.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.subprocess  # the exports load in a fresh process
 def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_path):
     """An untrained model (random head): the text signatures' tag per word is the Keras model's
     arg-max at the word's first piece in the features' first window; words past it get ""."""
@@ -273,6 +228,7 @@ def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_pa
     assert (export_dir / "with_text" / "assets.extra" / "tags.txt").read_text().split() == tags
 
 
+@pytest.mark.subprocess  # the exports load in a fresh process
 def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_path):
     train = write(tmp_path / "train.txt", TRAIN_CONLL)
     sentences = read_sentences(train)
@@ -308,22 +264,18 @@ def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_pa
         tag_set(sentences)
 
 
-def test_run_ner_short_run_on_json_lines_sweeps_and_predicts_every_word(tmp_path):
-    """A few steps (no memorising): the sweep's keys, a prediction per word in JSON Lines."""
-    sentences = read_sentences(write(tmp_path / "train.txt", TRAIN_CONLL))
-    train = write(tmp_path / "train.jsonl", as_jsonl(sentences))
-    predict = write(tmp_path / "test.jsonl", "".join(
-        json.dumps({"tokens": list(s.words), "id": index}) + "\n"
-        for index, s in enumerate(sentences)))
-    run_ner(*common_flags(tmp_path, train), f"--eval_file={train}", f"--predict_file={predict}",
-            "--do_train", "--do_eval", "--do_predict", "--train_step=2",
-            "--save_checkpoints_steps=2", "--train_batch_size=4")
-    results = "\n" + (tmp_path / "out" / "eval_results.txt").read_text()
+def test_run_ner_short_run_on_json_lines_sweeps_and_predicts_every_word(task_runs):
+    """The harness's NER run, two steps (no memorising): the sweep's keys on JSON Lines, a
+    prediction per word in JSON Lines."""
+    run = task_runs.get("ner")
+    output_dir = run.output_dir
+    sentences = read_sentences(run.flags["train_file"])
+    results = "\n" + (output_dir / "eval_results.txt").read_text()
     for key in ("global_step", "f1", "precision", "recall", "accuracy", "eval_loss", "PER_f1",
                 "LOC_support"):
         assert f"\n{key} = " in results, key
     assert "\nglobal_step = 2\n" in results
-    records = [json.loads(line) for line in open(tmp_path / "out" / "predictions.jsonl")]
+    records = [json.loads(line) for line in open(output_dir / "predictions.jsonl")]
     assert [record["id"] for record in records] == [0, 1, 2, 3]
     tags = tag_set(sentences)
     for record, sentence in zip(records, sentences):

@@ -1,18 +1,17 @@
-"""run_race.py end to end on the real RACE sample: train, the sweep with per-level accuracy, predict."""
+"""run_race.py end to end on the real RACE sample: train, the sweep with per-level accuracy, predict
+(the harness's run, tests/task_harness.py); its mistakes; run_race.sh."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from albert_tf.checkpoints import tf1_format
-from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
+from tests.command_runner import run_command, run_subprocess
+from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR, tiny_config
 
 RACE_DEV = os.path.join(SHARED_DATA_DIR, "race", "RACE", "dev")
 SEQ, QA = 96, 24
@@ -41,9 +40,7 @@ def gold_answers() -> dict[str, str]:
 
 
 def run_race(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_race.py"), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
-                          env=subprocess_env())
+    return run_command("run_race.py", *args)
 
 
 def common_flags(tmp_path, race_dir):
@@ -55,24 +52,18 @@ def common_flags(tmp_path, race_dir):
 
 
 @pytest.mark.requires_shared_data
-def test_train_sweep_predict_with_a_reference_checkpoint(tmp_path, race_dir):
-    # A checkpoint in the reference's names, head included (as a RACE run of the reference writes).
-    reference = AlbertMultipleChoiceModel(tiny_config())
-    reference.scorer.output_bias.assign([0.25])
-    init = tf1_format.export_tf1_checkpoint(reference, str(tmp_path / "ref" / "model.ckpt"))
-    result = run_race(*common_flags(tmp_path, race_dir), f"--init_checkpoint={init}",
-                      "--do_predict", "--train_step=6", "--warmup_step=1",
-                      "--save_checkpoints_steps=3", "--train_batch_size=4", "--eval_batch_size=8",
-                      "--predict_batch_size=8", "--learning_rate=1e-3")
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "missing from the checkpoint (0): none" in result.stdout  # the head loaded too
-    output_dir = tmp_path / "out"
+def test_train_sweep_predict_with_a_reference_checkpoint(task_runs):
+    """The harness's RACE run: from a checkpoint in the reference's names with the head (as a
+    RACE run of the reference writes), two steps, the sweep, the predictions."""
+    run = task_runs.get("race")
+    assert "missing from the checkpoint (0): none" in run.result.stdout  # the head loaded too
+    output_dir = run.output_dir
 
     text = (output_dir / "eval_results.txt").read_text()
     blocks = [dict(line.split(" = ") for line in block.strip().splitlines()
                    if " = " in line and not line.startswith("best"))
               for block in text.split("=" * 50) if "global_step" in block]
-    assert [b["global_step"] for b in blocks] == ["3", "6"]
+    assert [b["global_step"] for b in blocks] == ["1", "2"]
     for block in blocks:
         assert {"eval_accuracy", "middle_accuracy", "high_accuracy", "eval_loss"} <= set(block)
         # 14 middle and 17 high questions: "all" is their weighted mean.
@@ -134,6 +125,7 @@ def test_predict_without_eval_and_no_best_checkpoint_stops_before_training(tmp_p
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
 
 
+@pytest.mark.subprocess  # a shell script
 @pytest.mark.parametrize("model_version, learning_rate", [(None, "1e-05"), ("v1", "2e-05")])
 def test_run_race_sh_passes_the_papers_recipe(tmp_path, model_version, learning_rate):
     """run_race.sh with a stand-in python that runs --print_recipe and records run_race's other
@@ -143,12 +135,11 @@ def test_run_race_sh_passes_the_papers_recipe(tmp_path, model_version, learning_
     stub.write_text(f"#!/bin/bash\nif [[ \" $* \" == *' --print_recipe '* ]]; then "
                     f"exec {sys.executable} \"$@\"; fi\necho \"$*\" >> {log}\n")
     stub.chmod(0o755)
-    script = os.path.join(REPO_ROOT, "scripts", "run_race.sh")
+    script = "scripts/run_race.sh"
     version = {"MODEL_VERSION": model_version} if model_version else {}
-    subprocess.run([script, "ckpt", "cfg.json", "sp.model", "data", "out"], check=True,
-                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored",
-                                      **version),
-                   capture_output=True, timeout=120)
+    done = run_subprocess(script, "ckpt", "cfg.json", "sp.model", "data", "out", timeout=120,
+                          PYTHON=str(stub), EXTRA_FLAGS="--strategy=mirrored", **version)
+    assert done.returncode == 0, done.stderr
     assert log.read_text().split() == [
         "run_race.py", f"--learning_rate={learning_rate}", "--train_batch_size=32",
         "--train_step=12000", "--warmup_step=1000", "--max_seq_length=512", "--max_qa_length=128",
@@ -156,13 +147,11 @@ def test_run_race_sh_passes_the_papers_recipe(tmp_path, model_version, learning_
         "--do_lower_case", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
         "--spm_model_file=sp.model", "--data_dir=data", "--output_dir=out", "--do_train",
         "--do_eval", "--do_predict", "--strategy=mirrored"]
-    bad = subprocess.run([script, "ckpt"], env=subprocess_env(PYTHON=str(stub)),
-                         capture_output=True, text=True)
+    bad = run_subprocess(script, "ckpt", timeout=60, PYTHON=str(stub))
     assert bad.returncode == 2 and "INIT_CHECKPOINT" in bad.stderr
     if model_version is None:  # an unknown version stops the script before any run
-        bad = subprocess.run([script, "ckpt", "cfg.json", "sp.model", "data", "out"],
-                             env=subprocess_env(PYTHON=str(stub), MODEL_VERSION="v3"),
-                             capture_output=True, text=True, timeout=120)
+        bad = run_subprocess(script, "ckpt", "cfg.json", "sp.model", "data", "out", timeout=120,
+                             PYTHON=str(stub), MODEL_VERSION="v3")
         assert bad.returncode == 1 and "recipe_model_version" in bad.stderr
         assert len(log.read_text().splitlines()) == 1
 

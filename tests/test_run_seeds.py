@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf.evaluation.seed_results import seed_directory, summarize_seeds
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, subprocess_env
-from tests.test_run_classifier import blocks_of, glue_sample, write_config
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL
+from tests.task_harness import glue_sample
+from tests.test_run_classifier import blocks_of, write_config
 
 
 def write_best_results(directory, key, metrics, step=4):
@@ -45,8 +45,8 @@ def test_missing_or_mixed_runs_are_errors(tmp_path):
 
 
 def run_seeds(*args):
-    return subprocess.run([sys.executable, "-m", "albert_tf.run_seeds", *args], cwd=REPO_ROOT,
-                          env=subprocess_env(), capture_output=True, text=True, timeout=900)
+    """run_seeds in this process (each seed's run is a process it starts)."""
+    return run_command("-m albert_tf.run_seeds", *args)
 
 
 def rte_recipe(tmp_path):
@@ -58,6 +58,7 @@ def rte_recipe(tmp_path):
             "--train_batch_size=8", "--eval_batch_size=8"]
 
 
+@pytest.mark.subprocess  # run_seeds starts each seed's run as a process
 @pytest.mark.requires_shared_data
 def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_path):
     output_dir, recipe = tmp_path / "runs" / "rte", rte_recipe(tmp_path)
@@ -87,10 +88,8 @@ def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_pa
     assert json.loads((output_dir / "seed_results.json").read_text()) == summary
 
     # The table command's RTE cell is that median, beside the paper's (xxlarge, 1.5M steps) 89.2.
-    table = subprocess.run([sys.executable, "-m", "albert_tf.paper_tables",
-                            f"--runs_dir={tmp_path / 'runs'}", "--model=v1_xxlarge",
-                            f"--output={tmp_path / 'table'}"], cwd=REPO_ROOT,
-                           env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    table = run_command("-m albert_tf.paper_tables", f"--runs_dir={tmp_path / 'runs'}",
+                        "--model=v1_xxlarge", f"--output={tmp_path / 'table'}")
     assert table.returncode == 0, table.stderr
     downstream = json.loads((tmp_path / "table.json").read_text())["downstream"]
     rte = 100 * statistics.median(best_accuracies)
@@ -101,6 +100,7 @@ def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_pa
     assert f"| – | – | – | {rte:.1f} | – |" in (tmp_path / "table.md").read_text()
 
 
+@pytest.mark.subprocess  # run_seeds starts the seed's run as a process
 def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
     result = run_seeds(f"--output_dir={tmp_path}", "--", "run_classifier.py", "--seed=3")
     assert result.returncode == 1

@@ -1,27 +1,27 @@
-"""run_squad.py end to end on the real SQuAD samples: train, sweep, predict; the files' formats; a
-tiny model memorising the v2 sample (slow); mistakes caught before any work."""
+"""run_squad.py end to end on the real SQuAD samples: train, sweep, predict (the harness's v2 run,
+tests/task_harness.py); the files' formats; a tiny model memorising the v2 sample (slow); mistakes
+caught before any work; run_squad.sh."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import re
 import sys
 
 import pytest
 
 from albert_tf.checkpoints import tf1_format
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config
+from tests.command_runner import run_command, run_subprocess
+from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR, tiny_config
 
 V1_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
 V2_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v2.0-sample.json")
 
 
 def run_squad(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run_squad.py"), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
-                          env=subprocess_env())
+    return run_command("run_squad.py", *args)
 
 
 def common_flags(tmp_path, **config_overrides):
@@ -46,18 +46,15 @@ def eval_blocks(path) -> list[dict[str, float]]:
 
 
 @pytest.mark.requires_shared_data
-def test_v2_train_sweep_predict_files(tmp_path):
-    result = run_squad(*common_flags(tmp_path), f"--train_file={V2_SAMPLE}",
-                       f"--predict_file={V2_SAMPLE}", "--version_2_with_negative", "--do_train",
-                       "--do_predict", "--max_seq_length=128", "--doc_stride=64",
-                       "--max_query_length=32", "--train_batch_size=4", "--num_train_epochs=2",
-                       "--save_checkpoints_steps=4", "--learning_rate=1e-3")
-    assert result.returncode == 0, result.stderr[-4000:]
-    output_dir = tmp_path / "out"
-    # 14 questions / batch 4 * 2 epochs = 7 steps (questions, not windows, as the reference).
-    assert "14 questions" in result.stdout and "7 steps" in result.stdout
+def test_v2_train_sweep_predict_files(task_runs):
+    """The harness's v2 run: --num_train_epochs=2 at batch 14, a checkpoint every step."""
+    run = task_runs.get("squad_v2")
+    output_dir = run.output_dir
+    # 14 questions / batch 14 * 2 epochs = 2 steps (questions, not windows, as the reference).
+    assert re.search(r"SQuAD train: 14 questions, \d+ windows, batch 14, 2 steps",
+                     run.result.stdout), run.result.stdout[:2000]
     blocks = eval_blocks(output_dir / "eval_results.txt")
-    assert [block["global_step"] for block in blocks] == [4, 7]
+    assert [block["global_step"] for block in blocks] == [1, 2]
     for block in blocks:
         assert {"exact", "f1", "total", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh",
                 "reference_tuned_f1", "reference_tuned_threshold"} <= set(block)
@@ -136,6 +133,7 @@ def test_a_tiny_model_memorises_the_v2_sample(tmp_path):
     assert unanswerable and all(predictions[qid] == "" for qid in unanswerable)
 
 
+@pytest.mark.subprocess  # a shell script
 @pytest.mark.parametrize("version, recipe", [
     ("v1.1", ["--learning_rate=5e-05", "--train_batch_size=48", "--num_train_epochs=2",
               "--max_seq_length=384"]),
@@ -150,18 +148,17 @@ def test_run_squad_sh_passes_the_papers_recipe(tmp_path, version, recipe):
     stub.write_text(f"#!/bin/bash\nif [[ \" $* \" == *' --print_recipe '* ]]; then "
                     f"exec {sys.executable} \"$@\"; fi\necho \"$*\" >> {log}\n")
     stub.chmod(0o755)
-    subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), version, "ckpt",
-                    "cfg.json", "sp.model", "train.json", "dev.json", "out"], check=True,
-                   env=subprocess_env(PYTHON=str(stub), EXTRA_FLAGS="--dtype=bfloat16"),
-                   capture_output=True, timeout=120)
+    done = run_subprocess("scripts/run_squad.sh", version, "ckpt", "cfg.json", "sp.model",
+                          "train.json", "dev.json", "out", timeout=120, PYTHON=str(stub),
+                          EXTRA_FLAGS="--dtype=bfloat16")
+    assert done.returncode == 0, done.stderr
     assert log.read_text().split() == ["run_squad.py"] + recipe + [
         "--doc_stride=128", "--max_query_length=64", "--warmup_proportion=0.1",
         "--save_checkpoints_steps=1000", "--do_lower_case", "--init_checkpoint=ckpt",
         "--albert_config_file=cfg.json",
         "--spm_model_file=sp.model", "--train_file=train.json", "--predict_file=dev.json",
         "--output_dir=out", "--do_train", "--do_predict", "--dtype=bfloat16"]
-    bad = subprocess.run([os.path.join(REPO_ROOT, "scripts", "run_squad.sh"), "v3", *"abcdef"],
-                         env=subprocess_env(PYTHON=str(stub)), capture_output=True, text=True)
+    bad = run_subprocess("scripts/run_squad.sh", "v3", *"abcdef", timeout=60, PYTHON=str(stub))
     assert bad.returncode == 2 and "v1.1 or v2.0" in bad.stderr
 
 

@@ -2,10 +2,7 @@
 names the sentence accuracy by its records, and run_pretraining's record of the objective."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,8 +16,8 @@ from albert_tf.tasks.pretraining.task import PretrainingTask, model_inputs, pret
 from albert_tf.training import optimization
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import RunConfig, Trainer
-from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
-                                subprocess_env, tiny_config)
+from tests.command_runner import run_command
+from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, tiny_config
 
 SEQ, PREDICTIONS = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
@@ -162,14 +159,12 @@ def test_the_recorded_config_refuses_another_architecture_but_not_other_dropout(
 def run_pretraining(tmp_path, records, *extra):
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(tiny_config().to_json_string())
-    command = [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py"),
-               f"--albert_config_file={config_file}", f"--input_file={records}",
-               f"--output_dir={tmp_path / 'out'}", f"--max_seq_length={SEQ}",
-               f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=4",
-               "--eval_batch_size=8", "--max_eval_steps=2", "--num_warmup_steps=0",
-               "--save_checkpoints_steps=2", "--iterations_per_loop=2", *extra]
-    return subprocess.run(command, capture_output=True, text=True, env=subprocess_env(),
-                          cwd=REPO_ROOT, timeout=300)
+    return run_command("run_pretraining.py", f"--albert_config_file={config_file}",
+                       f"--input_file={records}", f"--output_dir={tmp_path / 'out'}",
+                       f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+                       "--train_batch_size=4", "--eval_batch_size=8", "--max_eval_steps=2",
+                       "--num_warmup_steps=0", "--save_checkpoints_steps=2",
+                       "--iterations_per_loop=2", *extra)
 
 
 def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another(
@@ -220,10 +215,8 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
 
 
 def run_command_line(output_dir, *arguments):
-    return subprocess.run([sys.executable, "run_pretraining.py", "--albert_config_file=x.json",
-                           "--input_file=x.tfrecord", f"--output_dir={output_dir}", *arguments],
-                          capture_output=True, text=True, env=subprocess_env(),
-                          cwd=REPO_ROOT, timeout=300)
+    return run_command("run_pretraining.py", "--albert_config_file=x.json",
+                       "--input_file=x.tfrecord", f"--output_dir={output_dir}", *arguments)
 
 
 def test_objective_flag_mistakes_are_one_line_before_any_work(tmp_path):

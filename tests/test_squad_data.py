@@ -14,8 +14,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 import tracemalloc
 
 import pytest
@@ -33,7 +31,8 @@ from albert_tf.tasks.question_answering.records import parse_squad_record
 from data_prep.question_answering.features import (FIRST_UNIQUE_ID, SquadFeatureSettings,
                                                    convert_examples, convert_questions,
                                                    feature_metadata)
-from tests.shared_setup import EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR
 from tests import spm_fixtures
 from tests.spm_fixtures import write_wordpiece_vocab
 
@@ -531,9 +530,8 @@ def test_a_wordpiece_tokenizeris_refused(tmp_path):
 
 # -- command line ------------------------------------------------------------------------------------
 
-def run_cli(*flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "data_prep.squad", *flags], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=120)
+def run_cli(*flags: str):
+    return run_command("-m data_prep.squad", *flags)
 
 
 @pytest.mark.requires_shared_data

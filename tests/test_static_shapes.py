@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -23,6 +21,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint
 from albert_tf.tasks.classification.records import parse_glue_example
+from albert_tf.cli import fine_tuning
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
 from albert_tf.tasks.multiple_choice.records import NUM_CHOICES, parse_race_record
 from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
@@ -31,6 +30,7 @@ from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
 from albert_tf.tasks.question_answering.records import parse_squad_record
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
+from albert_tf.training import input_pipeline as pipeline
 from albert_tf.training.input_pipeline import needs_static_batches, record_eval_dataset
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.per_example import real_examples
@@ -41,8 +41,9 @@ from data_prep.classification.glue_tasks import glue_task
 from data_prep.multiple_choice.features import RaceFeatures, choice_row, serialize_race_features
 from data_prep.question_answering.feature_file import write_squad_feature_file
 from data_prep.question_answering.features import SquadFeatureSettings
+from tests.command_runner import run_command
 from tests.shared_setup import (EN8K_MODEL, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
-                                REPO_ROOT, SHARED_DATA_DIR, subprocess_env, tiny_config)
+                                SHARED_DATA_DIR, tiny_config)
 
 BATCH = 4
 SEQ = 16
@@ -304,37 +305,25 @@ def test_pretraining_evaluation_batches_are_full(pretraining_records):
 
 # -- the scripts ----------------------------------------------------------------------------------
 
-# Runs a script (argv: "static" or "dynamic", the script, its flags) with the input path of a TPU
-# forced or not, printing the batch dimension of every evaluation dataset the script builds.
-SCRIPT_RUNNER = """
-import runpy, sys
-import albert_tf.training.input_pipeline as pipeline
-build = pipeline.record_eval_dataset
-def record_eval_dataset(*args, **kwargs):
-    dataset = build(*args, **kwargs)
-    print("eval batch dimensions:", sorted({str(spec.shape[0])
-                                            for spec in dataset.element_spec.values()}))
-    return dataset
-pipeline.record_eval_dataset = record_eval_dataset
-if sys.argv[1] == "static":
-    pipeline.needs_static_batches = lambda strategy: True
-sys.argv = sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-
-
 def run_script(script: str, path_kind: str, *args: str) -> set[str]:
-    """Runs ``script`` on the ``path_kind`` ("static" / "dynamic") input path; returns the batch
-    dimensions its evaluation datasets had."""
-    result = subprocess.run([sys.executable, "-c", SCRIPT_RUNNER, path_kind,
-                             os.path.join(REPO_ROOT, script), *args],
-                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
-                            env=subprocess_env())
+    """Runs ``script`` (in this process) on the ``path_kind`` ("static" / "dynamic") input path,
+    the TPU's forced or not; returns the batch dimensions of every evaluation dataset it built."""
+    build, dimensions = pipeline.record_eval_dataset, set()
+
+    def record_eval_dataset(*args, **kwargs):
+        dataset = build(*args, **kwargs)
+        dimensions.add(str(sorted({str(spec.shape[0])
+                                   for spec in dataset.element_spec.values()})))
+        return dataset
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fine_tuning, "record_eval_dataset", record_eval_dataset)
+        if path_kind == "static":
+            patch.setattr(fine_tuning, "needs_static_batches", lambda strategy: True)
+        result = run_command(script, *args)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    lines = [line for line in result.stdout.splitlines()
-             if line.startswith("eval batch dimensions:")]
-    assert lines, result.stdout[-2000:]
-    return {line.split(":", 1)[1].strip() for line in lines}
+    assert dimensions, result.stdout[-2000:]
+    return dimensions
 
 
 def saved_checkpoint(task: Task, directory) -> str:

@@ -30,6 +30,7 @@ def stop(process: subprocess.Popen, how: str) -> tuple[int, str]:
     return process.returncode, stderr
 
 
+@pytest.mark.subprocess  # Ctrl-C and SIGTERM
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("how, status", [("SIGTERM", 143), ("Ctrl-C", 130)])
 def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
@@ -57,6 +58,7 @@ def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
     assert not output_dir.exists() or not os.listdir(output_dir)
 
 
+@pytest.mark.subprocess  # SIGTERM
 @pytest.mark.requires_shared_data
 def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
     """SIGTERM ends the process at once (its default action; a handler would wait for the running

@@ -12,12 +12,19 @@ A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
    pretraining model's values and the head keeps its own;
 3. (tasks with a SavedModel export) serve from ``<export_dir>/ids_only`` in a fresh process that
    imports TensorFlow and NumPy only, never albert_tf: ``serving_default`` on token ids gives the
-   Keras model's outputs (within 1e-5, absolute and relative; integer outputs equal).
+   Keras model's outputs (within 1e-5, absolute and relative; integer outputs equal);
+4. run through its script (the harness, tests/task_harness.py: one ``TaskRun`` per task in
+   ``RUNS``, in this process, on tiny configs and data): train two steps, sweep both checkpoints
+   (model.ckpt-best, eval_results.txt, best_results.json), predict, export (SavedModel; TFLite where
+   the task has it; pretraining: export_hub of its best checkpoint), with its features in
+   --cached_dir; and write, change or remove only files it declared in its pre-flight check.
 
-A new task is one ``TaskCase`` line in ``CASES``; ``test_every_task_is_in_the_table`` fails until
-it is there. The models are ``tiny_config()`` ones with random weights, perturbed so that every
-value is distinctive (a zero bias or a unit LayerNorm gamma would load "correctly" under a wrong
-name), and the inputs are random ids: no data files are read.
+A new task model is one ``TaskCase`` line in ``CASES``, a new task script one ``TaskRun`` in
+``task_harness.RUNS``; ``test_every_task_is_in_the_table`` and
+``test_every_script_is_in_the_harness`` fail until they are there. For 1-3 the models are
+``tiny_config()`` ones with random weights, perturbed so that every value is distinctive (a zero
+bias or a unit LayerNorm gamma would load "correctly" under a wrong name), and the inputs are random
+ids: no data files are read.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import importlib.util
 import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from typing import Callable, Mapping
@@ -55,7 +63,8 @@ from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
 from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import TokenClassifierTask
 from albert_tf.training.task import Task
-from tests.shared_setup import subprocess_env, tiny_config
+from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
+from tests.task_harness import RUNS, RUNS_BY_NAME, TaskRun, declared
 
 BATCH, SEQ = 3, 24  # the served inputs: 3 examples (RACE: of 4 choices) of 24 positions
 QUESTION = 8  # SQuAD inputs: [CLS] and the question take the first 8 positions (segment 0)
@@ -366,6 +375,7 @@ def served(tmp_path_factory) -> Served:
     return Served(str(root), expected, actual, json.loads(modules_file.read_text()))
 
 
+@pytest.mark.subprocess  # a TensorFlow-only process
 @by_name(SERVED)
 def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, served):
     """Without a tokenizer only ids_only is written; in a process that never imported albert_tf
@@ -382,3 +392,61 @@ def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, se
             np.testing.assert_array_equal(got, want, err_msg=name)
         else:
             np.testing.assert_allclose(got, want, rtol=ATOL, atol=ATOL, err_msg=name)
+
+
+# -- 4. every task through its script: two steps, the sweep, predict, export; declared files only --
+
+def by_run(runs: list[TaskRun]):
+    return pytest.mark.parametrize("case", runs, ids=[run.name for run in runs])
+
+
+def test_every_script_is_in_the_harness():
+    """Every training script at the repository's top has a harness entry."""
+    scripts = {name for name in os.listdir(REPO_ROOT)
+               if name.startswith("run_") and name.endswith(".py")}
+    assert {case.script for case in RUNS} == scripts
+    assert len(RUNS_BY_NAME) == len(RUNS)
+
+
+@by_run(RUNS)
+def test_a_task_trains_two_steps_sweeps_predicts_and_exports_through_its_script(case, task_runs):
+    run = task_runs.get(case.name)
+    output_dir, stdout = run.output_dir, run.result.stdout
+    results = (output_dir / "eval_results.txt").read_text()
+    assert re.findall(r"^global_step = (\d+)$", results, re.MULTILINE) == ["1", "2"], results
+    best = json.loads((output_dir / "best_results.json").read_text())
+    assert best["best_step"] in (1, 2)
+    assert (output_dir / "model.ckpt-best.index").exists()
+    for product in case.products:
+        assert (output_dir / product).stat().st_size > 0, product
+    # The features are built in --cached_dir (a record and its sidecar per split read), none in
+    # --output_dir.
+    if run.cached_dir is not None:
+        cached = sorted(os.listdir(run.cached_dir))
+        assert len(cached) >= 4 and len(cached) % 2 == 0, cached
+        assert all(name.endswith((".tf_record", ".tf_record.json")) for name in cached), cached
+    assert not [name for name in os.listdir(output_dir) if ".tf_record" in name]
+    if case.hub_export:
+        assert (run.export_dir / "saved_model.pb").exists()
+        assert f"to {run.export_dir}" in run.commands[1].result.stdout
+    else:
+        assert sorted(os.listdir(run.export_dir)) == ["ids_only", "with_text"]
+        assert f"Exported the SavedModel of model.ckpt-best to {run.export_dir}" in stdout
+    if case.tflite:
+        assert run.tflite_file.stat().st_size > 0
+        assert "Wrote the TFLite model of model.ckpt-best (none, S=" in stdout
+
+
+@by_run(RUNS)
+def test_a_task_run_writes_only_what_it_declared(case, task_runs):
+    """Every file a command of the run created, changed or removed below the run's directory is
+    one of its declared outputs (families and output directories included); its inputs are
+    untouched."""
+    run = task_runs.get(case.name)
+    for command in run.commands:
+        assert command.effects, command.command
+        strays = {path: effect for path, effect in command.effects.items()
+                  if not declared(command.declared, path, run.root)}
+        assert strays == {}, (command.command, strays)
+        inputs = {os.path.abspath(item.path) for item in command.declared.inputs}
+        assert not inputs & set(command.effects), command.command

@@ -11,8 +11,9 @@ are of order one and differ between inputs, unlike the near-zero logits of the d
 initialisation.
 
 run_classifier.py and run_squad.py write the TFLite model of model.ckpt-best with --tflite_file
-in the storage --tflite_quantization names (slow: a command run each), and refuse the flag
-combinations they cannot export before any work.
+in the storage --tflite_quantization names (slow: a command run each; float32 through training:
+the harness, tests/task_harness.py), and refuse the flag combinations they cannot export before
+any work (in the test process, tests/command_runner.py).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from data_prep.classification.features import convert_example
 from data_prep.classification.processors import RteProcessor, Sst2Processor
 from data_prep.question_answering.examples import read_squad_examples
 from data_prep.question_answering.features import SquadFeatureSettings, convert_examples
-from tests.shared_setup import (EN8K_MODEL, GLUE_DIR, REPO_ROOT, SHARED_DATA_DIR, subprocess_env,
-                                tiny_config)
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
 
 SEQ_LENGTH = 64
 # Largest |TFLite - Keras| allowed, as a fraction of the spread (max - min) of the Keras outputs
@@ -165,6 +166,7 @@ def exported(tmp_path_factory, en8k):
 OUTPUTS = {"classifier": ("logits", "probabilities"), "squad": ("start_logits", "end_logits")}
 
 
+@pytest.mark.subprocess  # LiteRT in a fresh process
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("quantization", QUANTIZATIONS)
 @pytest.mark.parametrize("name", OUTPUTS)
@@ -182,6 +184,7 @@ def test_tflite_outputs_equal_the_keras_model_within_the_storage_tolerance(expor
                                           expected[output].argmax(-1))
 
 
+@pytest.mark.subprocess  # LiteRT in a fresh process
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("name", OUTPUTS)
 def test_quantized_files_store_their_weights_as_asked_and_are_smaller(exported, name):
@@ -202,6 +205,7 @@ def test_quantized_files_store_their_weights_as_asked_and_are_smaller(exported, 
     assert np.abs(int8 - float32).max() > 10 * TOLERANCES["none"]
 
 
+@pytest.mark.subprocess  # LiteRT in a fresh process
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("quantization", QUANTIZATIONS)
 @pytest.mark.parametrize("name", OUTPUTS)
@@ -213,6 +217,7 @@ def test_tflite_signature_has_fixed_int32_inputs_and_named_outputs(exported, nam
     assert sorted(report["inputs"].values()) == [[[1, SEQ_LENGTH], "int32"]] * 3
 
 
+@pytest.mark.subprocess  # LiteRT in a fresh process
 @pytest.mark.requires_shared_data
 def test_interpreter_process_imported_neither_albert_tf_nor_tensorflow(exported):
     """A client needs LiteRT and NumPy only."""
@@ -277,12 +282,6 @@ def test_an_existing_directory_is_refused_by_its_name_before_converting(tmp_path
 
 # -- the commands: --tflite_file and --tflite_quantization -----------------------------------------
 
-def run_command(script: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT, env=subprocess_env(),
-                          timeout=600)
-
-
 def command_flags(tmp_path, model: keras.Model) -> list[str]:
     """A tiny config and ``model`` saved as model.ckpt-best of an output directory, as a sweep
     leaves it; the flags that point a command at them."""
@@ -338,15 +337,12 @@ def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k
      "--tflite_quantization chooses the weights of the --tflite_file model: give --tflite_file"),
     ("run_squad.py", ["--version_2_with_negative", "--tflite_file={tmp}/m.tflite"],
      "the SQuAD 2.0 model has no TFLite export"),
-    pytest.param("run_classifier.py", ["--tflite_file={tmp}/m.tflite"],
-                 "model.ckpt-best does not exist: prediction and export use the best checkpoint",
-                 marks=pytest.mark.slow),  # these two import TensorFlow (10-25 s each)
-    pytest.param("run_squad.py", ["--tflite_file={tmp}"],
-                 "--tflite_file={tmp} is a directory; the TFLite export is one file",
-                 marks=pytest.mark.slow),
-    pytest.param("run_classifier.py", ["--tflite_file={tmp}/config.json"],
-                 "--tflite_file '{tmp}/config.json' is also an input (--albert_config_file",
-                 marks=pytest.mark.slow),
+    ("run_classifier.py", ["--tflite_file={tmp}/m.tflite"],
+     "model.ckpt-best does not exist: prediction and export use the best checkpoint"),
+    ("run_squad.py", ["--tflite_file={tmp}"],
+     "--tflite_file '{tmp}' is a directory: give a file path (e.g. inside it)"),
+    ("run_classifier.py", ["--tflite_file={tmp}/config.json"],
+     "--tflite_file '{tmp}/config.json' is also an input (--albert_config_file"),
 ])
 def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_path, script, args,
                                                                            culprit):
@@ -355,7 +351,10 @@ def test_a_command_refuses_a_tflite_export_it_cannot_write_before_any_work(tmp_p
     config = tmp_path / "config.json"
     config.write_text(tiny_config().to_json_string())
     task_flags = ["--data_dir=glue", "--task_name=rte"] if script == "run_classifier.py" else []
-    result = run_command(script, f"--albert_config_file={config}", *task_flags,
+    spm_model = tmp_path / "spm.model"  # never read: the command stops before
+    spm_model.write_text("a SentencePiece model")
+    result = run_command(script, f"--albert_config_file={config}", f"--spm_model_file={spm_model}",
+                         *task_flags,
                          f"--output_dir={tmp_path / 'out'}",
                          *[arg.format(tmp=tmp_path) for arg in args])
     lines = result.stderr.strip().splitlines()

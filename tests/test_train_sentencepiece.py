@@ -1,8 +1,6 @@
 """Tests of data_prep/train_sentencepiece.py: the reference recipe, atomic output, errors, the CLI."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import sentencepiece as spm
@@ -12,7 +10,7 @@ from albert_tf.files.paths import expand_input_patterns
 from data_prep.pretraining.vocabulary import (TrainSentencePieceError, _vocab_text,
                                               train_sentencepiece)
 from tests import spm_fixtures
-from tests.shared_setup import REPO_ROOT
+from tests.command_runner import run_command
 
 ModelPiece = sentencepiece_model_pb2.ModelProto.SentencePiece
 
@@ -136,10 +134,8 @@ def test_blank_only_input_is_an_error(tmp_path):
 
 def test_command_line(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
-    result = subprocess.run(
-        [sys.executable, "-m", "data_prep.train_sentencepiece", f"--input_file={corpus}",
-         f"--model_prefix={tmp_path}/cli", "--vocab_size=300", "--num_threads=1"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
+                         f"--model_prefix={tmp_path}/cli", "--vocab_size=300", "--num_threads=1")
     assert result.returncode == 0, result.stderr[-2000:]
     proto = _proto(str(tmp_path / "cli.model"))
     assert [(p.piece, p.type) for p in proto.pieces[:13]] == RECIPE_PIECES
@@ -148,8 +144,7 @@ def test_command_line(tmp_path):
 
 
 def test_command_line_requires_flags():
-    result = subprocess.run([sys.executable, "-m", "data_prep.train_sentencepiece"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    result = run_command("-m data_prep.train_sentencepiece")
     assert result.returncode != 0
     assert "input_file" in result.stderr and "model_prefix" in result.stderr
 

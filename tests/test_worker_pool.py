@@ -187,6 +187,7 @@ for _ in convert_questions(examples, tokenizer.sp_model, True, SquadFeatureSetti
 """
 
 
+@pytest.mark.subprocess  # kill -9
 @pytest.mark.requires_shared_data
 def test_kill_9_of_the_squad_converter_ends_its_workers_at_once(tmp_path):
     source = tmp_path / "squad.json"
