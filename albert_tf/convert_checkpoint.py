@@ -22,7 +22,8 @@ pretraining heads only; ``--hf_checkpoint`` takes its config from its config.jso
 ``--albert_config_file`` is given); a head the source lacks is left out of the output,
 a source variable the model lacks is named as dropped. An output directory holding any other
 checkpoint, or the source, is refused (for ``--to=huggingface``: any other file); an earlier
-conversion is replaced only with ``--overwrite``. Flags, source format and output directory are checked before anything is loaded.
+conversion is replaced only with ``--overwrite``. Flags, source format and output directory are
+checked before anything is loaded.
 
 This module holds the flags and the wiring only; the conversion is
 albert_tf/checkpoints/conversion.py.
