@@ -121,7 +121,8 @@ from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
-from albert_tf.tasks.classification.records import parse_glue_example  # noqa: E402
+from albert_tf.tasks.classification.records import (  # noqa: E402
+    SEQUENCE_FEATURES, parse_glue_example)
 from albert_tf.tasks.classification.serving import (  # noqa: E402
     export_classifier, export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
@@ -165,6 +166,7 @@ class ClassifierHooks(FineTuningHooks):
     """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
 
     run_outputs = ("test_results*.tsv", "submit_results*.tsv")
+    sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: ClassifierSettings):
         self.own = own

@@ -70,7 +70,8 @@ from data_prep.token_classification.features import (  # noqa: E402
 from albert_tf.tasks.token_classification.file_formats import (  # noqa: E402
     CONLL, JSON_LINES, NerDataError, resolve_format)
 from albert_tf.tasks.token_classification.predictions import write_predictions  # noqa: E402
-from albert_tf.tasks.token_classification.records import parse_ner_record  # noqa: E402
+from albert_tf.tasks.token_classification.records import (  # noqa: E402
+    SEQUENCE_FEATURES, parse_ner_record)
 from data_prep.token_classification.reader import Sentence, read_sentences, tag_set  # noqa: E402
 
 TASK_TYPE = "token_classification"
@@ -101,6 +102,7 @@ class NerHooks(FineTuningHooks):
     """Token classification on CoNLL or JSON Lines files."""
 
     run_outputs = (f"predictions.{CONLL}", f"predictions.{JSON_LINES}")
+    sequence_features = SEQUENCE_FEATURES
     selection_metric = SELECTION_METRIC
 
     def __init__(self, own: NerSettings):
@@ -140,7 +142,7 @@ class NerHooks(FineTuningHooks):
         return LabelSet(TASK_TYPE, self.tags), source
 
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> TokenClassifierTask:
-        return TokenClassifierTask(run.config, len(self.tags))
+        return TokenClassifierTask(run.config, len(self.tags), run.settings.max_seq_length)
 
     def parse(self, run: FineTuningRun):
         return functools.partial(parse_ner_record, max_seq_length=run.settings.max_seq_length)

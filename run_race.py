@@ -72,7 +72,8 @@ from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, format_metrics  #
 from albert_tf.files.atomic import atomic_write_text  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
-from albert_tf.tasks.multiple_choice.records import parse_race_record  # noqa: E402
+from albert_tf.tasks.multiple_choice.records import (  # noqa: E402
+    SEQUENCE_FEATURES, parse_race_record)
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # noqa: E402
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
@@ -108,6 +109,7 @@ class RaceHooks(FineTuningHooks):
     """RACE's 4-way multiple choice (<data_dir>/RACE/{train,dev,test}/{middle,high}/)."""
 
     run_outputs = (PREDICT_RESULTS_FILE, TEST_PREDICTIONS_FILE)
+    sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: RaceSettings):
         self.own = own

@@ -81,6 +81,10 @@ def check_flags() -> None:
     if FLAGS.do_predict:
         flag_checks.require_flags("predict_file")
     flag_checks.require_room_for_the_question()
+    if FLAGS.group_by_length and not FLAGS.version_2_with_negative:
+        raise app.UsageError("--group_by_length needs --version_2_with_negative: SQuAD v1.1's "
+                             "batches keep --max_seq_length (its loss and n-best lists rank the "
+                             "padding positions too, as the reference's).")
 
 
 command_line.parse_before_imports(__name__, checks=[
@@ -98,7 +102,8 @@ from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.question_answering.postprocessing import (  # noqa: E402
     NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE)
-from albert_tf.tasks.question_answering.records import parse_squad_record  # noqa: E402
+from albert_tf.tasks.question_answering.records import (  # noqa: E402
+    SEQUENCE_FEATURES, parse_squad_record)
 from albert_tf.tasks.question_answering.serving import (  # noqa: E402
     export_squad, export_squad_tflite)
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
@@ -143,6 +148,7 @@ class SquadHooks(FineTuningHooks):
     best one's prediction files."""
 
     run_outputs = (PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE)
+    sequence_features = SEQUENCE_FEATURES
     evaluation_flag = "--do_predict"
 
     def __init__(self, own: SquadRunSettings):
@@ -151,6 +157,11 @@ class SquadHooks(FineTuningHooks):
 
     def evaluates(self, settings: RunSettings) -> bool:
         return settings.do_predict
+
+    def length_invariant(self, settings: RunSettings) -> bool:
+        """v2.0 masks the padding out of its softmax (p_mask); v1.1's loss and n-best lists rank
+        all S positions, padding included, as the reference's, so its batches keep length S."""
+        return self.own.postprocessing.version_2
 
     def reads_init_checkpoint(self, settings: RunSettings) -> bool:
         """Training starts from it; a --do_predict run without checkpoints evaluates it."""

@@ -17,7 +17,10 @@ A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
    ``RUNS``, in this process, on tiny configs and data): train two steps, sweep both checkpoints
    (model.ckpt-best, eval_results.txt, best_results.json), predict, export (SavedModel; TFLite where
    the task has it; pretraining: export_hub of its best checkpoint), with its features in
-   --cached_dir; and write, change or remove only files it declared in its pre-flight check.
+   --cached_dir; and write, change or remove only files it declared in its pre-flight check;
+5. give the same outputs on a batch cut to its length bucket (albert_tf/training/length_buckets.py)
+   as on the batch padded further: every output on the cut positions within 1e-5, for both
+   cross-layer sharing extremes and both precisions (float32, mixed bfloat16).
 
 A new task model is one ``TaskCase`` line in ``CASES``, a new task script one ``TaskRun`` in
 ``task_harness.RUNS``; ``test_every_task_is_in_the_table`` and
@@ -62,7 +65,9 @@ from albert_tf.tasks.question_answering.serving import export_squad
 from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
 from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import TokenClassifierTask
+from albert_tf.training.length_buckets import LengthBuckets
 from albert_tf.training.task import Task
+from albert_tf.training.trainer import DTYPE_POLICIES
 from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
 from tests.task_harness import RUNS, RUNS_BY_NAME, TaskRun, declared
 
@@ -165,7 +170,8 @@ CASES = [
              export_squad, lambda c: token_ids(c, BATCH), model_outputs),
     TaskCase("squad_v2", lambda c: SquadTask(c, SquadSettings(version_2=True)),
              export_squad, lambda c: token_ids(c, BATCH, p_mask=True), model_outputs),
-    TaskCase("token_classification", lambda c: TokenClassifierTask(c, num_tags=len(NER_TAGS)),
+    TaskCase("token_classification",
+             lambda c: TokenClassifierTask(c, num_tags=len(NER_TAGS), max_seq_length=SEQ),
              lambda m, d: export_token_classifier(m, d, NER_TAGS), lambda c: token_ids(c, BATCH),
              tagged_outputs),
     TaskCase("pretraining", PretrainingTask, head_in_pretraining=True),
@@ -392,6 +398,57 @@ def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, se
             np.testing.assert_array_equal(got, want, err_msg=name)
         else:
             np.testing.assert_allclose(got, want, rtol=ATOL, atol=ATOL, err_msg=name)
+
+
+# -- 5. the outputs of a batch cut to its length bucket are those of the padded batch ------------
+
+CUT_FROM = 64  # the inputs padded to 64 positions, then cut back to their bucket (24)
+SHARING = ("all", "none")
+# Within 1e-5 in both precisions (on this project's CPU they are equal bit for bit: a real row's
+# products do not depend on the padded rows and columns cut away, whose attention weights are 0).
+DTYPES = ("float32", "bfloat16")
+
+
+def padded_to(inputs: Inputs, length: int) -> Inputs:
+    """``inputs`` padded after their last position to ``length``: ids, mask and segments with 0,
+    SQuAD's ``p_mask`` with 1 (padding is never an answer)."""
+    def pad(name, value):
+        width = [(0, 0)] * (value.ndim - 1) + [(0, length - value.shape[-1])]
+        return np.pad(value, width, constant_values=1 if name == "p_mask" else 0)
+    return {name: pad(name, value) for name, value in inputs.items()}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sharing", SHARING)
+@by_name([case for case in CASES if case.inputs is not None])
+def test_a_batch_cut_to_its_length_bucket_gives_the_outputs_of_the_padded_batch(case, sharing,
+                                                                                dtype):
+    """The model on inputs padded to 64 positions and on the same inputs cut by ``LengthBuckets``
+    (to 24): every output equal on the cut batch's positions (floats within 1e-5, integers such
+    as SQuAD v2's top-k indices equal), whatever the cross-layer sharing and the precision."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(DTYPE_POLICIES[dtype])
+    try:
+        config = tiny_config(cross_layer_sharing=sharing, max_position_embeddings=CUT_FROM)
+        model = distinctive(case.build(config), seed=5)
+        padded = padded_to(case.inputs(config), CUT_FROM)
+        cut = LengthBuckets.of(CUT_FROM, tuple(padded)).trim(
+            {name: tf.constant(value) for name, value in padded.items()})
+        assert cut["input_ids"].shape[-1] == SEQ
+        full_outputs = tf.nest.flatten(model(padded, training=False))
+        cut_outputs = tf.nest.flatten(model(cut, training=False))
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    for full, short in zip(full_outputs, cut_outputs):
+        full, short = np.asarray(full), np.asarray(short)
+        if full.shape != short.shape:  # a per-position output: compare the cut positions
+            axis = next(i for i, (a, b) in enumerate(zip(full.shape, short.shape)) if a != b)
+            full = np.take(full, np.arange(short.shape[axis]), axis=axis)
+        if np.issubdtype(full.dtype, np.integer):
+            np.testing.assert_array_equal(short, full)
+        else:
+            np.testing.assert_allclose(short.astype(np.float32), full.astype(np.float32),
+                                       rtol=ATOL, atol=ATOL)
 
 
 # -- 4. every task through its script: two steps, the sweep, predict, export; declared files only --

@@ -11,7 +11,10 @@ The driver runs the procedure every script used to spell itself:
    checked against the one recorded in --output_dir and recorded at the first run; every feature
    file the run reads built (or found in the cache) before the first training step;
 3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
-   every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py);
+   every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py),
+   each batch padded to the shortest length bucket that holds it (--length_buckets, the task's
+   ``sequence_features``; albert_tf/training/length_buckets.py), grouped by length with
+   --group_by_length; the evaluation and prediction batches are cut the same way;
    the sweep (the reference's: every checkpoint evaluated, the best kept as model.ckpt-best); then,
    from model.ckpt-best, the predictions, the SavedModel export and the TFLite export the flags
    ask for.
@@ -32,6 +35,7 @@ import tensorflow as tf
 from albert_tf.checkpoints.label_set import (LabelSet, check_label_set, read_label_set,
                                              write_label_set)
 from albert_tf.checkpoints.warm_start import CheckpointSource
+from albert_tf.errors.user_error import UserError
 from albert_tf.cli import training_run
 from albert_tf.cli.settings import RunSettings
 from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
@@ -42,6 +46,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import (ParseFn, needs_static_batches,
                                                record_eval_dataset, record_train_dataset_fn)
+from albert_tf.training.length_buckets import LengthBuckets
 from albert_tf.training.task import EvalSet, Task
 from albert_tf.training.trainer import Trainer
 
@@ -59,7 +64,8 @@ class TrainingData:
 @dataclasses.dataclass
 class FineTuningRun:
     """What the steps of one run share, handed to the hooks: the settings, the declared files, the
-    config, the tokenizer, the checkpoint to start from, the trainer (built after ``load_data``)."""
+    config, the tokenizer, the checkpoint to start from, the trainer (built after ``load_data``)
+    and the length buckets its batches are cut to (None: every batch keeps length S)."""
 
     settings: RunSettings
     files: RunFiles
@@ -67,15 +73,17 @@ class FineTuningRun:
     tokenizer: FullTokenizer
     init_checkpoint: CheckpointSource | None
     trainer: Trainer | None = None
+    buckets: LengthBuckets | None = None
 
     def output_path(self, name: str) -> str:
         """The path of the fixed output ``name`` in --output_dir (KeyError unless declared)."""
         return self.files.declared(os.path.join(self.settings.output_dir, name))
 
     def eval_dataset(self, record_path: str, parse: ParseFn, batch_size: int) -> tf.data.Dataset:
-        """The records of ``record_path`` in file order, once (full batches on a TPU)."""
+        """The records of ``record_path`` in file order, once (full batches on a TPU), each batch
+        cut to its length bucket."""
         return record_eval_dataset(record_path, parse, batch_size,
-                                   needs_static_batches(self.trainer.strategy))
+                                   needs_static_batches(self.trainer.strategy), self.buckets)
 
 
 class FineTuningHooks:
@@ -88,6 +96,9 @@ class FineTuningHooks:
     """
 
     run_outputs: tuple[str, ...] = ()
+    # The features of the task's records whose last axis is the sequence (its records'
+    # SEQUENCE_FEATURES): what a batch cut to its length bucket cuts.
+    sequence_features: tuple[str, ...] = ()
     # The flag of the run's sweep, named when a prediction or export finds no model.ckpt-best.
     evaluation_flag = "--do_eval"
     selection_metric = "eval_accuracy"
@@ -103,6 +114,12 @@ class FineTuningHooks:
     def reads_init_checkpoint(self, settings: RunSettings) -> bool:
         """Whether the run uses --init_checkpoint (to train from)."""
         return settings.do_train
+
+    def length_invariant(self, settings: RunSettings) -> bool:
+        """Whether the task's results of a real example do not depend on the padding after it
+        (then its batches may be cut to their length bucket). SQuAD v1.1's do: its loss and
+        n-best lists rank all S positions, as the reference's."""
+        return True
 
     def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
         """The task's checks before any work, after the pre-flight check of its files (e.g.
@@ -167,13 +184,14 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
     files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
     check_run_files(files)
     hooks.check(settings, init)
+    buckets = _length_buckets(settings, hooks, training_run.strategy_of(settings.strategy))
     evaluates = hooks.evaluates(settings)
     if (settings.do_predict or settings.export_dir or settings.tflite_file) and not evaluates:
         training_run.require_best_checkpoint(settings, hooks.evaluation_flag)
     with training_run.output_dir_locks(settings):
         config = training_run.load_config(settings)
         tokenizer = training_run.load_tokenizer(settings, config)
-        run = FineTuningRun(settings, files, config, tokenizer, init)
+        run = FineTuningRun(settings, files, config, tokenizer, init, buckets=buckets)
         label_set, source = hooks.load_data(run, read_label_set(settings.output_dir))
         check_label_set(settings.output_dir, label_set, source)
         steps, warmup = hooks.schedule(run)
@@ -207,7 +225,32 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
           f"{trainer.config.num_train_steps} steps")
     trainer.initialize(run.init_checkpoint, settings.init_from_group0,
                        config_file=settings.albert_config_file)
-    trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed))
+    trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed,
+                                          buckets=run.buckets,
+                                          grouped=settings.group_by_length))
+
+
+def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
+                    strategy: tf.distribute.Strategy) -> LengthBuckets | None:
+    """The length buckets of the run's batches, printed; None (every batch of length S, said why)
+    with --nolength_buckets, for a task whose results depend on the padding, and on a TPU, whose
+    training loop compiles one program for one input shape."""
+    if not settings.length_buckets:
+        reason = "--nolength_buckets"
+    elif not hooks.length_invariant(settings):
+        reason = "this task's results depend on the padding"
+    elif needs_static_batches(strategy):
+        reason = "a TPU compiles its loop for one shape"
+    else:
+        buckets = LengthBuckets.of(settings.max_seq_length, hooks.sequence_features)
+        print(buckets.describe() + (" (training batches grouped by length)"
+                                    if settings.group_by_length else ""))
+        return buckets
+    print(f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason}).")
+    if settings.group_by_length:
+        raise UserError(f"--group_by_length needs batches of several lengths, which this run does "
+                        f"not have ({reason}).")
+    return None
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:

@@ -100,13 +100,29 @@ def sweep_in_one_process(sweep_flag: str = "do_eval") -> None:
                              "with --nodo_train and --strategy=one_device or mirrored.")
 
 
+def group_by_length_with_buckets() -> None:
+    """--group_by_length needs batches of several lengths: refused with --nolength_buckets and on
+    a TPU (whose batches keep one length) (UsageError)."""
+    values = flags.FLAGS
+    if not values.group_by_length:
+        return
+    if not values.length_buckets:
+        raise app.UsageError("--group_by_length groups examples into batches of nearly one "
+                             "length, which --nolength_buckets pads back to --max_seq_length: "
+                             "drop one of them.")
+    if values.use_tpu or values.strategy == "tpu":
+        raise app.UsageError("--group_by_length: on a TPU every batch keeps --max_seq_length (its "
+                             "loop is compiled for one shape), so grouping would not help.")
+
+
 def fine_tuning_checks(*actions: str, required: tuple[str, ...] = (),
                        sweep_flag: str = "do_eval") -> None:
     """The checks every fine-tuning script runs: no TF1 hub module, one of ``actions`` set,
     --output_dir, --albert_config_file and ``required`` given, a tokenizer, the sweep
-    (``sweep_flag``) in one process."""
+    (``sweep_flag``) in one process, --group_by_length where batches vary in length."""
     reject_hub_module_handle()
     require_action(*actions)
     require_flags("output_dir", "albert_config_file", *required)
     require_tokenizer()
     sweep_in_one_process(sweep_flag)
+    group_by_length_with_buckets()

@@ -223,6 +223,16 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                                 "many micro-batches and sum their gradients before one "
                                                 "update (train_batch_size stays the global batch)."),
         "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
+        "length_buckets": FlagSpec(_B, True, "[albert_tf] Pad each batch only to the shortest of a "
+                                   "fixed set of lengths that holds its longest example (printed "
+                                   "at start; same results, less work on padding). "
+                                   "--nolength_buckets pads every batch to --max_seq_length, as "
+                                   "the reference. Off by itself on a TPU and for SQuAD v1.1."),
+        "group_by_length": FlagSpec(_B, False, "[albert_tf] Train on batches of examples of nearly "
+                                    "one length: each chunk of 50 batches sorted by length, its "
+                                    "batches in a seeded random order (fewer padded positions; "
+                                    "changes which examples share a batch). Needs "
+                                    "--length_buckets."),
         "seed": FlagSpec(_I, None, "[albert_tf] Seed of the model initialisation and dropout "
                          "(Python, NumPy, TF); unset = random, as the reference. The dropout seed "
                          "is saved in the checkpoints: a resumed run keeps its own."),
@@ -251,6 +261,8 @@ RANGES: dict[str, Range] = {
 TPU_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores")
 LOOP_FLAGS = ("strategy", "num_gpus", "use_xla", "dtype", "gradient_accumulation_steps",
               "input_seed", "seed", "replay_input_on_resume")
+# The batch-length flags of the fine-tuning scripts (run_pretraining's records are full).
+LENGTH_FLAGS = ("length_buckets", "group_by_length")
 CHECKPOINT_FLAGS = ("save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop")
 TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
 # The flags of the scripts whose task has a TFLite export: run_classifier and run_squad (RACE and
@@ -264,7 +276,7 @@ FINE_TUNING_FLAGS = ("albert_config_file", "init_checkpoint", "albert_hub_module
                      "max_seq_length", "do_train", "do_eval", "do_predict", "print_recipe",
                      "train_batch_size", "eval_batch_size", "predict_batch_size", "optimizer",
                      "learning_rate", *CHECKPOINT_FLAGS, "max_eval_wait_secs", *TPU_FLAGS,
-                     *LOOP_FLAGS)
+                     *LOOP_FLAGS, *LENGTH_FLAGS)
 
 
 def _define_one(name: str, default: Any, flag_values: flags.FlagValues) -> None:

@@ -69,6 +69,8 @@ class RunSettings:
     dtype: str = "float32"
     gradient_accumulation_steps: int = 1
     input_seed: int = 12345
+    length_buckets: bool = True
+    group_by_length: bool = False
     seed: int | None = None
     replay_input_on_resume: bool = True
 

@@ -33,6 +33,7 @@ from typing import Callable
 import tensorflow as tf
 
 from albert_tf.files.records import ParseFn, require_parsable, require_records, tfrecord_dataset
+from albert_tf.training.length_buckets import GROUP_CHUNK_BATCHES, LengthBuckets, group_by_length
 
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
@@ -109,7 +110,7 @@ class EpochOrder:
             lambda epoch: self._bucketed_epoch(
                 epoch, tf.where(tf.equal(epoch, start_epoch), tf.constant(start, tf.int64), 0)))
 
-    def _key(self, *path: tf.Tensor | int) -> tf.Tensor:
+    def key(self, *path: tf.Tensor | int) -> tf.Tensor:
         """The stateless seed of one draw: the run's seed folded with the draw's ``path``."""
         key = tf.constant([self.seed, 0], tf.int64)
         for value in path:
@@ -122,7 +123,7 @@ class EpochOrder:
         start_epoch, start = first // count, first % count
 
         def epoch(number: tf.Tensor) -> tf.data.Dataset:
-            return tf.data.Dataset.from_tensor_slices(_permutation(count, self._key(number, 1)))
+            return tf.data.Dataset.from_tensor_slices(_permutation(count, self.key(number, 1)))
 
         indices = tf.data.Dataset.range(start_epoch, _LAST_EPOCH).flat_map(epoch).skip(start)
         return indices.map(lambda index: tf.gather(held, index))
@@ -131,7 +132,7 @@ class EpochOrder:
         """One epoch of a file of several buckets (see the class doc), from its ``start``-th
         record on: the buckets before the one that holds it are not read."""
         records = tfrecord_dataset(self.path)
-        bucket_of = tf.random.stateless_uniform([self.num_records], self._key(epoch, 0), minval=0,
+        bucket_of = tf.random.stateless_uniform([self.num_records], self.key(epoch, 0), minval=0,
                                                 maxval=self.buckets, dtype=tf.int32, alg=_RNG)
 
         def bucket(number: tf.Tensor) -> tf.data.Dataset:
@@ -140,7 +141,7 @@ class EpochOrder:
             # Batched as (index, record) pairs: a map between filter and batch would be fused
             # with the batch, which then allocates all of its batch size up front.
             return kept.batch(self.num_records).flat_map(
-                lambda _, held: self._shuffled(held, self._key(epoch, number + 1)))
+                lambda _, held: self._shuffled(held, self.key(epoch, number + 1)))
 
         ends = tf.cumsum(tf.math.bincount(bucket_of, minlength=self.buckets, dtype=tf.int64))
         first_bucket = tf.reduce_sum(tf.cast(ends <= start, tf.int64))
@@ -160,12 +161,19 @@ def _permutation(count: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
 
 
 def record_train_dataset_fn(record_path: str, parse: ParseFn, seed: int | None = 12345,
-                            memory_bytes: int | None = None) -> DatasetFn:
+                            memory_bytes: int | None = None, buckets: LengthBuckets | None = None,
+                            grouped: bool = False) -> DatasetFn:
     """Training input over one TFRecord file: every epoch a full reshuffle of its records, seeded
     by ``seed`` (``EpochOrder``; None: a seed drawn at random), batched with drop_remainder
     (batches run on across epochs), parsed; a resumed run starts at its first unconsumed record.
-    ``memory_bytes``: the records held at once (None: ``SHUFFLE_MEMORY_BYTES``). RecordFileError
-    if the file has no record or its first record does not parse."""
+    ``memory_bytes``: the records held at once (None: ``SHUFFLE_MEMORY_BYTES``). ``buckets``: each
+    batch cut to its bucket length (None: every batch keeps the records' length S). ``grouped``
+    (--group_by_length, needs ``buckets``): each chunk of ``GROUP_CHUNK_BATCHES`` batches of that
+    stream regrouped into batches of nearly equal lengths (``group_by_length``); a resumed run
+    regroups its chunk and skips the batches of it already consumed. RecordFileError if the file
+    has no record or its first record does not parse."""
+    if grouped and buckets is None:
+        raise ValueError("grouping by length needs the length buckets.")
     require_records([record_path], 1)
     require_parsable(record_path, parse)
     if seed is None:
@@ -173,12 +181,31 @@ def record_train_dataset_fn(record_path: str, parse: ParseFn, seed: int | None =
     order = EpochOrder.of_file(record_path, seed, memory_bytes or SHUFFLE_MEMORY_BYTES)
 
     def dataset_fn(batch_size: int, batches_to_skip: int) -> tf.data.Dataset:
-        dataset = order.records(first=batches_to_skip * batch_size)
-        dataset = dataset.batch(batch_size, drop_remainder=True)
-        dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        if grouped:
+            dataset = _length_grouped(order, parse, batch_size, batches_to_skip)
+        else:
+            dataset = order.records(first=batches_to_skip * batch_size)
+            dataset = dataset.batch(batch_size, drop_remainder=True)
+            dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        if buckets is not None:
+            dataset = dataset.map(buckets.trim, num_parallel_calls=tf.data.AUTOTUNE)
         return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
+
+
+def _length_grouped(order: EpochOrder, parse: ParseFn, batch_size: int,
+                    batches_to_skip: int) -> tf.data.Dataset:
+    """The batches of ``order``'s stream regrouped by length chunk by chunk (``group_by_length``),
+    from the ``batches_to_skip``-th batch on; chunk n's batch order is drawn from the stream's seed
+    and n, so a resumed run regroups its chunk as the uninterrupted run did."""
+    chunk_size = GROUP_CHUNK_BATCHES * batch_size
+    first_chunk, skipped_batches = divmod(batches_to_skip, GROUP_CHUNK_BATCHES)
+    chunks = order.records(first=first_chunk * chunk_size).batch(chunk_size, drop_remainder=True)
+    dataset = chunks.enumerate(start=first_chunk).flat_map(
+        lambda index, serialized: group_by_length(parse(serialized), batch_size,
+                                                  order.key(-1, index)))
+    return dataset.skip(skipped_batches)
 
 
 def needs_static_batches(strategy: tf.distribute.Strategy) -> bool:
@@ -188,7 +215,8 @@ def needs_static_batches(strategy: tf.distribute.Strategy) -> bool:
 
 
 def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
-                        static_batches: bool = False) -> tf.data.Dataset:
+                        static_batches: bool = False,
+                        buckets: LengthBuckets | None = None) -> tf.data.Dataset:
     """The records in file order, once, parsed, with ``is_real_example`` int32 [B] in every batch.
 
     ``is_real_example`` is 1 for a record of the file (or the record's own value where it has one:
@@ -199,8 +227,8 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
     cache key), and each task's ``reduce`` and prediction files leave the padding out. (The
     reference writes all-zero padding records into its GLUE and RACE files on TPU, and its SQuAD
     prediction relies on TPUEstimator padding the last batch.) A file smaller than one batch
-    gives one padded batch. RecordFileError if the file has no record or its first record does
-    not parse.
+    gives one padded batch. ``buckets``: each batch cut to its bucket length (None: length S).
+    RecordFileError if the file has no record or its first record does not parse.
     """
     require_records([record_path], 1)
     require_parsable(record_path, parse)
@@ -213,6 +241,8 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
         dataset = dataset.concatenate(padding)
     dataset = dataset.batch(batch_size, drop_remainder=static_batches)
     dataset = dataset.map(lambda batch, real: _marked(parse(batch), real))
+    if buckets is not None:
+        dataset = dataset.map(buckets.trim)
     return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
 
 

@@ -382,6 +382,8 @@ class Trainer:
             if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
                 saved = self.manager.save(checkpoint_number=step)
                 self._log(f"Saved checkpoint {saved}")
+        self._log(f"Training loop traced {self._train_loop.experimental_get_tracing_count()} "
+                  "times (batches of every length run in one graph).")
         return logs
 
     def _kept_checkpoint_sentence(self) -> str:
@@ -400,10 +402,15 @@ class Trainer:
     # --------------------------------------------------------------------- evaluation / prediction
     def predict(self, dataset: tf.data.Dataset,
                 max_steps: int | None = None) -> dict[str, np.ndarray]:
-        """Concatenated per-example outputs of ``task.predict_outputs`` over ``dataset``."""
+        """Concatenated per-example outputs of ``task.predict_outputs`` over ``dataset``.
+
+        Batches may differ in length (length buckets): the step is traced for the first shapes it
+        meets, then for a shape with that axis left open (``reduce_retracing``), so a run traces
+        it a few times, not once per length. Logs the examples and examples/s of the pass and the
+        step's traces so far."""
         strategy = self.strategy
         if self._predict_step is None:
-            @tf.function
+            @tf.function(reduce_retracing=True)
             def predict_step(features):
                 outputs = strategy.run(lambda f: self.task.predict_outputs(self.model, f),
                                        args=(features,))
@@ -411,6 +418,7 @@ class Trainer:
 
             self._predict_step = predict_step
         collected: dict[str, list[np.ndarray]] = {}
+        started = time.time()
         with reading_records():  # a corrupt or unparsable record: named by its file
             for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
                 if max_steps is not None and index >= max_steps:
@@ -419,7 +427,17 @@ class Trainer:
                     collected.setdefault(key, []).append(value.numpy())
         if not collected:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
-        return {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+        outputs = {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+        self._log_pass(outputs, time.time() - started)
+        return outputs
+
+    def _log_pass(self, outputs: Mapping[str, np.ndarray], seconds: float) -> None:
+        """One line on a prediction pass: its real examples, their rate, the step's traces."""
+        real = outputs.get("is_real_example")
+        count = int(np.sum(real)) if real is not None else len(next(iter(outputs.values())))
+        self._log(f"predicted {count} examples in {seconds:.1f} s "
+                  f"({count / max(seconds, 1e-9):.1f} examples/s; prediction step traced "
+                  f"{self._predict_step.experimental_get_tracing_count()} times)")
 
     def evaluate(self, eval_set: EvalSet) -> dict[str, float]:
         """``task.reduce`` of the outputs over one evaluation set, keys prefixed by its name."""

@@ -5,7 +5,10 @@
   padding do not count.
 - Eval outputs per window: the arg-max tag id and the cross-entropy at every position,
   ``word_index`` / ``sentence_index`` (which word each position predicts, from the window where it
-  has the most context; data_prep/token_classification/features.py) and ``is_real_example``.
+  has the most context; data_prep/token_classification/features.py) and ``is_real_example``; a
+  batch cut to a shorter length (albert_tf/training/length_buckets.py) has its per-position
+  outputs padded back to ``max_seq_length`` (tag 0, loss 0, word_index -1: no word), so the
+  windows of every batch line up.
 - ``word_predictions`` turns them into one tag id per word of every sentence (each word exactly
   once, or a ValueError); ``reduce`` scores them against the gold tags with ``entity_metrics``
   (``precision``, ``recall``, ``f1``, ``accuracy``, per type) plus ``eval_loss`` / ``loss``, the
@@ -48,11 +51,13 @@ def _position_losses(logits: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, t
 
 
 class TokenClassifierTask:
-    """Fine-tuning of ``AlbertTokenClassifierModel`` on ``num_tags`` tags (a ``training.Task``)."""
+    """Fine-tuning of ``AlbertTokenClassifierModel`` on ``num_tags`` tags (a ``training.Task``);
+    ``max_seq_length``: the records' length S, the length of every per-position output."""
 
-    def __init__(self, config: AlbertConfig, num_tags: int):
+    def __init__(self, config: AlbertConfig, num_tags: int, max_seq_length: int):
         self.config = config
         self.num_tags = num_tags
+        self.max_seq_length = max_seq_length
 
     def build_model(self) -> keras.Model:
         return AlbertTokenClassifierModel(self.config, self.num_tags)
@@ -74,9 +79,16 @@ class TokenClassifierTask:
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         logits = model(model_inputs(features), training=False)["logits"]
         loss, predictions = _position_losses(logits, features["label_ids"])
-        return {"predictions": predictions, "position_loss": loss,
-                "word_index": features["word_index"], "sentence_index": features["sentence_index"],
+        padded = self._padded
+        return {"predictions": padded(predictions, 0), "position_loss": padded(loss, 0.0),
+                "word_index": padded(features["word_index"], -1),
+                "sentence_index": features["sentence_index"],
                 "is_real_example": features["is_real_example"]}
+
+    def _padded(self, values: tf.Tensor, fill: int | float) -> tf.Tensor:
+        """[B, L] -> [B, max_seq_length], the positions after L set to ``fill``."""
+        padding = self.max_seq_length - tf.shape(values)[1]
+        return tf.pad(values, [[0, 0], [0, padding]], constant_values=fill)
 
     def reduce(self, outputs: Mapping[str, np.ndarray],
                context: NerEvalContext) -> dict[str, float]:

@@ -1,0 +1,121 @@
+"""Batches padded to the shortest of a fixed set of lengths that holds them, not to max_seq_length.
+
+Every fine-tuning record is padded to ``max_seq_length`` (S) when it is written, as the reference
+does; most of a batch of short texts is then padding, and the encoder spends most of its work on it.
+``LengthBuckets`` cuts each parsed batch back to the shortest bucket length that holds its longest
+example (its last position with ``input_mask`` 1), for every feature of length S the task names.
+
+Why this changes no result: padding sits after the real tokens, padded keys get the attention mask
+adder (-10000, whose exp is exactly 0 in float32), and every task's output of a real example
+reads real positions only (the [CLS] position, a token's own position, or start/end logits masked by
+``p_mask`` in SQuAD v2), so the outputs of the real positions are those of the padded-to-S batch up
+to float rounding. SQuAD v1.1 is the exception: the reference's v1 loss and n-best lists take their
+softmax and ranking over all S positions, padding included, so its batches keep length S.
+
+Why a fixed set (``bucket_lengths``): a compiler that specialises on shapes (XLA, a TPU) compiles
+once per length, so the lengths are few; without XLA a batch's length is a dynamic dimension of one
+traced graph and costs nothing. The steps grow with the length (8 up to 64, 16 up to 128, 32 up
+to 256, 64 beyond): each bucket is at most a quarter longer than the one below it.
+
+``group_by_length`` (``--group_by_length``): the records of each chunk of ``GROUP_CHUNK_BATCHES``
+training batches sorted by length and cut into batches, whose order within the chunk is shuffled
+(seeded), so that most batches hold examples of nearly one length (as Hugging Face's
+LengthGroupedSampler). It changes which examples share a batch, hence the training trajectory; it is
+off by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+import tensorflow as tf
+
+Features = Mapping[str, tf.Tensor]
+
+# The feature whose 1s mark the real positions of every task's records.
+MASK_FEATURE = "input_mask"
+# The training batches of one chunk that --group_by_length sorts by length (Hugging Face's
+# LengthGroupedSampler uses 50 as well).
+GROUP_CHUNK_BATCHES = 50
+# (largest length, step below it): the bucket lengths are the multiples of the step of each range.
+_STEPS = ((64, 8), (128, 16), (256, 32))
+_LARGE_STEP = 64
+
+
+def bucket_lengths(max_seq_length: int) -> tuple[int, ...]:
+    """The lengths a batch may be padded to, ascending, ending with ``max_seq_length``: multiples
+    of 8 up to 64, of 16 up to 128, of 32 up to 256, of 64 beyond (e.g. S 128: 8, 16, .., 64, 80,
+    96, 112, 128: 12 lengths; S 512: 20)."""
+    lengths, start = [], 0
+    for end, step in (*_STEPS, (max_seq_length, _LARGE_STEP)):
+        lengths.extend(range(start + step, min(end, max_seq_length) + 1, step))
+        start = max(start, end)
+        if start >= max_seq_length:
+            break
+    if not lengths or lengths[-1] != max_seq_length:
+        lengths.append(max_seq_length)
+    return tuple(lengths)
+
+
+def example_lengths(features: Features) -> tf.Tensor:
+    """int32 [B]: per example, 1 + the last position whose ``input_mask`` is 1 (over all its rows:
+    RACE's [B, 4, S] masks give the longest of the four choices); 0 for an all-padding example."""
+    mask = tf.cast(tf.not_equal(features[MASK_FEATURE], 0), tf.int32)
+    positions = tf.range(1, tf.shape(mask)[-1] + 1, dtype=tf.int32)
+    lengths = tf.reduce_max(mask * positions, axis=-1)
+    while lengths.shape.rank > 1:
+        lengths = tf.reduce_max(lengths, axis=-1)
+    return lengths
+
+
+@dataclasses.dataclass(frozen=True)
+class LengthBuckets:
+    """The lengths a task's batches are padded to, and the features of length S that are cut.
+
+    lengths: ascending bucket lengths, the last one S (``bucket_lengths``).
+    sequence_features: the names of the features whose last axis is the sequence (their records'
+    ``SEQUENCE_FEATURES``), e.g. input_ids, input_mask, segment_ids (NER: also the labels).
+    """
+
+    lengths: tuple[int, ...]
+    sequence_features: tuple[str, ...]
+
+    @classmethod
+    def of(cls, max_seq_length: int, sequence_features: Sequence[str]) -> LengthBuckets:
+        if MASK_FEATURE not in sequence_features:
+            raise ValueError(f"the sequence features {tuple(sequence_features)} lack "
+                             f"{MASK_FEATURE!r}, which marks the real positions.")
+        return cls(bucket_lengths(max_seq_length), tuple(sequence_features))
+
+    def describe(self) -> str:
+        """One line for the run's log: the lengths a batch may have."""
+        return "Batches padded to the shortest of these lengths that holds them: " + ", ".join(
+            str(length) for length in self.lengths)
+
+    def bucket_of(self, longest: tf.Tensor) -> tf.Tensor:
+        """int32 []: the shortest bucket length >= ``longest`` (int32 [])."""
+        lengths = tf.constant(self.lengths, tf.int32)
+        return tf.gather(lengths, tf.searchsorted(lengths, [longest], side="left")[0])
+
+    def trim(self, features: Features) -> dict[str, tf.Tensor]:
+        """``features`` (a batch) with every sequence feature cut from S to the batch's bucket
+        length along its last axis; the other features unchanged."""
+        length = self.bucket_of(tf.reduce_max(example_lengths(features)))
+        return {name: value[..., :length] if name in self.sequence_features else value
+                for name, value in features.items()}
+
+
+def group_by_length(chunk: Features, batch_size: int, key: tf.Tensor) -> tf.data.Dataset:
+    """The examples of ``chunk`` (parsed features of a whole number of batches, [N * batch_size,
+    ...]) as N batches of nearly equal lengths: sorted by ``example_lengths`` (stable), cut into
+    batches of ``batch_size`` in that order, the batches then emitted in a random order drawn from
+    ``key`` (a stateless seed, int64 [2])."""
+    order = tf.argsort(example_lengths(chunk), stable=True)
+    batches = tf.reshape(order, [-1, batch_size])
+    shuffled = tf.random.experimental.stateless_shuffle(tf.range(tf.shape(batches)[0]), key,
+                                                        alg="philox")
+    rows = tf.gather(batches, shuffled)
+    return tf.data.Dataset.from_tensor_slices(rows).map(
+        lambda indices: {name: tf.gather(value, indices) for name, value in chunk.items()})
+

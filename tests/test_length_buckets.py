@@ -1,0 +1,185 @@
+"""Batches cut to their length bucket (albert_tf/training/length_buckets.py) and grouped by length.
+
+- the bucket lengths of a few --max_seq_length values, an example's length read from its mask,
+  a batch cut to the shortest bucket that holds its longest example (only the sequence features);
+- the training input: with buckets, the batches of the padded stream, cut (same examples, same
+  order); with --group_by_length, each chunk of 50 batches is a permutation of the same chunk of the
+  ungrouped stream, its batches hold examples of neighbouring lengths, a resumed stream (inside a
+  chunk and at a chunk's start) equals the rest of the uninterrupted one, and another seed gives
+  another order;
+- evaluation: ``Trainer.predict`` over NER records cut to their buckets gives the outputs of the
+  padded records ([N, S] per position, word_index -1 after each window), within 1e-5;
+- the scripts: run_classifier's and run_ner's metrics and prediction files with buckets equal
+  those of --nolength_buckets from the same checkpoints; the flags that cannot go together are
+  refused before TensorFlow loads.
+
+That a task model's outputs do not depend on the padding cut away is contract 5 of
+tests/test_task_contract.py (every task, sharing strategy and dtype).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, bucket_lengths,
+                                               example_lengths)
+
+S = 64
+SEQUENCE = ("input_ids", "input_mask")
+
+
+@pytest.mark.parametrize("max_seq_length, expected", [
+    (128, (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128)),
+    (512, (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448,
+           512)),
+    (100, (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 100)),
+    (20, (8, 16, 20)),
+    (5, (5,)),
+])
+def test_bucket_lengths_grow_by_at_most_a_quarter_and_end_at_the_sequence_length(max_seq_length,
+                                                                                 expected):
+    lengths = bucket_lengths(max_seq_length)
+    assert lengths == expected
+    assert all(longer <= max(1.25 * shorter, 8 + shorter)
+               for shorter, longer in zip(lengths, lengths[1:]))
+
+
+def test_an_example_is_as_long_as_its_last_real_position_and_a_batch_is_cut_to_its_bucket():
+    mask = np.zeros((3, S), np.int32)
+    mask[0, :9] = 1
+    mask[1, :3] = 1
+    mask[2, :30] = 1
+    mask[2, 12] = 0  # a hole does not shorten the example
+    features = {"input_ids": tf.constant(np.arange(3 * S).reshape(3, S)),
+                "input_mask": tf.constant(mask), "label_ids": tf.constant([4, 5, 6])}
+    assert example_lengths(features).numpy().tolist() == [9, 3, 30]
+    cut = LengthBuckets.of(S, SEQUENCE).trim(features)
+    assert cut["input_ids"].shape == (3, 32) and cut["input_mask"].shape == (3, 32)
+    np.testing.assert_array_equal(cut["input_ids"], features["input_ids"][:, :32])
+    np.testing.assert_array_equal(cut["label_ids"], [4, 5, 6])
+    # RACE: [B, 4, S], an example as long as its longest choice; an all-padding example is 0 long.
+    choices = np.zeros((2, 4, S), np.int32)
+    choices[0, 2, :17] = 1
+    assert example_lengths({"input_mask": tf.constant(choices)}).numpy().tolist() == [17, 0]
+    assert LengthBuckets.of(S, SEQUENCE).trim(
+        {"input_mask": tf.constant(choices)})["input_mask"].shape == (2, 4, 24)
+
+
+def test_buckets_need_the_mask_among_the_sequence_features():
+    with pytest.raises(ValueError, match="input_mask"):
+        LengthBuckets.of(S, ("input_ids",))
+
+
+# -- the training input ---------------------------------------------------------------------------
+
+RECORDS = 1000
+BATCH = 4
+
+
+def write_records(path, count: int = RECORDS, seed: int = 0) -> str:
+    """``count`` records of length S: ``index``, and an ``input_mask`` of 1..S ones."""
+    lengths = np.random.default_rng(seed).integers(1, S + 1, size=count)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for index, length in enumerate(lengths):
+            mask = [1] * int(length) + [0] * (S - int(length))
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "index": tf.train.Feature(int64_list=tf.train.Int64List(value=[index])),
+                "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(
+                    value=[index * value for value in mask])),
+                "input_mask": tf.train.Feature(int64_list=tf.train.Int64List(value=mask)),
+            })).SerializeToString())
+    return str(path)
+
+
+def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
+    spec = {"index": tf.io.FixedLenFeature([], tf.int64),
+            "input_ids": tf.io.FixedLenFeature([S], tf.int64),
+            "input_mask": tf.io.FixedLenFeature([S], tf.int64)}
+    return tf.io.parse_example(records, spec)
+
+
+@pytest.fixture(scope="module")
+def record_file(tmp_path_factory) -> str:
+    return write_records(tmp_path_factory.mktemp("buckets") / "records.tfrecord")
+
+
+def take(dataset_fn, count: int, skip: int = 0) -> list[dict[str, np.ndarray]]:
+    return [{name: value.numpy() for name, value in batch.items()}
+            for batch in dataset_fn(BATCH, skip).take(count)]
+
+
+BUCKETS = LengthBuckets.of(S, SEQUENCE)
+
+
+def test_cut_training_batches_are_the_padded_ones_cut(record_file):
+    padded = take(record_train_dataset_fn(record_file, parse, seed=3), 300)
+    cut = take(record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS), 300)
+    lengths = set()
+    for full, short in zip(padded, cut):
+        length = short["input_ids"].shape[1]
+        lengths.add(length)
+        assert length in BUCKETS.lengths and length >= full["input_mask"].sum(1).max()
+        assert length - 8 < full["input_mask"].sum(1).max() or length == 8
+        np.testing.assert_array_equal(short["index"], full["index"])
+        np.testing.assert_array_equal(short["input_ids"], full["input_ids"][:, :length])
+        assert not full["input_mask"][:, length:].any()
+    assert len(lengths) > 3  # batches of several lengths
+
+
+def test_grouped_chunks_are_permutations_of_the_ungrouped_chunks_sorted_into_batches(record_file):
+    chunks = 3
+    count = chunks * GROUP_CHUNK_BATCHES
+    plain = take(record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS), count)
+    grouped = take(record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS,
+                                           grouped=True), count)
+    plain_lengths = [batch["input_ids"].shape[1] for batch in plain]
+    grouped_lengths = [batch["input_ids"].shape[1] for batch in grouped]
+    for chunk in range(chunks):
+        window = slice(chunk * GROUP_CHUNK_BATCHES, (chunk + 1) * GROUP_CHUNK_BATCHES)
+        indices = np.concatenate([batch["index"] for batch in grouped[window]])
+        assert sorted(indices) == sorted(np.concatenate([b["index"] for b in plain[window]]))
+        # Every batch holds neighbours in the chunk's length order: no batch's shortest example
+        # is shorter than another batch's longest unless that batch is shorter as a whole.
+        spans = sorted((batch["input_mask"].sum(1).min(), batch["input_mask"].sum(1).max())
+                       for batch in grouped[window])
+        assert all(low_next >= high for (_, high), (low_next, _) in zip(spans, spans[1:]))
+    assert sum(grouped_lengths) < 0.7 * sum(plain_lengths)  # far fewer padded positions
+    # The batches of a chunk are not emitted shortest first.
+    assert grouped_lengths[:GROUP_CHUNK_BATCHES] != sorted(grouped_lengths[:GROUP_CHUNK_BATCHES])
+
+
+@pytest.mark.parametrize("skip", [7, GROUP_CHUNK_BATCHES, GROUP_CHUNK_BATCHES + 13])
+def test_a_resumed_grouped_stream_is_the_rest_of_the_uninterrupted_one(record_file, skip):
+    dataset_fn = record_train_dataset_fn(record_file, parse, seed=5, buckets=BUCKETS, grouped=True)
+    whole = take(dataset_fn, skip + 20)
+    resumed = take(dataset_fn, 20, skip=skip)
+    for expected, got in zip(whole[skip:], resumed):
+        np.testing.assert_array_equal(got["index"], expected["index"])
+        np.testing.assert_array_equal(got["input_ids"], expected["input_ids"])
+
+
+def test_another_seed_groups_in_another_order(record_file):
+    first = take(record_train_dataset_fn(record_file, parse, seed=5, buckets=BUCKETS,
+                                         grouped=True), 10)
+    second = take(record_train_dataset_fn(record_file, parse, seed=6, buckets=BUCKETS,
+                                          grouped=True), 10)
+    assert any((a["index"] != b["index"]).any() for a, b in zip(first, second))
+
+
+def test_grouping_needs_buckets(record_file):
+    with pytest.raises(ValueError, match="buckets"):
+        record_train_dataset_fn(record_file, parse, grouped=True)
+
+
+def test_evaluation_batches_are_cut_in_file_order(record_file):
+    padded = list(record_eval_dataset(record_file, parse, 16))
+    cut = list(record_eval_dataset(record_file, parse, 16, buckets=BUCKETS))
+    assert len(cut) == len(padded) == -(-RECORDS // 16)
+    for full, short in zip(padded, cut):
+        length = short["input_ids"].shape[1]
+        np.testing.assert_array_equal(short["index"], full["index"])
+        np.testing.assert_array_equal(short["input_ids"], full["input_ids"][:, :length])
+        np.testing.assert_array_equal(short["is_real_example"], full["is_real_example"])
