@@ -19,6 +19,10 @@ tests/test_task_contract.py (every task, sharing strategy and dtype).
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -26,6 +30,8 @@ import tensorflow as tf
 from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
 from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, bucket_lengths,
                                                example_lengths)
+from tests.command_runner import run_command
+from tests.task_harness import arguments
 
 S = 64
 SEQUENCE = ("input_ids", "input_mask")
@@ -183,3 +189,67 @@ def test_evaluation_batches_are_cut_in_file_order(record_file):
         np.testing.assert_array_equal(short["index"], full["index"])
         np.testing.assert_array_equal(short["input_ids"], full["input_ids"][:, :length])
         np.testing.assert_array_equal(short["is_real_example"], full["is_real_example"])
+
+
+# -- the scripts ----------------------------------------------------------------------------------
+
+NUMBER = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+(?:[eE][-+]?\d+)")
+
+
+def assert_same_up_to_rounding(got: str, want: str, name: str) -> None:
+    """The texts equal but for their decimal numbers, which agree within 1e-5 (absolute or
+    relative)."""
+    assert NUMBER.sub("#", got) == NUMBER.sub("#", want), name
+    np.testing.assert_allclose([float(n) for n in NUMBER.findall(got)],
+                               [float(n) for n in NUMBER.findall(want)], rtol=1e-5, atol=1e-5,
+                               err_msg=name)
+
+
+# The harness runs whose batches were cut (every fine-tuning task but SQuAD v1.1).
+CUT_RUNS = ("glue_rte", "own_regression", "ner", "squad_v2", "race")
+
+
+@pytest.mark.parametrize("name", CUT_RUNS)
+def test_predictions_and_their_metrics_equal_those_of_batches_padded_to_the_sequence_length(
+        name, task_runs, tmp_path):
+    """The harness's run (batches cut to their buckets) predicted from its model.ckpt-best; the
+    same prediction with --nolength_buckets, from a copy of its --output_dir, writes the same
+    prediction files (SQuAD: its sweep's metrics too) up to float rounding."""
+    run = task_runs.get(name)
+    assert "Batches padded to the shortest of these lengths" in run.result.stdout
+    copy = tmp_path / "out"
+    shutil.copytree(run.output_dir, copy)
+    for product in run.case.products:
+        os.remove(copy / product)
+    actions = {"do_predict": ""}
+    flags = {key: value for key, value in run.flags.items()
+             if key not in ("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")}
+    result = run_command(run.case.script, *arguments(
+        {**flags, **actions, "output_dir": str(copy), "nodo_train": "", "nolength_buckets": ""}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Batches padded to --max_seq_length" in result.stdout
+    for product in run.case.products:
+        assert_same_up_to_rounding((copy / product).read_text(),
+                                   (run.output_dir / product).read_text(), product)
+
+
+def test_squad_v1_keeps_its_batches_at_the_sequence_length(task_runs):
+    """Its loss and n-best lists rank every position, padding included (the reference's), so
+    its batches are not cut; --group_by_length is refused before TensorFlow loads."""
+    run = task_runs.get("squad_v1")
+    assert "(this task's results depend on the padding)" in run.result.stdout
+    flags = {key: value for key, value in run.flags.items() if key != "export_dir"}
+    result = run_command(run.case.script, *arguments({**flags, "group_by_length": ""}))
+    assert result.returncode == 1
+    assert "--group_by_length needs --version_2_with_negative" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_group_by_length_without_buckets_is_refused_before_tensorflow_loads(tmp_path):
+    result = run_command("run_classifier.py", "--task_name=rte", f"--data_dir={tmp_path}",
+                         f"--output_dir={tmp_path / 'out'}", "--albert_config_file=c.json",
+                         "--spm_model_file=m.model", "--do_train", "--group_by_length",
+                         "--nolength_buckets")
+    assert result.returncode == 1
+    assert "--group_by_length groups examples into batches of nearly one length" in result.stderr
+    assert not os.path.exists(tmp_path / "out")

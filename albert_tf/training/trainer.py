@@ -382,8 +382,8 @@ class Trainer:
             if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
                 saved = self.manager.save(checkpoint_number=step)
                 self._log(f"Saved checkpoint {saved}")
-        self._log(f"Training loop traced {self._train_loop.experimental_get_tracing_count()} "
-                  "times (batches of every length run in one graph).")
+        self._log(f"Graphs traced for the training loop: "
+                  f"{self._train_loop.experimental_get_tracing_count()} (every batch length)")
         return logs
 
     def _kept_checkpoint_sentence(self) -> str:
@@ -436,8 +436,8 @@ class Trainer:
         real = outputs.get("is_real_example")
         count = int(np.sum(real)) if real is not None else len(next(iter(outputs.values())))
         self._log(f"predicted {count} examples in {seconds:.1f} s "
-                  f"({count / max(seconds, 1e-9):.1f} examples/s; prediction step traced "
-                  f"{self._predict_step.experimental_get_tracing_count()} times)")
+                  f"({count / max(seconds, 1e-9):.1f} examples/s; graphs traced for the "
+                  f"prediction step: {self._predict_step.experimental_get_tracing_count()})")
 
     def evaluate(self, eval_set: EvalSet) -> dict[str, float]:
         """``task.reduce`` of the outputs over one evaluation set, keys prefixed by its name."""
