@@ -10,6 +10,10 @@
   ``is_real_example``; with ``static_batches`` (on TPU: ``needs_static_batches``) every batch is
   full, the last one filled with padding records that the tasks' evaluations leave out.
 
+With ``LengthBuckets`` (albert_tf/training/length_buckets.py) every parsed batch is cut to the
+shortest bucket length that holds it, in training and evaluation; with ``grouped``
+(--group_by_length) the training stream is regrouped by length, chunk by chunk.
+
 Records are batched before parsing. A resumed run starts the training stream at the first record
 it has not consumed: its epoch and its place in that epoch's permutation are computed, and no
 record before it is parsed (nor, for a file split in buckets, read, but those of its bucket).
