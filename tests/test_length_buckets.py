@@ -7,11 +7,11 @@
   ungrouped stream, its batches hold examples of neighbouring lengths, a resumed stream (inside a
   chunk and at a chunk's start) equals the rest of the uninterrupted one, and another seed gives
   another order;
-- evaluation: ``Trainer.predict`` over NER records cut to their buckets gives the outputs of the
-  padded records ([N, S] per position, word_index -1 after each window), within 1e-5;
-- the scripts: run_classifier's and run_ner's metrics and prediction files with buckets equal
-  those of --nolength_buckets from the same checkpoints; the flags that cannot go together are
-  refused before TensorFlow loads.
+- evaluation: each chunk of 50 batches of the file sorted by length, every batch cut, every
+  example carrying its place in the file;
+- the scripts: every cut task's prediction files (SQuAD v2: and metrics) equal those of
+  --nolength_buckets from the same checkpoint (Trainer.predict restores the file order); SQuAD
+  v1.1 keeps length S; the flags that cannot go together are refused before TensorFlow loads.
 
 That a task model's outputs do not depend on the padding cut away is contract 5 of
 tests/test_task_contract.py (every task, sharing strategy and dtype).
@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training.input_pipeline import record_eval_dataset, record_train_dataset_fn
+from albert_tf.training.input_pipeline import (RECORD_INDEX, record_eval_dataset,
+                                               record_train_dataset_fn)
 from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, bucket_lengths,
                                                example_lengths)
 from tests.command_runner import run_command
@@ -180,15 +181,35 @@ def test_grouping_needs_buckets(record_file):
         record_train_dataset_fn(record_file, parse, grouped=True)
 
 
-def test_evaluation_batches_are_cut_in_file_order(record_file):
-    padded = list(record_eval_dataset(record_file, parse, 16))
-    cut = list(record_eval_dataset(record_file, parse, 16, buckets=BUCKETS))
-    assert len(cut) == len(padded) == -(-RECORDS // 16)
-    for full, short in zip(padded, cut):
+def test_evaluation_batches_are_sorted_by_length_chunk_by_chunk_and_say_where_they_stand(
+        record_file):
+    batch = 16
+    padded = list(record_eval_dataset(record_file, parse, batch))
+    cut = list(record_eval_dataset(record_file, parse, batch, buckets=BUCKETS))
+    assert len(padded) == -(-RECORDS // batch)
+    np.testing.assert_array_equal(np.concatenate([b["index"] for b in padded]), range(RECORDS))
+    chunk = GROUP_CHUNK_BATCHES * batch
+    seen = []
+    for short in cut:
         length = short["input_ids"].shape[1]
-        np.testing.assert_array_equal(short["index"], full["index"])
-        np.testing.assert_array_equal(short["input_ids"], full["input_ids"][:, :length])
-        np.testing.assert_array_equal(short["is_real_example"], full["is_real_example"])
+        assert length == BUCKETS.bucket_of(short["input_mask"].numpy().sum(1).max())
+        np.testing.assert_array_equal(short[RECORD_INDEX], short["index"])
+        np.testing.assert_array_equal(short["is_real_example"], 1)
+        seen.append(short["index"].numpy())
+    seen = np.concatenate(seen)
+    assert sorted(seen) == list(range(RECORDS))
+    lengths = np.concatenate([b["input_mask"].numpy().sum(1) for b in padded])
+    for start in range(0, RECORDS, chunk):  # each chunk of the file, sorted (stable) by length
+        in_chunk = seen[start:start + chunk]
+        assert sorted(in_chunk) == list(range(start, min(start + chunk, RECORDS)))
+        np.testing.assert_array_equal(in_chunk, sorted(in_chunk, key=lambda i: (lengths[i], i)))
+    total = sum(b["input_ids"].shape[1] * len(b["index"]) for b in cut)
+    assert total < 0.6 * RECORDS * S  # far fewer padded positions than the file order's
+
+
+def test_no_length_buckets_with_static_batches(record_file):
+    with pytest.raises(ValueError, match="static batches"):
+        record_eval_dataset(record_file, parse, 16, static_batches=True, buckets=BUCKETS)
 
 
 # -- the scripts ----------------------------------------------------------------------------------

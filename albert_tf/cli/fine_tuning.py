@@ -80,8 +80,9 @@ class FineTuningRun:
         return self.files.declared(os.path.join(self.settings.output_dir, name))
 
     def eval_dataset(self, record_path: str, parse: ParseFn, batch_size: int) -> tf.data.Dataset:
-        """The records of ``record_path`` in file order, once (full batches on a TPU), each batch
-        cut to its length bucket."""
+        """The records of ``record_path`` once (full batches on a TPU); with the run's length
+        buckets sorted by length chunk by chunk and cut (``Trainer.predict`` returns the outputs
+        in file order either way)."""
         return record_eval_dataset(record_path, parse, batch_size,
                                    needs_static_batches(self.trainer.strategy), self.buckets)
 

@@ -6,8 +6,9 @@
   then parsed. The reference shuffles with a buffer of 100 records instead (``SHUFFLE_BUFFER``),
   which leaves a file in document or label order in that order: see "The training order" in
   docs/running.md.
-- ``record_eval_dataset``: the records in file order, once, each batch marked with
-  ``is_real_example``; with ``static_batches`` (on TPU: ``needs_static_batches``) every batch is
+- ``record_eval_dataset``: the records once, each batch marked with ``is_real_example``; in file
+  order, or with length buckets sorted by length chunk by chunk (``RECORD_INDEX`` restores the
+  order of the outputs); with ``static_batches`` (on TPU: ``needs_static_batches``) every batch is
   full, the last one filled with padding records that the tasks' evaluations leave out.
 
 With ``LengthBuckets`` (albert_tf/training/length_buckets.py) every parsed batch is cut to the
@@ -37,10 +38,15 @@ from typing import Callable
 import tensorflow as tf
 
 from albert_tf.files.records import ParseFn, require_parsable, require_records, tfrecord_dataset
-from albert_tf.training.length_buckets import GROUP_CHUNK_BATCHES, LengthBuckets, group_by_length
+from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, example_lengths,
+                                               group_by_length)
 
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
+
+# The feature of an evaluation batch sorted by length that says where each example stands in its
+# file (int64 [B]); Trainer.predict restores the file order by it.
+RECORD_INDEX = "record_index"
 
 # The reference's training shuffle buffer (examples). Pretraining keeps it (its records are
 # shuffled when they are written); fine-tuning reshuffles whole epochs (EpochOrder).
@@ -221,7 +227,7 @@ def needs_static_batches(strategy: tf.distribute.Strategy) -> bool:
 def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
                         static_batches: bool = False,
                         buckets: LengthBuckets | None = None) -> tf.data.Dataset:
-    """The records in file order, once, parsed, with ``is_real_example`` int32 [B] in every batch.
+    """The records of the file, once, parsed, with ``is_real_example`` int32 [B] in every batch.
 
     ``is_real_example`` is 1 for a record of the file (or the record's own value where it has one:
     GLUE files written with padding records carry 0 there). Without ``static_batches`` the last
@@ -231,12 +237,28 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
     cache key), and each task's ``reduce`` and prediction files leave the padding out. (The
     reference writes all-zero padding records into its GLUE and RACE files on TPU, and its SQuAD
     prediction relies on TPUEstimator padding the last batch.) A file smaller than one batch
-    gives one padded batch. ``buckets``: each batch cut to its bucket length (None: length S).
-    RecordFileError if the file has no record or its first record does not parse.
+    gives one padded batch.
+
+    Without ``buckets`` the batches hold the records in file order, of length S. With ``buckets``
+    (never with ``static_batches``) each chunk of ``GROUP_CHUNK_BATCHES`` batches of the file is
+    sorted by length before it is batched, every batch is cut to its bucket length, and every
+    example carries ``RECORD_INDEX``, its place in the file (int64 [B]), by which
+    ``Trainer.predict`` puts its outputs back in file order: the work of padding goes, the
+    outputs stay those of the file order. RecordFileError if the file has no record or its first
+    record does not parse.
     """
+    if buckets is not None and static_batches:
+        raise ValueError("static batches keep length S: no length buckets with them.")
     require_records([record_path], 1)
     require_parsable(record_path, parse)
     records = tfrecord_dataset(record_path, parse)
+    if buckets is not None:
+        chunks = records.enumerate().batch(GROUP_CHUNK_BATCHES * batch_size)
+        dataset = chunks.flat_map(lambda index, serialized: _sorted_batches(
+            {**parse(serialized), RECORD_INDEX: index}, batch_size))
+        dataset = dataset.map(lambda features: buckets.trim(
+            _marked(features, tf.ones_like(features[RECORD_INDEX], tf.int32))))
+        return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
     dataset = records.map(lambda record: (record, tf.constant(1, tf.int32)))
     if static_batches:
         # batch_size - 1 padding records complete any remainder; the extra ones are dropped.
@@ -245,9 +267,15 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
         dataset = dataset.concatenate(padding)
     dataset = dataset.batch(batch_size, drop_remainder=static_batches)
     dataset = dataset.map(lambda batch, real: _marked(parse(batch), real))
-    if buckets is not None:
-        dataset = dataset.map(buckets.trim)
     return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
+
+
+def _sorted_batches(chunk: dict[str, tf.Tensor], batch_size: int) -> tf.data.Dataset:
+    """The examples of ``chunk`` (parsed features [N, ...]) sorted by length (stable), in
+    batches of ``batch_size`` (the last one holds the remainder)."""
+    order = tf.argsort(example_lengths(chunk), stable=True)
+    return tf.data.Dataset.from_tensor_slices(
+        {name: tf.gather(value, order) for name, value in chunk.items()}).batch(batch_size)
 
 
 def _marked(features: dict[str, tf.Tensor], real: tf.Tensor) -> dict[str, tf.Tensor]:

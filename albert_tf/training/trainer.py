@@ -49,7 +49,7 @@ from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import reading_records
 from albert_tf.models.layers import dropout_seed_scope
-from albert_tf.training.input_pipeline import DatasetFn
+from albert_tf.training.input_pipeline import RECORD_INDEX, DatasetFn
 from albert_tf.training.task import EvalSet, Features, Task
 
 DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -406,14 +406,20 @@ class Trainer:
 
         Batches may differ in length (length buckets): the step is traced for the first shapes it
         meets, then for a shape with that axis left open (``reduce_retracing``), so a run traces
-        it a few times, not once per length. Logs the examples and examples/s of the pass and the
-        step's traces so far."""
+        it a few times, not once per length. Batches whose examples carry ``RECORD_INDEX`` (sorted
+        by length) have their outputs put back in that order. Logs the examples and examples/s of
+        the pass and the step's traces so far."""
         strategy = self.strategy
         if self._predict_step is None:
+            def replica_outputs(features):
+                features = dict(features)
+                index = features.pop(RECORD_INDEX, None)
+                outputs = self.task.predict_outputs(self.model, features)
+                return outputs if index is None else {**outputs, RECORD_INDEX: index}
+
             @tf.function(reduce_retracing=True)
             def predict_step(features):
-                outputs = strategy.run(lambda f: self.task.predict_outputs(self.model, f),
-                                       args=(features,))
+                outputs = strategy.run(replica_outputs, args=(features,))
                 return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
 
             self._predict_step = predict_step
@@ -428,6 +434,10 @@ class Trainer:
         if not collected:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
         outputs = {k: np.concatenate(v, axis=0) for k, v in collected.items()}
+        index = outputs.pop(RECORD_INDEX, None)
+        if index is not None:
+            order = np.argsort(index, kind="stable")
+            outputs = {k: v[order] for k, v in outputs.items()}
         self._log_pass(outputs, time.time() - started)
         return outputs
 
