@@ -3,8 +3,11 @@
 Every export is loaded in a fresh process that imports only tensorflow (``ids_only``) or tensorflow
 and tensorflow_text (``with_text``); its outputs must equal the Keras model's (max-abs <= 1e-5) and
 its text signatures' ids the Python features' (SST-2 sentences, Wikipedia lines, the RACE and SQuAD
-samples, long texts truncated). The SQuAD character spans cut the reference's texts, and the
-post-processing of the text signature's outputs equals the reference's on the same windows.
+samples, long texts truncated). SQuAD's text signature packs a request to its longest row (v2.0:
+at least the beam): on the sample, on short contexts and below the beam, its outputs at the real
+positions are those of the features padded to max_seq_length. The SQuAD character spans cut the
+reference's texts, and the post-processing of the text signature's outputs equals the reference's
+on the same windows.
 Wrong inputs (shapes, batch sizes, lengths, RACE option counts, ids outside the vocabulary) fail in
 the loaded graph with a message naming the input, in both variants of every task; an empty batch
 gives empty outputs. run_race.py (the harness's run, tests/task_harness.py) and run_squad.py write
@@ -13,6 +16,7 @@ their exports with --export_dir end to end. The tests that load exports are mark
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,14 +32,15 @@ from albert_tf.tasks.classification.serving import export_classifier
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice, fill_in_options
 from albert_tf.tasks.question_answering import postprocessing
-from albert_tf.tasks.question_answering.model import AlbertSquadModel
-from albert_tf.tasks.question_answering.serving import export_squad, postprocess_text_outputs
+from albert_tf.tasks.question_answering.model import V1_OUTPUTS, AlbertSquadModel
+from albert_tf.tasks.question_answering.serving import (export_squad, min_positions,
+                                                        postprocess_text_outputs)
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.spans import SpanTokenizer
 from data_prep.classification.features import build_features
 from data_prep.multiple_choice.reader import (convert_examples, fill_in_option, race_sources,
                                               read_race_examples)
-from data_prep.question_answering.examples import read_squad_examples
+from data_prep.question_answering.examples import SquadExample, read_squad_examples
 from data_prep.question_answering.features import (FeatureConverter, SquadFeatureSettings,
                                                    tokenize_paragraph)
 from tests.command_runner import run_command
@@ -147,9 +152,32 @@ def race_features(tokenizer: FullTokenizer) -> dict[str, np.ndarray]:
             for name in ("input_ids", "input_mask", "segment_ids")}
 
 
-def squad_first_windows(tokenizer: FullTokenizer, version: str):
-    """(questions, the Python features' first window of each) of a SQuAD sample."""
+# SQuAD requests to serve_text: the sample's questions (every first window fills S, so the rows
+# have S positions); the same with each context cut to its first 40 + 20 i characters (rows of
+# different lengths, all shorter than S); one empty question on the context "a" ([CLS] [SEP] ▁a
+# [SEP]: 4 positions, fewer than SQuAD 2.0's beam of 5).
+SQUAD_REQUESTS = ("sample", "short", "tiny")
+
+
+def squad_examples(version: str, request: str = "sample") -> list[SquadExample]:
+    """The questions of a SQuAD request (``SQUAD_REQUESTS``)."""
+    if request == "tiny":
+        return [SquadExample("tiny", "", "a", 0)]
     examples = read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
+    if request == "short":
+        return [dataclasses.replace(example, paragraph_text=example.paragraph_text[:40 + 20 * i])
+                for i, example in enumerate(examples)]
+    return examples
+
+
+def squad_text_label(name: str, request: str) -> str:
+    """The label of ``request``'s serve_text call on the export ``name`` in ``served``."""
+    return f"{name}_text" if request == "sample" else f"{name}_text_{request}"
+
+
+def squad_first_windows(tokenizer: FullTokenizer, version: str, request: str = "sample"):
+    """(questions, the Python features' first window of each, padded to S) of a SQuAD request."""
+    examples = squad_examples(version, request)
     converter = FeatureConverter(tokenizer.sp_model, tokenizer.do_lower_case,
                                  SquadFeatureSettings(SQUAD_SEQ, 64, SQUAD_QUERY))
     return examples, [converter.convert(example, index)[0] for index, example in enumerate(examples)]
@@ -322,8 +350,6 @@ def served(exports, en8k, tmp_path_factory):
     two fresh processes: {label: outputs}."""
     root, _ = exports
     texts, race = glue_texts(), race_raw_questions()
-    squad = {name: read_squad_examples(SQUAD_SAMPLES[version], is_training=False)
-             for name, version in (("squad1", "1.1"), ("squad2", "2.0"))}
     ids_only = {
         "glue": (root / "glue" / "ids_only", "serving_default", glue_features(en8k, texts)),
         # A SavedModel holding the SentencePiece op does not load without tensorflow_text.
@@ -342,11 +368,14 @@ def served(exports, en8k, tmp_path_factory):
                       {"article": strings(q["article"] for q in race),
                        "question": strings(q["question"] for q in race),
                        "options": np.array([q["options"] for q in race], dtype=str)}),
-        **{f"{name}_text": (root / name / "with_text", "serve_text",
-                            {"question": strings(e.question_text for e in examples),
-                             "context": strings(e.paragraph_text for e in examples)})
-           for name, examples in squad.items()},
     }
+    for name, version in (("squad1", "1.1"), ("squad2", "2.0")):
+        for request in SQUAD_REQUESTS:
+            examples = squad_examples(version, request)
+            with_text[squad_text_label(name, request)] = (
+                root / name / "with_text", "serve_text",
+                {"question": strings(e.question_text for e in examples),
+                 "context": strings(e.paragraph_text for e in examples)})
     with_text["squad2_text_keras"] = (root / "squad2" / "with_text", "keras:serve_text",
                                       with_text["squad2_text"][2])
     for label, (export, signature, inputs, _) in {**WRONG_CALLS, **EMPTY_CALLS}.items():
@@ -468,26 +497,44 @@ def test_fill_in_options_is_the_readers_rule():
 
 @pytest.mark.subprocess
 @pytest.mark.requires_shared_data
+@pytest.mark.parametrize("request_name", SQUAD_REQUESTS)
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
 def test_squad_export_equals_the_keras_model_and_the_python_features(exports, served, en8k, name,
-                                                                      version):
+                                                                      version, request_name):
+    """serve_text packs a request to its longest row, L (SQuAD 2.0: at least its beam, 5), not to
+    S: ``input_ids``, the spans and the per-position outputs are [B, L], and every output at the
+    real positions is the Keras model's on the Python features' first windows padded to S (floats
+    within 1e-5, top-k indices equal). The sample's ids (padded to S) through serving_default too.
+    """
     _, models = exports
-    examples, windows = squad_first_windows(en8k, version)
+    examples, windows = squad_first_windows(en8k, version, request_name)
     inputs = squad_inputs(windows, version_2=name == "squad2")
-    assert inputs["input_mask"][:, -1].any()  # some contexts were cut after the first window
+    longest = int(inputs["input_mask"].sum(1).max())
+    length = max(longest, min_positions(models[name]))  # SQuAD 2.0: the beam, 5
+    assert {"sample": longest == SQUAD_SEQ,  # some contexts were cut after the first window
+            "short": longest < SQUAD_SEQ and not inputs["input_mask"][:, longest - 1].all(),
+            "tiny": longest == 4}[request_name]
     expected = {key: value.numpy() for key, value in models[name](inputs, training=False).items()}
-    text = served[f"{name}_text"]
-    np.testing.assert_array_equal(text["input_ids"], inputs["input_ids"])
-    for label in (name, f"{name}_text"):
-        keys = set(served[label]) - {"input_ids", "char_start", "char_end"}
-        assert keys == {"start_logits", "end_logits"} if name == "squad1" else {
+    label = squad_text_label(name, request_name)
+    text = served[label]
+    for key in ("input_ids", "char_start", "char_end"):
+        assert text[key].shape == (len(examples), length), key
+    np.testing.assert_array_equal(text["input_ids"], inputs["input_ids"][:, :length])
+    # {label: the positions of its per-position outputs}; serving_default: the ids as given.
+    calls = {label: length, **({name: SQUAD_SEQ} if request_name == "sample" else {})}
+    for served_label, seq in calls.items():
+        outputs = served[served_label]
+        keys = set(outputs) - {"input_ids", "char_start", "char_end"}
+        assert keys == set(V1_OUTPUTS) if name == "squad1" else {
             "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
             "cls_logits"}
         for key in keys:
+            want = expected[key][:, :seq] if key in V1_OUTPUTS else expected[key]
+            assert outputs[key].shape == want.shape, (key, outputs[key].shape, want.shape)
             if key.endswith("_index"):
-                np.testing.assert_array_equal(served[label][key], expected[key])
+                np.testing.assert_array_equal(outputs[key], want)
             else:
-                assert_close(served[label][key], expected[key])
+                assert_close(outputs[key], want)
     # Each context token's span cuts the text the reference's offsets cut (stripped).
     for example, window, starts, ends in zip(examples, windows, text["char_start"], text["char_end"]):
         positions = np.flatnonzero(starts >= 0)
@@ -501,10 +548,12 @@ def test_squad_export_equals_the_keras_model_and_the_python_features(exports, se
 
 @pytest.mark.subprocess
 @pytest.mark.requires_shared_data
+@pytest.mark.parametrize("request_name", ["sample", "short"])
 @pytest.mark.parametrize("name, version", [("squad1", "1.1"), ("squad2", "2.0")])
-def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k, name, version):
-    examples, windows = squad_first_windows(en8k, version)
-    outputs = served[f"{name}_text"]
+def test_squad_postprocessing_of_the_text_outputs_is_the_references(served, en8k, name, version,
+                                                                    request_name):
+    examples, windows = squad_first_windows(en8k, version, request_name)
+    outputs = served[squad_text_label(name, request_name)]
     ours = postprocess_text_outputs([e.qas_id for e in examples],
                                     [e.paragraph_text for e in examples], outputs,
                                     n_best_size=20, max_answer_length=30)

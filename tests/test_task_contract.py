@@ -12,7 +12,9 @@ A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
    pretraining model's values and the head keeps its own;
 3. (tasks with a SavedModel export) serve from ``<export_dir>/ids_only`` in a fresh process that
    imports TensorFlow and NumPy only, never albert_tf: ``serving_default`` on token ids gives the
-   Keras model's outputs (within 1e-5, absolute and relative; integer outputs equal);
+   Keras model's outputs (within 1e-5, absolute and relative; integer outputs equal); it takes any
+   length from 1 (SQuAD 2.0: its beam) to max_position_embeddings (S), and a request of length
+   L gives the outputs of the same ids padded to S at its real positions;
 4. run through its script (the harness, tests/task_harness.py: one ``TaskRun`` per task in
    ``RUNS``, in this process, on tiny configs and data): train two steps, sweep both checkpoints
    (model.ckpt-best, eval_results.txt, best_results.json), predict, export (SavedModel; TFLite where
@@ -61,7 +63,8 @@ from albert_tf.tasks.classification.task import ClassifierTask
 from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
 from albert_tf.tasks.multiple_choice.task import MultipleChoiceTask
 from albert_tf.tasks.pretraining.task import PretrainingTask
-from albert_tf.tasks.question_answering.serving import export_squad
+from albert_tf.tasks.question_answering.model import AlbertSquadModel
+from albert_tf.tasks.question_answering.serving import export_squad, min_positions
 from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
 from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import TokenClassifierTask
@@ -324,14 +327,17 @@ def test_warm_start_from_pretraining_reports_exactly_the_head_as_new(case, check
 
 # -- 3. ids_only serves in a TensorFlow-only process -----------------------------------------------
 
-# argv: a JSON list of {"export", "inputs" (.npz), "outputs" (.npz)}, then the path of a JSON file
-# that receives the project modules the process imported (must be none).
+# argv: a JSON list of {"export", "inputs" (.npz), "outputs" (.npz)} (each export loaded once), then
+# the path of a JSON file that receives the project modules the process imported (must be none).
 TENSORFLOW_ONLY_SERVER = r"""
 import json, sys
 import numpy as np
 import tensorflow as tf
+loaded = {}
 for call in json.loads(sys.argv[1]):
-    signature = tf.saved_model.load(call["export"]).signatures["serving_default"]
+    if call["export"] not in loaded:
+        loaded[call["export"]] = tf.saved_model.load(call["export"])
+    signature = loaded[call["export"]].signatures["serving_default"]
     inputs = {name: tf.constant(value) for name, value in np.load(call["inputs"]).items()}
     outputs = signature(**inputs)
     np.savez(call["outputs"], **{name: value.numpy() for name, value in outputs.items()})
@@ -349,36 +355,64 @@ class Served:
     root: str  # one export directory per case, named after it
     expected: dict[str, Outputs]  # {case: the Keras model's outputs}
     actual: dict[str, Outputs]  # {case: serving_default's outputs in the child}
+    # {case: {L: the Keras model's outputs on the request of length L padded to S}}
+    padded: dict[str, dict[int, Outputs]]
+    by_length: dict[str, dict[int, Outputs]]  # {case: {L: serving_default's outputs on it}}
     project_modules: list[str]  # what the child imported of albert_tf, data_prep, tests
+
+
+def request_of_length(inputs: Inputs, length: int) -> Inputs:
+    """``inputs`` cut or padded (``padded_to``) to ``length`` positions."""
+    return padded_to({name: value[..., :length] for name, value in inputs.items()}, length)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Served:
-    """Every served case exported once, then called in one fresh process."""
+    """Every served case exported once, then called in one fresh process on its inputs cut or
+    padded to the shortest length it takes (1; SQuAD 2.0: its beam), to SEQ and to S, the
+    config's max_position_embeddings."""
     root = tmp_path_factory.mktemp("exports")
     scratch = tmp_path_factory.mktemp("calls")
     config = tiny_config()
-    expected, calls = {}, []
+    longest = config.max_position_embeddings
+    expected, padded, calls = {}, {}, []
     for seed, case in enumerate(SERVED):
         keras.utils.set_random_seed(10 + seed)  # the same weights in every run: no top-k near-ties
         model = distinctive(case.build(config), seed=10 + seed)
         case.export(model, str(root / case.name))
         inputs = case.inputs(config)
         expected[case.name] = case.expected(model, inputs)
-        call = {"export": str(root / case.name / IDS_ONLY),
-                "inputs": str(scratch / f"{case.name}_in.npz"),
-                "outputs": str(scratch / f"{case.name}_out.npz")}
-        np.savez(call["inputs"], **inputs)
-        calls.append(call)
+        shortest = min_positions(model) if isinstance(model, AlbertSquadModel) else 1
+        padded[case.name] = {}
+        for length in (shortest, SEQ, longest):
+            request = request_of_length(inputs, length)
+            padded[case.name][length] = case.expected(model, padded_to(request, longest))
+            call = {"export": str(root / case.name / IDS_ONLY),
+                    "inputs": str(scratch / f"{case.name}_{length}_in.npz"),
+                    "outputs": str(scratch / f"{case.name}_{length}_out.npz")}
+            np.savez(call["inputs"], **request)
+            calls.append((case.name, length, call))
     modules_file = scratch / "modules.json"
-    result = subprocess.run([sys.executable, "-c", TENSORFLOW_ONLY_SERVER, json.dumps(calls),
-                             str(modules_file)], capture_output=True, text=True,
-                            env=subprocess_env(), timeout=600)
+    result = subprocess.run([sys.executable, "-c", TENSORFLOW_ONLY_SERVER,
+                             json.dumps([call for _, _, call in calls]), str(modules_file)],
+                            capture_output=True, text=True, env=subprocess_env(), timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-    # allow_pickle: string outputs (tag names) come back as object arrays of bytes.
-    actual = {case.name: dict(np.load(call["outputs"], allow_pickle=True))
-              for case, call in zip(SERVED, calls)}
-    return Served(str(root), expected, actual, json.loads(modules_file.read_text()))
+    by_length = {case.name: {} for case in SERVED}
+    for name, length, call in calls:
+        # allow_pickle: string outputs (tag names) come back as object arrays of bytes.
+        by_length[name][length] = dict(np.load(call["outputs"], allow_pickle=True))
+    actual = {name: outputs[SEQ] for name, outputs in by_length.items()}
+    return Served(str(root), expected, actual, padded, by_length,
+                  json.loads(modules_file.read_text()))
+
+
+def assert_outputs_equal(got: np.ndarray, want: np.ndarray, name: str) -> None:
+    """Integers (and tag names) equal, floats within 1e-5 (absolute, and relative to large
+    values)."""
+    if np.issubdtype(want.dtype, np.integer) or want.dtype == object:
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    else:
+        np.testing.assert_allclose(got, want, rtol=ATOL, atol=ATOL, err_msg=name)
 
 
 @pytest.mark.subprocess  # a TensorFlow-only process
@@ -394,10 +428,26 @@ def test_ids_only_export_serves_the_keras_outputs_with_tensorflow_alone(case, se
     for name, want in expected.items():
         got = actual[name]
         assert (got.dtype, got.shape) == (want.dtype, want.shape), name
-        if np.issubdtype(want.dtype, np.integer) or want.dtype == object:
-            np.testing.assert_array_equal(got, want, err_msg=name)
-        else:
-            np.testing.assert_allclose(got, want, rtol=ATOL, atol=ATOL, err_msg=name)
+        assert_outputs_equal(got, want, name)
+
+
+@pytest.mark.subprocess  # the same TensorFlow-only process
+@by_name(SERVED)
+def test_ids_only_export_takes_any_length_and_answers_as_if_padded(case, served):
+    """serving_default takes a request of the shortest length (1; SQuAD 2.0: its beam, 5), of SEQ
+    and of S = max_position_embeddings (128), and on each gives the Keras model's outputs on the
+    same ids padded to S, at the request's positions: a per-position output (NER's, SQuAD v1.1's
+    logits) has L positions where the padded one has S; the others are equal whole."""
+    longest = max(served.padded[case.name])
+    for length, actual in served.by_length[case.name].items():
+        padded = served.padded[case.name][length]
+        assert sorted(actual) == sorted(padded), length
+        for name, want in padded.items():
+            got = actual[name]
+            shape = tuple(length if size == longest else size for size in want.shape)
+            assert (got.dtype, got.shape) == (want.dtype, shape), (name, length)
+            at_positions = want[tuple(slice(size) for size in shape)]
+            assert_outputs_equal(got, at_positions, f"{name} at length {length}")
 
 
 # -- 5. the outputs of a batch cut to its length bucket are those of the padded batch ------------

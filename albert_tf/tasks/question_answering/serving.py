@@ -14,10 +14,13 @@ and the v1.1 TFLite model.
 
 ``serve_text``: ``question``, ``context`` string [batch] -> the outputs above for the first window
 of the features (``QuestionContextPacker``: the question's first max_query_length pieces, the
-context's first max_seq_length - 3 - len(question); the rest of a longer context is not read), on
-rows of max_seq_length as the features are, plus ``input_ids`` and, per position, ``char_start``
-/ ``char_end`` int32 [batch, max_seq_length]: the code points [start, end) of the context the token
-comes from, -1 where the position holds no context token.
+context's first max_seq_length - 3 - len(question); the rest of a longer context is not read), plus
+``input_ids`` and, per position, ``char_start`` / ``char_end`` int32 [batch, L]: the code points
+[start, end) of the context the token comes from, -1 where the position holds no context token.
+Rows are padded to L, the longest packed row of the request (v2.0: at least max(k, k'), the beam),
+not to max_seq_length: the outputs at the real positions are those of the features' first window
+padded to max_seq_length (padding is masked out of attention and, by p_mask, out of the answers),
+and the per-position ones (v1.1 ``start_logits``, ``end_logits``) are [batch, L].
 
 A client cuts the answer out of its context without Python:
 
@@ -63,7 +66,7 @@ class QuestionContextPacker(tf.Module):
     """A question and its context -> the first window of the SQuAD features
     (data_prep/question_answering/features.py), with every context token's character span.
 
-    ``packer(question [B], context [B])`` (raw strings) -> int32 [B, max_seq_length]:
+    ``packer(question [B], context [B])`` (raw strings) -> int32 [B, L]:
 
     - ``input_ids``, ``input_mask``, ``segment_ids``, ``p_mask``: ``[CLS] query [SEP] context [SEP]``
       as the features lay it out; the query keeps its first ``max_query_length`` pieces, the context
@@ -72,17 +75,20 @@ class QuestionContextPacker(tf.Module):
       token at each position comes from (``SpanTokenizer``), -1 where the position holds no context
       token.
 
-    Rows are padded to max_seq_length as the features are (ids 0, p_mask 1), so the model's outputs
-    are those of the features' first window, padding positions included.
+    L is the longest row of the request (at most max_seq_length), or ``min_length`` where that is
+    more (SQuAD 2.0: its beam). Shorter rows are padded as the features are (ids 0, p_mask 1,
+    spans -1), so the model's outputs at the real positions are those of the features' first
+    window, padded to max_seq_length or not.
     """
 
     def __init__(self, tokenizer: FullTokenizer, max_seq_length: int, max_query_length: int,
-                 name: str = "question_context_packer"):
+                 min_length: int = 1, name: str = "question_context_packer"):
         super().__init__(name=name)
         self.tokenizer = SpanTokenizer(tokenizer)
         self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
         self.max_seq_length = max_seq_length
         self.max_query_length = max_query_length
+        self.min_length = min_length
 
     def __call__(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
         query = self.tokenizer.normalizer(question)
@@ -100,16 +106,22 @@ class QuestionContextPacker(tf.Module):
                                        axis=1).to_tensor(-1, shape=tf.shape(features["input_ids"]))
         at_cls = tf.equal(tf.range(tf.shape(features["input_ids"])[1]), 0)
         features["p_mask"] = tf.where((features["char_start"] >= 0) | at_cls, 0, 1)
-        padding = [[0, 0], [0, self.max_seq_length - tf.shape(features["input_ids"])[1]]]
+        length = tf.shape(features["input_ids"])[1]
+        padding = [[0, 0], [0, tf.maximum(length, self.min_length) - length]]
         padding_values = {"p_mask": 1, "char_start": -1, "char_end": -1}
-        padded = {name: tf.pad(value, padding, constant_values=padding_values.get(name, 0))
-                  for name, value in features.items()}
-        for value in padded.values():
-            value.set_shape([None, self.max_seq_length])
-        return padded
+        return {name: tf.pad(value, padding, constant_values=padding_values.get(name, 0))
+                for name, value in features.items()}
 
 
 TEXT_FEATURES = ("input_ids", "char_start", "char_end")
+
+
+def min_positions(model: AlbertSquadModel) -> int:
+    """The fewest positions an input of ``model`` may have: SQuAD 2.0's top-k beam needs
+    max(start_n_top, end_n_top); v1.1 takes any length from 1."""
+    if model.version_2:
+        return max(model.head.start_n_top, model.head.end_n_top)
+    return 1
 
 
 class SquadServing(ServingModule):
@@ -129,7 +141,7 @@ class SquadServing(ServingModule):
         if self.model.version_2:
             checks.append(values_in_range(ids["p_mask"], "p_mask", 0, 2,
                                           "1 where no answer can lie, 0 where one can"))
-            beam = max(self.model.head.start_n_top, self.model.head.end_n_top)
+            beam = min_positions(self.model)
             length = tf.shape(ids["input_ids"])[-1]
             checks.append(check(length >= beam, "input_ids has ", length, " positions but SQuAD "
                                 f"2.0 inputs need at least {beam} (start_n_top, end_n_top); pad "
@@ -162,8 +174,8 @@ def export_squad(model: AlbertSquadModel, export_dir: str, tokenizer: FullTokeni
                          f"({max_query_length + 3}).")
 
     def serving_module(with_text: bool) -> SquadServing:
-        packer = (QuestionContextPacker(tokenizer, max_seq_length, max_query_length) if with_text
-                  else None)
+        packer = (QuestionContextPacker(tokenizer, max_seq_length, max_query_length,
+                                        min_positions(model)) if with_text else None)
         return SquadServing(model, packer)
 
     return write_export(export_dir, serving_module, has_text_signature(tokenizer))
