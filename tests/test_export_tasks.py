@@ -480,7 +480,11 @@ def test_race_export_equals_the_keras_model_and_the_python_features(exports, ser
     probabilities = softmax(models["race"](features, training=False)["logits"].numpy())
     for label in ("race", "race_text"):
         assert_close(served[label]["probabilities"], probabilities)
-        np.testing.assert_array_equal(served[label]["predictions"], probabilities.argmax(-1))
+        # The served prediction is the arg-max of the served probabilities (which equal the Keras
+        # model's): a random encoder can leave two options within float rounding of each other,
+        # so comparing with the Keras arg-max would test the rounding.
+        np.testing.assert_array_equal(served[label]["predictions"],
+                                      served[label]["probabilities"].argmax(-1))
     ids = served["race_text"]["input_ids"]
     np.testing.assert_array_equal(ids, features["input_ids"][:, :, :ids.shape[2]])
 
