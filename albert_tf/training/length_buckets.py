@@ -12,26 +12,27 @@ reads real positions only (the [CLS] position, a token's own position, or start/
 to float rounding. SQuAD v1.1 is the exception: the reference's v1 loss and n-best lists take their
 softmax and ranking over all S positions, padding included, so its batches keep length S.
 
-Why a fixed set (``bucket_lengths``): a compiler that specialises on shapes (XLA, a TPU) compiles
-once per length, so the lengths are few; without XLA a batch's length is a dynamic dimension of one
-traced graph and costs nothing. The steps grow with the length (8 up to 64, 16 up to 128, 32 up
+Why a fixed set (``bucket_lengths``): XLA (--use_xla) compiles once per shape it meets, so the
+lengths are few; without XLA a batch's length is a dynamic dimension of one traced graph and costs
+nothing. (A TPU keeps length S: its training loop is compiled for one input shape.) The steps grow with the length (8 up to 64, 16 up to 128, 32 up
 to 256, 64 beyond): each bucket is at most a quarter longer than the one below it.
 
 ``group_by_length`` (``--group_by_length``): the records of each chunk of ``GROUP_CHUNK_BATCHES``
 training batches sorted by length and cut into batches, whose order within the chunk is shuffled
 (seeded), so that most batches hold examples of nearly one length (as Hugging Face's
 LengthGroupedSampler). It changes which examples share a batch, hence the training trajectory; it is
-off by default.
+off by default. ``example_lengths`` also orders the evaluation chunks
+(albert_tf/training/input_pipeline.py), which changes no output.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 
-Features = Mapping[str, tf.Tensor]
+from albert_tf.training.task import Features
 
 # The feature whose 1s mark the real positions of every task's records.
 MASK_FEATURE = "input_mask"
