@@ -34,19 +34,23 @@ Data:
   (``word<TAB>tag``, a blank line between sentences, docs/ner.md). **The tags are synthetic**: a
   capitalised word that does not start its sentence is an entity (B-MISC, I-MISC for the next
   capitalised words), every other word O. Only the sentence lengths matter for speed.
+  ``--num_train`` training sentences and ``--ner_num_eval`` (default 256) others for the
+  evaluation pass, both seeded samples.
 
 Tokenization: both frameworks get identical token ids. The SentencePiece model is the English one
 here (../shared/data/pretraining/en8k.model, 8,000 pieces) extended with 22,000 unused pieces
 (type UNUSED: never produced, so every sentence gets the same pieces as with the original model) to
-the 30,000 of the config. The only 30k model available, ../shared/data/spm/albert-recipe-de-30k.model,
-is German: it cuts English words into far more pieces (SST-2 training phrases: 23.5 pieces on average
-against 17.6 with en8k; dev sentences 46 against 35), which would exaggerate every padding effect.
+the 30,000 of the config. The only 30k model available,
+../shared/data/spm/albert-recipe-de-30k.model, is German: it cuts English words into far more pieces
+(SST-2 training phrases: 23.5 pieces on average against 17.6 with en8k; dev sentences 46 against
+35), which would exaggerate every padding effect.
 (A real English 30k model would give fewer pieces still, so the padded-to-128 cost is, if anything,
 understated here.) albert_tf tokenizes its files itself; the Hugging Face side gets the ids computed
 here with albert_tf's tokenizer and feature code (what run_classifier / run_ner do), and the ids are
 checked against the feature records albert_tf wrote.
 
-Variants (``--variants``; each in every ``--dtypes``):
+Variants (classification: ``--variants``, each in every ``--dtypes``, by default all of them; NER:
+``--ner_variants`` and ``--ner_dtypes``, by default ``default`` and ``group_by_length`` in float32):
 
 - ``default``: albert_tf's command as is; Hugging Face with ``DataCollatorWithPadding`` (each batch
   padded to its longest example; ``DataCollatorForTokenClassification`` for NER), transformers'
@@ -74,19 +78,22 @@ How it is timed:
   (one pass over the dev set, ``--eval_batch_size``); its examples/s come from the Trainer's line
   ``predicted N examples in T s (R examples/s)`` when it prints one, else from the time between the
   output lines that open and close the pass (restoring the checkpoint and tracing included, the
-  process start-up not), and the table says which. Hugging Face: what ``trainer.predict`` does, on the
-  same examples (dynamic padding, in order, under ``torch.no_grad`` and, for bf16, autocast) after
-  training, same batch size.
+  process start-up not), and the table says which. Hugging Face: what ``trainer.predict`` does, on
+  the same examples (dynamic padding, in order, under ``torch.no_grad`` and, for bf16, autocast)
+  after training, same batch size.
 
-With few timed steps the figures of length-dependent variants depend on which batches were timed;
+The defaults train 5 steps per variant (1 untimed, 4 timed: 128 examples): on 2 cores a step of
+ALBERT-base at batch 32 takes seconds (padded to 128 in float32, over 10 s). With few timed steps
+the figures of length-dependent variants depend on which batches were timed;
 raise ``--timed_loops`` for steadier figures. The machine may be shared: the load average is printed
 at the start and the end. Everything is written to a temporary directory, deleted at the end.
 
-Run from the repository root (the defaults take ~15-20 min on 2 cores):
+Run from the repository root (the defaults take ~20 min on 2 cores):
 
     .venv/bin/python benchmarks/bench_fine_tuning.py
     .venv/bin/python benchmarks/bench_fine_tuning.py --tasks=classification --dtypes=float32 \
-        --variants=default --loop_steps=1 --timed_loops=1 --num_eval=64     # a quick check
+        --variants=default --timed_loops=1 --num_eval=64     # a quick check
+    .venv/bin/python benchmarks/bench_fine_tuning.py --tasks=ner --ner_dtypes=float32,bfloat16
     .venv/bin/python benchmarks/bench_fine_tuning.py --frameworks=hf --timed_loops=10
 """
 
@@ -117,12 +124,15 @@ SCRIPTS = {"classification": "run_classifier.py", "ner": "run_ner.py"}
 FLAGS = flags.FLAGS
 flags.DEFINE_list("frameworks", list(FRAMEWORKS), "albert_tf and/or hf.")
 flags.DEFINE_list("tasks", list(TASKS), "classification (SST-2) and/or ner.")
-flags.DEFINE_list("variants", list(VARIANTS), "default, group_by_length, padded (Hugging Face only).")
-flags.DEFINE_list("dtypes", list(DTYPES), "float32 and/or bfloat16.")
+flags.DEFINE_list("variants", list(VARIANTS), "Classification: default, group_by_length, padded "
+                  "(Hugging Face only).")
+flags.DEFINE_list("dtypes", list(DTYPES), "Classification: float32 and/or bfloat16.")
+flags.DEFINE_list("ner_variants", ["default", "group_by_length"], "NER: as --variants.")
+flags.DEFINE_list("ner_dtypes", ["float32"], "NER: as --dtypes.")
 flags.DEFINE_boolean("eval", True, "Also time one evaluation pass per framework, task and dtype.")
-flags.DEFINE_integer("loop_steps", 2, "Steps per albert_tf loop (--iterations_per_loop); also the "
+flags.DEFINE_integer("loop_steps", 1, "Steps per albert_tf loop (--iterations_per_loop); also the "
                      "untimed warm-up steps of Hugging Face.")
-flags.DEFINE_integer("timed_loops", 3, "Timed loops after the warm-up loop (Hugging Face: "
+flags.DEFINE_integer("timed_loops", 4, "Timed loops after the warm-up loop (Hugging Face: "
                      "loop_steps x timed_loops timed steps).")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch.")
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch.")
@@ -130,8 +140,9 @@ flags.DEFINE_integer("max_seq_length", 128, "S.")
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW) of both frameworks.")
 flags.DEFINE_integer("seed", 12345, "Seed of the data samples and of both initialisations.")
 flags.DEFINE_integer("num_train", 1536, "Training examples (SST-2 phrases; NER sentences).")
-flags.DEFINE_integer("num_eval", 872, "Evaluation examples (SST-2 dev sentences, first N; NER "
-                     "sentences).")
+flags.DEFINE_integer("num_eval", 872, "Classification evaluation examples (the first N SST-2 dev "
+                     "sentences; 872: all).")
+flags.DEFINE_integer("ner_num_eval", 256, "NER evaluation sentences.")
 flags.DEFINE_integer("ner_max_words", 32, "Longest NER sentence kept, in words.")
 flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
                     "Model shapes (the v2 base config).")
@@ -143,14 +154,14 @@ flags.DEFINE_string("ner_corpus", os.path.join(SHARED, "pretraining", "rte_docs.
                     "English sentences, one per line, for the NER files.")
 flags.DEFINE_string("work_dir", None, "Keep everything here (default: a temporary directory, "
                     "deleted).")
-flags.DEFINE_string("hf_job", None, "Internal: run one Hugging Face job described by this JSON file.")
+flags.DEFINE_string("hf_job", None, "Internal: run the Hugging Face job this JSON file describes.")
 
 _PROGRESS = re.compile(r"^step (\d+)/(\d+)\s.*\s([\d.]+) examples/s")
 _PREDICTED = re.compile(r"predicted (\d+) examples in ([\d.]+) s \(([\d.]+) examples/s\)")
 _WORD = re.compile(r"\w+(?:['’.-]\w+)*|[^\w\s]")
 
 
-# -- data --------------------------------------------------------------------------------------------
+# -- data ------------------------------------------------------------------------------------------
 
 def _varint(value: int) -> bytes:
     out = b""
@@ -186,7 +197,7 @@ def extended_spm_model(source: str, vocab_size: int, target: str) -> str:
 
 
 def sst2_rows(path: str, count: int | None, seed: int | None) -> list[tuple[str, str]]:
-    """(sentence, label) of an SST-2 TSV (header skipped): a seeded sample, or the first ``count``."""
+    """(sentence, label) of an SST-2 TSV (header skipped): a seeded sample, or the first count."""
     with open(path, encoding="utf-8") as handle:
         next(handle)
         rows = [tuple(line.rstrip("\n").split("\t")) for line in handle if line.strip()]
@@ -217,13 +228,13 @@ def synthetic_tags(words: list[str]) -> list[str]:
 
 def ner_sentences(path: str, num_train: int, num_eval: int, max_words: int,
                   seed: int) -> tuple[list[list[str]], list[list[str]]]:
-    """Two disjoint seeded samples of the corpus's sentences (2..max_words words), split in words."""
+    """Two disjoint seeded samples of the corpus's sentences of 2..max_words words (as words)."""
     with open(path, encoding="utf-8") as handle:
         sentences = [_WORD.findall(line) for line in handle if line.strip()]
     sentences = [words for words in sentences if 2 <= len(words) <= max_words]
     if len(sentences) < num_train + num_eval:
-        raise app.UsageError(f"{path}: {len(sentences)} sentences of 2..{max_words} words, fewer than "
-                             f"--num_train + --num_eval = {num_train + num_eval}.")
+        raise app.UsageError(f"{path}: {len(sentences)} sentences of 2..{max_words} words, fewer "
+                             f"than --num_train + --ner_num_eval = {num_train + num_eval}.")
     sample = random.Random(seed).sample(sentences, num_train + num_eval)
     return sample[:num_train], sample[num_train:]
 
@@ -289,7 +300,7 @@ def record_ids(output_dir: str, split_word: str) -> list[tuple[int, ...]] | None
     return ids
 
 
-# -- albert_tf ----------------------------------------------------------------------------------------
+# -- albert_tf -------------------------------------------------------------------------------------
 
 def flag_available(script: str, flag: str) -> bool:
     """Whether ``script --helpfull`` lists ``--flag`` (the help exits before TensorFlow loads)."""
@@ -319,7 +330,7 @@ def run_command(args: list[str], log_path: str) -> list[tuple[float, str]]:
 
 
 def albert_tf_train_rate(lines: list[tuple[float, str]]) -> tuple[float, int]:
-    """Examples/s over every progress line but the first (equal loops: examples / summed seconds)."""
+    """Examples/s over the progress lines but the first (equal loops: examples / summed seconds)."""
     rates = [float(match.group(3)) for _, text in lines if (match := _PROGRESS.match(text))]
     timed = rates[1:]
     if not timed:
@@ -335,7 +346,7 @@ def albert_tf_eval_rate(lines: list[tuple[float, str]], examples: int) -> tuple[
     saved = [index for index, (_, text) in enumerate(lines) if text.startswith("Saved checkpoint")]
     evaluated = [index for index, (_, text) in enumerate(lines) if text.startswith("Evaluated ")]
     if not saved or not evaluated:
-        raise RuntimeError("no 'Saved checkpoint' / 'Evaluated' line to time the evaluation pass by")
+        raise RuntimeError("no 'Saved checkpoint' / 'Evaluated' line to time the evaluation by")
     seconds = lines[evaluated[0]][0] - lines[saved[-1] + 1][0]
     return examples / seconds, "output span"
 
@@ -351,7 +362,8 @@ def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
             f"--output_dir={output_dir}", f"--max_seq_length={FLAGS.max_seq_length}",
             "--do_train", f"--train_step={steps}", f"--warmup_step={max(1, steps // 10)}",
             f"--iterations_per_loop={FLAGS.loop_steps}", f"--save_checkpoints_steps={steps}",
-            f"--train_batch_size={FLAGS.train_batch_size}", f"--learning_rate={FLAGS.learning_rate}",
+            f"--train_batch_size={FLAGS.train_batch_size}",
+            f"--learning_rate={FLAGS.learning_rate}",
             "--optimizer=adamw", f"--seed={FLAGS.seed}", f"--dtype={dtype}"]
     if task == "classification":
         args += [f"--train_file={files['cls_train']}", f"--dev_file={files['cls_eval']}"]
@@ -374,14 +386,15 @@ def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
     return result
 
 
-# -- Hugging Face (each job in its own process) ---------------------------------------------------------
+# -- Hugging Face (each job in its own process) ----------------------------------------------------
 
 def hf_job(spec_path: str) -> None:
     """Trains (and predicts) one Hugging Face variant as ``spec_path`` says; writes its result."""
     import torch
     from transformers import (AlbertConfig, AlbertForSequenceClassification,
-                              AlbertForTokenClassification, AlbertTokenizer, DataCollatorWithPadding,
-                              DataCollatorForTokenClassification, default_data_collator,
+                              AlbertForTokenClassification, AlbertTokenizer,
+                              DataCollatorForTokenClassification, DataCollatorWithPadding,
+                              default_data_collator,
                               get_linear_schedule_with_warmup)
     from transformers.trainer_pt_utils import LengthGroupedSampler, get_parameter_names
 
@@ -521,16 +534,25 @@ def run_hf(task: str, variant: str, dtype: str, files: dict, root: str, with_eva
     return result
 
 
-# -- main ---------------------------------------------------------------------------------------------
+# -- main ------------------------------------------------------------------------------------------
+
+def variants_of(task: str) -> list[str]:
+    return FLAGS.variants if task == "classification" else FLAGS.ner_variants
+
+
+def dtypes_of(task: str) -> list[str]:
+    return FLAGS.dtypes if task == "classification" else FLAGS.ner_dtypes
+
 
 def _check_flags() -> None:
     for name, allowed in (("frameworks", FRAMEWORKS), ("tasks", TASKS), ("variants", VARIANTS),
-                          ("dtypes", DTYPES)):
+                          ("dtypes", DTYPES), ("ner_variants", VARIANTS),
+                          ("ner_dtypes", DTYPES)):
         for value in getattr(FLAGS, name):
             if value not in allowed:
                 raise app.UsageError(f"--{name}: {value!r} is not one of {', '.join(allowed)}.")
     for name in ("loop_steps", "timed_loops", "train_batch_size", "eval_batch_size", "num_train",
-                 "num_eval", "ner_max_words"):
+                 "num_eval", "ner_num_eval", "ner_max_words"):
         if getattr(FLAGS, name) < 1:
             raise app.UsageError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}.")
 
@@ -565,7 +587,7 @@ def prepare(root: str) -> dict:
                                                         labels),
             classification_eval_ids=classification_ids(tokenizer, files["cls_eval"], "dev", labels))
     if "ner" in FLAGS.tasks:
-        train, dev = ner_sentences(FLAGS.ner_corpus, FLAGS.num_train, FLAGS.num_eval,
+        train, dev = ner_sentences(FLAGS.ner_corpus, FLAGS.num_train, FLAGS.ner_num_eval,
                                    FLAGS.ner_max_words, FLAGS.seed)
         tag_list = ["O", "B-MISC", "I-MISC"]  # run_ner's order: O first, then sorted
         files.update(ner_train=write_conll(os.path.join(root, "ner_train.conll"), train),
@@ -605,7 +627,7 @@ def report(results: dict, unavailable: set, eval_how: dict) -> None:
     for task in FLAGS.tasks:
         for phase in ("train", "eval"):
             for framework in FLAGS.frameworks:
-                for variant in FLAGS.variants:
+                for variant in variants_of(task):
                     if phase == "eval" and variant != "default":
                         continue
                     if framework == "albert_tf" and variant == "padded":
@@ -613,7 +635,7 @@ def report(results: dict, unavailable: set, eval_how: dict) -> None:
                     cells = []
                     for dtype in DTYPES:
                         key = (task, framework, variant, dtype)
-                        if dtype not in FLAGS.dtypes:
+                        if dtype not in dtypes_of(task):
                             cells.append(f"{'':>10}")
                         elif framework == "albert_tf" and (task, variant) in unavailable:
                             cells.append(f"{'n/a':>10}")
@@ -630,7 +652,8 @@ def report(results: dict, unavailable: set, eval_how: dict) -> None:
 
     print("\n== ratios albert_tf / Hugging Face (> 1: albert_tf faster) ==")
     pairs = (("train", "default", "default", "default / HF dynamic padding"),
-             ("train", "group_by_length", "group_by_length", "--group_by_length / HF group_by_length"),
+             ("train", "group_by_length", "group_by_length",
+              "--group_by_length / HF group_by_length"),
              ("train", "default", "padded", "default / HF padded to max_seq_length"),
              ("eval", "default", "default", "eval pass / HF predict (dynamic padding)"))
     for task in FLAGS.tasks:
@@ -658,14 +681,15 @@ def main(argv: list[str]) -> None:
     try:
         files = prepare(root)
         unavailable = set()
-        if "albert_tf" in FLAGS.frameworks and "group_by_length" in FLAGS.variants:
+        if "albert_tf" in FLAGS.frameworks:
             unavailable = {(task, "group_by_length") for task in FLAGS.tasks
-                           if not flag_available(SCRIPTS[task], "group_by_length")}
+                           if "group_by_length" in variants_of(task)
+                           and not flag_available(SCRIPTS[task], "group_by_length")}
         for task in FLAGS.tasks:
             mean_train = _mean_tokens(files[f"{task}_train_ids"])
             mean_eval = _mean_tokens(files[f"{task}_eval_ids"])
-            words = (f", words per sentence {files['ner_words'][0]:.1f} / {files['ner_words'][1]:.1f}"
-                     if task == "ner" else "")
+            words = (f", words per sentence {files['ner_words'][0]:.1f} / "
+                     f"{files['ner_words'][1]:.1f}" if task == "ner" else "")
             print(f"{task}: {len(files[f'{task}_train_ids'])} training / "
                   f"{len(files[f'{task}_eval_ids'])} evaluation sequences, mean tokens "
                   f"([CLS], [SEP] included) {mean_train:.1f} / {mean_eval:.1f}{words}; S "
@@ -673,8 +697,8 @@ def main(argv: list[str]) -> None:
         results, eval_how, checks = {}, {}, {}
         for task in FLAGS.tasks:
             for framework in FLAGS.frameworks:
-                for dtype in FLAGS.dtypes:
-                    for variant in FLAGS.variants:
+                for dtype in dtypes_of(task):
+                    for variant in variants_of(task):
                         if framework == "albert_tf" and (
                                 variant == "padded" or (task, variant) in unavailable):
                             continue
