@@ -83,9 +83,12 @@ How it is timed:
   after training, same batch size.
 
 The defaults train 5 steps per variant (1 untimed, 4 timed: 128 examples): on 2 cores a step of
-ALBERT-base at batch 32 takes seconds (padded to 128 in float32, over 10 s). With few timed steps
-the figures of length-dependent variants depend on which batches were timed;
-raise ``--timed_loops`` for steadier figures. The machine may be shared: the load average is printed
+ALBERT-base at batch 32 takes seconds (padded to 128 in float32, over 10 s). Length-grouped batches
+come in a set order (Hugging Face: groups of 12 batches sorted longest first), so a few steps would
+time the long ones: the ``group_by_length`` variants time 12 steps (``--grouped_timed_loops``),
+which cost little as most are short. For Hugging Face the mean width of the timed batches is printed
+beside that of a whole epoch in the same order, to show how representative they were. Raise
+``--timed_loops`` for steadier figures. The machine may be shared: the load average is printed
 at the start and the end. Everything is written to a temporary directory, deleted at the end.
 
 Run from the repository root (the defaults take ~20 min on 2 cores):
@@ -134,6 +137,9 @@ flags.DEFINE_integer("loop_steps", 1, "Steps per albert_tf loop (--iterations_pe
                      "untimed warm-up steps of Hugging Face.")
 flags.DEFINE_integer("timed_loops", 4, "Timed loops after the warm-up loop (Hugging Face: "
                      "loop_steps x timed_loops timed steps).")
+flags.DEFINE_integer("grouped_timed_loops", 12, "Timed loops of the group_by_length variants: "
+                     "grouped batches vary in length in a set order, so they need more to be "
+                     "representative (Hugging Face's groups of 1,536 examples: 12 batches).")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch.")
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch.")
 flags.DEFINE_integer("max_seq_length", 128, "S.")
@@ -356,7 +362,7 @@ def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
     """One albert_tf command; its training (and evaluation) examples/s."""
     name = f"albert_tf_{task}_{variant}_{dtype}"
     output_dir = os.path.join(root, name)
-    steps = FLAGS.loop_steps * (1 + FLAGS.timed_loops)
+    steps = FLAGS.loop_steps * (1 + timed_loops(variant))
     args = [sys.executable, os.path.join(REPO_ROOT, SCRIPTS[task]),
             f"--albert_config_file={files['config']}", f"--spm_model_file={files['spm']}",
             f"--output_dir={output_dir}", f"--max_seq_length={FLAGS.max_seq_length}",
@@ -450,12 +456,17 @@ def hf_job(spec_path: str) -> None:
 
     warmup, timed = spec["loop_steps"], spec["loop_steps"] * spec["timed_loops"]
     steps = warmup + timed
-    generator = torch.Generator().manual_seed(spec["seed"])
     train_set = Examples(spec["train"], padded)
     batch = spec["train_batch_size"]
-    sampler = (LengthGroupedSampler(batch, dataset=train_set, generator=generator)
-               if spec["variant"] == "group_by_length"
-               else torch.utils.data.RandomSampler(train_set, generator=generator))
+
+    def make_sampler():
+        generator = torch.Generator().manual_seed(spec["seed"])
+        if spec["variant"] == "group_by_length":
+            return LengthGroupedSampler(batch, lengths=[len(e["input_ids"]) for e in spec["train"]],
+                                        generator=generator)
+        return torch.utils.data.RandomSampler(train_set, generator=generator)
+
+    sampler = make_sampler()
     loader = torch.utils.data.DataLoader(train_set, batch_size=batch, sampler=sampler,
                                          collate_fn=collator)
     # The Trainer's defaults: no weight decay for biases and LayerNorm, fused AdamW (torch >= 2.8),
@@ -487,8 +498,15 @@ def hf_job(spec_path: str) -> None:
                 started = time.perf_counter()
             if step == steps:
                 break
+    # The mean width of the batches of a whole first epoch (the same seeded order), to show how
+    # representative the timed ones were.
+    order = list(make_sampler())
+    epoch_widths = [max_len if padded else max(len(spec["train"][i]["input_ids"])
+                                               for i in order[start:start + batch])
+                    for start in range(0, len(order), batch)]
     result = {"train": timed * batch / (time.perf_counter() - started),
-              "train_width": sum(widths[warmup:steps]) / timed}
+              "train_width": sum(widths[warmup:steps]) / timed,
+              "epoch_width": sum(epoch_widths) / len(epoch_widths)}
     if spec["eval"]:
         widths.clear()
         model.eval()
@@ -514,7 +532,7 @@ def run_hf(task: str, variant: str, dtype: str, files: dict, root: str, with_eva
             "spm": files["spm"], "seed": FLAGS.seed, "max_seq_length": FLAGS.max_seq_length,
             "num_labels": files[f"{task}_num_labels"], "train": files[f"{task}_train_ids"],
             "eval_examples": files[f"{task}_eval_ids"], "eval": with_eval,
-            "loop_steps": FLAGS.loop_steps, "timed_loops": FLAGS.timed_loops,
+            "loop_steps": FLAGS.loop_steps, "timed_loops": timed_loops(variant),
             "train_batch_size": FLAGS.train_batch_size, "eval_batch_size": FLAGS.eval_batch_size,
             "learning_rate": FLAGS.learning_rate, "output_dir": os.path.join(root, name),
             "result": os.path.join(root, name + ".result.json")}
@@ -528,13 +546,17 @@ def run_hf(task: str, variant: str, dtype: str, files: dict, root: str, with_eva
     with open(spec["result"], encoding="utf-8") as handle:
         result = json.load(handle)
     result["wall"] = time.perf_counter() - started
-    print(f"    {result['train']:.2f} examples/s training (mean batch width "
-          f"{result['train_width']:.1f})" + (f", {result['eval']:.2f} examples/s predict"
-                                              if with_eval else ""), flush=True)
+    print(f"    {result['train']:.2f} examples/s training (mean width of the timed batches "
+          f"{result['train_width']:.1f}, of a whole epoch's {result['epoch_width']:.1f})"
+          + (f", {result['eval']:.2f} examples/s predict" if with_eval else ""), flush=True)
     return result
 
 
 # -- main ------------------------------------------------------------------------------------------
+
+def timed_loops(variant: str) -> int:
+    return FLAGS.grouped_timed_loops if variant == "group_by_length" else FLAGS.timed_loops
+
 
 def variants_of(task: str) -> list[str]:
     return FLAGS.variants if task == "classification" else FLAGS.ner_variants
@@ -551,7 +573,8 @@ def _check_flags() -> None:
         for value in getattr(FLAGS, name):
             if value not in allowed:
                 raise app.UsageError(f"--{name}: {value!r} is not one of {', '.join(allowed)}.")
-    for name in ("loop_steps", "timed_loops", "train_batch_size", "eval_batch_size", "num_train",
+    for name in ("loop_steps", "timed_loops", "grouped_timed_loops", "train_batch_size",
+                 "eval_batch_size", "num_train",
                  "num_eval", "ner_num_eval", "ner_max_words"):
         if getattr(FLAGS, name) < 1:
             raise app.UsageError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}.")
@@ -714,9 +737,10 @@ def main(argv: list[str]) -> None:
             print(f"token ids, albert_tf's records against those given to Hugging Face ({task}): "
                   f"{verdict}")
         report(results, unavailable, eval_how)
-        steps = FLAGS.loop_steps * (1 + FLAGS.timed_loops)
-        print(f"\ntraining: {steps} steps of batch {FLAGS.train_batch_size} per variant, the first "
-              f"{FLAGS.loop_steps} untimed; evaluation batch {FLAGS.eval_batch_size}; total "
+        print(f"\ntraining: {FLAGS.loop_steps * (1 + FLAGS.timed_loops)} steps of batch "
+              f"{FLAGS.train_batch_size} per variant ("
+              f"{FLAGS.loop_steps * (1 + FLAGS.grouped_timed_loops)} for group_by_length), the "
+              f"first {FLAGS.loop_steps} untimed; evaluation batch {FLAGS.eval_batch_size}; total "
               f"{(time.perf_counter() - started) / 60:.1f} min")
         print(f"load average at end: {_load_average()} on {os.cpu_count()} cores")
     finally:
