@@ -91,7 +91,8 @@ beside that of a whole epoch in the same order, to show how representative they 
 ``--timed_loops`` for steadier figures. The machine may be shared: the load average is printed
 at the start and the end. Everything is written to a temporary directory, deleted at the end.
 
-Run from the repository root (the defaults take ~20 min on 2 cores):
+Run from the repository root (the defaults: 40 min on this project's 2 cores shared with other
+jobs, load 5-6, for 25 min of CPU time; less on a quiet machine):
 
     .venv/bin/python benchmarks/bench_fine_tuning.py
     .venv/bin/python benchmarks/bench_fine_tuning.py --tasks=classification --dtypes=float32 \
