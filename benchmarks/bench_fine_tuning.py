@@ -164,7 +164,7 @@ flags.DEFINE_string("work_dir", None, "Keep everything here (default: a temporar
 flags.DEFINE_string("hf_job", None, "Internal: run the Hugging Face job this JSON file describes.")
 
 _PROGRESS = re.compile(r"^step (\d+)/(\d+)\s.*\s([\d.]+) examples/s")
-_PREDICTED = re.compile(r"predicted (\d+) examples in ([\d.]+) s \(([\d.]+) examples/s\)")
+_PREDICTED = re.compile(r"predicted (\d+) examples in ([\d.]+) s \(([\d.]+) examples/s")
 _WORD = re.compile(r"\w+(?:['’.-]\w+)*|[^\w\s]")
 
 
