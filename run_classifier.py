@@ -164,6 +164,7 @@ from albert_tf.errors.user_error import UserError  # noqa: E402
 from albert_tf.tasks.classification.early_exit import (  # noqa: E402
     RESULTS_FILE, EarlyExitSettings, layer_key, read_chosen_patience, results_of, stopped_layers,
     write_results)
+from albert_tf.tasks.classification.early_exit_inference import ExitPolicy  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
     SEQUENCE_FEATURES, parse_glue_example)
@@ -391,12 +392,34 @@ class ClassifierHooks(FineTuningHooks):
                           self.own.threshold_to_export,
                           assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                           tokenizer=run.tokenizer, max_seq_length=run.settings.max_seq_length,
-                          label_names=labels if self.own_files else None)
+                          label_names=labels if self.own_files else None,
+                          policy=self.exit_policy(run))
+
+    def exit_policy(self, run: FineTuningRun) -> ExitPolicy | None:
+        """An early-exit run's served stopping: --patience (default: the one chosen on dev) over
+        all the layers, or the fixed depth --inference_layers."""
+        early = self.own.early_exit
+        if not early:
+            return None
+        stopping, layers = self.stopping(run), run.config.num_hidden_layers
+        if "inference_layers" in stopping:
+            policy = ExitPolicy.fixed_depth(stopping["inference_layers"], layers,
+                                            early.regression_threshold)
+        else:
+            policy = ExitPolicy(stopping["patience"], layers, early.regression_threshold)
+        print(f"Early exit: the export stops at patience {policy.patience}, at the latest after "
+              f"layer {policy.max_layers} (serve_patience takes another patience).")
+        return policy
 
     def export_tflite(self, run: FineTuningRun) -> str:
-        settings = run.settings
+        settings, early = run.settings, self.own.early_exit
+        layers = early.inference_layers if early else None
+        if early:
+            print(f"Early exit: the TFLite model runs a fixed depth of "
+                  f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
         return export_classifier_tflite(run.trainer.model, settings.tflite_file,
-                                        settings.max_seq_length, settings.tflite_quantization)
+                                        settings.max_seq_length, settings.tflite_quantization,
+                                        layers=layers)
 
 
 def main(argv):

@@ -1,6 +1,7 @@
 """Early exit (PABEE) for run_classifier: the internal classifiers and their weighted loss against
 NumPy, the patience rule on hand-made per-layer outputs, and the early-exit table."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -224,3 +225,186 @@ def test_early_exit_table_and_the_chosen_patience():
     # Padding examples (weight 0) count in neither.
     weighted = exits.early_exit_metrics(logits, metrics, False, weights=np.array([1, 1, 1, 0]))
     assert weighted["early_exit/patience_1/mean_layers"] == pytest.approx(10 / 3)
+
+
+# -- serving --------------------------------------------------------------------------------------
+
+# argv: the export, an .npz of the ids, a JSON list of patiences, the output .npz prefix, and a
+# JSON file receiving the project modules the process imported (must be none).
+TENSORFLOW_ONLY_CALLER = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+ids = {name: tf.constant(value) for name, value in np.load(sys.argv[2]).items()}
+default = loaded.signatures["serving_default"](**ids)
+np.savez(sys.argv[4] + "default.npz", **{k: v.numpy() for k, v in default.items()})
+for patience in json.loads(sys.argv[3]):
+    for row in range(len(ids["input_ids"])):  # batch 1, as a latency-bound client calls it
+        one = {name: value[row:row + 1] for name, value in ids.items()}
+        outputs = loaded.signatures["serve_patience"](**one, patience=tf.constant(patience))
+        np.savez(sys.argv[4] + f"{patience}_{row}.npz", **{k: v.numpy() for k, v in outputs.items()})
+project = sorted(name for name in sys.modules
+                 if name.split(".")[0] in ("albert_tf", "data_prep", "tests"))
+with open(sys.argv[5], "w") as handle:
+    json.dump(project, handle)
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("is_regression", [False, True])
+def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, is_regression):
+    """The ids_only export of an early-exit model, loaded by a process that imports TensorFlow
+    and NumPy only: serving_default (the recorded patience 2) and serve_patience at batch 1 (each
+    patience) give the Keras model's predictions at the exit layers of the NumPy rule, and those
+    layers as ``layers_used``."""
+    import json
+    import subprocess
+    import sys
+
+    from albert_tf.serving.saved_model import IDS_ONLY
+    from albert_tf.tasks.classification.early_exit_inference import ExitPolicy
+    from albert_tf.tasks.classification.serving import export_classifier
+    from tests.shared_setup import subprocess_env
+
+    layers, threshold = 6, 0.5
+    keras.utils.set_random_seed(7)  # weights whose exits vary with the patience
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=layers),
+                                            1 if is_regression else 3,
+                                            is_regression=is_regression, early_exit="separate"),
+                      seed=7)
+    for head in model.layer_heads()[:-1]:  # heads that disagree now and then
+        head.output_weights.assign(head.output_weights * (3 if is_regression else 30))
+    inputs = random_inputs(batch=6, seed=8)
+    export_classifier(model, str(tmp_path / "export"),
+                      policy=ExitPolicy(2, layers, regression_threshold=threshold))
+    np.savez(tmp_path / "ids.npz", **inputs)
+    patiences = [1, 3, layers]
+    result = subprocess.run(
+        [sys.executable, "-c", TENSORFLOW_ONLY_CALLER, str(tmp_path / "export" / IDS_ONLY),
+         str(tmp_path / "ids.npz"), json.dumps(patiences), str(tmp_path / "out_"),
+         str(tmp_path / "modules.json")],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert json.loads((tmp_path / "modules.json").read_text()) == []
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy()
+
+    def expected(patience):
+        exit_at = exits.exit_layers(layer_logits, patience, is_regression, threshold)
+        return exit_at, early_exit_predictions({"layer_logits": layer_logits}, exit_at,
+                                               is_regression)
+
+    exit_at, want = expected(2)
+    served = dict(np.load(tmp_path / "out_default.npz"))
+    assert sorted(served) == ["layers_used", "predictions", "probabilities"]
+    assert 1 < exit_at.min() and len(set(exit_at)) > 1
+    np.testing.assert_array_equal(served["layers_used"], exit_at)
+    np.testing.assert_allclose(served["probabilities"], want["probabilities"], atol=1e-5)
+    np.testing.assert_allclose(served["predictions"], want["predictions"], atol=1e-5)
+    for patience in patiences:
+        exit_at, want = expected(patience)
+        for row in range(len(exit_at)):
+            one = dict(np.load(tmp_path / f"out_{patience}_{row}.npz"))
+            assert one["layers_used"].tolist() == [exit_at[row]], (patience, row)
+            np.testing.assert_allclose(one["predictions"], want["predictions"][row:row + 1],
+                                       atol=1e-5)
+    assert json.loads((tmp_path / "export" / IDS_ONLY / "assets.extra" / "early_exit.json")
+                      .read_text()) == {"heads": "separate", "patience": 2, "max_layers": layers,
+                                        "regression_threshold": threshold}
+
+
+# -- through run_classifier -----------------------------------------------------------------------
+
+@pytest.mark.slow  # two runs of run_classifier, about 30 s each
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("heads", ["separate", "shared"])
+def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
+    """--early_exit with dropout on: a run restarted from its step-3 checkpoint ends with the
+    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included."""
+    import os
+
+    from tests.shared_setup import EN8K_MODEL, GLUE_DIR
+    from tests.test_resume_dropout import LOOP, checkpoint_tensors, resume_difference, write_config
+
+    data_dir = tmp_path / "glue" / "RTE"
+    data_dir.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        with open(os.path.join(GLUE_DIR, "RTE", f"{split}.tsv"), encoding="utf-8") as handle:
+            (data_dir / f"{split}.tsv").write_text("".join(handle.readlines()[:33]))
+    flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}",
+             f"--albert_config_file={write_config(tmp_path, max_position_embeddings=64, num_hidden_layers=3)}",
+             f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
+             "--train_step=7", "--train_batch_size=8", "--learning_rate=1e-3", *LOOP,
+             "--early_exit", f"--early_exit_heads={heads}"]
+    assert resume_difference(tmp_path, "run_classifier.py", flags, 7, 3) == 0.0
+    saved = checkpoint_tensors(str(tmp_path / "full" / "model.ckpt-7"))
+    exit_heads = {name for name in saved if "exit_classifier" in name}
+    assert len(exit_heads) == (0 if heads == "shared" else 2 * 2)  # layers 1, 2: weights, bias
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--patience=2"], "--patience applies to --early_exit models only"),
+    (["--early_exit_heads=shared"], "--early_exit_heads applies to --early_exit models only"),
+    (["--early_exit", "--patience=2", "--inference_layers=3"], "give one or the other"),
+    (["--early_exit", "--patience=0"], "--patience"),
+])
+def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
+    from tests.command_runner import run_command
+
+    result = run_command("run_classifier.py", "--task_name=rte", f"--data_dir={tmp_path}",
+                         f"--albert_config_file={tmp_path}/config.json", "--spm_model_file=x",
+                         f"--output_dir={tmp_path}/out", "--do_train", *flags)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.requires_shared_data
+def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_runs):
+    """The harness's RTE run with --early_exit (3 layers): the sweep's table for both checkpoints,
+    early_exit_results.json (the best checkpoint's table, the chosen patience), the predictions at
+    each example's exit layer with exit_layers.tsv, and the export serving the chosen patience
+    (serving_default) and any other (serve_patience), as the NumPy rule on the Keras model."""
+    import json
+    import pathlib
+
+    from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
+    from tests.task_harness import EARLY_EXIT_LAYERS, RTE_SEQ
+    from tests.test_run_classifier import blocks_of, features_of
+
+    run = task_runs.get("glue_early_exit")
+    output_dir, layers = run.output_dir, EARLY_EXIT_LAYERS
+    blocks = [dict(line.split(" = ") for line in block[:-1])
+              for block in blocks_of(output_dir / "eval_results.txt")]
+    assert len(blocks) == 2
+    for block in blocks:
+        assert block["eval_accuracy"] == block[f"early_exit/layer_{layers}/eval_accuracy"]
+        assert {f"early_exit/patience_{p}/mean_layers" for p in range(1, layers + 1)} < set(block)
+    assert "Early exit (dev): each layer's classifier" in run.result.stdout
+    results = json.loads((output_dir / "early_exit_results.json").read_text())
+    best = json.loads((output_dir / "best_results.json").read_text())["metrics"]
+    assert results["table"] == {k: v for k, v in best.items() if k.startswith("early_exit/")}
+    patience = results["patience"]
+    assert results["num_layers"] == layers and 1 <= patience <= layers
+
+    model = ClassifierTask(config(max_position_embeddings=RTE_SEQ), ("accuracy",), 2,
+                           early_exit="separate").build_model()
+    tf.train.Checkpoint(model=model).read(str(output_dir / BEST_PREFIX)).expect_partial()
+    _, test_inputs, _ = features_of("rte", pathlib.Path(run.flags["data_dir"]), "test")
+    layer_logits = model(test_inputs, training=False)["layer_logits"].numpy()
+    exit_at = exits.exit_layers(layer_logits, patience, False)
+    rows = (output_dir / "exit_layers.tsv").read_text().splitlines()
+    assert rows[0] == "index\tlayers" and len(rows) == 41
+    assert [int(row.split("\t")[1]) for row in rows[1:]] == exit_at.tolist()
+    probabilities = np.array([[float(v) for v in row.split("\t")] for row in
+                              (output_dir / "test_results.tsv").read_text().splitlines()])
+    want = early_exit_predictions({"layer_logits": layer_logits}, exit_at, False)
+    np.testing.assert_allclose(probabilities, want["probabilities"], atol=1e-5)
+
+    loaded = tf.saved_model.load(str(run.export_dir / "ids_only"))
+    ids = {name: tf.constant(value[:8]) for name, value in test_inputs.items()}
+    served = loaded.signatures["serving_default"](**ids)
+    np.testing.assert_array_equal(served["layers_used"].numpy(), exit_at[:8])
+    np.testing.assert_array_equal(served["predictions"].numpy(), want["predictions"][:8])
+    other = loaded.signatures["serve_patience"](**ids, patience=tf.constant(1))
+    np.testing.assert_array_equal(other["layers_used"].numpy(),
+                                  exits.exit_layers(layer_logits[:8], 1, False))
