@@ -160,11 +160,9 @@ from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
-from albert_tf.errors.user_error import UserError  # noqa: E402
 from albert_tf.tasks.classification.early_exit import (  # noqa: E402
-    RESULTS_FILE, EarlyExitSettings, layer_key, read_chosen_patience, results_of, stopped_layers,
-    write_results)
-from albert_tf.tasks.classification.early_exit_inference import ExitPolicy  # noqa: E402
+    DEFAULT_REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings, ExitPolicy, layer_key,
+    results_of, stopped_layers, write_results)
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
     SEQUENCE_FEATURES, parse_glue_example)
@@ -284,8 +282,8 @@ class ClassifierHooks(FineTuningHooks):
         return ClassifierTask(run.config, task.metric_kinds, task.num_labels, task.is_regression,
                               class_names=task.labels if self.own_files else None,
                               early_exit=early.heads if early else None,
-                              **({"regression_threshold": early.regression_threshold}
-                                 if early else {}))
+                              regression_threshold=(early.regression_threshold if early
+                                                    else DEFAULT_REGRESSION_THRESHOLD))
 
     def parse(self, run: FineTuningRun):
         return functools.partial(parse_glue_example, max_seq_length=run.settings.max_seq_length,
@@ -348,19 +346,10 @@ class ClassifierHooks(FineTuningHooks):
         print(f"Early exit: patience {results['patience']} chosen on dev (the fewest mean layers "
               f"within {results['tolerance_points']} points of the full depth's {key}) -> {path}")
 
-    def stopping(self, run: FineTuningRun) -> dict[str, int]:
-        """How an early-exit run's predictions and exports stop: {"patience": p} (--patience, or
-        the one chosen on dev) or {"inference_layers": k}."""
-        early = self.own.early_exit
-        layers = run.config.num_hidden_layers
-        if early.inference_layers is not None:
-            if early.inference_layers > layers:
-                raise UserError(f"--inference_layers={early.inference_layers}: the model has "
-                                f"{layers} layers.")
-            return {"inference_layers": early.inference_layers}
-        if early.patience is not None:
-            return {"patience": early.patience}
-        return {"patience": read_chosen_patience(run.output_path(RESULTS_FILE))}
+    def exit_policy(self, run: FineTuningRun) -> ExitPolicy:
+        """How an early-exit run's predictions and exports stop (``EarlyExitSettings.policy``)."""
+        return self.own.early_exit.policy(run.config.num_hidden_layers,
+                                          run.output_path(RESULTS_FILE))
 
     def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
         """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
@@ -373,8 +362,7 @@ class ClassifierHooks(FineTuningHooks):
             suffix = f"_{suffix}" if suffix else ""
             if self.own.early_exit:
                 layers = stopped_layers(outputs["layer_logits"], self.task.is_regression,
-                                        self.own.early_exit.regression_threshold,
-                                        **self.stopping(run))
+                                        self.exit_policy(run))
                 outputs = early_exit_predictions(outputs, layers, self.task.is_regression)
                 path = write_exit_layers(run.output_path(f"exit_layers{suffix}.tsv"), guids,
                                          outputs)
@@ -393,20 +381,13 @@ class ClassifierHooks(FineTuningHooks):
                           assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                           tokenizer=run.tokenizer, max_seq_length=run.settings.max_seq_length,
                           label_names=labels if self.own_files else None,
-                          policy=self.exit_policy(run))
+                          policy=self.served_policy(run))
 
-    def exit_policy(self, run: FineTuningRun) -> ExitPolicy | None:
-        """An early-exit run's served stopping: --patience (default: the one chosen on dev) over
-        all the layers, or the fixed depth --inference_layers."""
-        early = self.own.early_exit
-        if not early:
+    def served_policy(self, run: FineTuningRun) -> ExitPolicy | None:
+        """An early-exit run's ``exit_policy``, said; None for an ordinary run."""
+        if not self.own.early_exit:
             return None
-        stopping, layers = self.stopping(run), run.config.num_hidden_layers
-        if "inference_layers" in stopping:
-            policy = ExitPolicy.fixed_depth(stopping["inference_layers"], layers,
-                                            early.regression_threshold)
-        else:
-            policy = ExitPolicy(stopping["patience"], layers, early.regression_threshold)
+        policy = self.exit_policy(run)
         print(f"Early exit: the export stops at patience {policy.patience}, at the latest after "
               f"layer {policy.max_layers} (serve_patience takes another patience).")
         return policy

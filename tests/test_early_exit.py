@@ -190,14 +190,16 @@ def test_regression_patience_counts_changes_below_the_threshold():
 
 def test_fixed_depth_and_the_served_probabilities_at_the_exit_layer():
     logits = one_hot_layers([[0, 1, 1], [2, 2, 0]])
-    layers = exits.stopped_layers(logits, False, 0.1, inference_layers=2)
+    layers = exits.stopped_layers(logits, False, exits.ExitPolicy.fixed_depth(2, 3))
     assert layers.tolist() == [2, 2]
+    # A patience over the first 2 layers: exits at 2 at the latest.
+    assert exits.stopped_layers(logits, False, exits.ExitPolicy(1, 2)).tolist() == [2, 2]
+    assert exits.stopped_layers(one_hot_layers([[0, 1, 1], [2, 2, 0]]), False,
+                                exits.ExitPolicy(1, 3)).tolist() == [3, 2]
     outputs = early_exit_predictions({"layer_logits": logits}, layers, is_regression=False)
     assert outputs["predictions"].tolist() == [1, 2]
     assert outputs["exit_layers"].tolist() == [2, 2]
     np.testing.assert_allclose(outputs["probabilities"].sum(-1), 1.0, rtol=1e-6)
-    with pytest.raises(ValueError):
-        exits.stopped_layers(logits, False, 0.1, patience=1, inference_layers=2)
 
 
 def test_early_exit_table_and_the_chosen_patience():
@@ -263,7 +265,6 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
     import sys
 
     from albert_tf.serving.saved_model import IDS_ONLY
-    from albert_tf.tasks.classification.early_exit_inference import ExitPolicy
     from albert_tf.tasks.classification.serving import export_classifier
     from tests.shared_setup import subprocess_env
 
@@ -277,7 +278,7 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
         head.output_weights.assign(head.output_weights * (3 if is_regression else 30))
     inputs = random_inputs(batch=6, seed=8)
     export_classifier(model, str(tmp_path / "export"),
-                      policy=ExitPolicy(2, layers, regression_threshold=threshold))
+                      policy=exits.ExitPolicy(2, layers, regression_threshold=threshold))
     np.savez(tmp_path / "ids.npz", **inputs)
     patiences = [1, 3, layers]
     result = subprocess.run(
@@ -408,3 +409,21 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
     other = loaded.signatures["serve_patience"](**ids, patience=tf.constant(1))
     np.testing.assert_array_equal(other["layers_used"].numpy(),
                                   exits.exit_layers(layer_logits[:8], 1, False))
+
+
+def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
+    """export_classifier_tflite(layers=2) of an early-exit model: LiteRT's outputs are the Keras
+    model's layer-2 classifier (float32 within 1e-4), per example at [1, S]."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from albert_tf.tasks.classification.serving import export_classifier_tflite
+
+    seq = 16
+    model = perturbed(AlbertClassifierModel(config(), 3, early_exit="separate"), seed=9)
+    path = export_classifier_tflite(model, str(tmp_path / "model.tflite"), seq, layers=2)
+    inputs = random_inputs(batch=3, seq=seq, seed=10)
+    want = model(inputs, training=False)["layer_logits"].numpy()[:, 1]
+    runner = Interpreter(model_path=path).get_signature_runner("serving_default")
+    got = np.concatenate([runner(**{name: value[i:i + 1] for name, value in inputs.items()})
+                          ["logits"] for i in range(3)])
+    np.testing.assert_allclose(got, want, atol=1e-4)

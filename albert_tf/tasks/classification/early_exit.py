@@ -159,6 +159,42 @@ def format_table(results: Mapping[str, float], keys: tuple[str, ...]) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExitPolicy:
+    """How inference stops: after a layer whose prediction stayed unchanged ``patience`` times,
+    and at the latest after layer ``max_layers``; ``regression_threshold``: a regression's
+    "unchanged". A fixed depth k is ``ExitPolicy.fixed_depth(k, L)`` (a patience of L, which no
+    streak reaches: a streak of unchanged predictions is at most L - 1 long)."""
+
+    patience: int
+    max_layers: int
+    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+
+    @classmethod
+    def full_depth(cls, num_layers: int) -> "ExitPolicy":
+        """Every example runs all L layers (the ordinary classifier's outputs)."""
+        return cls.fixed_depth(num_layers, num_layers)
+
+    @classmethod
+    def fixed_depth(cls, layers: int, num_layers: int,
+                    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> "ExitPolicy":
+        """Every example exits after layer ``layers`` of ``num_layers``."""
+        return cls(num_layers, layers, regression_threshold)
+
+    def check(self, num_layers: int) -> None:
+        """ValueError unless 1 <= patience and 1 <= max_layers <= L."""
+        if self.patience < 1 or not 1 <= self.max_layers <= num_layers:
+            raise ValueError(f"{self} for a model of {num_layers} layers")
+
+
+def stopped_layers(layer_logits: np.ndarray, is_regression: bool,
+                   policy: ExitPolicy) -> np.ndarray:
+    """int64 [N]: each example's exit layer under ``policy`` (the patience rule over the first
+    ``max_layers`` layers of ``layer_logits`` [N, L, C]), as the served model stops."""
+    return exit_layers(layer_logits[:, :policy.max_layers], policy.patience, is_regression,
+                       policy.regression_threshold)
+
+
+@dataclasses.dataclass(frozen=True)
 class EarlyExitSettings:
     """run_classifier's early-exit flags.
 
@@ -174,16 +210,19 @@ class EarlyExitSettings:
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
     tolerance_points: float = DEFAULT_TOLERANCE_POINTS
 
-
-def stopped_layers(layer_logits: np.ndarray, is_regression: bool, threshold: float,
-                   patience: int | None = None, inference_layers: int | None = None) -> np.ndarray:
-    """int64 [N]: each example's exit layer, by ``patience`` or at the fixed depth
-    ``inference_layers`` (exactly one given)."""
-    if (patience is None) == (inference_layers is None):
-        raise ValueError("give one of patience and inference_layers")
-    if inference_layers is not None:
-        return np.full(len(layer_logits), inference_layers, np.int64)
-    return exit_layers(layer_logits, patience, is_regression, threshold)
+    def policy(self, num_layers: int, results_path: str) -> ExitPolicy:
+        """How prediction and export stop: the fixed depth --inference_layers, or --patience over
+        all the layers, by default the patience chosen on dev (``RESULTS_FILE`` at
+        ``results_path``). UserError for a depth the model has not."""
+        if self.inference_layers is not None:
+            if self.inference_layers > num_layers:
+                raise UserError(f"--inference_layers={self.inference_layers}: the model has "
+                                f"{num_layers} layers.")
+            return ExitPolicy.fixed_depth(self.inference_layers, num_layers,
+                                          self.regression_threshold)
+        patience = (self.patience if self.patience is not None
+                    else read_chosen_patience(results_path))
+        return ExitPolicy(patience, num_layers, self.regression_threshold)
 
 
 # The early-exit results of the best checkpoint, written by the sweep into --output_dir:

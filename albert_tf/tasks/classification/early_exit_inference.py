@@ -6,7 +6,7 @@ every one of its examples has exited (at batch 1: when the example has).
 (its K blocks), the pooler on its [CLS] vector and that layer's internal classifier
 (``AlbertClassifierModel.layer_heads``), and updates each example's streak of unchanged
 predictions; an example exits after layer j when its streak reaches the patience or j is the
-policy's last layer, and keeps the logits of that layer. The loop ends when every example has
+``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example has
 exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration applies
 the same block; with several groups or another sharing a ``tf.switch_case`` picks the layer's
 blocks. Examples that exited early in a batch of several still ride along (their rows are
@@ -18,41 +18,12 @@ TFLite model, whose graph is traced for one depth, runs).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping
 
 import tensorflow as tf
 
-from albert_tf.tasks.classification.early_exit import DEFAULT_REGRESSION_THRESHOLD
+from albert_tf.tasks.classification.early_exit import DEFAULT_REGRESSION_THRESHOLD, ExitPolicy
 from albert_tf.tasks.classification.model import AlbertClassifierModel
-
-
-@dataclasses.dataclass(frozen=True)
-class ExitPolicy:
-    """How served inference stops: after a layer whose prediction stayed unchanged ``patience``
-    times, and at the latest after layer ``max_layers``. A fixed depth k is
-    ``ExitPolicy.fixed_depth(k, L)`` (a patience no streak reaches)."""
-
-    patience: int
-    max_layers: int
-    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
-
-    @classmethod
-    def full_depth(cls, num_layers: int) -> "ExitPolicy":
-        """Every example runs all L layers (the ordinary classifier's outputs)."""
-        return cls.fixed_depth(num_layers, num_layers)
-
-    @classmethod
-    def fixed_depth(cls, layers: int, num_layers: int,
-                    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> "ExitPolicy":
-        """Every example exits after layer ``layers``; the patience (``num_layers``: a streak
-        of unchanged predictions is at most L - 1 long) never stops it earlier."""
-        return cls(num_layers, layers, regression_threshold)
-
-    def check(self, num_layers: int) -> None:
-        """ValueError unless 1 <= patience and 1 <= max_layers <= L."""
-        if self.patience < 1 or not 1 <= self.max_layers <= num_layers:
-            raise ValueError(f"{self} for a model of {num_layers} layers")
 
 
 def _embedded(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
@@ -92,13 +63,12 @@ def fixed_depth_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Ten
 
 
 def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
-                      patience: tf.Tensor | int, max_layers: tf.Tensor | int,
-                      regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+                      policy: ExitPolicy, patience: tf.Tensor | None = None
                       ) -> tuple[tf.Tensor, tf.Tensor]:
     """(logits float32 [B, C] at each example's exit layer, that layer int32 [B], 1-based).
 
-    inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. patience (>= 1) and
-    max_layers (1..L): int32 scalars or ints (see the module doc).
+    inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. policy: how to stop
+    (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's.
     """
     heads = model.layer_heads()
     if not heads:
@@ -106,8 +76,8 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
     kernels = tf.stack([tf.convert_to_tensor(head.output_weights) for head in heads])  # [L, C, H]
     biases = tf.stack([tf.convert_to_tensor(head.output_bias) for head in heads])  # [L, C]
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
-    patience = tf.cast(patience, tf.int32)
-    max_layers = tf.cast(max_layers, tf.int32)
+    patience = tf.cast(policy.patience if patience is None else patience, tf.int32)
+    max_layers, regression_threshold = policy.max_layers, policy.regression_threshold
     # The distinct block lists the layers run (one under ALBERT's sharing), and each layer's.
     distinct, branch_of_layer = [], []
     for blocks in model.albert.transformer.layer_blocks:

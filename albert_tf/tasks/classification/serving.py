@@ -13,7 +13,8 @@ albert_tf/serving/saved_model.py) and its TFLite model.
   longer side (ties: b), a single sentence to max_seq_length - 2.
 
 An early-exit model (``AlbertClassifierModel(early_exit=...)``, run_classifier's --early_exit)
-serves with its ``ExitPolicy`` (albert_tf/tasks/classification/early_exit_inference.py): both
+serves with its ``ExitPolicy`` (albert_tf/tasks/classification/early_exit.py), in a
+``tf.while_loop`` (albert_tf/tasks/classification/early_exit_inference.py): both
 signatures stop computing once every example of the request has exited (the patience recorded
 at export, or a fixed depth) and add ``layers_used`` int32 [batch], the layers each example ran;
 ``serve_patience`` and ``serve_text_patience`` take the same inputs plus ``patience`` int32 scalar
@@ -43,7 +44,8 @@ from albert_tf.serving.saved_model import (ServingModule, has_text_signature, id
                                            write_export)
 from albert_tf.serving.text_packing import truncate_and_pack
 from albert_tf.serving.tflite import export_tflite
-from albert_tf.tasks.classification.early_exit_inference import (ExitPolicy, early_exit_logits,
+from albert_tf.tasks.classification.early_exit import ExitPolicy
+from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
                                                                  fixed_depth_logits)
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -151,9 +153,8 @@ class ClassifierServing(ServingModule):
         if self.policy is None:
             logits = self.model(ids, training=False)["logits"]
         else:
-            logits, extra["layers_used"] = early_exit_logits(
-                self.model, ids, self.policy.patience if patience is None else patience,
-                self.policy.max_layers, self.policy.regression_threshold)
+            logits, extra["layers_used"] = early_exit_logits(self.model, ids, self.policy,
+                                                             patience)
         outputs = self.scored(logits)
         outputs.update(extra)
         return outputs
