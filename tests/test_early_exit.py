@@ -427,3 +427,36 @@ def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
     got = np.concatenate([runner(**{name: value[i:i + 1] for name, value in inputs.items()})
                           ["logits"] for i in range(3)])
     np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+@pytest.mark.parametrize("sharing", [{}, {"num_hidden_groups": 3},
+                                     {"cross_layer_sharing": "none"}, {"inner_group_num": 2}])
+def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sharing):
+    """early_exit_logits (a tf.while_loop over the layers; several groups or no sharing: a
+    tf.switch_case per layer) on a batch: each example's exit layer and logits there are the NumPy
+    rule's on the model's ``layer_logits``, for several patiences and a last layer below L."""
+    from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
+                                                                     fixed_depth_logits)
+
+    keras.utils.set_random_seed(3)
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=6, **sharing), 3,
+                                            early_exit="separate"), seed=2)
+    for head in model.layer_heads()[:-1]:
+        head.output_weights.assign(head.output_weights * 30)
+    inputs = random_inputs(batch=8)
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy()
+    loop = tf.function(lambda ids, patience, policy: early_exit_logits(model, ids, policy,
+                                                                       patience))
+    ids = {name: tf.constant(value) for name, value in inputs.items()}
+    seen = set()
+    for policy in (exits.ExitPolicy(1, 6), exits.ExitPolicy(2, 6), exits.ExitPolicy(1, 4),
+                   exits.ExitPolicy.fixed_depth(3, 6)):
+        logits, layers = loop(ids, tf.constant(policy.patience), policy)
+        want = exits.stopped_layers(layer_logits, False, policy)
+        np.testing.assert_array_equal(layers.numpy(), want)
+        np.testing.assert_allclose(logits.numpy(), exits.outputs_at(layer_logits, want),
+                                   atol=1e-5)
+        seen.update(want.tolist())
+    assert len(seen) >= 3
+    np.testing.assert_allclose(fixed_depth_logits(model, inputs, 3).numpy(), layer_logits[:, 2],
+                               atol=1e-5)
