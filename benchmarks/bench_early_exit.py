@@ -12,7 +12,8 @@ sweeps its checkpoints on dev and exports its best one. Printed per task:
   table, early_exit_results.json), and the patience it chose;
 - the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
   examples at their real length, mean over examples, for each patience, against the ordinary
-  export's ``serving_default``; and the speed-up at the chosen patience.
+  export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
+  served model used on them (the table's mean is over the whole dev set).
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
 public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py). RTE: its train and dev.
@@ -133,19 +134,21 @@ def dev_ids(task: str, data_dir: str) -> tuple[list[dict], list[int]]:
     return requests, [feature.label_id for feature in features]
 
 
-def batch_one_latency(export_dir: str, requests: list[dict], patience: int | None
+def signature_of(export_dir: str, name: str):
+    """The signature ``name`` of ``export_dir/ids_only``, loaded."""
+    import tensorflow as tf
+
+    return tf.saved_model.load(os.path.join(export_dir, "ids_only")).signatures[name]
+
+
+def batch_one_latency(signature, requests: list[dict], patience: int | None = None
                       ) -> tuple[float, float]:
-    """(mean seconds per request, mean layers used) of the SavedModel at batch 1; ``patience``
-    None: serving_default."""
+    """(mean seconds per request, mean layers used) of a SavedModel signature called at batch 1
+    on every request; ``patience``: serve_patience's input."""
     import numpy as np
     import tensorflow as tf
 
-    loaded = tf.saved_model.load(os.path.join(export_dir, "ids_only"))
-    if patience is None:
-        signature, extra = loaded.signatures["serving_default"], {}
-    else:
-        signature = loaded.signatures["serve_patience"]
-        extra = {"patience": tf.constant(patience)}
+    extra = {} if patience is None else {"patience": tf.constant(patience)}
     calls = [{name: tf.constant(value) for name, value in request.items()} for request in requests]
     for call in calls[:20]:  # warm-up: traces and first-call allocations
         signature(**call, **extra)
@@ -159,6 +162,9 @@ def batch_one_latency(export_dir: str, requests: list[dict], patience: int | Non
 
 
 def report(task: str, root: str, data_dir: str, times: dict[str, float]) -> None:
+    """Prints the task's table (see the module doc). Each early-exit timing is paired with a
+    timing of the ordinary export taken just before it, so that the speed-up compares the two
+    under the same load (the machine may be shared)."""
     num_layers = FLAGS.num_hidden_layers
     best = {}
     for variant in FLAGS.variants:
@@ -170,30 +176,27 @@ def report(task: str, root: str, data_dir: str, times: dict[str, float]) -> None
         print(f"{variant:>9}: dev accuracy (full depth) {best[variant]['eval_accuracy']:.4f}"
               + (f", trained in {times[variant]:.0f} s" if variant in times else ""))
     requests, _ = dev_ids(task, data_dir)
-    ordinary_latency = None
-    if "ordinary" in FLAGS.variants:
-        ordinary_latency, _ = batch_one_latency(os.path.join(root, "ordinary", "export"),
-                                                requests, None)
-        print(f"ordinary export, batch 1: {ordinary_latency * 1000:.2f} ms per example "
-              f"({len(requests)} dev examples)")
+    ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
+                if "ordinary" in FLAGS.variants else None)
+    print(f"batch-1 latency on the first {len(requests)} dev examples at their real length")
     for variant in [v for v in FLAGS.variants if v != "ordinary"]:
         with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
             results = json.load(handle)
         table, chosen = results["table"], results["patience"]
+        served = signature_of(os.path.join(root, variant, "export"), "serve_patience")
         print(f"\n{variant} internal classifiers (patience chosen on dev: {chosen})")
         print("layer accuracy: " + " ".join(
             f"{table[f'early_exit/layer_{j}/eval_accuracy']:.3f}"
             for j in range(1, num_layers + 1)))
         print(f"{'patience':>8} {'accuracy':>9} {'mean layers':>12} {'ms/example':>11} "
-              f"{'speed-up':>9} {'served layers':>14}")
+              f"{'ordinary ms':>12} {'speed-up':>9} {'served layers':>14}")
         for patience in range(1, num_layers + 1):
-            latency, served_layers = batch_one_latency(os.path.join(root, variant, "export"),
-                                                       requests, patience)
-            speed_up = (f"{ordinary_latency / latency:>8.2f}x" if ordinary_latency else "")
+            base = batch_one_latency(ordinary, requests)[0] if ordinary else float("nan")
+            latency, served_layers = batch_one_latency(served, requests, patience)
             print(f"{patience:>8} {table[f'early_exit/patience_{patience}/eval_accuracy']:>9.4f} "
                   f"{table[f'early_exit/patience_{patience}/mean_layers']:>12.2f} "
-                  f"{latency * 1000:>11.2f} {speed_up:>9} {served_layers:>14.2f}"
-                  + ("  <- chosen" if patience == chosen else ""))
+                  f"{latency * 1000:>11.2f} {base * 1000:>12.2f} {base / latency:>8.2f}x "
+                  f"{served_layers:>14.2f}" + ("  <- chosen" if patience == chosen else ""))
 
 
 def main(argv):
