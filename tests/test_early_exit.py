@@ -245,7 +245,8 @@ for patience in json.loads(sys.argv[3]):
     for row in range(len(ids["input_ids"])):  # batch 1, as a latency-bound client calls it
         one = {name: value[row:row + 1] for name, value in ids.items()}
         outputs = loaded.signatures["serve_patience"](**one, patience=tf.constant(patience))
-        np.savez(sys.argv[4] + f"{patience}_{row}.npz", **{k: v.numpy() for k, v in outputs.items()})
+        np.savez(sys.argv[4] + f"{patience}_{row}.npz",
+                 **{k: v.numpy() for k, v in outputs.items()})
 project = sorted(name for name in sys.modules
                  if name.split(".")[0] in ("albert_tf", "data_prep", "tests"))
 with open(sys.argv[5], "w") as handle:
@@ -332,8 +333,8 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
     for split in ("train", "dev", "test"):
         with open(os.path.join(GLUE_DIR, "RTE", f"{split}.tsv"), encoding="utf-8") as handle:
             (data_dir / f"{split}.tsv").write_text("".join(handle.readlines()[:33]))
-    flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}",
-             f"--albert_config_file={write_config(tmp_path, max_position_embeddings=64, num_hidden_layers=3)}",
+    config = write_config(tmp_path, max_position_embeddings=64, num_hidden_layers=3)
+    flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}", f"--albert_config_file={config}",
              f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
              "--train_step=7", "--train_batch_size=8", "--learning_rate=1e-3", *LOOP,
              "--early_exit", f"--early_exit_heads={heads}"]

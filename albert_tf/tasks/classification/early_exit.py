@@ -20,7 +20,8 @@ sweep: each layer's metrics, and for patience 1..L the metrics and the mean numb
 under keys ``early_exit/layer_<j>/<key>``, ``early_exit/patience_<t>/<key>`` and
 ``early_exit/patience_<t>/mean_layers``; ``choose_patience`` picks the patience that export and
 prediction use by default, recorded in ``RESULTS_FILE`` with the best checkpoint's table. No model
-here: the same rule in the graph, for serving, is albert_tf/tasks/classification/early_exit_inference.py.
+here: the same rule in the graph, for serving, is
+albert_tf/tasks/classification/early_exit_inference.py.
 """
 
 from __future__ import annotations
@@ -245,7 +246,8 @@ def results_of(best: Mapping[str, float], key: str,
 
 
 def write_results(path: str, results: Mapping[str, object]) -> None:
-    """Writes ``results_of``'s content to ``path`` (``RESULTS_FILE`` in --output_dir), atomically."""
+    """Writes ``results_of``'s content to ``path`` (``RESULTS_FILE`` in --output_dir),
+    atomically."""
     atomic_write_text(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 

@@ -1,15 +1,16 @@
-"""Early-exit inference in the graph: the patience rule of albert_tf/tasks/classification/early_exit.py
-run inside a ``tf.while_loop`` over the encoder's layers, so that a batch stops computing when
-every one of its examples has exited (at batch 1: when the example has).
+"""Early-exit inference in the graph: the patience rule of
+albert_tf/tasks/classification/early_exit.py run inside a ``tf.while_loop`` over the encoder's
+layers, so that a batch stops computing when every one of its examples has exited (at batch 1:
+when the example has).
 
 ``early_exit_logits(model, inputs, policy)`` runs the embeddings, then per iteration one layer
 (its K blocks), the pooler on its [CLS] vector and that layer's internal classifier
 (``AlbertClassifierModel.layer_heads``), and updates each example's streak of unchanged
 predictions; an example exits after layer j when its streak reaches the patience or j is the
-``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example has
-exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration applies
-the same block; with several groups or another sharing a ``tf.switch_case`` picks the layer's
-blocks. Examples that exited early in a batch of several still ride along (their rows are
+``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example
+has exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration
+applies the same block; with several groups or another sharing a ``tf.switch_case`` picks the
+layer's blocks. Examples that exited early in a batch of several still ride along (their rows are
 computed until the last one exits): the saving is per batch, all of it at batch 1.
 
 ``fixed_depth_logits(model, inputs, layers)`` is the fixed depth k unrolled in Python (what a
@@ -22,7 +23,7 @@ from typing import Mapping
 
 import tensorflow as tf
 
-from albert_tf.tasks.classification.early_exit import DEFAULT_REGRESSION_THRESHOLD, ExitPolicy
+from albert_tf.tasks.classification.early_exit import ExitPolicy
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 
 
