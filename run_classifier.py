@@ -12,6 +12,11 @@ Your own files (docs/own_data.md): --train_file, --dev_file, --test_file (CSV, T
 instead of --task_name and --data_dir, with the columns named by --text_column, --text_b_column,
 --label_column and --id_column; the same steps, the label set kept in <output_dir>/label_list.json
 and the predictions and exports giving your label names.
+
+Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer
+with PABEE's weighted loss; --do_eval adds each layer's and each patience's metrics (the best
+checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
+--export_dir stop at --patience (default: the chosen one) or at --inference_layers.
 """
 
 from __future__ import annotations
@@ -54,6 +59,28 @@ flags.DEFINE_enum("task_type", "classification", ["classification", "regression"
 flags.DEFINE_enum("selection_metric", "accuracy", ["accuracy", "macro_f1"], "[albert_tf] "
                   "Classification on your files: the dev metric that chooses model.ckpt-best "
                   "(regression: Pearson's r).")
+# Early exit (PABEE; albert_tf/tasks/classification/early_exit.py, docs/early_exit.md).
+flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after every layer, "
+                  "trained with PABEE's loss (layer j weighted by j); inference stops when the "
+                  "prediction stays unchanged --patience times. See docs/early_exit.md.")
+flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
+                  "--early_exit: a classifier of its own per layer (separate, the paper's), or the "
+                  "ordinary classifier after every layer (shared, no new weights).")
+flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and --export_dir "
+                     "stop after a layer whose prediction stayed unchanged this many times "
+                     "(default: the patience chosen on dev, in early_exit_results.json).",
+                     lower_bound=1)
+flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_predict, "
+                     "--export_dir and --tflite_file run this many layers (fixed depth) instead "
+                     "of stopping by patience.", lower_bound=1)
+flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
+                   "score that moves by less than this between layers counts as unchanged.",
+                   lower_bound=0.0)
+flags.DEFINE_float("patience_tolerance", 0.5, "[albert_tf] --early_exit: the patience chosen on "
+                   "dev has the fewest mean layers among those at most this many points (of the "
+                   "selection metric x 100) below the full depth.", lower_bound=0.0)
+_EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regression_threshold",
+                     "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
@@ -106,6 +133,19 @@ def check_flags() -> None:
         if FLAGS.task_name.lower() not in GLUE_TASK_NAMES:
             raise app.UsageError(unknown_task_message(FLAGS.task_name))
     flag_checks.require_sequence_room(3, "the 3 special tokens of [CLS] a [SEP] b [SEP]")
+    check_early_exit()
+
+
+def check_early_exit() -> None:
+    """The early-exit flags need --early_exit; --patience and --inference_layers are two ways
+    of stopping (give one)."""
+    if not FLAGS.early_exit:
+        for name in _EARLY_EXIT_FLAGS:
+            if FLAGS[name].present:
+                raise app.UsageError(f"--{name} applies to --early_exit models only.")
+    if FLAGS.patience is not None and FLAGS.inference_layers is not None:
+        raise app.UsageError("--patience stops each example when its prediction settles, "
+                             "--inference_layers at a fixed depth: give one or the other.")
 
 
 # --help, flag mistakes: before TensorFlow loads
@@ -120,12 +160,16 @@ from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
+from albert_tf.tasks.classification.early_exit import (  # noqa: E402
+    DEFAULT_REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings, ExitPolicy, layer_key,
+    results_of, stopped_layers, write_results)
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
     SEQUENCE_FEATURES, parse_glue_example)
 from albert_tf.tasks.classification.serving import (  # noqa: E402
     export_classifier, export_classifier_tflite)
-from albert_tf.tasks.classification.task import ClassifierTask, write_predictions  # noqa: E402
+from albert_tf.tasks.classification.task import (  # noqa: E402
+    ClassifierTask, early_exit_predictions, write_exit_layers, write_predictions)
 from albert_tf.training.task import EvalSet  # noqa: E402
 from data_prep.classification.features import (  # noqa: E402
     GlueFeatureSettings, cached_glue_features)
@@ -149,6 +193,7 @@ class ClassifierSettings:
     task_type: str
     selection_metric: str
     threshold_to_export: float | None
+    early_exit: EarlyExitSettings | None
 
     @classmethod
     def from_flags(cls) -> "ClassifierSettings":
@@ -159,13 +204,16 @@ class ClassifierSettings:
                    Columns(FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column,
                            FLAGS.id_column),
                    tuple(FLAGS.labels) if FLAGS.labels else None, FLAGS.task_type,
-                   FLAGS.selection_metric, None if math.isnan(threshold) else threshold)
+                   FLAGS.selection_metric, None if math.isnan(threshold) else threshold,
+                   EarlyExitSettings(FLAGS.early_exit_heads, FLAGS.patience,
+                                     FLAGS.inference_layers, FLAGS.regression_threshold,
+                                     FLAGS.patience_tolerance) if FLAGS.early_exit else None)
 
 
 class ClassifierHooks(FineTuningHooks):
     """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
 
-    run_outputs = ("test_results*.tsv", "submit_results*.tsv")
+    run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE)
     sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: ClassifierSettings):
@@ -230,8 +278,12 @@ class ClassifierHooks(FineTuningHooks):
 
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> ClassifierTask:
         task = self.task
+        early = self.own.early_exit
         return ClassifierTask(run.config, task.metric_kinds, task.num_labels, task.is_regression,
-                              class_names=task.labels if self.own_files else None)
+                              class_names=task.labels if self.own_files else None,
+                              early_exit=early.heads if early else None,
+                              regression_threshold=(early.regression_threshold if early
+                                                    else DEFAULT_REGRESSION_THRESHOLD))
 
     def parse(self, run: FineTuningRun):
         return functools.partial(parse_glue_example, max_seq_length=run.settings.max_seq_length,
@@ -273,6 +325,31 @@ class ClassifierHooks(FineTuningHooks):
         labels = self.task.labels
         if self.own_files and labels and class_key(labels[0], "f1") in best:
             print(f"Dev set, best checkpoint:\n{format_class_report(best, labels)}")
+        if self.own.early_exit and run.trainer.chief:
+            self.write_early_exit_results(run, best)
+
+    def write_early_exit_results(self, run: FineTuningRun, best: dict[str, float]) -> None:
+        """early_exit_results.json: the best checkpoint's early-exit table and the patience
+        chosen on dev by the selection metric (the task's first metric where the table has not
+        that one, e.g. macro-F1)."""
+        task = run.trainer.task
+        key = self.selection_metric
+        if layer_key(run.config.num_hidden_layers, key) not in best:
+            key = task.metric_keys[0]
+        results = results_of(best, key, self.own.early_exit.tolerance_points)
+        path = run.output_path(RESULTS_FILE)
+        if results is None:
+            print(f"Early exit: the best checkpoint was evaluated by an earlier sweep; {path} "
+                  "keeps its results.")
+            return
+        write_results(path, results)
+        print(f"Early exit: patience {results['patience']} chosen on dev (the fewest mean layers "
+              f"within {results['tolerance_points']} points of the full depth's {key}) -> {path}")
+
+    def exit_policy(self, run: FineTuningRun) -> ExitPolicy:
+        """How an early-exit run's predictions and exports stop (``EarlyExitSettings.policy``)."""
+        return self.own.early_exit.policy(run.config.num_hidden_layers,
+                                          run.output_path(RESULTS_FILE))
 
     def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
         """test_results.tsv and submit_results.tsv of the best checkpoint, per test set."""
@@ -283,6 +360,14 @@ class ClassifierHooks(FineTuningHooks):
                 test_file.path, self.parse(run), run.settings.predict_batch_size))
             guids = test_file.metadata["guids"]
             suffix = f"_{suffix}" if suffix else ""
+            if self.own.early_exit:
+                layers = stopped_layers(outputs["layer_logits"], self.task.is_regression,
+                                        self.exit_policy(run))
+                outputs = early_exit_predictions(outputs, layers, self.task.is_regression)
+                path = write_exit_layers(run.output_path(f"exit_layers{suffix}.tsv"), guids,
+                                         outputs)
+                print(f"Early exit: {layers.mean():.2f} layers per {key} test example "
+                      f"on average -> {path}")
             paths = write_predictions(run.output_path(f"test_results{suffix}.tsv"),
                                       run.output_path(f"submit_results{suffix}.tsv"),
                                       guids, outputs, labels,
@@ -295,12 +380,27 @@ class ClassifierHooks(FineTuningHooks):
                           self.own.threshold_to_export,
                           assets={"labels.txt": "\n".join(labels) + "\n"} if labels else None,
                           tokenizer=run.tokenizer, max_seq_length=run.settings.max_seq_length,
-                          label_names=labels if self.own_files else None)
+                          label_names=labels if self.own_files else None,
+                          policy=self.served_policy(run))
+
+    def served_policy(self, run: FineTuningRun) -> ExitPolicy | None:
+        """An early-exit run's ``exit_policy``, said; None for an ordinary run."""
+        if not self.own.early_exit:
+            return None
+        policy = self.exit_policy(run)
+        print(f"Early exit: the export stops at patience {policy.patience}, at the latest after "
+              f"layer {policy.max_layers} (serve_patience takes another patience).")
+        return policy
 
     def export_tflite(self, run: FineTuningRun) -> str:
-        settings = run.settings
+        settings, early = run.settings, self.own.early_exit
+        layers = early.inference_layers if early else None
+        if early:
+            print(f"Early exit: the TFLite model runs a fixed depth of "
+                  f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
         return export_classifier_tflite(run.trainer.model, settings.tflite_file,
-                                        settings.max_seq_length, settings.tflite_quantization)
+                                        settings.max_seq_length, settings.tflite_quantization,
+                                        layers=layers)
 
 
 def main(argv):

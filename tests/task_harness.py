@@ -122,6 +122,16 @@ def glue_rte(root: pathlib.Path) -> Flags:
             **TWO_STEPS}
 
 
+# RTE with --early_exit (PABEE): a 3-layer encoder (the same pretraining checkpoint: all layers
+# share one block), an internal classifier per layer.
+EARLY_EXIT_LAYERS = 3
+
+
+def glue_early_exit(root: pathlib.Path) -> Flags:
+    return {**glue_rte(root), "early_exit": "", "albert_config_file": config_file(
+        root, max_position_embeddings=RTE_SEQ, num_hidden_layers=EARLY_EXIT_LAYERS)}
+
+
 # Regression on the user's own JSON Lines files: the documented example files (docs/own_data.md),
 # the dev file predicted as the test file; a tokenizer of the bundled corpus.
 def own_regression(root: pathlib.Path) -> Flags:
@@ -257,6 +267,9 @@ def pretraining(root: pathlib.Path) -> Flags:
 RUNS = [
     TaskRun("glue_rte", "run_classifier.py", glue_rte,
             ("test_results.tsv", "submit_results.tsv"), tflite=True, shared_data=True),
+    TaskRun("glue_early_exit", "run_classifier.py", glue_early_exit,
+            ("test_results.tsv", "submit_results.tsv", "exit_layers.tsv",
+             "early_exit_results.json"), tflite=True, shared_data=True),
     TaskRun("own_regression", "run_classifier.py", own_regression,
             ("test_results.tsv", "submit_results.tsv"), tflite=True),
     TaskRun("ner", "run_ner.py", ner, ("predictions.jsonl",)),

@@ -142,6 +142,14 @@ def scored_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
     return {"probabilities": softmax(logits), "predictions": logits.argmax(-1).astype(np.int32)}
 
 
+def early_exit_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
+    """An early-exit classifier's serving outputs under its default policy (all its layers): the
+    ordinary classifier's, and ``layers_used`` L for every example."""
+    outputs = scored_outputs(model, inputs)
+    layers = model.config.num_hidden_layers
+    return {**outputs, "layers_used": np.full(len(outputs["predictions"]), layers, np.int32)}
+
+
 def model_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
     """Every output of the model in inference (SQuAD serves them all)."""
     return {name: value.numpy() for name, value in model(inputs, training=False).items()}
@@ -165,6 +173,9 @@ CASES = [
              export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
     TaskCase("glue_regression", lambda c: ClassifierTask(c, ("pearson",), 1, is_regression=True),
              export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
+    TaskCase("glue_early_exit",
+             lambda c: ClassifierTask(c, ("accuracy",), num_labels=3, early_exit="separate"),
+             export_classifier, lambda c: token_ids(c, BATCH), early_exit_outputs),
     TaskCase("race", lambda c: MultipleChoiceTask(c, num_choices=4),
              lambda m, d: export_multiple_choice(m, d, None, max_seq_length=SEQ,
                                                  max_qa_length=QUESTION),

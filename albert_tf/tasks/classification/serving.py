@@ -12,26 +12,41 @@ albert_tf/serving/saved_model.py) and its TFLite model.
   ``[CLS] a [SEP] b [SEP]``, a pair cut to max_seq_length - 3 pieces by popping from the end of the
   longer side (ties: b), a single sentence to max_seq_length - 2.
 
+An early-exit model (``AlbertClassifierModel(early_exit=...)``, run_classifier's --early_exit)
+serves with its ``ExitPolicy`` (albert_tf/tasks/classification/early_exit.py), in a
+``tf.while_loop`` (albert_tf/tasks/classification/early_exit_inference.py): both
+signatures stop computing once every example of the request has exited (the patience recorded
+at export, or a fixed depth) and add ``layers_used`` int32 [batch], the layers each example ran;
+``serve_patience`` and ``serve_text_patience`` take the same inputs plus ``patience`` int32 scalar
+(>= 1) instead of the recorded one. ``assets.extra/early_exit.json`` records the policy.
+
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
 protobuf step.
 
 ``TextPacker`` is the in-graph packing of ``serve_text`` (the classifier features' truncation).
 ``export_classifier_tflite`` writes the TFLite model (float32, or int8 / float16 weights):
 ``logits`` and ``probabilities`` [1, num_labels] on fixed-shape int32 [1, max_seq_length] ids
-(albert_tf/serving/tflite.py).
+(albert_tf/serving/tflite.py); an early-exit model's at a fixed depth (its policy's
+``max_layers``), computing only those layers.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import tensorflow as tf
 
+from albert_tf.serving.input_checks import check, gated
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import truncate_and_pack
 from albert_tf.serving.tflite import export_tflite
+from albert_tf.tasks.classification.early_exit import ExitPolicy
+from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
+                                                                 fixed_depth_logits)
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.in_graph import InGraphTokenizer
@@ -61,13 +76,24 @@ class TextPacker(tf.Module):
                                  self.sep_id)
 
 
+PATIENCE_SPEC = tf.TensorSpec([], tf.int32, name="patience")
+
+
 class ClassifierServing(ServingModule):
     """The GLUE classifier's signatures (see the module doc); ``packer`` adds ``serve_text``,
-    ``label_names`` (class id order) the ``labels`` output."""
+    ``label_names`` (class id order) the ``labels`` output; ``policy`` (an early-exit model's;
+    default: all its layers) how it stops, and the ``serve_patience`` signatures."""
 
     def __init__(self, model: AlbertClassifierModel, threshold: float | None = None,
-                 packer: TextPacker | None = None, label_names: Sequence[str] | None = None):
+                 packer: TextPacker | None = None, label_names: Sequence[str] | None = None,
+                 policy: ExitPolicy | None = None):
         super().__init__(model, name="albert_classifier_serving")
+        self.policy = None
+        if model.early_exit is not None:
+            self.policy = policy or ExitPolicy.full_depth(model.config.num_hidden_layers)
+            self.policy.check(model.config.num_hidden_layers)
+        elif policy is not None:
+            raise ValueError("an exit policy for a model without early exit")
         self.threshold = None if threshold is None else tf.constant(threshold, tf.float32)
         if label_names is not None and (model.is_regression or
                                         len(label_names) != model.num_labels):
@@ -76,12 +102,65 @@ class ClassifierServing(ServingModule):
         self.label_names = None if label_names is None else tf.constant(list(label_names))
         self.packer = packer
         self.define_signatures(ids_specs(),
-                               text_specs("text_a", "text_b") if packer is not None else None)
+                               text_specs("text_a", "text_b") if packer is not None else None,
+                               layouts={"patience": ()})
+        if self.policy is not None:
+            self.serve_patience = tf.function(
+                self._outputs_with_patience, autograph=False,
+                input_signature=[{spec.name: spec for spec in (*ids_specs(), PATIENCE_SPEC)}])
+            if packer is not None:
+                self.serve_text_patience = tf.function(
+                    self._text_outputs_with_patience, autograph=False, input_signature=[
+                        {spec.name: spec for spec in (*text_specs("text_a", "text_b"),
+                                                      PATIENCE_SPEC)}])
+
+    def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
+        """ServingModule's, plus ``serve_patience`` (and ``serve_text_patience``) with early
+        exit."""
+        signatures = super().signatures()
+        for name in ("serve_patience", "serve_text_patience"):
+            if hasattr(self, name):
+                signatures[name] = getattr(self, name)
+        return signatures
+
+    def _checked_patience(self, inputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
+        """The ``patience`` input behind its checks: a scalar, at least 1."""
+        patience = self.checked_ranks({"patience": inputs["patience"]})
+        return gated(patience, [check(patience["patience"] >= 1, "patience must be >= 1, got ",
+                                      patience["patience"])])["patience"]
+
+    def _outputs_with_patience(self, inputs: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        patience = self._checked_patience(inputs)
+        ids = self.checked_ranks({name: inputs[name] for name in self.ids_names})
+        return self.outputs_from_ids(**gated(ids, self.ids_checks(ids)), patience=patience)
+
+    def _text_outputs_with_patience(self, inputs: Mapping[str, tf.Tensor]
+                                    ) -> dict[str, tf.Tensor]:
+        patience = self._checked_patience(inputs)
+        texts = self.checked_ranks({name: inputs[name] for name in self.text_names})
+        features = self.packer(**gated(texts, self.text_checks(texts)))
+        return {**self.serve_patience({**{name: features[name] for name in self.ids_names},
+                                       "patience": patience}),
+                "input_ids": features["input_ids"]}
 
     def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
-                         segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
-                             "segment_ids": segment_ids}, training=False)["logits"]
+                         segment_ids: tf.Tensor,
+                         patience: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        """The outputs on ids; an early-exit model stops by ``patience`` (default: its
+        policy's)."""
+        ids = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        extra = {}
+        if self.policy is None:
+            logits = self.model(ids, training=False)["logits"]
+        else:
+            logits, extra["layers_used"] = early_exit_logits(self.model, ids, self.policy,
+                                                             patience)
+        outputs = self.scored(logits)
+        outputs.update(extra)
+        return outputs
+
+    def scored(self, logits: tf.Tensor) -> dict[str, tf.Tensor]:
+        """``probabilities``, ``predictions`` (and ``threshold``, ``labels``) of logits [B, C]."""
         if self.model.is_regression:
             outputs = {"probabilities": logits, "predictions": logits[:, 0]}
         else:
@@ -101,12 +180,14 @@ class ClassifierServing(ServingModule):
 def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: float | None = None,
                       assets: dict[str, str] | None = None, tokenizer: FullTokenizer | None = None,
                       max_seq_length: int | None = None,
-                      label_names: Sequence[str] | None = None) -> str:
+                      label_names: Sequence[str] | None = None,
+                      policy: ExitPolicy | None = None) -> str:
     """Writes the GLUE classifier's export to ``export_dir`` (see the module doc); returns the path.
 
     threshold: NaN or None = no ``threshold`` output. assets: e.g. {"labels.txt": ...}. tokenizer
     (SentencePiece mode): adds ``with_text``, truncating to ``max_seq_length`` (default
     max_position_embeddings). label_names: adds the ``labels`` output (a classification).
+    policy: an early-exit model's stopping (default: all its layers).
     """
     if threshold is not None and math.isnan(threshold):
         threshold = None
@@ -114,22 +195,32 @@ def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: 
 
     def serving_module(with_text: bool) -> ClassifierServing:
         packer = TextPacker(tokenizer, max_seq_length) if with_text else None
-        return ClassifierServing(model, threshold, packer, label_names)
+        return ClassifierServing(model, threshold, packer, label_names, policy)
 
+    if model.early_exit is not None:
+        policy = policy or ExitPolicy.full_depth(model.config.num_hidden_layers)
+        assets = {**(assets or {}), "early_exit.json": json.dumps(
+            {"heads": model.early_exit, **dataclasses.asdict(policy)}, sort_keys=True) + "\n"}
     return write_export(export_dir, serving_module, has_text_signature(tokenizer), assets)
 
 
-def _tflite_outputs(model: AlbertClassifierModel, inputs: dict[str, tf.Tensor]
-                    ) -> dict[str, tf.Tensor]:
-    logits = model(inputs, training=False)["logits"]
-    probabilities = logits if model.is_regression else tf.nn.softmax(logits, axis=-1)
-    return {"logits": logits, "probabilities": probabilities}
-
-
 def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_length: int,
-                             quantization: str = "none") -> str:
+                             quantization: str = "none", layers: int | None = None) -> str:
     """Writes the classifier's TFLite model to ``path``: ``logits`` and ``probabilities`` float32
     [1, num_labels] (softmax; a regression such as STS-B: the raw score, as the SavedModel's
     ``probabilities``), its weights stored as ``quantization`` says (``none``: float32,
-    ``dynamic_range``: int8, ``float16``; albert_tf/serving/tflite.py). Returns ``path``."""
-    return export_tflite(model, path, max_seq_length, _tflite_outputs, quantization)
+    ``dynamic_range``: int8, ``float16``; albert_tf/serving/tflite.py). An early-exit model runs
+    ``layers`` of its layers (default: all) and that layer's classifier. Returns ``path``."""
+    if layers is not None and model.early_exit is None:
+        raise ValueError("a fixed depth for a model without early exit")
+
+    def outputs(model: AlbertClassifierModel, inputs: dict[str, tf.Tensor]
+                ) -> dict[str, tf.Tensor]:
+        if model.early_exit is None:
+            logits = model(inputs, training=False)["logits"]
+        else:
+            logits = fixed_depth_logits(model, inputs, layers or model.config.num_hidden_layers)
+        probabilities = logits if model.is_regression else tf.nn.softmax(logits, axis=-1)
+        return {"logits": logits, "probabilities": probabilities}
+
+    return export_tflite(model, path, max_seq_length, outputs, quantization)

@@ -7,6 +7,12 @@
   ``is_real_example``; ``reduce`` computes the task's metrics with ``glue_metrics``
   weighted by ``is_real_example`` (padding examples weigh 0), plus ``loss`` (= ``eval_loss``, the key
   Estimator added to the reference's results).
+- With ``early_exit`` (PABEE, albert_tf/tasks/classification/early_exit.py): the loss is the mean
+  over layers of each internal classifier's loss, layer j weighted by j / (1 + ... + L); the eval
+  outputs add ``layer_logits`` [B, L, C] and ``reduce`` adds the early-exit table (each layer's
+  metrics, and the metrics and mean layers of patience 1..L), also printed. The ordinary outputs
+  and metrics stay those of the full depth (layer L's classifier, the ordinary computation), which
+  selects the best checkpoint.
 - Prediction files (reference format): ``test_results.tsv``, one line of tab-separated
   probabilities per real example (STS-B: the score); ``submit_results.tsv``, header
   ``index\\tprediction`` then ``guid\\t<label name>`` (STS-B: the score).
@@ -23,7 +29,8 @@ import tensorflow as tf
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.tasks.classification.metrics import class_report, glue_metrics
+from albert_tf.tasks.classification import early_exit as exits
+from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, class_report, glue_metrics
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.training.per_example import (examples_normalizer, mean_with_accuracy, real_examples,
                                             softmax_outputs)
@@ -37,10 +44,14 @@ class ClassifierTask:
     num_labels: classes (1 for a regression). is_regression: one real-valued output (STS-B).
     class_names: the label names in id order; when given, ``reduce`` adds ``class_report``
       (macro-F1 and per-class precision, recall, F1, support and predicted count).
+    early_exit: None, or the kind of internal classifiers (``EARLY_EXIT_HEADS``): PABEE's loss and
+      the early-exit table. regression_threshold: a regression's "unchanged" in that table.
     """
 
     def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
-                 is_regression: bool = False, class_names: Sequence[str] | None = None):
+                 is_regression: bool = False, class_names: Sequence[str] | None = None,
+                 early_exit: str | None = None,
+                 regression_threshold: float = exits.DEFAULT_REGRESSION_THRESHOLD):
         if class_names is not None and len(class_names) != num_labels:
             raise ValueError(f"{len(class_names)} class names for num_labels={num_labels}")
         self.config = config
@@ -48,9 +59,12 @@ class ClassifierTask:
         self.num_labels = num_labels
         self.is_regression = is_regression
         self.class_names = None if class_names is None else tuple(class_names)
+        self.early_exit = early_exit
+        self.regression_threshold = regression_threshold
 
     def build_model(self) -> keras.Model:
-        return AlbertClassifierModel(self.config, self.num_labels, self.is_regression)
+        return AlbertClassifierModel(self.config, self.num_labels, self.is_regression,
+                                     early_exit=self.early_exit)
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
         return examples_normalizer(features)
@@ -65,18 +79,33 @@ class ClassifierTask:
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        logits = model(model_inputs(features), training=True)["logits"]
-        per_example_loss, _, predictions = self._per_example(logits, features)
+        outputs = model(model_inputs(features), training=True)
+        per_example_loss, _, predictions = self._per_example(outputs["logits"], features)
+        if self.early_exit is not None:
+            per_example_loss = self._pabee_loss(outputs["layer_logits"], features)
         if self.is_regression:
             return tf.reduce_sum(per_example_loss) / normalizers["examples"], {}
         return mean_with_accuracy(per_example_loss, predictions, features["label_ids"], normalizers)
 
+    def _pabee_loss(self, layer_logits: tf.Tensor, features: Features) -> tf.Tensor:
+        """float32 [B]: each example's internal-classifier losses [B, L] weighted by
+        ``pabee_weights`` (layer j by j / (1 + ... + L)) and summed."""
+        num_layers = layer_logits.shape[1]
+        weights = tf.constant(exits.pabee_weights(num_layers), tf.float32)
+        losses = [self._per_example(layer_logits[:, layer], features)[0]
+                  for layer in range(num_layers)]
+        return tf.linalg.matvec(tf.stack(losses, axis=1), weights)
+
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
-        logits = model(model_inputs(features), training=False)["logits"]
-        per_example_loss, probabilities, predictions = self._per_example(logits, features)
-        return {"probabilities": probabilities, "predictions": predictions,
-                "per_example_loss": per_example_loss, "label_ids": features["label_ids"],
-                "is_real_example": features["is_real_example"]}
+        model_outputs = model(model_inputs(features), training=False)
+        per_example_loss, probabilities, predictions = self._per_example(model_outputs["logits"],
+                                                                         features)
+        outputs = {"probabilities": probabilities, "predictions": predictions,
+                   "per_example_loss": per_example_loss, "label_ids": features["label_ids"],
+                   "is_real_example": features["is_real_example"]}
+        if self.early_exit is not None:
+            outputs["layer_logits"] = model_outputs["layer_logits"]
+        return outputs
 
     def reduce(self, outputs: Mapping[str, np.ndarray], context: None = None) -> dict[str, float]:
         """The task's metrics over the real examples of one evaluation (the context is unused)."""
@@ -87,7 +116,27 @@ class ClassifierTask:
         if self.class_names is not None:
             metrics.update(class_report(outputs["predictions"], outputs["label_ids"],
                                         self.class_names, weights=outputs["is_real_example"]))
+        if self.early_exit is not None:
+            table = self.early_exit_table(outputs)
+            metrics.update(table)
+            print("Early exit (dev): each layer's classifier, and each patience with the mean "
+                  f"layers used\n{exits.format_table(table, self.metric_keys)}", flush=True)
         return metrics
+
+    @property
+    def metric_keys(self) -> tuple[str, ...]:
+        """The result keys of ``metric_kinds`` (e.g. ("eval_accuracy", "f1"))."""
+        return tuple(GLUE_METRIC_KEYS[kind] for kind in self.metric_kinds)
+
+    def early_exit_table(self, outputs: Mapping[str, np.ndarray]) -> dict[str, float]:
+        """``early_exit_metrics`` of an evaluation's ``layer_logits``: the task's metrics of each
+        layer and of each patience, over the real examples."""
+        weights = outputs["is_real_example"]
+
+        def metrics(layer_outputs: np.ndarray) -> dict[str, float]:
+            return glue_metrics(self.metric_kinds, layer_outputs, outputs["label_ids"], weights)
+        return exits.early_exit_metrics(np.asarray(outputs["layer_logits"]), metrics,
+                                        self.is_regression, self.regression_threshold, weights)
 
 
 def model_inputs(features: Features) -> dict[str, tf.Tensor]:
@@ -118,3 +167,30 @@ def write_predictions(results_path: str, submit_path: str, guids: Sequence[str],
             label = str(prediction) if label_list is None else label_list[int(prediction)]
             submit.write(f"{guid}\t{label}\n")
     return results_path, submit_path
+
+
+def early_exit_predictions(outputs: Mapping[str, np.ndarray], layers: np.ndarray,
+                           is_regression: bool) -> dict[str, np.ndarray]:
+    """``outputs`` of an early-exit model's prediction pass (with ``layer_logits`` [N, L, C]) with
+    ``probabilities`` and ``predictions`` taken at each example's exit layer ``layers`` [N]
+    (1-based), as the served model gives them, and ``exit_layers`` [N] added."""
+    logits = exits.outputs_at(np.asarray(outputs["layer_logits"]), layers)
+    if is_regression:
+        probabilities, predictions = logits, logits[:, 0]
+    else:
+        shifted = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities = (shifted / shifted.sum(-1, keepdims=True)).astype(np.float32)
+        predictions = np.argmax(logits, axis=-1).astype(np.int32)
+    return {**outputs, "probabilities": probabilities, "predictions": predictions,
+            "exit_layers": np.asarray(layers)}
+
+
+def write_exit_layers(path: str, guids: Sequence[str], outputs: Mapping[str, np.ndarray]) -> str:
+    """Writes ``exit_layers.tsv``: header ``index\\tlayers``, then ``guid\\t<layers used>`` per
+    real example of ``early_exit_predictions``' outputs. Returns ``path``."""
+    (layers,) = real_examples(outputs, "exit_layers")
+    with atomic_open(path) as handle:
+        handle.write("index\tlayers\n")
+        for guid, used in zip(guids, layers):
+            handle.write(f"{guid}\t{int(used)}\n")
+    return path

@@ -1,0 +1,264 @@
+"""PABEE's patience rule (Zhou et al., NeurIPS 2020, "BERT Loses Patience") on the outputs of the
+internal classifiers, in NumPy, and what ``--do_eval`` reports of it.
+
+An early-exit classifier (``AlbertClassifierModel(early_exit=...)``) has one internal classifier
+after each of its L layers; ``layer_logits`` float [N, L, C] holds their outputs (a regression:
+C = 1, the score). Layers are counted from 1.
+
+- The training loss weighs layer j's loss by j: ``pabee_weights(L)`` = j / (1 + 2 + ... + L).
+- Patience t (an int >= 1): an example exits after layer j as soon as its prediction has stayed
+  unchanged t times in a row, i.e. the classifiers of layers j - t, ..., j give the same class (a
+  regression: each score differs from the one before by less than ``threshold``); an example that
+  never does runs all L layers. So patience 1 exits at layer 2 at the earliest and a patience of
+  L - 1 or more always runs all L layers (the paper's rule, where patience t is t agreements, not t
+  classifiers). ``--inference_layers=k`` is the fixed depth k instead: every example exits after
+  layer k.
+- The prediction is the output of the layer the example exits at.
+
+``early_exit_metrics`` turns a whole evaluation set's ``layer_logits`` into the table of the
+sweep: each layer's metrics, and for patience 1..L the metrics and the mean number of layers used,
+under keys ``early_exit/layer_<j>/<key>``, ``early_exit/patience_<t>/<key>`` and
+``early_exit/patience_<t>/mean_layers``; ``choose_patience`` picks the patience that export and
+prediction use by default, recorded in ``RESULTS_FILE`` with the best checkpoint's table. No model
+here: the same rule in the graph, for serving, is
+albert_tf/tasks/classification/early_exit_inference.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Callable, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.errors.user_error import UserError
+from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.json_objects import read_json_object
+
+# The key prefix of every early-exit result (eval_results.txt, TensorBoard, best_results.json).
+PREFIX = "early_exit"
+MEAN_LAYERS = "mean_layers"
+# A regression's default threshold of "unchanged" (STS-B scores span 0-5): a score that moves by
+# less than this between two layers counts as an agreement.
+DEFAULT_REGRESSION_THRESHOLD = 0.1
+# How much of the full depth's dev metric (in points: 0.5 = 0.005) the default patience may give
+# up for fewer layers.
+DEFAULT_TOLERANCE_POINTS = 0.5
+
+
+def pabee_weights(num_layers: int) -> np.ndarray:
+    """float64 [L]: layer j's weight in the training loss, j / (1 + ... + L) (PABEE's eq. 4)."""
+    layers = np.arange(1, num_layers + 1, dtype=np.float64)
+    return layers / layers.sum()
+
+
+def agreements(layer_logits: np.ndarray, is_regression: bool,
+               threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> np.ndarray:
+    """bool [N, L - 1]: entry j - 1 says whether layer j + 1 agrees with layer j (the same arg-max
+    class; a regression: a score within ``threshold`` of the previous one)."""
+    if is_regression:
+        scores = layer_logits[..., 0]
+        return np.abs(scores[:, 1:] - scores[:, :-1]) < threshold
+    classes = np.argmax(layer_logits, axis=-1)
+    return classes[:, 1:] == classes[:, :-1]
+
+
+def exit_layers(layer_logits: np.ndarray, patience: int, is_regression: bool,
+                threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> np.ndarray:
+    """int64 [N]: the layer (1..L) each example of ``layer_logits`` [N, L, C] exits after with
+    ``patience`` (>= 1; see the module doc)."""
+    if patience < 1:
+        raise ValueError(f"patience must be >= 1, got {patience}")
+    agree = agreements(layer_logits, is_regression, threshold)
+    num_examples, num_layers = layer_logits.shape[:2]
+    streak = np.zeros(num_examples, np.int64)
+    exits = np.full(num_examples, num_layers, np.int64)
+    done = np.zeros(num_examples, bool)
+    for layer in range(2, num_layers + 1):
+        streak = np.where(agree[:, layer - 2], streak + 1, 0)
+        exiting = ~done & (streak >= patience)
+        exits[exiting] = layer
+        done |= exiting
+    return exits
+
+
+def outputs_at(layer_logits: np.ndarray, layers: np.ndarray) -> np.ndarray:
+    """[N, C]: each example's output at its (1-based) exit layer ``layers`` [N]."""
+    return layer_logits[np.arange(len(layers)), np.asarray(layers) - 1]
+
+
+def layer_key(layer: int, key: str) -> str:
+    return f"{PREFIX}/layer_{layer}/{key}"
+
+
+def patience_key(patience: int, key: str) -> str:
+    return f"{PREFIX}/patience_{patience}/{key}"
+
+
+Metrics = Callable[[np.ndarray], Mapping[str, float]]
+
+
+def early_exit_metrics(layer_logits: np.ndarray, metrics: Metrics, is_regression: bool,
+                       threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+                       weights: np.ndarray | None = None) -> dict[str, float]:
+    """The sweep's table of one evaluation: ``metrics(outputs [N, C]) -> {key: value}`` of each
+    layer's classifier alone and of patience 1..L, with the mean number of layers used (weighted
+    by ``weights`` [N], e.g. ``is_real_example``; None: all 1)."""
+    num_examples, num_layers = layer_logits.shape[:2]
+    weights = np.ones(num_examples) if weights is None else np.asarray(weights, np.float64)
+    results = {}
+    for layer in range(1, num_layers + 1):
+        for key, value in metrics(layer_logits[:, layer - 1]).items():
+            results[layer_key(layer, key)] = float(value)
+    for patience in range(1, num_layers + 1):
+        layers = exit_layers(layer_logits, patience, is_regression, threshold)
+        for key, value in metrics(outputs_at(layer_logits, layers)).items():
+            results[patience_key(patience, key)] = float(value)
+        results[patience_key(patience, MEAN_LAYERS)] = float(
+            np.sum(layers * weights) / max(np.sum(weights), 1e-12))
+    return results
+
+
+def num_layers_of(results: Mapping[str, float]) -> int:
+    """L, from the keys of an ``early_exit_metrics`` table (0 if it holds none)."""
+    layers = [int(name.split("/")[1][len("layer_"):]) for name in results
+              if name.startswith(f"{PREFIX}/layer_")]
+    return max(layers, default=0)
+
+
+def choose_patience(results: Mapping[str, float], key: str,
+                    tolerance_points: float = DEFAULT_TOLERANCE_POINTS) -> int:
+    """The patience of fewest mean layers whose ``key`` (a metric in [0, 1], higher is better) is
+    at most ``tolerance_points`` / 100 below the full depth's (layer L's classifier); ties: the
+    better metric, then the larger patience. ``results``: an ``early_exit_metrics`` table."""
+    num_layers = num_layers_of(results)
+    if num_layers == 0:
+        raise ValueError("no early-exit results to choose a patience from")
+    floor = results[layer_key(num_layers, key)] - tolerance_points / 100
+    candidates = [patience for patience in range(1, num_layers + 1)
+                  if results[patience_key(patience, key)] >= floor - 1e-12]
+    return min(candidates, key=lambda p: (results[patience_key(p, MEAN_LAYERS)],
+                                          -results[patience_key(p, key)], -p))
+
+
+def format_table(results: Mapping[str, float], keys: tuple[str, ...]) -> str:
+    """The table ``--do_eval`` prints: a row per layer (its classifier alone) and per patience
+    (with the mean layers used), a column per metric ``keys``."""
+    num_layers = num_layers_of(results)
+    header = f"{'':>12}" + "".join(f"{key:>14}" for key in keys) + f"{'mean layers':>14}"
+    lines = [header]
+    for layer in range(1, num_layers + 1):
+        lines.append(f"{f'layer {layer}':>12}" + "".join(
+            f"{results[layer_key(layer, key)]:>14.4f}" for key in keys) + f"{layer:>14}")
+    for patience in range(1, num_layers + 1):
+        lines.append(f"{f'patience {patience}':>12}" + "".join(
+            f"{results[patience_key(patience, key)]:>14.4f}" for key in keys)
+            + f"{results[patience_key(patience, MEAN_LAYERS)]:>14.2f}")
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExitPolicy:
+    """How inference stops: after a layer whose prediction stayed unchanged ``patience`` times,
+    and at the latest after layer ``max_layers``; ``regression_threshold``: a regression's
+    "unchanged". A fixed depth k is ``ExitPolicy.fixed_depth(k, L)`` (a patience of L, which no
+    streak reaches: a streak of unchanged predictions is at most L - 1 long)."""
+
+    patience: int
+    max_layers: int
+    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+
+    @classmethod
+    def full_depth(cls, num_layers: int) -> "ExitPolicy":
+        """Every example runs all L layers (the ordinary classifier's outputs)."""
+        return cls.fixed_depth(num_layers, num_layers)
+
+    @classmethod
+    def fixed_depth(cls, layers: int, num_layers: int,
+                    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> "ExitPolicy":
+        """Every example exits after layer ``layers`` of ``num_layers``."""
+        return cls(num_layers, layers, regression_threshold)
+
+    def check(self, num_layers: int) -> None:
+        """ValueError unless 1 <= patience and 1 <= max_layers <= L."""
+        if self.patience < 1 or not 1 <= self.max_layers <= num_layers:
+            raise ValueError(f"{self} for a model of {num_layers} layers")
+
+
+def stopped_layers(layer_logits: np.ndarray, is_regression: bool,
+                   policy: ExitPolicy) -> np.ndarray:
+    """int64 [N]: each example's exit layer under ``policy`` (the patience rule over the first
+    ``max_layers`` layers of ``layer_logits`` [N, L, C]), as the served model stops."""
+    return exit_layers(layer_logits[:, :policy.max_layers], policy.patience, is_regression,
+                       policy.regression_threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlyExitSettings:
+    """run_classifier's early-exit flags.
+
+    heads: ``EARLY_EXIT_HEADS`` of the model. patience / inference_layers: how --do_predict and
+    --export_dir stop (at most one given; neither: the patience chosen on dev).
+    regression_threshold: a regression's "unchanged". tolerance_points: what the chosen patience
+    may lose of the full depth's dev metric (``choose_patience``).
+    """
+
+    heads: str
+    patience: int | None = None
+    inference_layers: int | None = None
+    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+    tolerance_points: float = DEFAULT_TOLERANCE_POINTS
+
+    def policy(self, num_layers: int, results_path: str) -> ExitPolicy:
+        """How prediction and export stop: the fixed depth --inference_layers, or --patience over
+        all the layers, by default the patience chosen on dev (``RESULTS_FILE`` at
+        ``results_path``). UserError for a depth the model has not."""
+        if self.inference_layers is not None:
+            if self.inference_layers > num_layers:
+                raise UserError(f"--inference_layers={self.inference_layers}: the model has "
+                                f"{num_layers} layers.")
+            return ExitPolicy.fixed_depth(self.inference_layers, num_layers,
+                                          self.regression_threshold)
+        patience = (self.patience if self.patience is not None
+                    else read_chosen_patience(results_path))
+        return ExitPolicy(patience, num_layers, self.regression_threshold)
+
+
+# The early-exit results of the best checkpoint, written by the sweep into --output_dir:
+# {"selection_metric": key, "patience": the chosen patience, "tolerance_points": ...,
+#  "num_layers": L, "table": {early_exit/... key: value}}.
+RESULTS_FILE = "early_exit_results.json"
+
+
+def results_of(best: Mapping[str, float], key: str,
+               tolerance_points: float) -> dict[str, object] | None:
+    """The content of ``RESULTS_FILE`` for the sweep's best metrics ``best`` (its unnamed
+    evaluation set's table; None when ``best`` holds none: a resumed sweep whose best came
+    earlier). ``key``: the metric the patience is chosen by."""
+    table = {name: value for name, value in best.items() if name.startswith(f"{PREFIX}/")}
+    if not table:
+        return None
+    return {"selection_metric": key, "patience": choose_patience(table, key, tolerance_points),
+            "tolerance_points": tolerance_points, "num_layers": num_layers_of(table),
+            "table": table}
+
+
+def write_results(path: str, results: Mapping[str, object]) -> None:
+    """Writes ``results_of``'s content to ``path`` (``RESULTS_FILE`` in --output_dir),
+    atomically."""
+    atomic_write_text(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
+
+
+def read_chosen_patience(path: str) -> int:
+    """The patience chosen on dev that ``RESULTS_FILE`` at ``path`` records; UserError when there
+    is none (no early-exit sweep yet)."""
+    if not tf.io.gfile.exists(path):
+        raise UserError(f"{path} does not exist: the patience chosen on dev is written by "
+                        "--do_eval with --early_exit; run it, or give --patience or "
+                        "--inference_layers.")
+    patience = read_json_object(path, UserError, "the early-exit results").get("patience")
+    if not isinstance(patience, int) or patience < 1:
+        raise UserError(f"{path}: expected a patience >= 1, got {patience!r}.")
+    return patience

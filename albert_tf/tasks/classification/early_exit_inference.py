@@ -1,0 +1,130 @@
+"""Early-exit inference in the graph: the patience rule of
+albert_tf/tasks/classification/early_exit.py run inside a ``tf.while_loop`` over the encoder's
+layers, so that a batch stops computing when every one of its examples has exited (at batch 1:
+when the example has).
+
+``early_exit_logits(model, inputs, policy)`` runs the embeddings, then per iteration one layer
+(its K blocks), the pooler on its [CLS] vector and that layer's internal classifier
+(``AlbertClassifierModel.layer_heads``), and updates each example's streak of unchanged
+predictions; an example exits after layer j when its streak reaches the patience or j is the
+``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example
+has exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration
+applies the same block; with several groups or another sharing a ``tf.switch_case`` picks the
+layer's blocks. Examples that exited early in a batch of several still ride along (their rows are
+computed until the last one exits): the saving is per batch, all of it at batch 1.
+
+``fixed_depth_logits(model, inputs, layers)`` is the fixed depth k unrolled in Python (what a
+TFLite model, whose graph is traced for one depth, runs).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import tensorflow as tf
+
+from albert_tf.tasks.classification.early_exit import ExitPolicy
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+
+
+def _embedded(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
+    """The encoder's input to its first layer [B, S, H] (embeddings, projected to H)."""
+    albert = model.albert
+    hidden = albert.embeddings(tf.cast(inputs["input_ids"], tf.int32),
+                               tf.cast(inputs["segment_ids"], tf.int32), training=False)
+    if albert.embedding_projection is not None:
+        hidden = albert.embedding_projection(hidden)
+    return hidden
+
+
+def _run_blocks(blocks, hidden: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
+    """One layer's blocks on [B, S, H]; float32 out (a block casts its input to its compute dtype
+    first, so a mixed-precision loop keeps one dtype)."""
+    for block in blocks:
+        hidden = block(hidden, input_mask, training=False)
+    return tf.cast(hidden, tf.float32)
+
+
+def _layer_logits(model: AlbertClassifierModel, hidden: tf.Tensor, kernel: tf.Tensor,
+                  bias: tf.Tensor) -> tf.Tensor:
+    """An internal classifier on a layer's output: float32 [B, C], as ``ClassifierHead``."""
+    pooled = tf.cast(model.albert.pooler(hidden[:, 0]), tf.float32)
+    return tf.matmul(pooled, kernel, transpose_b=True) + bias
+
+
+def fixed_depth_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
+                       layers: int) -> tf.Tensor:
+    """float32 [B, C]: layer ``layers``' internal classifier, computing only those layers."""
+    input_mask = tf.cast(inputs["input_mask"], tf.int32)
+    hidden = _embedded(model, inputs)
+    for blocks in model.albert.transformer.layer_blocks[:layers]:
+        hidden = _run_blocks(blocks, hidden, input_mask)
+    head = model.layer_heads()[layers - 1]
+    return _layer_logits(model, hidden, head.output_weights, head.output_bias)
+
+
+def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
+                      policy: ExitPolicy, patience: tf.Tensor | None = None
+                      ) -> tuple[tf.Tensor, tf.Tensor]:
+    """(logits float32 [B, C] at each example's exit layer, that layer int32 [B], 1-based).
+
+    inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. policy: how to stop
+    (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's.
+    """
+    heads = model.layer_heads()
+    if not heads:
+        raise ValueError("early_exit_logits needs a model built with early_exit")
+    kernels = tf.stack([tf.convert_to_tensor(head.output_weights) for head in heads])  # [L, C, H]
+    biases = tf.stack([tf.convert_to_tensor(head.output_bias) for head in heads])  # [L, C]
+    input_mask = tf.cast(inputs["input_mask"], tf.int32)
+    patience = tf.cast(policy.patience if patience is None else patience, tf.int32)
+    max_layers, regression_threshold = policy.max_layers, policy.regression_threshold
+    # The distinct block lists the layers run (one under ALBERT's sharing), and each layer's.
+    distinct, branch_of_layer = [], []
+    for blocks in model.albert.transformer.layer_blocks:
+        key = [index for index, known in enumerate(distinct)
+               if len(known) == len(blocks) and all(a is b for a, b in zip(known, blocks))]
+        if not key:
+            distinct.append(blocks)
+        branch_of_layer.append(key[0] if key else len(distinct) - 1)
+    branch_table = tf.constant(branch_of_layer, tf.int32)
+
+    def run_layer(layer: tf.Tensor, hidden: tf.Tensor) -> tf.Tensor:
+        if len(distinct) == 1:
+            return _run_blocks(distinct[0], hidden, input_mask)
+        return tf.switch_case(tf.gather(branch_table, layer), [
+            (lambda blocks=blocks: _run_blocks(blocks, hidden, input_mask))
+            for blocks in distinct])
+
+    hidden = tf.cast(_embedded(model, inputs), tf.float32)
+    batch = tf.shape(hidden)[0]
+    is_regression = model.is_regression
+    state = (tf.constant(0, tf.int32), hidden,
+             tf.zeros([batch], tf.float32),  # the previous layer's class (as float) or score
+             tf.zeros([batch], tf.int32),  # streak of unchanged predictions
+             tf.zeros([batch], tf.bool),  # exited
+             tf.zeros([batch], tf.int32),  # exit layer
+             tf.zeros([batch, model.num_labels], tf.float32))  # logits at the exit layer
+
+    def not_done(layer, hidden, previous, streak, done, exits, logits):
+        return tf.logical_and(layer < max_layers, tf.logical_not(tf.reduce_all(done)))
+
+    def step(layer, hidden, previous, streak, done, exits, logits):
+        hidden = run_layer(layer, hidden)
+        current = _layer_logits(model, hidden, tf.gather(kernels, layer),
+                                tf.gather(biases, layer))
+        if is_regression:
+            value = current[:, 0]
+            same = tf.abs(value - previous) < regression_threshold
+        else:
+            value = tf.cast(tf.argmax(current, axis=-1, output_type=tf.int32), tf.float32)
+            same = tf.equal(value, previous)
+        streak = tf.where(tf.logical_and(same, layer > 0), streak + 1, 0)
+        exiting = tf.logical_and(tf.logical_not(done), tf.logical_or(
+            streak >= patience, layer + 1 >= max_layers))
+        exits = tf.where(exiting, layer + 1, exits)
+        logits = tf.where(exiting[:, tf.newaxis], current, logits)
+        return (layer + 1, hidden, value, streak, tf.logical_or(done, exiting), exits, logits)
+
+    *_, exits, logits = tf.while_loop(not_done, step, state)
+    return logits, exits

@@ -1,0 +1,220 @@
+"""Early exit (PABEE, run_classifier --early_exit) on real GLUE data on CPU: what it saves and what
+it costs.
+
+For each task (default SST-2 and RTE), a small randomly initialised 12-layer ALBERT (en8k's
+vocabulary, all layers sharing one block) is fine-tuned by run_classifier.py three times with the
+same seeds and steps: ordinary, --early_exit (separate internal classifiers, the paper's) and
+--early_exit --early_exit_heads=shared (ALBERT-style, one classifier after every layer). Each run
+sweeps its checkpoints on dev and exports its best one. Printed per task:
+
+- the dev accuracy of the ordinary model and of each early-exit model's full depth;
+- for each early-exit model and patience 1..L: dev accuracy and mean layers used (the sweep's
+  table, early_exit_results.json), and the patience it chose;
+- the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
+  examples at their real length, mean over examples, for each patience, against the ordinary
+  export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
+  served model used on them (the table's mean is over the whole dev set).
+
+SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
+public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py). RTE: its train and dev.
+Figures, never pass/fail. The machine may be shared: the load average is printed.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_early_exit.py --work_dir=/tmp/early_exit
+    .venv/bin/python benchmarks/bench_early_exit.py --tasks=sst-2 --train_step=2000
+
+With --work_dir a rerun skips the runs whose export exists and measures again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+GLUE_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
+EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
+# task name -> (GLUE folder, {split the run reads: file of the shared folder})
+TASKS = {"sst-2": ("SST-2", {"train": "train.tsv", "dev": "test.tsv"}),
+         "rte": ("RTE", {"train": "train.tsv", "dev": "dev.tsv"})}
+VARIANTS = {"ordinary": [], "separate": ["--early_exit"],
+            "shared": ["--early_exit", "--early_exit_heads=shared"]}
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("tasks", ["sst-2", "rte"], f"Some of {sorted(TASKS)}.")
+flags.DEFINE_list("variants", list(VARIANTS), f"Some of {list(VARIANTS)}.")
+flags.DEFINE_integer("embedding_size", 64, "E.")
+flags.DEFINE_integer("hidden_size", 64, "H.")
+flags.DEFINE_integer("num_hidden_layers", 12, "L.")
+flags.DEFINE_integer("num_attention_heads", 2, "A.")
+flags.DEFINE_integer("intermediate_size", 256, "I.")
+flags.DEFINE_integer("max_seq_length", 64, "S.")
+flags.DEFINE_integer("train_batch_size", 32, "Batch.")
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate (5e-4 left 12 layers at chance).")
+flags.DEFINE_integer("train_step", 1500, "Training steps.")
+flags.DEFINE_integer("warmup_step", 150, "Warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 500, "Checkpoint cadence (sweep granularity).")
+flags.DEFINE_integer("latency_examples", 300, "Dev examples timed at batch 1 (the first ones).")
+flags.DEFINE_string("work_dir", None, "Keep the runs here (default: a temporary directory).")
+
+
+def task_layout(task: str, root: str) -> str:
+    """root/glue/<folder>/{train,dev}.tsv linked to the shared files; returns root/glue."""
+    folder, files = TASKS[task]
+    task_dir = os.path.join(root, "glue", folder)
+    os.makedirs(task_dir, exist_ok=True)
+    for split, name in files.items():
+        link = os.path.join(task_dir, f"{split}.tsv")
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(os.path.join(GLUE_DIR, folder, name)), link)
+    return os.path.dirname(task_dir)
+
+
+def write_config(path: str) -> str:
+    from albert_tf.models.config import AlbertConfig
+
+    config = AlbertConfig.from_dict(dict(
+        vocab_size=8000, embedding_size=FLAGS.embedding_size, hidden_size=FLAGS.hidden_size,
+        num_hidden_layers=FLAGS.num_hidden_layers, num_attention_heads=FLAGS.num_attention_heads,
+        intermediate_size=FLAGS.intermediate_size, max_position_embeddings=FLAGS.max_seq_length,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    with open(path, "w") as handle:
+        handle.write(config.to_json_string())
+    return path
+
+
+def fine_tune(task: str, data_dir: str, config: str, output_dir: str, variant: str) -> float:
+    """run_classifier: train, sweep, export; returns the seconds it took."""
+    command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
+               f"--task_name={task}", f"--data_dir={data_dir}", f"--albert_config_file={config}",
+               f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
+               f"--cached_dir={os.path.join(os.path.dirname(output_dir), 'cache')}",
+               f"--max_seq_length={FLAGS.max_seq_length}", "--do_train", "--do_eval",
+               f"--export_dir={os.path.join(output_dir, 'export')}",
+               f"--train_batch_size={FLAGS.train_batch_size}", "--eval_batch_size=64",
+               f"--learning_rate={FLAGS.learning_rate}", f"--train_step={FLAGS.train_step}",
+               f"--warmup_step={FLAGS.warmup_step}",
+               f"--save_checkpoints_steps={FLAGS.save_checkpoints_steps}",
+               "--iterations_per_loop=100", "--seed=1", *VARIANTS[variant]]
+    start = time.time()
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+    return time.time() - start
+
+
+def dev_ids(task: str, data_dir: str) -> tuple[list[dict], list[int]]:
+    """The first --latency_examples dev examples as int32 ids [1, their real length] each."""
+    import numpy as np
+
+    from albert_tf.tokenization.full_tokenizer import FullTokenizer
+    from data_prep.classification.features import convert_examples_to_features
+    from data_prep.classification.glue_tasks import get_processor
+
+    processor = get_processor(task)
+    examples = processor.get_examples(data_dir, "dev")[:FLAGS.latency_examples]
+    features = convert_examples_to_features(examples, processor.get_labels(),
+                                            FLAGS.max_seq_length,
+                                            FullTokenizer(spm_model_file=EN8K_MODEL))
+    requests = []
+    for feature in features:
+        length = int(sum(feature.input_mask))
+        requests.append({name: np.array([getattr(feature, name)[:length]], np.int32)
+                         for name in ("input_ids", "input_mask", "segment_ids")})
+    return requests, [feature.label_id for feature in features]
+
+
+def signature_of(export_dir: str, name: str):
+    """The signature ``name`` of ``export_dir/ids_only``, loaded."""
+    import tensorflow as tf
+
+    return tf.saved_model.load(os.path.join(export_dir, "ids_only")).signatures[name]
+
+
+def batch_one_latency(signature, requests: list[dict], patience: int | None = None
+                      ) -> tuple[float, float]:
+    """(mean seconds per request, mean layers used) of a SavedModel signature called at batch 1
+    on every request; ``patience``: serve_patience's input."""
+    import numpy as np
+    import tensorflow as tf
+
+    extra = {} if patience is None else {"patience": tf.constant(patience)}
+    calls = [{name: tf.constant(value) for name, value in request.items()} for request in requests]
+    for call in calls[:20]:  # warm-up: traces and first-call allocations
+        signature(**call, **extra)
+    layers, start = [], time.perf_counter()
+    for call in calls:
+        outputs = signature(**call, **extra)
+        if "layers_used" in outputs:
+            layers.append(int(outputs["layers_used"][0]))
+    elapsed = time.perf_counter() - start
+    return elapsed / len(calls), float(np.mean(layers)) if layers else float("nan")
+
+
+def report(task: str, root: str, data_dir: str, times: dict[str, float]) -> None:
+    """Prints the task's table (see the module doc). Each early-exit timing is paired with a
+    timing of the ordinary export taken just before it, so that the speed-up compares the two
+    under the same load (the machine may be shared)."""
+    num_layers = FLAGS.num_hidden_layers
+    best = {}
+    for variant in FLAGS.variants:
+        with open(os.path.join(root, variant, "best_results.json")) as handle:
+            best[variant] = json.load(handle)["metrics"]
+    print(f"\n== {task}: L={num_layers}, H={FLAGS.hidden_size}, {FLAGS.train_step} steps of "
+          f"{FLAGS.train_batch_size} ==")
+    for variant in FLAGS.variants:
+        print(f"{variant:>9}: dev accuracy (full depth) {best[variant]['eval_accuracy']:.4f}"
+              + (f", trained in {times[variant]:.0f} s" if variant in times else ""))
+    requests, _ = dev_ids(task, data_dir)
+    ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
+                if "ordinary" in FLAGS.variants else None)
+    print(f"batch-1 latency on the first {len(requests)} dev examples at their real length")
+    for variant in [v for v in FLAGS.variants if v != "ordinary"]:
+        with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
+            results = json.load(handle)
+        table, chosen = results["table"], results["patience"]
+        served = signature_of(os.path.join(root, variant, "export"), "serve_patience")
+        print(f"\n{variant} internal classifiers (patience chosen on dev: {chosen})")
+        print("layer accuracy: " + " ".join(
+            f"{table[f'early_exit/layer_{j}/eval_accuracy']:.3f}"
+            for j in range(1, num_layers + 1)))
+        print(f"{'patience':>8} {'accuracy':>9} {'mean layers':>12} {'ms/example':>11} "
+              f"{'ordinary ms':>12} {'speed-up':>9} {'served layers':>14}")
+        for patience in range(1, num_layers + 1):
+            base = batch_one_latency(ordinary, requests)[0] if ordinary else float("nan")
+            latency, served_layers = batch_one_latency(served, requests, patience)
+            print(f"{patience:>8} {table[f'early_exit/patience_{patience}/eval_accuracy']:>9.4f} "
+                  f"{table[f'early_exit/patience_{patience}/mean_layers']:>12.2f} "
+                  f"{latency * 1000:>11.2f} {base * 1000:>12.2f} {base / latency:>8.2f}x "
+                  f"{served_layers:>14.2f}" + ("  <- chosen" if patience == chosen else ""))
+
+
+def main(argv):
+    del argv
+    root = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_early_exit_")
+    os.makedirs(root, exist_ok=True)
+    config = write_config(os.path.join(root, "albert_config.json"))
+    for task in FLAGS.tasks:
+        task_root = os.path.join(root, task)
+        data_dir = task_layout(task, task_root)
+        times = {}
+        for variant in FLAGS.variants:
+            output_dir = os.path.join(task_root, variant)
+            if not os.path.isdir(os.path.join(output_dir, "export")):
+                times[variant] = fine_tune(task, data_dir, config, output_dir, variant)
+        report(task, task_root, data_dir, times)
+    print(f"\nruns in {root}; load average {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,463 @@
+"""Early exit (PABEE) for run_classifier: the internal classifiers and their weighted loss against
+NumPy, the patience rule on hand-made per-layer outputs, and the early-exit table."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.tasks.classification import early_exit as exits
+from albert_tf.tasks.classification.model import AlbertClassifierModel
+from albert_tf.tasks.classification.task import ClassifierTask, early_exit_predictions
+from tests import numpy_albert
+from tests.shared_setup import tiny_config
+
+LAYERS = 3
+
+
+def config(**overrides):
+    return tiny_config(num_hidden_layers=LAYERS, **overrides)
+
+
+def random_inputs(batch=4, seq=12, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(seq) < rng.integers(seq // 2, seq + 1, (batch, 1))).astype(np.int32)
+    return {"input_ids": (rng.integers(5, 8000, (batch, seq)) * mask).astype(np.int32),
+            "input_mask": mask, "segment_ids": ((np.arange(seq) >= 4) * mask).astype(np.int32)}
+
+
+def perturbed(model, seed=1):
+    """Every weight moved off its initial value (zero biases, unit gammas), so that a head or a
+    name mixed up shows."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        variable.assign(variable.numpy() + rng.normal(scale=0.05, size=variable.shape)
+                        .astype(np.float32))
+    return model
+
+
+def numpy_layer_logits(weights, cfg, inputs, heads):
+    """[B, L, C] with NumPy: the pooler on each layer's [CLS] vector, then layer j's head
+    (``heads[j]`` = (output_weights, output_bias))."""
+    forward = numpy_albert.forward(weights, cfg, inputs["input_ids"], inputs["input_mask"],
+                                   inputs["segment_ids"])
+    layers = forward["encoder_outputs"][cfg.inner_group_num - 1::cfg.inner_group_num]
+    logits = []
+    for hidden, (kernel, bias) in zip(layers, heads):
+        pooled = numpy_albert.dense(weights, "bert/pooler/dense", hidden[:, 0], np.tanh)
+        logits.append(pooled @ kernel.T + bias)
+    return np.stack(logits, axis=1)
+
+
+# -- the internal classifiers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("inner_group_num", [1, 2])
+def test_internal_classifiers_equal_the_numpy_forward_pass_and_layer_l_is_the_ordinary_head(
+        inner_group_num):
+    """Separate heads: every layer's logits are the NumPy reference's pooler + that layer's head;
+    layer L's are exactly ``logits``, and an ordinary classifier with the same weights gives them
+    too (the early-exit option changes nothing of the ordinary computation)."""
+    cfg = config(inner_group_num=inner_group_num)
+    model = perturbed(AlbertClassifierModel(cfg, 3, early_exit="separate"))
+    inputs = random_inputs()
+    outputs = model(inputs, training=False)
+    weights = {name: variable.numpy() for name, variable in tf1_variable_map(model).items()}
+    heads = [(weights[f"early_exit/layer_{j}/output_weights"],
+              weights[f"early_exit/layer_{j}/output_bias"]) for j in range(1, LAYERS)]
+    heads.append((weights["output_weights"], weights["output_bias"]))
+    layer_logits = outputs["layer_logits"].numpy()
+    assert layer_logits.shape == (4, LAYERS, 3)
+    np.testing.assert_allclose(layer_logits, numpy_layer_logits(weights, cfg, inputs, heads),
+                               atol=2e-5)
+    np.testing.assert_array_equal(layer_logits[:, -1], outputs["logits"].numpy())
+
+    ordinary = AlbertClassifierModel(cfg, 3)
+    ordinary_names = tf1_variable_map(ordinary)
+    assert set(ordinary_names) < set(weights)
+    for name, variable in ordinary_names.items():
+        variable.assign(weights[name])
+    np.testing.assert_array_equal(ordinary(inputs, training=False)["logits"].numpy(),
+                                  outputs["logits"].numpy())
+
+
+def test_shared_heads_add_no_variable_and_apply_the_ordinary_head_after_every_layer():
+    cfg = config()
+    model = perturbed(AlbertClassifierModel(cfg, 2, early_exit="shared"))
+    ordinary = AlbertClassifierModel(cfg, 2)
+    assert sorted(tf1_variable_map(model)) == sorted(tf1_variable_map(ordinary))
+    assert len(model.weights) == len(ordinary.weights)
+    weights = {name: variable.numpy() for name, variable in tf1_variable_map(model).items()}
+    inputs = random_inputs(seed=3)
+    heads = [(weights["output_weights"], weights["output_bias"])] * LAYERS
+    np.testing.assert_allclose(model(inputs, training=False)["layer_logits"].numpy(),
+                               numpy_layer_logits(weights, cfg, inputs, heads), atol=2e-5)
+
+
+def test_without_early_exit_the_model_and_its_names_are_the_ordinary_ones():
+    model = AlbertClassifierModel(config(), 2)
+    assert "layer_logits" not in model(random_inputs(), training=False)
+    assert sorted(model.tf1_head_variables()) == ["output_bias", "output_weights"]
+    assert model.layer_heads() == []
+
+
+def test_separate_heads_have_their_tf1_names_and_object_paths():
+    model = AlbertClassifierModel(config(), 2, early_exit="separate")
+    head_names = sorted(model.tf1_head_variables())
+    assert head_names == sorted(["output_weights", "output_bias"] + [
+        f"early_exit/layer_{j}/{kind}" for j in (1, 2) for kind in ("output_weights",
+                                                                     "output_bias")])
+    assert [head.name for head in model.layer_heads()] == [
+        "exit_classifier_1", "exit_classifier_2", "classifier"]
+
+
+# -- PABEE's loss ---------------------------------------------------------------------------------
+
+def numpy_cross_entropy(logits, labels):
+    logits = logits.astype(np.float64)
+    log_probs = logits - logits.max(-1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), labels]
+
+
+def test_pabee_weights_are_the_layer_numbers_normalised():
+    np.testing.assert_allclose(exits.pabee_weights(4), np.array([1, 2, 3, 4]) / 10)
+
+
+@pytest.mark.parametrize("is_regression", [False, True])
+@pytest.mark.parametrize("heads", ["separate", "shared"])
+def test_training_loss_is_the_layer_weighted_mean_of_the_internal_losses(is_regression, heads):
+    """train_loss (head dropout off) = mean over examples of sum_j j * loss_j / sum_j j, loss_j the
+    cross-entropy (regression: squared error) of layer j's classifier, computed with NumPy from
+    the model's per-layer logits."""
+    num_labels = 1 if is_regression else 3
+    task = ClassifierTask(config(), ("pearson",) if is_regression else ("accuracy",), num_labels,
+                          is_regression=is_regression, early_exit=heads)
+    model = perturbed(task.build_model())
+    for head in model.layer_heads():
+        head.dropout_rate = 0.0
+    inputs = random_inputs(batch=5, seed=4)
+    labels = (np.array([0.5, 2.0, 4.5, 1.0, 3.0], np.float32) if is_regression
+              else np.array([0, 2, 1, 1, 0], np.int32))
+    features = {**{k: tf.constant(v) for k, v in inputs.items()},
+                "label_ids": tf.constant(labels), "is_real_example": tf.ones(5)}
+    loss, logs = task.train_loss(model, features, task.loss_normalizers(features))
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy().astype(np.float64)
+    if is_regression:
+        per_layer = (layer_logits[..., 0] - labels[:, None]) ** 2
+    else:
+        per_layer = np.stack([numpy_cross_entropy(layer_logits[:, j], labels)
+                              for j in range(LAYERS)], axis=1)
+    weights = np.arange(1, LAYERS + 1) / np.arange(1, LAYERS + 1).sum()
+    assert float(loss) == pytest.approx(float(np.mean(per_layer @ weights)), rel=1e-5)
+    if not is_regression:  # the logged accuracy is the full depth's
+        assert float(logs["accuracy"]) == pytest.approx(
+            np.mean(layer_logits[:, -1].argmax(-1) == labels))
+
+
+# -- the patience rule ----------------------------------------------------------------------------
+
+def one_hot_layers(classes, num_classes=3):
+    """[N, L, C] logits whose arg-max per layer is ``classes`` [N][L]."""
+    classes = np.asarray(classes)
+    return np.eye(num_classes)[classes] * 2.0 - 1.0
+
+
+def test_patience_exits_when_the_prediction_stayed_unchanged_patience_times():
+    logits = one_hot_layers([[0, 0, 0, 0, 0],   # settled at once
+                             [0, 1, 1, 1, 2],   # 1 from layer 2
+                             [0, 1, 0, 1, 0],   # never settles
+                             [2, 2, 1, 1, 1]])  # 2 then 1
+    assert exits.exit_layers(logits, 1, False).tolist() == [2, 3, 5, 2]
+    assert exits.exit_layers(logits, 2, False).tolist() == [3, 4, 5, 5]
+    assert exits.exit_layers(logits, 3, False).tolist() == [4, 5, 5, 5]
+    for patience in (4, 5, 9):  # L - 1 and more: all L layers
+        assert exits.exit_layers(logits, patience, False).tolist() == [5, 5, 5, 5]
+    chosen = exits.outputs_at(logits, exits.exit_layers(logits, 1, False)).argmax(-1)
+    assert chosen.tolist() == [0, 1, 0, 2]
+    with pytest.raises(ValueError):
+        exits.exit_layers(logits, 0, False)
+
+
+def test_regression_patience_counts_changes_below_the_threshold():
+    scores = np.array([[1.0, 1.05, 1.12, 2.0, 2.01],
+                       [3.0, 2.0, 1.0, 0.0, -1.0]])[..., None]
+    assert exits.exit_layers(scores, 1, True, threshold=0.1).tolist() == [2, 5]
+    assert exits.exit_layers(scores, 2, True, threshold=0.1).tolist() == [3, 5]
+    assert exits.exit_layers(scores, 1, True, threshold=1.5).tolist() == [2, 2]
+    assert exits.exit_layers(scores, 2, True, threshold=0.05).tolist() == [5, 5]
+
+
+def test_fixed_depth_and_the_served_probabilities_at_the_exit_layer():
+    logits = one_hot_layers([[0, 1, 1], [2, 2, 0]])
+    layers = exits.stopped_layers(logits, False, exits.ExitPolicy.fixed_depth(2, 3))
+    assert layers.tolist() == [2, 2]
+    # A patience over the first 2 layers: exits at 2 at the latest.
+    assert exits.stopped_layers(logits, False, exits.ExitPolicy(1, 2)).tolist() == [2, 2]
+    assert exits.stopped_layers(one_hot_layers([[0, 1, 1], [2, 2, 0]]), False,
+                                exits.ExitPolicy(1, 3)).tolist() == [3, 2]
+    outputs = early_exit_predictions({"layer_logits": logits}, layers, is_regression=False)
+    assert outputs["predictions"].tolist() == [1, 2]
+    assert outputs["exit_layers"].tolist() == [2, 2]
+    np.testing.assert_allclose(outputs["probabilities"].sum(-1), 1.0, rtol=1e-6)
+
+
+def test_early_exit_table_and_the_chosen_patience():
+    """Per layer: its classifier's accuracy; per patience: the accuracy of the exit layers'
+    predictions and their mean; the chosen patience has the fewest mean layers within the
+    tolerance of the full depth."""
+    logits = one_hot_layers([[0, 0, 0, 0], [1, 0, 1, 1], [2, 1, 2, 2], [0, 1, 1, 1]])
+    labels = np.array([0, 1, 2, 0])
+
+    def metrics(outputs):
+        return {"eval_accuracy": float(np.mean(outputs.argmax(-1) == labels))}
+
+    table = exits.early_exit_metrics(logits, metrics, False)
+    assert [table[f"early_exit/layer_{j}/eval_accuracy"] for j in range(1, 5)] == [
+        1.0, 0.25, 0.75, 0.75]
+    # patience 1 exits at [2, 4, 4, 3]: predictions 0, 1, 2, 1
+    assert table["early_exit/patience_1/eval_accuracy"] == 0.75
+    assert table["early_exit/patience_1/mean_layers"] == 3.25
+    assert table["early_exit/patience_2/mean_layers"] == 3.75
+    assert table["early_exit/patience_4/mean_layers"] == 4.0
+    assert exits.num_layers_of(table) == 4
+    assert exits.choose_patience(table, "eval_accuracy") == 1
+    text = exits.format_table(table, ("eval_accuracy",))
+    assert "patience 1" in text and "layer 4" in text
+    # Padding examples (weight 0) count in neither.
+    weighted = exits.early_exit_metrics(logits, metrics, False, weights=np.array([1, 1, 1, 0]))
+    assert weighted["early_exit/patience_1/mean_layers"] == pytest.approx(10 / 3)
+
+
+# -- serving --------------------------------------------------------------------------------------
+
+# argv: the export, an .npz of the ids, a JSON list of patiences, the output .npz prefix, and a
+# JSON file receiving the project modules the process imported (must be none).
+TENSORFLOW_ONLY_CALLER = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+ids = {name: tf.constant(value) for name, value in np.load(sys.argv[2]).items()}
+default = loaded.signatures["serving_default"](**ids)
+np.savez(sys.argv[4] + "default.npz", **{k: v.numpy() for k, v in default.items()})
+for patience in json.loads(sys.argv[3]):
+    for row in range(len(ids["input_ids"])):  # batch 1, as a latency-bound client calls it
+        one = {name: value[row:row + 1] for name, value in ids.items()}
+        outputs = loaded.signatures["serve_patience"](**one, patience=tf.constant(patience))
+        np.savez(sys.argv[4] + f"{patience}_{row}.npz",
+                 **{k: v.numpy() for k, v in outputs.items()})
+project = sorted(name for name in sys.modules
+                 if name.split(".")[0] in ("albert_tf", "data_prep", "tests"))
+with open(sys.argv[5], "w") as handle:
+    json.dump(project, handle)
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("is_regression", [False, True])
+def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, is_regression):
+    """The ids_only export of an early-exit model, loaded by a process that imports TensorFlow
+    and NumPy only: serving_default (the recorded patience 2) and serve_patience at batch 1 (each
+    patience) give the Keras model's predictions at the exit layers of the NumPy rule, and those
+    layers as ``layers_used``."""
+    import json
+    import subprocess
+    import sys
+
+    from albert_tf.serving.saved_model import IDS_ONLY
+    from albert_tf.tasks.classification.serving import export_classifier
+    from tests.shared_setup import subprocess_env
+
+    layers, threshold = 6, 0.5
+    keras.utils.set_random_seed(7)  # weights whose exits vary with the patience
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=layers),
+                                            1 if is_regression else 3,
+                                            is_regression=is_regression, early_exit="separate"),
+                      seed=7)
+    for head in model.layer_heads()[:-1]:  # heads that disagree now and then
+        head.output_weights.assign(head.output_weights * (3 if is_regression else 30))
+    inputs = random_inputs(batch=6, seed=8)
+    export_classifier(model, str(tmp_path / "export"),
+                      policy=exits.ExitPolicy(2, layers, regression_threshold=threshold))
+    np.savez(tmp_path / "ids.npz", **inputs)
+    patiences = [1, 3, layers]
+    result = subprocess.run(
+        [sys.executable, "-c", TENSORFLOW_ONLY_CALLER, str(tmp_path / "export" / IDS_ONLY),
+         str(tmp_path / "ids.npz"), json.dumps(patiences), str(tmp_path / "out_"),
+         str(tmp_path / "modules.json")],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert json.loads((tmp_path / "modules.json").read_text()) == []
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy()
+
+    def expected(patience):
+        exit_at = exits.exit_layers(layer_logits, patience, is_regression, threshold)
+        return exit_at, early_exit_predictions({"layer_logits": layer_logits}, exit_at,
+                                               is_regression)
+
+    exit_at, want = expected(2)
+    served = dict(np.load(tmp_path / "out_default.npz"))
+    assert sorted(served) == ["layers_used", "predictions", "probabilities"]
+    assert 1 < exit_at.min() and len(set(exit_at)) > 1
+    np.testing.assert_array_equal(served["layers_used"], exit_at)
+    np.testing.assert_allclose(served["probabilities"], want["probabilities"], atol=1e-5)
+    np.testing.assert_allclose(served["predictions"], want["predictions"], atol=1e-5)
+    for patience in patiences:
+        exit_at, want = expected(patience)
+        for row in range(len(exit_at)):
+            one = dict(np.load(tmp_path / f"out_{patience}_{row}.npz"))
+            assert one["layers_used"].tolist() == [exit_at[row]], (patience, row)
+            np.testing.assert_allclose(one["predictions"], want["predictions"][row:row + 1],
+                                       atol=1e-5)
+    assert json.loads((tmp_path / "export" / IDS_ONLY / "assets.extra" / "early_exit.json")
+                      .read_text()) == {"heads": "separate", "patience": 2, "max_layers": layers,
+                                        "regression_threshold": threshold}
+
+
+# -- through run_classifier -----------------------------------------------------------------------
+
+@pytest.mark.slow  # two runs of run_classifier, about 30 s each
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("heads", ["separate", "shared"])
+def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
+    """--early_exit with dropout on: a run restarted from its step-3 checkpoint ends with the
+    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included."""
+    import os
+
+    from tests.shared_setup import EN8K_MODEL, GLUE_DIR
+    from tests.test_resume_dropout import LOOP, checkpoint_tensors, resume_difference, write_config
+
+    data_dir = tmp_path / "glue" / "RTE"
+    data_dir.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        with open(os.path.join(GLUE_DIR, "RTE", f"{split}.tsv"), encoding="utf-8") as handle:
+            (data_dir / f"{split}.tsv").write_text("".join(handle.readlines()[:33]))
+    config = write_config(tmp_path, max_position_embeddings=64, num_hidden_layers=3)
+    flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}", f"--albert_config_file={config}",
+             f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
+             "--train_step=7", "--train_batch_size=8", "--learning_rate=1e-3", *LOOP,
+             "--early_exit", f"--early_exit_heads={heads}"]
+    assert resume_difference(tmp_path, "run_classifier.py", flags, 7, 3) == 0.0
+    saved = checkpoint_tensors(str(tmp_path / "full" / "model.ckpt-7"))
+    exit_heads = {name for name in saved if "exit_classifier" in name}
+    assert len(exit_heads) == (0 if heads == "shared" else 2 * 2)  # layers 1, 2: weights, bias
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--patience=2"], "--patience applies to --early_exit models only"),
+    (["--early_exit_heads=shared"], "--early_exit_heads applies to --early_exit models only"),
+    (["--early_exit", "--patience=2", "--inference_layers=3"], "give one or the other"),
+    (["--early_exit", "--patience=0"], "--patience"),
+])
+def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
+    from tests.command_runner import run_command
+
+    result = run_command("run_classifier.py", "--task_name=rte", f"--data_dir={tmp_path}",
+                         f"--albert_config_file={tmp_path}/config.json", "--spm_model_file=x",
+                         f"--output_dir={tmp_path}/out", "--do_train", *flags)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.requires_shared_data
+def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_runs):
+    """The harness's RTE run with --early_exit (3 layers): the sweep's table for both checkpoints,
+    early_exit_results.json (the best checkpoint's table, the chosen patience), the predictions at
+    each example's exit layer with exit_layers.tsv, and the export serving the chosen patience
+    (serving_default) and any other (serve_patience), as the NumPy rule on the Keras model."""
+    import json
+    import pathlib
+
+    from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
+    from tests.task_harness import EARLY_EXIT_LAYERS, RTE_SEQ
+    from tests.test_run_classifier import blocks_of, features_of
+
+    run = task_runs.get("glue_early_exit")
+    output_dir, layers = run.output_dir, EARLY_EXIT_LAYERS
+    blocks = [dict(line.split(" = ") for line in block[:-1])
+              for block in blocks_of(output_dir / "eval_results.txt")]
+    assert len(blocks) == 2
+    for block in blocks:
+        assert block["eval_accuracy"] == block[f"early_exit/layer_{layers}/eval_accuracy"]
+        assert {f"early_exit/patience_{p}/mean_layers" for p in range(1, layers + 1)} < set(block)
+    assert "Early exit (dev): each layer's classifier" in run.result.stdout
+    results = json.loads((output_dir / "early_exit_results.json").read_text())
+    best = json.loads((output_dir / "best_results.json").read_text())["metrics"]
+    assert results["table"] == {k: v for k, v in best.items() if k.startswith("early_exit/")}
+    patience = results["patience"]
+    assert results["num_layers"] == layers and 1 <= patience <= layers
+
+    model = ClassifierTask(config(max_position_embeddings=RTE_SEQ), ("accuracy",), 2,
+                           early_exit="separate").build_model()
+    tf.train.Checkpoint(model=model).read(str(output_dir / BEST_PREFIX)).expect_partial()
+    _, test_inputs, _ = features_of("rte", pathlib.Path(run.flags["data_dir"]), "test")
+    layer_logits = model(test_inputs, training=False)["layer_logits"].numpy()
+    exit_at = exits.exit_layers(layer_logits, patience, False)
+    rows = (output_dir / "exit_layers.tsv").read_text().splitlines()
+    assert rows[0] == "index\tlayers" and len(rows) == 41
+    assert [int(row.split("\t")[1]) for row in rows[1:]] == exit_at.tolist()
+    probabilities = np.array([[float(v) for v in row.split("\t")] for row in
+                              (output_dir / "test_results.tsv").read_text().splitlines()])
+    want = early_exit_predictions({"layer_logits": layer_logits}, exit_at, False)
+    np.testing.assert_allclose(probabilities, want["probabilities"], atol=1e-5)
+
+    loaded = tf.saved_model.load(str(run.export_dir / "ids_only"))
+    ids = {name: tf.constant(value[:8]) for name, value in test_inputs.items()}
+    served = loaded.signatures["serving_default"](**ids)
+    np.testing.assert_array_equal(served["layers_used"].numpy(), exit_at[:8])
+    np.testing.assert_array_equal(served["predictions"].numpy(), want["predictions"][:8])
+    other = loaded.signatures["serve_patience"](**ids, patience=tf.constant(1))
+    np.testing.assert_array_equal(other["layers_used"].numpy(),
+                                  exits.exit_layers(layer_logits[:8], 1, False))
+
+
+def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
+    """export_classifier_tflite(layers=2) of an early-exit model: LiteRT's outputs are the Keras
+    model's layer-2 classifier (float32 within 1e-4), per example at [1, S]."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from albert_tf.tasks.classification.serving import export_classifier_tflite
+
+    seq = 16
+    model = perturbed(AlbertClassifierModel(config(), 3, early_exit="separate"), seed=9)
+    path = export_classifier_tflite(model, str(tmp_path / "model.tflite"), seq, layers=2)
+    inputs = random_inputs(batch=3, seq=seq, seed=10)
+    want = model(inputs, training=False)["layer_logits"].numpy()[:, 1]
+    runner = Interpreter(model_path=path).get_signature_runner("serving_default")
+    got = np.concatenate([runner(**{name: value[i:i + 1] for name, value in inputs.items()})
+                          ["logits"] for i in range(3)])
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+@pytest.mark.parametrize("sharing", [{}, {"num_hidden_groups": 3},
+                                     {"cross_layer_sharing": "none"}, {"inner_group_num": 2}])
+def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sharing):
+    """early_exit_logits (a tf.while_loop over the layers; several groups or no sharing: a
+    tf.switch_case per layer) on a batch: each example's exit layer and logits there are the NumPy
+    rule's on the model's ``layer_logits``, for several patiences and a last layer below L."""
+    from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
+                                                                     fixed_depth_logits)
+
+    keras.utils.set_random_seed(3)
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=6, **sharing), 3,
+                                            early_exit="separate"), seed=2)
+    for head in model.layer_heads()[:-1]:
+        head.output_weights.assign(head.output_weights * 30)
+    inputs = random_inputs(batch=8)
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy()
+    loop = tf.function(lambda ids, patience, policy: early_exit_logits(model, ids, policy,
+                                                                       patience))
+    ids = {name: tf.constant(value) for name, value in inputs.items()}
+    seen = set()
+    for policy in (exits.ExitPolicy(1, 6), exits.ExitPolicy(2, 6), exits.ExitPolicy(1, 4),
+                   exits.ExitPolicy.fixed_depth(3, 6)):
+        logits, layers = loop(ids, tf.constant(policy.patience), policy)
+        want = exits.stopped_layers(layer_logits, False, policy)
+        np.testing.assert_array_equal(layers.numpy(), want)
+        np.testing.assert_allclose(logits.numpy(), exits.outputs_at(layer_logits, want),
+                                   atol=1e-5)
+        seen.update(want.tolist())
+    assert len(seen) >= 3
+    np.testing.assert_allclose(fixed_depth_logits(model, inputs, 3).numpy(), layer_logits[:, 2],
+                               atol=1e-5)
