@@ -404,11 +404,11 @@ class Trainer:
                 max_steps: int | None = None) -> dict[str, np.ndarray]:
         """Concatenated per-example outputs of ``task.predict_outputs`` over ``dataset``.
 
-        Batches may differ in length (length buckets): the step is traced for the first shapes it
-        meets, then for a shape with that axis left open (``reduce_retracing``), so a run traces
-        it a few times, not once per length. Batches whose examples carry ``RECORD_INDEX`` (sorted
-        by length) have their outputs put back in that order. Logs the examples and examples/s of
-        the pass and the step's traces so far."""
+        The step is traced once for the dataset's element spec, whose batch and length axes are
+        open where the batches differ (the last batch; length buckets), so batches of every
+        length run in one graph. Batches whose examples carry ``RECORD_INDEX`` (sorted by length)
+        have their outputs put back in that order. Logs the examples and examples/s of the pass
+        and the step's traces so far."""
         strategy = self.strategy
         if self._predict_step is None:
             def replica_outputs(features):
@@ -417,19 +417,21 @@ class Trainer:
                 outputs = self.task.predict_outputs(self.model, features)
                 return outputs if index is None else {**outputs, RECORD_INDEX: index}
 
-            @tf.function(reduce_retracing=True)
+            @tf.function
             def predict_step(features):
                 outputs = strategy.run(replica_outputs, args=(features,))
                 return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
 
             self._predict_step = predict_step
+        distributed = strategy.experimental_distribute_dataset(dataset)
+        step = self._predict_step.get_concrete_function(distributed.element_spec)
         collected: dict[str, list[np.ndarray]] = {}
         started = time.time()
         with reading_records():  # a corrupt or unparsable record: named by its file
-            for index, features in enumerate(strategy.experimental_distribute_dataset(dataset)):
+            for index, features in enumerate(distributed):
                 if max_steps is not None and index >= max_steps:
                     break
-                for key, value in self._predict_step(features).items():
+                for key, value in step(features).items():
                     collected.setdefault(key, []).append(value.numpy())
         if not collected:
             raise ValueError("The evaluation/prediction dataset produced no batch.")
