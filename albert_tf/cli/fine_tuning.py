@@ -35,9 +35,9 @@ import tensorflow as tf
 from albert_tf.checkpoints.label_set import (LabelSet, check_label_set, read_label_set,
                                              write_label_set)
 from albert_tf.checkpoints.warm_start import CheckpointSource
-from albert_tf.errors.user_error import UserError
 from albert_tf.cli import training_run
 from albert_tf.cli.settings import RunSettings
+from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
 from albert_tf.files.run_files import (Input, RunFiles, WorkDirectory, check_run_files,

@@ -38,8 +38,8 @@ from typing import Callable
 import tensorflow as tf
 
 from albert_tf.files.records import ParseFn, require_parsable, require_records, tfrecord_dataset
-from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, example_lengths,
-                                               group_by_length)
+from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, group_by_length,
+                                               length_order)
 
 # dataset_fn(global_batch_size, batches_to_skip) -> batched dataset of feature dicts.
 DatasetFn = Callable[[int, int], tf.data.Dataset]
@@ -273,7 +273,7 @@ def record_eval_dataset(record_path: str, parse: ParseFn, batch_size: int,
 def _sorted_batches(chunk: dict[str, tf.Tensor], batch_size: int) -> tf.data.Dataset:
     """The examples of ``chunk`` (parsed features [N, ...]) sorted by length (stable), in
     batches of ``batch_size`` (the last one holds the remainder)."""
-    order = tf.argsort(example_lengths(chunk), stable=True)
+    order = length_order(chunk)
     return tf.data.Dataset.from_tensor_slices(
         {name: tf.gather(value, order) for name, value in chunk.items()}).batch(batch_size)
 

@@ -70,6 +70,12 @@ def example_lengths(features: Features) -> tf.Tensor:
     return lengths
 
 
+def length_order(features: Features) -> tf.Tensor:
+    """int32 [B]: the examples of ``features`` from shortest to longest (``example_lengths``;
+    stable, so examples of one length keep their order)."""
+    return tf.argsort(example_lengths(features), stable=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class LengthBuckets:
     """The lengths a task's batches are padded to, and the features of length S that are cut.
@@ -112,8 +118,7 @@ def group_by_length(chunk: Features, batch_size: int, key: tf.Tensor) -> tf.data
     ...]) as N batches of nearly equal lengths: sorted by ``example_lengths`` (stable), cut into
     batches of ``batch_size`` in that order, the batches then emitted in a random order drawn from
     ``key`` (a stateless seed, int64 [2])."""
-    order = tf.argsort(example_lengths(chunk), stable=True)
-    batches = tf.reshape(order, [-1, batch_size])
+    batches = tf.reshape(length_order(chunk), [-1, batch_size])
     shuffled = tf.random.experimental.stateless_shuffle(tf.range(tf.shape(batches)[0]), key,
                                                         alg="philox")
     rows = tf.gather(batches, shuffled)
