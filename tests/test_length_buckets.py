@@ -1,7 +1,8 @@
 """Batches cut to their length bucket (albert_tf/training/length_buckets.py) and grouped by length.
 
 - the bucket lengths of a few --max_seq_length values, an example's length read from its mask,
-  a batch cut to the shortest bucket that holds its longest example (only the sequence features);
+  a batch cut to the shortest bucket that holds its longest example (only the sequence features),
+  or without XLA to its longest example exactly; which of the two (or none) a run gets;
 - the training input: with buckets, the batches of the padded stream, cut (same examples, same
   order); with --group_by_length, each chunk of 50 batches is a permutation of the same chunk of the
   ungrouped stream, its batches hold examples of neighbouring lengths, a resumed stream (inside a
@@ -23,10 +24,15 @@ import os
 import re
 import shutil
 
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.cli import fine_tuning
+from albert_tf.cli.settings import RunSettings
+from albert_tf.errors.user_error import UserError
 from albert_tf.training.input_pipeline import (RECORD_INDEX, record_eval_dataset,
                                                record_train_dataset_fn)
 from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, bucket_lengths,
@@ -73,6 +79,43 @@ def test_an_example_is_as_long_as_its_last_real_position_and_a_batch_is_cut_to_i
     assert example_lengths({"input_mask": tf.constant(choices)}).numpy().tolist() == [17, 0]
     assert LengthBuckets.of(S, SEQUENCE).trim(
         {"input_mask": tf.constant(choices)})["input_mask"].shape == (2, 4, 24)
+
+
+def test_exact_lengths_cut_a_batch_to_its_longest_example():
+    assert bucket_lengths(6, exact=True) == (1, 2, 3, 4, 5, 6)
+    mask = np.zeros((2, S), np.int32)
+    mask[0, :9] = 1
+    mask[1, :27] = 1
+    features = {"input_ids": tf.constant(np.arange(2 * S).reshape(2, S)),
+                "input_mask": tf.constant(mask)}
+    buckets = LengthBuckets.of(S, SEQUENCE, exact=True)
+    assert buckets.exact and not LengthBuckets.of(S, SEQUENCE).exact
+    cut = buckets.trim(features)
+    assert cut["input_ids"].shape == (2, 27)
+    np.testing.assert_array_equal(cut["input_ids"], features["input_ids"][:, :27])
+    assert buckets.describe() == f"Batches padded to their longest example (at most {S} positions)"
+
+
+def _buckets_of_a_run(**settings) -> LengthBuckets | None:
+    """What the driver gives a run of a length-invariant task on this (non-TPU) machine."""
+    hooks = types.SimpleNamespace(sequence_features=SEQUENCE, length_invariant=lambda _: True)
+    return fine_tuning._length_buckets(
+        RunSettings(output_dir="out", cached_dir="out", max_seq_length=S, **settings), hooks,
+        tf.distribute.get_strategy())
+
+
+def test_a_run_cuts_batches_exactly_without_xla_and_to_the_fixed_set_with_it(capsys):
+    assert _buckets_of_a_run().lengths == bucket_lengths(S, exact=True)
+    assert _buckets_of_a_run(use_xla=True).lengths == bucket_lengths(S)
+    assert _buckets_of_a_run(length_buckets=False) is None
+    with pytest.raises(UserError, match="--group_by_length needs batches of several lengths"):
+        _buckets_of_a_run(length_buckets=False, group_by_length=True)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:3] == [
+        f"Batches padded to their longest example (at most {S} positions)",
+        "Batches padded to the shortest of these lengths that holds them: " + ", ".join(
+            map(str, bucket_lengths(S))),
+        f"Batches padded to --max_seq_length={S} (--nolength_buckets)."]
 
 
 def test_buckets_need_the_mask_among_the_sequence_features():
@@ -237,7 +280,7 @@ def test_predictions_and_their_metrics_equal_those_of_batches_padded_to_the_sequ
     same prediction with --nolength_buckets, from a copy of its --output_dir, writes the same
     prediction files (SQuAD: its sweep's metrics too) up to float rounding."""
     run = task_runs.get(name)
-    assert "Batches padded to the shortest of these lengths" in run.result.stdout
+    assert "Batches padded to their longest example" in run.result.stdout
     copy = tmp_path / "out"
     shutil.copytree(run.output_dir, copy)
     for product in run.case.products:

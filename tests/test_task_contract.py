@@ -68,7 +68,7 @@ from albert_tf.tasks.question_answering.serving import export_squad, min_positio
 from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
 from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import TokenClassifierTask
-from albert_tf.training.length_buckets import LengthBuckets
+from albert_tf.training.length_buckets import LengthBuckets, example_lengths
 from albert_tf.training.task import Task
 from albert_tf.training.trainer import DTYPE_POLICIES
 from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
@@ -479,23 +479,26 @@ def padded_to(inputs: Inputs, length: int) -> Inputs:
     return {name: pad(name, value) for name, value in inputs.items()}
 
 
+@pytest.mark.parametrize("exact", [False, True], ids=["bucket", "exact"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("sharing", SHARING)
 @by_name([case for case in CASES if case.inputs is not None])
 def test_a_batch_cut_to_its_length_bucket_gives_the_outputs_of_the_padded_batch(case, sharing,
-                                                                                dtype):
+                                                                                dtype, exact):
     """The model on inputs padded to 64 positions and on the same inputs cut by ``LengthBuckets``
-    (to 24): every output equal on the cut batch's positions (floats within 1e-5, integers such
-    as SQuAD v2's top-k indices equal), whatever the cross-layer sharing and the precision."""
+    (to the bucket 24, or exactly to the batch's longest example): every output equal on the cut
+    batch's positions (floats within 1e-5, integers such as SQuAD v2's top-k indices equal),
+    whatever the cross-layer sharing and the precision."""
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(DTYPE_POLICIES[dtype])
     try:
         config = tiny_config(cross_layer_sharing=sharing, max_position_embeddings=CUT_FROM)
         model = distinctive(case.build(config), seed=5)
         padded = padded_to(case.inputs(config), CUT_FROM)
-        cut = LengthBuckets.of(CUT_FROM, tuple(padded)).trim(
-            {name: tf.constant(value) for name, value in padded.items()})
-        assert cut["input_ids"].shape[-1] == SEQ
+        padded = {name: tf.constant(value) for name, value in padded.items()}
+        cut = LengthBuckets.of(CUT_FROM, tuple(padded), exact=exact).trim(padded)
+        longest = int(tf.reduce_max(example_lengths(padded)))
+        assert cut["input_ids"].shape[-1] == (longest if exact else SEQ)
         full_outputs = tf.nest.flatten(model(padded, training=False))
         cut_outputs = tf.nest.flatten(model(cut, training=False))
     finally:

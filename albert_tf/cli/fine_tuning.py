@@ -12,8 +12,9 @@ The driver runs the procedure every script used to spell itself:
    file the run reads built (or found in the cache) before the first training step;
 3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
    every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py),
-   each batch padded to the shortest length bucket that holds it (--length_buckets, the task's
-   ``sequence_features``; albert_tf/training/length_buckets.py), grouped by length with
+   each batch cut to its longest example (--length_buckets, the task's ``sequence_features``;
+   with --use_xla to the shortest of a fixed set of lengths that holds it, XLA compiling once per
+   shape; albert_tf/training/length_buckets.py), grouped by length with
    --group_by_length; the evaluation and prediction batches are cut the same way;
    the sweep (the reference's: every checkpoint evaluated, the best kept as model.ckpt-best); then,
    from model.ckpt-best, the predictions, the SavedModel export and the TFLite export the flags
@@ -233,9 +234,10 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
 
 def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
                     strategy: tf.distribute.Strategy) -> LengthBuckets | None:
-    """The length buckets of the run's batches, printed; None (every batch of length S, said why)
-    with --nolength_buckets, for a task whose results depend on the padding, and on a TPU, whose
-    training loop compiles one program for one input shape."""
+    """The length buckets of the run's batches, printed: every length (a batch cut to its longest
+    example) without XLA, the fixed set with --use_xla (one compilation per length met); None
+    (every batch of length S, said why) with --nolength_buckets, for a task whose results depend
+    on the padding, and on a TPU, whose training loop compiles one program for one input shape."""
     if not settings.length_buckets:
         reason = "--nolength_buckets"
     elif not hooks.length_invariant(settings):
@@ -243,7 +245,8 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
     elif needs_static_batches(strategy):
         reason = "a TPU compiles its loop for one shape"
     else:
-        buckets = LengthBuckets.of(settings.max_seq_length, hooks.sequence_features)
+        buckets = LengthBuckets.of(settings.max_seq_length, hooks.sequence_features,
+                                   exact=not settings.use_xla)
         print(buckets.describe() + (" (training batches grouped by length)"
                                     if settings.group_by_length else ""))
         return buckets

@@ -1,8 +1,8 @@
-"""Batches padded to the shortest of a fixed set of lengths that holds them, not to max_seq_length.
+"""Batches padded to their own longest example (or to a fixed set of lengths), not to max_seq_length.
 
 Every fine-tuning record is padded to ``max_seq_length`` (S) when it is written, as the reference
 does; most of a batch of short texts is then padding, and the encoder spends most of its work on it.
-``LengthBuckets`` cuts each parsed batch back to the shortest bucket length that holds its longest
+``LengthBuckets`` cuts each parsed batch back to the shortest allowed length that holds its longest
 example (its last position with ``input_mask`` 1), for every feature of length S the task names.
 
 Why this changes no result: padding sits after the real tokens, padded keys get the attention mask
@@ -12,10 +12,12 @@ reads real positions only (the [CLS] position, a token's own position, or start/
 to float rounding. SQuAD v1.1 is the exception: the reference's v1 loss and n-best lists take their
 softmax and ranking over all S positions, padding included, so its batches keep length S.
 
-Why a fixed set (``bucket_lengths``): XLA (--use_xla) compiles once per shape it meets, so the
-lengths are few; without XLA a batch's length is a dynamic dimension of one traced graph and costs
-nothing. (A TPU keeps length S: its training loop is compiled for one input shape.) The steps grow with the length (8 up to 64, 16 up to 128, 32 up
-to 256, 64 beyond): each bucket is at most a quarter longer than the one below it.
+Which lengths (``bucket_lengths``): without XLA a batch's length is a dynamic dimension of one
+traced graph, so every length 1..S is allowed (``exact``) and a batch carries no padding beyond its
+longest example, as Hugging Face's dynamic padding. XLA (--use_xla) compiles once per shape it
+meets, so there the lengths are a small fixed set: multiples of 8 up to 64, 16 up to 128, 32 up to
+256, 64 beyond, each at most a quarter longer than the one below it. (A TPU keeps length S: its
+training loop is compiled for one input shape.)
 
 ``group_by_length`` (``--group_by_length``): the records of each chunk of ``GROUP_CHUNK_BATCHES``
 training batches sorted by length and cut into batches, whose order within the chunk is shuffled
@@ -44,10 +46,12 @@ _STEPS = ((64, 8), (128, 16), (256, 32))
 _LARGE_STEP = 64
 
 
-def bucket_lengths(max_seq_length: int) -> tuple[int, ...]:
-    """The lengths a batch may be padded to, ascending, ending with ``max_seq_length``: multiples
-    of 8 up to 64, of 16 up to 128, of 32 up to 256, of 64 beyond (e.g. S 128: 8, 16, .., 64, 80,
-    96, 112, 128: 12 lengths; S 512: 20)."""
+def bucket_lengths(max_seq_length: int, exact: bool = False) -> tuple[int, ...]:
+    """The lengths a batch may be padded to, ascending, ending with ``max_seq_length``: with
+    ``exact`` every length 1..S; else multiples of 8 up to 64, of 16 up to 128, of 32 up to 256,
+    of 64 beyond (e.g. S 128: 8, 16, .., 64, 80, 96, 112, 128: 12 lengths; S 512: 20)."""
+    if exact:
+        return tuple(range(1, max_seq_length + 1))
     lengths, start = [], 0
     for end, step in (*_STEPS, (max_seq_length, _LARGE_STEP)):
         lengths.extend(range(start + step, min(end, max_seq_length) + 1, step))
@@ -80,7 +84,8 @@ def length_order(features: Features) -> tf.Tensor:
 class LengthBuckets:
     """The lengths a task's batches are padded to, and the features of length S that are cut.
 
-    lengths: ascending bucket lengths, the last one S (``bucket_lengths``).
+    lengths: ascending bucket lengths, the last one S (``bucket_lengths``): every length 1..S
+    (exact: each batch cut to its longest example) or a fixed set (for XLA).
     sequence_features: the names of the features whose last axis is the sequence (their records'
     ``SEQUENCE_FEATURES``), e.g. input_ids, input_mask, segment_ids (NER: also the labels).
     """
@@ -89,14 +94,25 @@ class LengthBuckets:
     sequence_features: tuple[str, ...]
 
     @classmethod
-    def of(cls, max_seq_length: int, sequence_features: Sequence[str]) -> LengthBuckets:
+    def of(cls, max_seq_length: int, sequence_features: Sequence[str],
+           exact: bool = False) -> LengthBuckets:
+        """``exact``: each batch cut to its own longest example (without XLA); else to the fixed
+        set of ``bucket_lengths``."""
         if MASK_FEATURE not in sequence_features:
             raise ValueError(f"the sequence features {tuple(sequence_features)} lack "
                              f"{MASK_FEATURE!r}, which marks the real positions.")
-        return cls(bucket_lengths(max_seq_length), tuple(sequence_features))
+        return cls(bucket_lengths(max_seq_length, exact), tuple(sequence_features))
+
+    @property
+    def exact(self) -> bool:
+        """Whether every length 1..S is allowed (a batch is cut to its longest example)."""
+        return self.lengths == tuple(range(1, self.lengths[-1] + 1))
 
     def describe(self) -> str:
         """One line for the run's log: the lengths a batch may have."""
+        if self.exact:
+            return (f"Batches padded to their longest example (at most {self.lengths[-1]} "
+                    "positions)")
         return "Batches padded to the shortest of these lengths that holds them: " + ", ".join(
             str(length) for length in self.lengths)
 
