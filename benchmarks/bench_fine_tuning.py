@@ -83,23 +83,26 @@ How it is timed:
   ``torch.no_grad`` and, for bf16, autocast), twice, the second pass timed,
   after training, same batch size.
 
-The defaults train 5 steps per variant (1 untimed, 4 timed: 128 examples): on 2 cores a step of
-ALBERT-base at batch 32 takes seconds (padded to 128 in float32, over 10 s). Length-grouped batches
-come in a set order (Hugging Face: groups of 12 batches sorted longest first), so a few steps would
-time the long ones: the ``group_by_length`` variants time 12 steps (``--grouped_timed_loops``),
-which cost little as most are short. For Hugging Face the mean width of the timed batches is printed
-beside that of a whole epoch in the same order, to show how representative they were. Raise
-``--timed_loops`` for steadier figures. The machine may be shared: the load average is printed
-at the start and the end. Everything is written to a temporary directory, deleted at the end.
+What is timed (the same batches on both sides): by default one epoch of training steps after
+the warm-up (``--timed_loops=0``): ``--num_train`` 1,600 examples are 50 batches of 32, which is
+also one length-grouping chunk of both frameworks (albert_tf's ``--group_by_length`` chunk and
+Hugging Face's LengthGroupedSampler megabatch are 50 batches), so both time the same examples, and
+with ``group_by_length`` nearly the same batches (each side sorts the whole chunk; they differ in
+the order of the batches and in one batch at the epoch's edge). A few steps would not do: batch
+widths vary from step to step, grouped ones by a factor of 4. The mean width of the timed batches
+is printed for both (albert_tf's from its training input rebuilt as the command builds it; Hugging
+Face's beside that of a whole epoch) to show that they compute on the same widths. The ``padded``
+variant has one width: ``--padded_timed_loops`` (4) steps. The machine may be shared: the load
+average is printed at the start and the end. Everything is written to a temporary directory,
+deleted at the end.
 
-Run from the repository root (the defaults: 40 min on this project's 2 cores shared with other
-jobs, load 5-6, for 25 min of CPU time; less on a quiet machine):
+Run from the repository root (the defaults: about 45 min on this project's 2 cores):
 
     .venv/bin/python benchmarks/bench_fine_tuning.py
     .venv/bin/python benchmarks/bench_fine_tuning.py --tasks=classification --dtypes=float32 \
         --variants=default --timed_loops=1 --num_eval=64     # a quick check
     .venv/bin/python benchmarks/bench_fine_tuning.py --tasks=ner --ner_dtypes=float32,bfloat16
-    .venv/bin/python benchmarks/bench_fine_tuning.py --frameworks=hf --timed_loops=10
+    .venv/bin/python benchmarks/bench_fine_tuning.py --frameworks=hf --timed_loops=10  # 10 steps
 """
 
 from __future__ import annotations
@@ -137,17 +140,19 @@ flags.DEFINE_list("ner_dtypes", ["float32"], "NER: as --dtypes.")
 flags.DEFINE_boolean("eval", True, "Also time one evaluation pass per framework, task and dtype.")
 flags.DEFINE_integer("loop_steps", 1, "Steps per albert_tf loop (--iterations_per_loop); also the "
                      "untimed warm-up steps of Hugging Face.")
-flags.DEFINE_integer("timed_loops", 4, "Timed loops after the warm-up loop (Hugging Face: "
-                     "loop_steps x timed_loops timed steps).")
-flags.DEFINE_integer("grouped_timed_loops", 12, "Timed loops of the group_by_length variants: "
-                     "grouped batches vary in length in a set order, so they need more to be "
-                     "representative (Hugging Face's groups of 1,536 examples: 12 batches).")
+flags.DEFINE_integer("timed_loops", 0, "Timed loops after the warm-up loop of the default and "
+                     "group_by_length variants (Hugging Face: loop_steps x timed_loops timed "
+                     "steps); 0: one epoch's steps, so both frameworks time batches of the same "
+                     "widths.")
+flags.DEFINE_integer("padded_timed_loops", 4, "Timed loops of the padded variant (every batch "
+                     "of width max_seq_length: a few are representative).")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch.")
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch.")
 flags.DEFINE_integer("max_seq_length", 128, "S.")
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW) of both frameworks.")
 flags.DEFINE_integer("seed", 12345, "Seed of the data samples and of both initialisations.")
-flags.DEFINE_integer("num_train", 1536, "Training examples (SST-2 phrases; NER sentences).")
+flags.DEFINE_integer("num_train", 1600, "Training examples (SST-2 phrases; NER sentences); "
+                     "1,600 = 50 batches of 32, one length-grouping chunk of both frameworks.")
 flags.DEFINE_integer("num_eval", 872, "Classification evaluation examples (the first N SST-2 dev "
                      "sentences; 872: all).")
 flags.DEFINE_integer("ner_num_eval", 256, "NER evaluation sentences.")
@@ -293,16 +298,22 @@ def ner_ids(tokenizer, sentences: list[list[str]],
     return examples
 
 
+def record_file(output_dir: str, split_word: str) -> str | None:
+    """The feature record file albert_tf wrote for a split (None: no such file)."""
+    names = [name for name in os.listdir(output_dir)
+             if name.endswith(".tf_record") and split_word in name]
+    return os.path.join(output_dir, names[0]) if len(names) == 1 else None
+
+
 def record_ids(output_dir: str, split_word: str) -> list[tuple[int, ...]] | None:
     """The unpadded input_ids of the feature records albert_tf wrote for a split (None: no file)."""
     import tensorflow as tf
 
-    names = [name for name in os.listdir(output_dir)
-             if name.endswith(".tf_record") and split_word in name]
-    if len(names) != 1:
+    path = record_file(output_dir, split_word)
+    if path is None:
         return None
     ids = []
-    for raw in tf.data.TFRecordDataset(os.path.join(output_dir, names[0])).as_numpy_iterator():
+    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
         values = tf.train.Example.FromString(raw).features.feature["input_ids"].int64_list.value
         ids.append(tuple(int(v) for v in values if v != 0))
     return ids
@@ -360,6 +371,27 @@ def albert_tf_eval_rate(lines: list[tuple[float, str]], examples: int) -> tuple[
     return examples / seconds, "output span"
 
 
+def albert_tf_widths(output_dir: str, grouped: bool, first: int, count: int) -> float:
+    """The mean width of albert_tf's training batches ``first`` .. ``first + count - 1`` of a run
+    in ``output_dir``: its training input rebuilt as the command builds it (the records, the
+    command's --input_seed, each batch cut to its longest example, --group_by_length), read for
+    the masks only."""
+    import tensorflow as tf
+
+    sys.path.insert(0, REPO_ROOT)
+    from albert_tf.training.input_pipeline import record_train_dataset_fn
+    from albert_tf.training.length_buckets import MASK_FEATURE, LengthBuckets
+
+    spec = {MASK_FEATURE: tf.io.FixedLenFeature([FLAGS.max_seq_length], tf.int64)}
+    dataset_fn = record_train_dataset_fn(
+        record_file(output_dir, "_train_"), lambda records: tf.io.parse_example(records, spec),
+        seed=FLAGS.seed, grouped=grouped,
+        buckets=LengthBuckets.of(FLAGS.max_seq_length, (MASK_FEATURE,), exact=True))
+    widths = [int(batch[MASK_FEATURE].shape[1])
+              for batch in dataset_fn(FLAGS.train_batch_size, first).take(count)]
+    return sum(widths) / len(widths)
+
+
 def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
                   with_eval: bool) -> dict:
     """One albert_tf command; its training (and evaluation) examples/s."""
@@ -376,7 +408,8 @@ def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
             f"--save_checkpoints_steps={steps - 1 if with_eval else steps}",
             f"--train_batch_size={FLAGS.train_batch_size}",
             f"--learning_rate={FLAGS.learning_rate}",
-            "--optimizer=adamw", f"--seed={FLAGS.seed}", f"--dtype={dtype}"]
+            "--optimizer=adamw", f"--seed={FLAGS.seed}", f"--input_seed={FLAGS.seed}",
+            f"--dtype={dtype}"]
     if task == "classification":
         args += [f"--train_file={files['cls_train']}", f"--dev_file={files['cls_eval']}"]
     else:
@@ -392,6 +425,10 @@ def run_albert_tf(task: str, variant: str, dtype: str, files: dict, root: str,
     lines = run_command(args, os.path.join(root, name + ".log"))
     result = {"wall": time.perf_counter() - started, "output_dir": output_dir}
     result["train"], result["train_loops"] = albert_tf_train_rate(lines)
+    result["train_width"] = albert_tf_widths(output_dir, variant == "group_by_length",
+                                             FLAGS.loop_steps, steps - FLAGS.loop_steps)
+    print(f"    {result['train']:.2f} examples/s training (mean width of the timed batches "
+          f"{result['train_width']:.1f})", flush=True)
     if with_eval:
         result["eval"], result["eval_how"] = albert_tf_eval_rate(
             lines, len(files[f"{task}_eval_ids"]))
@@ -562,7 +599,11 @@ def run_hf(task: str, variant: str, dtype: str, files: dict, root: str, with_eva
 # -- main ------------------------------------------------------------------------------------------
 
 def timed_loops(variant: str) -> int:
-    return FLAGS.grouped_timed_loops if variant == "group_by_length" else FLAGS.timed_loops
+    """The timed loops of a variant: --padded_timed_loops, else --timed_loops or one epoch."""
+    if variant == "padded":
+        return FLAGS.padded_timed_loops
+    epoch_steps = FLAGS.num_train // FLAGS.train_batch_size
+    return FLAGS.timed_loops or max(1, epoch_steps // FLAGS.loop_steps)
 
 
 def variants_of(task: str) -> list[str]:
@@ -580,7 +621,9 @@ def _check_flags() -> None:
         for value in getattr(FLAGS, name):
             if value not in allowed:
                 raise app.UsageError(f"--{name}: {value!r} is not one of {', '.join(allowed)}.")
-    for name in ("loop_steps", "timed_loops", "grouped_timed_loops", "train_batch_size",
+    if FLAGS.timed_loops < 0:
+        raise app.UsageError(f"--timed_loops must be >= 0, got {FLAGS.timed_loops}.")
+    for name in ("loop_steps", "padded_timed_loops", "train_batch_size",
                  "eval_batch_size", "num_train",
                  "num_eval", "ner_num_eval", "ner_max_words"):
         if getattr(FLAGS, name) < 1:
@@ -744,9 +787,9 @@ def main(argv: list[str]) -> None:
             print(f"token ids, albert_tf's records against those given to Hugging Face ({task}): "
                   f"{verdict}")
         report(results, unavailable, eval_how)
-        print(f"\ntraining: {FLAGS.loop_steps * (1 + FLAGS.timed_loops)} steps of batch "
+        print(f"\ntraining: {FLAGS.loop_steps * (1 + timed_loops('default'))} steps of batch "
               f"{FLAGS.train_batch_size} per variant ("
-              f"{FLAGS.loop_steps * (1 + FLAGS.grouped_timed_loops)} for group_by_length), the "
+              f"{FLAGS.loop_steps * (1 + timed_loops('padded'))} for padded), the "
               f"first {FLAGS.loop_steps} untimed; evaluation batch {FLAGS.eval_batch_size}; total "
               f"{(time.perf_counter() - started) / 60:.1f} min")
         print(f"load average at end: {_load_average()} on {os.cpu_count()} cores")
