@@ -1,11 +1,12 @@
-"""Run as a subprocess by test_distributed_training: one device vs MirroredStrategy on 2 logical CPUs,
-and a mirrored run with dropout resumed from its checkpoint vs the same run uninterrupted.
+"""Run as a subprocess by test_distributed_training: one device vs MirroredStrategy on 2 logical CPUs
+(also with every replica's batch split by length into parts, ``LengthSplit``), and a mirrored run
+with dropout resumed from its checkpoint vs the same run uninterrupted.
 
 Usage: python -m tests.mirrored_equivalence <output_dir> <pretraining records (S 128, M 20)>
 
 Logical devices must be configured before TensorFlow initialises, hence a separate process. Prints
 one JSON line: per-step losses and the max-abs weight difference after training (one device vs
-mirrored), the two replicas' dropout seeds of one step, and the max-abs difference of every variable
+mirrored, and vs mirrored with split batches), the two replicas' dropout seeds of one step, and the max-abs difference of every variable
 between the resumed and the uninterrupted mirrored run with dropout.
 """
 
@@ -24,26 +25,33 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training import optimization  # noqa: E402
+from albert_tf.training.length_buckets import LengthBuckets, LengthSplit  # noqa: E402
 from albert_tf.training.trainer import RunConfig, Trainer, dropout_seed  # noqa: E402
 from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS,  # noqa: E402
                                 REFERENCE_SEQ_LENGTH, tiny_config)
 
 
-def make_trainer(strategy, output_dir, model_config=None, **run_config):
+# Every replica's batch of 4 split into 2 parts by length, whatever the work saved.
+ALWAYS_SPLIT = LengthSplit(LengthBuckets.of(REFERENCE_SEQ_LENGTH,
+                                            ("input_ids", "input_mask", "segment_ids"), exact=True),
+                           parts=2, min_part_examples=2, work_fraction=1.0)
+
+
+def make_trainer(strategy, output_dir, model_config=None, length_split=None, **run_config):
     config = RunConfig(output_dir=output_dir, **{
         "train_batch_size": 8, "num_train_steps": 4, "save_checkpoints_steps": 4,
         "iterations_per_loop": 1, **run_config})
     return Trainer(strategy, PretrainingTask(model_config or tiny_config()),
                    lambda: optimization.create_optimizer("lamb", 5e-3, 4, 1), config,
-                   log=lambda message: None)
+                   log=lambda message: None, length_split=length_split)
 
 
 def train_data(records):
     return pretraining_dataset_fn([records], REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS, True)
 
 
-def run(strategy, output_dir, records, initial):
-    trainer = make_trainer(strategy, output_dir)
+def run(strategy, output_dir, records, initial, length_split=None):
+    trainer = make_trainer(strategy, output_dir, length_split=length_split)
     if initial is not None:
         for variable, value in zip(trainer.model.trainable_variables, initial):
             variable.assign(value)
@@ -82,15 +90,19 @@ def main(output_dir, records):
     single, initial = run(distribute.create_strategy("one_device"), output_dir + "/one", records, None)
     mirrored_strategy = distribute.create_strategy("mirrored")
     mirrored, _ = run(mirrored_strategy, output_dir + "/mirrored", records, initial)
-    weight_diff = max(float(np.max(np.abs(a.numpy() - b.numpy())))
-                      for a, b in zip(single.model.trainable_variables,
-                                      mirrored.model.trainable_variables))
+    split, _ = run(mirrored_strategy, output_dir + "/split", records, initial, ALWAYS_SPLIT)
+    weight_diff, split_diff = (max(float(np.max(np.abs(a.numpy() - b.numpy())))
+                                   for a, b in zip(single.model.trainable_variables,
+                                                   other.model.trainable_variables))
+                               for other in (mirrored, split))
     resumed_variables, resumed_diff = resumed_difference(mirrored_strategy, output_dir, records)
     print(json.dumps({
         "replicas": mirrored_strategy.num_replicas_in_sync,
         "one_device": [h["loss"] for h in single.history],
         "mirrored": [h["loss"] for h in mirrored.history],
         "weight_max_abs_diff": weight_diff,
+        "split": [h["loss"] for h in split.history],
+        "split_weight_max_abs_diff": split_diff,
         "replica_dropout_seeds": replica_dropout_seeds(mirrored_strategy),
         "resumed_variables": resumed_variables,
         "resumed_max_abs_diff": resumed_diff,

@@ -59,6 +59,9 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_r
     assert len(report["one_device"]) == len(report["mirrored"]) == 4
     np.testing.assert_allclose(report["mirrored"], report["one_device"], rtol=1e-5)
     assert report["weight_max_abs_diff"] < 1e-5
+    # Each replica's batch run as two parts sorted by length: the same training.
+    np.testing.assert_allclose(report["split"], report["one_device"], rtol=1e-5)
+    assert report["split_weight_max_abs_diff"] < 1e-5
     # With dropout: the replicas draw other masks, and a resume gives the same weights bit for bit.
     first, second = report["replica_dropout_seeds"]
     assert first != second

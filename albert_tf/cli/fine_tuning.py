@@ -47,7 +47,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import (ParseFn, needs_static_batches,
                                                record_eval_dataset, record_train_dataset_fn)
-from albert_tf.training.length_buckets import LengthBuckets
+from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
 from albert_tf.training.task import EvalSet, Task
 from albert_tf.training.trainer import Trainer
 
@@ -198,7 +198,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
         check_label_set(settings.output_dir, label_set, source)
         steps, warmup = hooks.schedule(run)
         run.trainer = training_run.build_trainer(
-            settings, hooks.training_task(run, label_set), steps, warmup, evaluates)
+            settings, hooks.training_task(run, label_set), steps, warmup, evaluates,
+            length_split=LengthSplit(buckets) if buckets is not None else None)
         hooks.prepare_features(run)
         if run.trainer.chief and read_label_set(settings.output_dir) is None:
             write_label_set(settings.output_dir, label_set)
@@ -225,6 +226,8 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
     settings, trainer = run.settings, run.trainer
     print(f"{data.description}, batch {settings.train_batch_size}, "
           f"{trainer.config.num_train_steps} steps")
+    if trainer.length_split is not None:
+        print(trainer.length_split.describe())
     trainer.initialize(run.init_checkpoint, settings.init_from_group0,
                        config_file=settings.albert_config_file)
     trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed,

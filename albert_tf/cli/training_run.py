@@ -26,6 +26,7 @@ from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirec
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.distribute import create_strategy
+from albert_tf.training.length_buckets import LengthSplit
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.task import Task
 from albert_tf.training.trainer import TRAINER_OUTPUTS, RunConfig, Trainer, is_chief
@@ -151,10 +152,11 @@ def load_tokenizer(settings: RunSettings, config: AlbertConfig) -> FullTokenizer
 
 
 def build_trainer(settings: RunSettings, task: Task, num_train_steps: int, num_warmup_steps: int,
-                  evaluates: bool) -> Trainer:
+                  evaluates: bool, length_split: LengthSplit | None = None) -> Trainer:
     """The Trainer of a run: the strategy, loop and checkpoint settings, the optimizer and its
-    schedule. A run that evaluates refuses a multi-worker strategy: the checkpoint sweep writes and
-    deletes files in one process."""
+    schedule, the split of training batches by length (None: every batch runs whole). A run that
+    evaluates refuses a multi-worker strategy: the checkpoint sweep writes and deletes files in
+    one process."""
     strategy = strategy_of(settings.strategy)
     if evaluates and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         raise RunSettingsError("the checkpoint sweep runs in one process: start it as a separate "
@@ -176,4 +178,4 @@ def build_trainer(settings: RunSettings, task: Task, num_train_steps: int, num_w
                                 poly_power=settings.poly_power,
                                 start_warmup_step=settings.start_warmup_step)
 
-    return Trainer(strategy, task, optimizer, run_config)
+    return Trainer(strategy, task, optimizer, run_config, length_split=length_split)

@@ -129,6 +129,72 @@ class LengthBuckets:
                 for name, value in features.items()}
 
 
+
+@dataclasses.dataclass(frozen=True)
+class LengthSplit:
+    """A training batch whose examples differ much in length, run as parts sorted by length.
+
+    A batch cut to its longest example still pads its short examples to that length: on short
+    texts of mixed lengths (SST-2's phrases at batch 32: the longest ~3 times the mean) most of the
+    batch's work is padding. ``split`` sorts the batch's examples by length and deals them into
+    ``parts`` consecutive parts of nearly equal size (of at least ``min_part_examples``
+    examples), each cut by ``buckets`` to its own length; the Trainer runs them one after another
+    and sums their gradients, which are the batch's (every task's loss is a sum over examples
+    divided by normalizers summed over the parts). ``saves_work`` says whether a batch is worth
+    it: its parts' positions (examples x length) at most ``work_fraction`` of the whole batch's
+    (each part is a pass with its own fixed costs; a batch of nearly one length, e.g. with
+    --group_by_length, runs whole).
+    """
+
+    buckets: LengthBuckets
+    parts: int = 4
+    min_part_examples: int = 8
+    work_fraction: float = 0.75
+
+    def parts_of(self, batch_size: int | None) -> int:
+        """The number of parts of a batch of ``batch_size`` examples (None: unknown, the most)."""
+        if batch_size is None:
+            return self.parts
+        return max(1, min(self.parts, batch_size // self.min_part_examples))
+
+    def describe(self) -> str:
+        """One line for the run's log."""
+        return (f"A training batch whose examples differ much in length runs as up to "
+                f"{self.parts} parts sorted by length, each cut to its own length (the same "
+                "gradients, less padding).")
+
+    def can_split(self, features: Features) -> bool:
+        """Whether a batch of the shape of ``features`` makes more than one part."""
+        return self.parts_of(features[MASK_FEATURE].shape[0]) > 1
+
+    def _bounds(self, features: Features) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        """(the examples from shortest to longest int32 [B], the parts' bounds in that order)."""
+        order = length_order(features)
+        parts = self.parts_of(order.shape[0])
+        batch = tf.shape(order)[0]
+        return order, [batch * index // parts for index in range(parts + 1)]
+
+    def saves_work(self, features: Features) -> tf.Tensor:
+        """bool []: whether the parts of ``features`` (a batch) hold at most ``work_fraction`` of
+        the positions of the batch run whole (both at the lengths ``buckets`` cuts them to)."""
+        order, bounds = self._bounds(features)
+        lengths = tf.gather(example_lengths(features), order)
+        whole = tf.cast(bounds[-1] * self.buckets.bucket_of(lengths[-1]), tf.float32)
+        parts = tf.add_n([tf.cast((end - start) * self.buckets.bucket_of(lengths[end - 1]),
+                                  tf.float32)
+                          for start, end in zip(bounds, bounds[1:])])
+        return parts <= self.work_fraction * whole
+
+    def split(self, features: Features) -> list[dict[str, tf.Tensor]]:
+        """The parts of ``features`` (a batch, every feature [B, ...]): its examples sorted by
+        length (stable), dealt into consecutive parts of nearly equal size, each cut to its own
+        length."""
+        order, bounds = self._bounds(features)
+        return [self.buckets.trim({name: tf.gather(value, order[start:end])
+                                   for name, value in features.items()})
+                for start, end in zip(bounds, bounds[1:])]
+
+
 def group_by_length(chunk: Features, batch_size: int, key: tf.Tensor) -> tf.data.Dataset:
     """The examples of ``chunk`` (parsed features of a whole number of batches, [N * batch_size,
     ...]) as N batches of nearly equal lengths: sorted by ``example_lengths`` (stable), cut into

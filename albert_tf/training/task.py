@@ -40,7 +40,11 @@ class Task(Protocol):
 
     def train_loss(self, model: keras.Model, features: Features,
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        """(loss contribution, {name: logged contribution}) for one batch with training=True."""
+        """(loss contribution, {name: logged contribution}) for one batch with training=True.
+
+        Both are sums over the batch's examples divided by ``normalizers`` (the global totals),
+        so the contributions of any partition of a batch add up to the batch's: replicas, and the
+        parts a batch of mixed lengths is split into (``LengthSplit``), rely on it."""
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         """Per-example outputs [B, ...] of an eval/predict pass (training=False)."""

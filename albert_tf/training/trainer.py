@@ -9,6 +9,9 @@ any tf.distribute strategy:
 - the loss of every replica is normalised by *global* totals (all-reduced, ``replica_sum``), so the
   summed gradient equals the single-device gradient of the same global batch, and the optimizer
   (which sums over replicas and then clips) reproduces the reference's single-device update;
+- with a ``LengthSplit`` (albert_tf/training/length_buckets.py), a training batch whose examples
+  differ much in length runs as parts sorted by length, each cut to its own length; their
+  gradients add up to the batch's (the same normalizers), with less work on padding;
 - checkpoints (model, optimizer, step, dropout seed) every ``save_checkpoints_steps`` in
   ``output_dir`` as ``model.ckpt-<step>``; a run restarts from the latest one, replaying the
   (seeded) input up to the step it reached so the data order is that of an uninterrupted run;
@@ -50,6 +53,7 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import reading_records
 from albert_tf.models.layers import dropout_seed_scope
 from albert_tf.training.input_pipeline import RECORD_INDEX, DatasetFn
+from albert_tf.training.length_buckets import LengthSplit
 from albert_tf.training.task import EvalSet, Features, Task
 
 DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -155,6 +159,20 @@ def dropout_seed(run_seed: tf.Tensor, step: tf.Tensor, replica: tf.Tensor,
     return tf.random.experimental.stateless_fold_in(seed, micro_batch)
 
 
+def _summed(dicts: Sequence[Mapping[str, tf.Tensor]]) -> dict[str, tf.Tensor]:
+    """The key-wise sum of dicts of tensors (a key missing from a dict counts 0)."""
+    total: dict[str, tf.Tensor] = {}
+    for values in dicts:
+        for key, value in values.items():
+            total[key] = total[key] + value if key in total else value
+    return total
+
+
+def _added(grads: list, more: list) -> list:
+    """Two lists of gradients summed element-wise (None: a variable the loss does not reach)."""
+    return [a if b is None else b if a is None else a + b for a, b in zip(grads, more)]
+
+
 def format_duration(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -169,9 +187,11 @@ class Trainer:
 
     def __init__(self, strategy: tf.distribute.Strategy, task: Task,
                  optimizer_fn: Callable[[], keras.optimizers.Optimizer], config: RunConfig,
-                 log: Callable[[str], None] = functools.partial(print, flush=True)):
+                 log: Callable[[str], None] = functools.partial(print, flush=True),
+                 length_split: LengthSplit | None = None):
         self.strategy = strategy
         self.task = task
+        self.length_split = length_split
         self.config = config
         self.chief = is_chief(strategy)
         self._log = log if self.chief else (lambda message: None)
@@ -282,15 +302,10 @@ class Trainer:
         for micro_batch, features in enumerate(batches):
             dependencies = [] if accumulated is None else [g for g in accumulated if g is not None]
             with tf.control_dependencies(dependencies):
-                normalizers = replica_sum(self.task.loss_normalizers(features))
                 seed = dropout_seed(self.dropout_seed, step, replica, micro_batch)
-                grads, logs = self._compute_gradients(features, normalizers, seed)
-            if accumulated is None:
-                accumulated = grads
-            else:
-                accumulated = [a if g is None else a + g for a, g in zip(accumulated, grads)]
-            for key, value in logs.items():
-                logs_total[key] = logs_total.get(key, 0.0) + value
+                grads, logs = self._batch_gradients(features, seed)
+            accumulated = grads if accumulated is None else _added(accumulated, grads)
+            logs_total = _summed([logs_total, logs])
         micro_steps = float(len(batches))
         if micro_steps > 1:
             accumulated = [None if g is None else g / micro_steps for g in accumulated]
@@ -300,6 +315,34 @@ class Trainer:
         self.optimizer.apply_gradients([(g, v) for g, v in zip(accumulated, variables)
                                         if g is not None])
         return logs_total
+
+    def _batch_gradients(self, features: Features, seed: tf.Tensor):
+        """Gradients and logs of one (micro-)batch: run whole, or, with ``length_split`` and when
+        it saves work, as its parts sorted by length (``LengthSplit``). The normalizers are the
+        whole batch's, summed over the replicas before the choice (each replica may choose
+        differently; no collective runs inside it)."""
+        normalizers = replica_sum(self.task.loss_normalizers(features))
+        whole = functools.partial(self._parts_gradients, [features], normalizers, seed)
+        if self.length_split is None or not self.length_split.can_split(features):
+            return whole()
+        return tf.cond(
+            self.length_split.saves_work(features),
+            lambda: self._parts_gradients(self.length_split.split(features), normalizers, seed),
+            whole)
+
+    def _parts_gradients(self, parts: Sequence[Features], normalizers: Mapping[str, tf.Tensor],
+                         seed: tf.Tensor):
+        """Gradients and logs of a batch given as parts run one after another. Every task's loss
+        contribution is a sum over examples divided by the batch's ``normalizers``, so the parts'
+        gradients add up to those of the batch run whole. Part 0 draws its dropout masks from
+        ``seed``, part i from ``seed`` folded with i."""
+        grads, logs = None, {}
+        for index, part in enumerate(parts):
+            part_seed = tf.random.experimental.stateless_fold_in(seed, index) if index else seed
+            part_grads, part_logs = self._compute_gradients(part, normalizers, part_seed)
+            grads = part_grads if grads is None else _added(grads, part_grads)
+            logs = _summed([logs, part_logs])
+        return grads, logs
 
     def _gradients(self, features: Features, normalizers: Mapping[str, tf.Tensor],
                    seed: tf.Tensor):

@@ -1,0 +1,137 @@
+"""Training batches of mixed lengths run as parts sorted by length (``LengthSplit``,
+albert_tf/training/length_buckets.py; ``Trainer._batch_gradients``).
+
+- the parts of a hand-made batch: its examples sorted by length, nearly equal sizes, each cut to
+  its own longest example, every feature gathered alike; how many parts a batch size makes;
+- when a batch is worth splitting: mixed lengths yes, one length no (the work counted on the
+  lengths the buckets cut to);
+- training: a classifier (per-example loss) and a token classifier (per-word loss, normalised by
+  the batch's words) trained with the split give the weights, losses and logs of the batches run
+  whole, with gradient accumulation too; a batch of one length is run whole.
+
+Under MirroredStrategy (each replica splits its own batch; no collective inside the choice) the
+split run equals the one-device run: tests/test_distributed_training.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.tasks.classification.task import ClassifierTask
+from albert_tf.tasks.token_classification.task import TokenClassifierTask
+from albert_tf.training import optimization
+from albert_tf.training.length_buckets import LengthBuckets, LengthSplit, example_lengths
+from albert_tf.training.trainer import RunConfig, Trainer
+from tests.shared_setup import tiny_config
+
+S = 48
+SEQUENCE = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights")
+EXACT = LengthBuckets.of(S, SEQUENCE, exact=True)
+
+
+def batch(lengths, seed: int = 0) -> dict[str, np.ndarray]:
+    """Token-classification features [B, S] of the given lengths (labels on every real token)
+    plus a per-example ``label`` [B]."""
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(S) < np.asarray(lengths)[:, None]).astype(np.int32)
+    return {"input_ids": (rng.integers(5, 8000, mask.shape) * mask).astype(np.int32),
+            "input_mask": mask, "segment_ids": np.zeros_like(mask),
+            "label_ids": (rng.integers(0, 3, mask.shape) * mask).astype(np.int32),
+            "label_weights": mask.astype(np.float32),
+            "label": rng.integers(0, 2, len(lengths)).astype(np.int32)}
+
+
+MIXED = [3, 40, 7, 12, 30, 5, 9, 48, 16, 4, 22, 6, 11, 35, 8, 14]
+
+
+def test_a_batch_is_dealt_into_parts_sorted_by_length_each_cut_to_its_longest_example():
+    features = {name: tf.constant(value) for name, value in batch(MIXED).items()}
+    parts = LengthSplit(EXACT, parts=4, min_part_examples=4).split(features)
+    ranked = sorted(range(len(MIXED)), key=lambda i: MIXED[i])
+    assert [part["input_ids"].shape for part in parts] == [
+        (4, max(MIXED[i] for i in ranked[start:start + 4])) for start in range(0, 16, 4)]
+    for start, part in zip(range(0, 16, 4), parts):
+        rows = ranked[start:start + 4]
+        width = part["input_ids"].shape[1]
+        np.testing.assert_array_equal(part["input_ids"], features["input_ids"].numpy()[rows, :width])
+        np.testing.assert_array_equal(part["label"], features["label"].numpy()[rows])
+        assert example_lengths(part).numpy().tolist() == [MIXED[i] for i in rows]
+
+
+@pytest.mark.parametrize("batch_size, parts", [(32, 4), (16, 2), (15, 1), (8, 1), (None, 4)])
+def test_parts_hold_at_least_eight_examples_and_are_at_most_four(batch_size, parts):
+    assert LengthSplit(EXACT).parts_of(batch_size) == parts
+
+
+def test_only_a_batch_of_mixed_lengths_is_worth_splitting():
+    split = LengthSplit(EXACT, parts=4, min_part_examples=4)
+    mixed = {name: tf.constant(value) for name, value in batch(MIXED).items()}
+    assert bool(split.saves_work(mixed))
+    even = {name: tf.constant(value) for name, value in batch([20] * 15 + [24]).items()}
+    assert not bool(split.saves_work(even))
+    # The work is counted at the lengths the buckets cut to: 15 examples of 20 and one of 24 are
+    # one bucket (24) for the fixed set, so the parts save nothing there either.
+    assert not bool(LengthSplit(LengthBuckets.of(S, SEQUENCE), parts=4,
+                                min_part_examples=4).saves_work(even))
+
+
+def dataset_fn(examples: dict[str, np.ndarray], buckets: LengthBuckets):
+    def make(batch_size: int, skip: int) -> tf.data.Dataset:
+        dataset = tf.data.Dataset.from_tensor_slices(examples).repeat()
+        return dataset.batch(batch_size, drop_remainder=True).skip(skip).map(buckets.trim)
+    return make
+
+
+def trained(tmp_path, task, examples, buckets, length_split, **run):
+    config = RunConfig(output_dir=str(tmp_path), train_batch_size=16, num_train_steps=3,
+                       save_checkpoints_steps=3, iterations_per_loop=3, seed=1, **run)
+    trainer = Trainer(tf.distribute.get_strategy(), task,
+                      lambda: optimization.create_optimizer("adamw", 1e-2, 3, 0), config,
+                      log=lambda message: None, length_split=length_split)
+    for layer in trainer.model._flatten_layers():
+        if hasattr(layer, "dropout_rate"):  # the heads' fixed dropout: no masks to draw
+            layer.dropout_rate = 0.0
+    trainer.train(dataset_fn(examples, buckets))
+    return trainer
+
+
+def classifier_case():
+    """(task, examples: a label per example, sequence features)."""
+    examples = batch(MIXED * 2 + MIXED[::-1], seed=3)
+    examples["label_ids"] = examples.pop("label")
+    examples["is_real_example"] = np.ones(len(examples["label_ids"]), np.int32)
+    del examples["label_weights"]
+    return (ClassifierTask(tiny_config(max_position_embeddings=S), ["accuracy"], 2), examples,
+            ("input_ids", "input_mask", "segment_ids"))
+
+
+def token_classifier_case():
+    """(task, examples: a tag per real token, sequence features)."""
+    examples = batch(MIXED * 2 + MIXED[::-1], seed=3)
+    del examples["label"]
+    return TokenClassifierTask(tiny_config(max_position_embeddings=S), 3, S), examples, SEQUENCE
+
+
+@pytest.mark.parametrize("case, accumulation", [(classifier_case, 1), (token_classifier_case, 1),
+                                                (token_classifier_case, 2)])
+def test_training_on_split_batches_equals_training_on_whole_ones(tmp_path, case, accumulation):
+    task, examples, sequence = case()
+    buckets = LengthBuckets.of(S, sequence, exact=True)
+    split = LengthSplit(buckets, parts=4, min_part_examples=2)
+    whole = trained(tmp_path / "whole", task, examples, buckets, None,
+                    gradient_accumulation_steps=accumulation)
+    task, _, _ = case()
+    parts = trained(tmp_path / "parts", task, examples, buckets, split,
+                    gradient_accumulation_steps=accumulation)
+    first = buckets.trim({name: tf.constant(value[:16 // accumulation])
+                          for name, value in examples.items()})
+    assert bool(split.saves_work(first))  # the split did run
+    assert whole.history[-1].keys() == parts.history[-1].keys()
+    for key, value in whole.history[-1].items():
+        if key != "examples_per_second":
+            np.testing.assert_allclose(parts.history[-1][key], value, rtol=1e-5, atol=1e-6,
+                                       err_msg=key)
+    for a, b in zip(whole.model.trainable_variables, parts.model.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=2e-6, err_msg=a.path)
