@@ -223,11 +223,13 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                                 "many micro-batches and sum their gradients before one "
                                                 "update (train_batch_size stays the global batch)."),
         "input_seed": FlagSpec(_I, 12345, "[albert_tf] Seed of the training input shuffles."),
-        "length_buckets": FlagSpec(_B, True, "[albert_tf] Pad each batch only to the shortest of a "
-                                   "fixed set of lengths that holds its longest example (printed "
-                                   "at start; same results, less work on padding). "
-                                   "--nolength_buckets pads every batch to --max_seq_length, as "
-                                   "the reference. Off by itself on a TPU and for SQuAD v1.1."),
+        "length_buckets": FlagSpec(_B, True, "[albert_tf] Pad each batch only to its longest example "
+                                   "(with --use_xla: to the shortest of a fixed set of lengths "
+                                   "that holds it), and run a training batch of mixed lengths as "
+                                   "parts sorted by length (printed at start; same results, less "
+                                   "work on padding). --nolength_buckets pads every batch to "
+                                   "--max_seq_length, as the reference. Off by itself on a TPU "
+                                   "and for SQuAD v1.1."),
         "group_by_length": FlagSpec(_B, False, "[albert_tf] Train on batches of examples of nearly "
                                     "one length: each chunk of 50 batches sorted by length, its "
                                     "batches in a seeded random order (fewer padded positions; "
