@@ -122,10 +122,14 @@ class AttentionFFNBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def call(self, hidden: tf.Tensor, input_mask: tf.Tensor,
-             training: bool | None = None) -> tf.Tensor:
+    def call(self, hidden: tf.Tensor, input_mask: tf.Tensor, training: bool | None = None,
+             first_only: bool = False) -> tf.Tensor:
+        """[B, S, H] -> [B, S, H]; with ``first_only`` only position 0's output, [B, 1, H] (its
+        query attends to every key as usual; the other positions' queries, attention outputs and
+        feed-forward passes are not computed)."""
         hidden = tf.cast(hidden, self.compute_dtype)
-        q = self._split_heads(self.query(hidden))
+        queries = hidden[:, :1] if first_only else hidden
+        q = self._split_heads(self.query(queries))
         k = self._split_heads(self.key(hidden))
         v = self._split_heads(self.value(hidden))
         scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
@@ -133,9 +137,9 @@ class AttentionFFNBlock(keras.layers.Layer):
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         probs = dropout(probs, self.attention_dropout, training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-        context = tf.reshape(context, tf.shape(hidden))
+        context = tf.reshape(context, tf.shape(queries))
         attended = dropout(self.attention_output(context), self.hidden_dropout, training)
-        attended = tf.cast(self.attention_layer_norm(attended + hidden), self.compute_dtype)
+        attended = tf.cast(self.attention_layer_norm(attended + queries), self.compute_dtype)
         ffn = self.ffn_output(self.ffn_intermediate(attended))
         ffn = dropout(ffn, self.hidden_dropout, training)
         return self.ffn_layer_norm(ffn + attended)
@@ -148,7 +152,8 @@ class AlbertTransformer(keras.layers.Layer):
     layer: ``all`` their whole blocks (the reference: G*K blocks), ``attention`` or ``ffn`` one
     part of each block (the other part is the layer's own), ``none`` nothing (L*K blocks).
     ``layer_blocks[l]``: the K blocks layer l runs; ``groups[g]``: those of group g's first layer.
-    Input [B, S, H] and int input_mask [B, S]; returns the list of L*K block outputs.
+    Input [B, S, H] and int input_mask [B, S]; returns the list of L*K block outputs, each
+    [B, S, H] (with ``first_only_last``: the last one [B, 1, H], position 0 alone).
     Each block a layer creates is also an attribute (``group_{variable_group(l)}_inner_group_{k}``)
     so tf.train.Checkpoint tracks it (Keras 3 lists of layers are not checkpoint dependencies).
     """
@@ -189,13 +194,14 @@ class AlbertTransformer(keras.layers.Layer):
         after the first layer that runs it and a layer's own part after that layer."""
         return self.group_index(layer_index) if self.sharing == "all" else layer_index
 
-    def call(self, hidden: tf.Tensor, input_mask: tf.Tensor,
-             training: bool | None = None) -> list[tf.Tensor]:
+    def call(self, hidden: tf.Tensor, input_mask: tf.Tensor, training: bool | None = None,
+             first_only_last: bool = False) -> list[tf.Tensor]:
         outputs = []
-        for blocks in self.layer_blocks:
-            for block in blocks:
-                hidden = block(hidden, input_mask, training=training)
-                outputs.append(hidden)
+        blocks = [block for layer in self.layer_blocks for block in layer]
+        for index, block in enumerate(blocks):
+            hidden = block(hidden, input_mask, training=training,
+                           first_only=first_only_last and index == len(blocks) - 1)
+            outputs.append(hidden)
         return outputs
 
 
@@ -205,7 +211,10 @@ class AlbertModel(keras.Model):
     Call on a dict with ``input_ids`` int [B, S] and optionally ``input_mask`` (default all ones) and
     ``segment_ids`` (default zeros). Returns a dict:
     ``sequence_output`` [B, S, H], ``pooled_output`` [B, H], ``encoder_outputs`` list of L*K [B, S, H].
-    Dropout runs only with ``training=True``.
+    Dropout runs only with ``training=True``. ``first_token_only``: the last block computes position
+    0 ([CLS]) alone, so ``sequence_output`` and the last of ``encoder_outputs`` are [B, 1, H]: all a
+    head that reads the pooled output needs, for about 1/(L*K) less work (the other positions of
+    the last block feed nothing that head reads).
     """
 
     def __init__(self, config: AlbertConfig, name: str = "albert", **kwargs):
@@ -225,8 +234,8 @@ class AlbertModel(keras.Model):
         """The [V, E] word-embedding table (tied to the MLM output layer)."""
         return self.embeddings.word_embeddings
 
-    def call(self, inputs: Mapping[str, tf.Tensor],
-             training: bool | None = None) -> dict[str, tf.Tensor | list[tf.Tensor]]:
+    def call(self, inputs: Mapping[str, tf.Tensor], training: bool | None = None,
+             first_token_only: bool = False) -> dict[str, tf.Tensor | list[tf.Tensor]]:
         if "input_ids" not in inputs:
             raise KeyError(f"AlbertModel inputs need 'input_ids'; got keys {sorted(inputs)}.")
         input_ids = tf.cast(inputs["input_ids"], tf.int32)
@@ -239,7 +248,7 @@ class AlbertModel(keras.Model):
         if self.embedding_projection is not None:
             hidden = self.embedding_projection(hidden)
         encoder_outputs = self.transformer(hidden, tf.cast(input_mask, tf.int32),
-                                           training=training)
+                                           training=training, first_only_last=first_token_only)
         sequence_output = encoder_outputs[-1]
         pooled_output = self.pooler(sequence_output[:, 0])
         return {"sequence_output": sequence_output, "pooled_output": pooled_output,

@@ -34,7 +34,8 @@ class AlbertClassifierModel(AlbertTaskModel):
     """Encoder + ``ClassifierHead`` (run_classifier's model).
 
     Inputs: AlbertModel's dict (``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]).
-    Outputs: AlbertModel's dict plus ``logits`` float32 [B, num_labels]; with ``early_exit`` also
+    Outputs: AlbertModel's dict with ``first_token_only`` (the head reads [CLS] alone, so the last
+    block computes [CLS] alone: ``sequence_output`` is [B, 1, H]) plus ``logits`` float32 [B, num_labels]; with ``early_exit`` also
     ``layer_logits`` float32 [B, L, num_labels], every internal classifier's logits (layer L's
     equal to ``logits``). ``is_regression``: one output trained as a real-valued score (STS-B); it
     requires num_labels 1. ``early_exit``: None, or one of ``EARLY_EXIT_HEADS`` (module doc).
@@ -83,13 +84,14 @@ class AlbertClassifierModel(AlbertTaskModel):
         return names
 
     def layer_outputs(self, encoder_outputs: list[tf.Tensor]) -> list[tf.Tensor]:
-        """The output [B, S, H] of each of the L layers (the last of its K inner blocks)."""
+        """The output of each of the L layers (the last of its K inner blocks): [B, S, H], the
+        last layer's [B, 1, H] (the model runs ``first_token_only``)."""
         inner = self.config.inner_group_num
         return encoder_outputs[inner - 1::inner]
 
     def call(self, inputs: Mapping[str, tf.Tensor],
              training: bool | None = None) -> dict[str, tf.Tensor | list[tf.Tensor]]:
-        outputs = dict(self.albert(inputs, training=training))
+        outputs = dict(self.albert(inputs, training=training, first_token_only=True))
         outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
         if self.early_exit is not None:
             hidden = self.layer_outputs(outputs["encoder_outputs"])[:-1]

@@ -4,7 +4,8 @@ Each example holds ``num_choices`` sequences (``[CLS] article [SEP] question+opt
 flattened on disk to [num_choices * S]. They are encoded as one batch of B * num_choices sequences;
 each pooled output goes through dropout (``dropout_prob``, training only) and a single linear output
 (the reference's root-scoped ``output_weights`` [1, H] and ``output_bias`` [1]); the scores are
-reshaped to logits [B, num_choices]. One output per choice does not make it a regression.
+reshaped to logits [B, num_choices]. One output per choice does not make it a regression. The
+encoder's last block computes [CLS] alone (``first_token_only``): nothing else of it is read.
 """
 
 from __future__ import annotations
@@ -48,6 +49,6 @@ class AlbertMultipleChoiceModel(AlbertTaskModel):
 
     def call(self, inputs: Mapping[str, tf.Tensor], training: bool | None = None) -> dict:
         flat = {name: self._per_sequence(inputs[name]) for name in INPUT_NAMES}
-        pooled = self.albert(flat, training=training)["pooled_output"]
+        pooled = self.albert(flat, training=training, first_token_only=True)["pooled_output"]
         scores = self.scorer(pooled, training=training)  # [B * num_choices, 1]
         return {"logits": tf.reshape(scores, [-1, self.num_choices])}
