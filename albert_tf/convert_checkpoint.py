@@ -16,7 +16,9 @@ Hugging Face format.
 
 Both directions go through the task model whose head the source holds (``--head`` names it,
 else the source's variables choose among ``TASK_HEADS``: the pretraining model, a GLUE classifier,
-SQuAD v1 or v2, RACE), so a fine-tuned head is carried under the reference's names; they print
+an early-exit classifier of run_classifier --early_exit, SQuAD v1 or v2, RACE), so a fine-tuned
+head is carried under the reference's names (the early-exit internal classifiers under theirs,
+``early_exit/layer_<j>/*``); they print
 the load report and require the whole encoder (a Hugging Face directory carries the encoder and the
 pretraining heads only; ``--hf_checkpoint`` takes its config from its config.json unless
 ``--albert_config_file`` is given); a head the source lacks is left out of the output,
@@ -59,7 +61,7 @@ flags.DEFINE_bool("overwrite", False,
 flags.mark_flags_as_required(["output_dir"])
 
 # The task heads a conversion can carry, in the order TASK_HEADS (below) tries them.
-HEAD_NAMES = ("pretraining", "classifier", "squad_v1", "squad_v2", "race")
+HEAD_NAMES = ("pretraining", "classifier", "early_exit", "squad_v1", "squad_v2", "race")
 flags.DEFINE_enum("head", None, list(HEAD_NAMES),
                   "The task model whose head to carry (default: the one the source's head "
                   "variables fit; needed where root output_weights [1, H] may be a one-output "
@@ -115,7 +117,8 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
-from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
+from albert_tf.tasks.classification.model import (  # noqa: E402
+    EARLY_EXIT_SCOPE, AlbertClassifierModel)
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 from albert_tf.tasks.question_answering.model import AlbertSquadModel  # noqa: E402
@@ -125,6 +128,10 @@ TASK_HEADS = (
     TaskHead("pretraining", lambda config, shapes: AlbertPretrainingModel(config)),
     TaskHead("classifier", lambda config, shapes: AlbertClassifierModel(
         config, shapes.get("output_bias", (2,))[0])),
+    # run_classifier --early_exit (separate heads): the classifier and early_exit/layer_<j>/*.
+    TaskHead("early_exit", lambda config, shapes: AlbertClassifierModel(
+        config, shapes.get("output_bias", (2,))[0], early_exit="separate"),
+             fits=lambda shapes: any(name.startswith(f"{EARLY_EXIT_SCOPE}/") for name in shapes)),
     TaskHead("squad_v1", lambda config, shapes: AlbertSquadModel(config)),
     TaskHead("squad_v2", lambda config, shapes: AlbertSquadModel(config, version_2=True)),
     TaskHead("race", lambda config, shapes: AlbertMultipleChoiceModel(config),
