@@ -33,6 +33,8 @@ albert_tf/checkpoints/conversion.py.
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
@@ -117,6 +119,8 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
+from albert_tf.tasks.classification.heads_record import HEADS_FILE, recorded_heads  # noqa: E402
 from albert_tf.tasks.classification.model import (  # noqa: E402
     EARLY_EXIT_SCOPE, AlbertClassifierModel)
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
@@ -153,8 +157,9 @@ def main(argv: list[str]) -> None:
                                           values.output_dir, **options)
         print(f"Wrote albert_tf checkpoint {prefix} and its albert_config.json")
         return
-    model = choose_task_model(source, flag, AlbertConfig.from_json_file(values.albert_config_file),
-                              TASK_HEADS, values.head)
+    model = shared_heads_as_recorded(choose_task_model(
+        source, flag, AlbertConfig.from_json_file(values.albert_config_file), TASK_HEADS,
+        values.head), source, flag)
     if target == "huggingface":
         read, count = to_huggingface(model, source, flag, values.output_dir,
                                      spm_model_file=values.spm_model_file,
@@ -169,6 +174,25 @@ def main(argv: list[str]) -> None:
     else:
         read, prefix, count = albert_tf_to_tf1(model, source, values.output_dir, **options)
         print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
+
+
+def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str) -> AlbertTaskModel:
+    """The classifier of an albert_tf checkpoint whose run directory records shared early-exit
+    heads (classifier_heads.json) as such: the same variables, which the outputs then name as
+    every layer's classifier (a checkpoint alone cannot tell). Any other model as it is."""
+    if (flag != "checkpoint" or type(model) is not AlbertClassifierModel
+            or model.early_exit is not None):
+        return model
+    try:
+        directory = os.path.dirname(resolve_checkpoint_path(source))
+    except FileNotFoundError:
+        return model  # reported by the conversion
+    if recorded_heads(directory) != "shared":
+        return model
+    print(f"{directory} records shared early-exit heads ({HEADS_FILE}): output_weights and "
+          "output_bias are the classifier of every layer; a TF1 checkpoint keeps them under "
+          "these names, which run_classifier.py --early_exit --early_exit_heads=shared reads so.")
+    return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 
 
 def run_files() -> RunFiles:

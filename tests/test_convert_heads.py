@@ -212,3 +212,37 @@ def perturbed_early_exit(cfg, heads):
     for variable in model.weights:
         variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
     return model
+
+
+def test_the_command_says_a_classifier_is_every_layers_when_its_run_records_shared_heads(
+        tmp_path):
+    """A shared-heads run's checkpoint holds an ordinary classifier's variables; its directory's
+    classifier_heads.json tells the command, whose outputs then say the head is every layer's (the
+    TF1 export keeps it under output_weights / output_bias; the Hugging Face one leaves it out)."""
+    cfg = small_config()
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(cfg.to_json_string())
+    save(perturbed_early_exit(cfg, "shared"), tmp_path / "run")
+    (tmp_path / "run" / "classifier_heads.json").write_text('{"early_exit": "shared"}\n')
+
+    def convert(*args):
+        result = run_command("-m albert_tf.convert_checkpoint",
+                             f"--albert_config_file={config_file}",
+                             f"--checkpoint={tmp_path / 'run'}", *args)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    every_layer = "output_weights and output_bias are the classifier of every layer"
+    out = convert(f"--output_dir={tmp_path / 'tf1'}")
+    assert every_layer in out
+    shapes = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt")
+                                      ).get_variable_to_shape_map()
+    assert {"output_weights", "output_bias"} <= set(shapes)
+    out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}")
+    assert every_layer in out
+    assert ("pretraining heads only): output_weights, output_bias (the classifier of every layer: "
+            "early-exit shared heads, --early_exit_heads=shared).") in out
+    # Without the record the same checkpoint is an ordinary classifier's.
+    (tmp_path / "run" / "classifier_heads.json").write_text('{"early_exit": null}\n')
+    out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}", "--overwrite")
+    assert "every layer" not in out and "pretraining heads only): output_weights, output_bias." in out

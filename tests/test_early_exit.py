@@ -461,3 +461,77 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
     assert len(seen) >= 3
     np.testing.assert_allclose(fixed_depth_logits(model, inputs, 3).numpy(), layer_logits[:, 2],
                                atol=1e-5)
+
+
+# -- the kind of classifier an output directory records --------------------------------------------
+
+def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
+    from albert_tf.tasks.classification.heads_record import (HEADS_FILE, HeadsMismatch,
+                                                             check_heads, is_recorded,
+                                                             record_heads, recorded_heads)
+
+    for heads, others in ((None, ("separate", "shared")), ("separate", (None, "shared")),
+                          ("shared", (None, "separate"))):
+        directory = tmp_path / str(heads)
+        directory.mkdir()
+        check_heads(str(directory), "shared")  # nothing recorded: nothing to check
+        record_heads(str(directory / HEADS_FILE), heads)
+        record_heads(str(directory / HEADS_FILE), "separate" if heads is None else None)  # kept
+        assert is_recorded(str(directory)) and recorded_heads(str(directory)) == heads
+        check_heads(str(directory), heads)
+        for other in others:
+            with pytest.raises(HeadsMismatch, match="--early_exit") as raised:
+                check_heads(str(directory), other)
+            message = str(raised.value)
+            assert message.startswith(f"--output_dir={directory} holds a classifier trained ")
+            trained = ("without --early_exit" if heads is None
+                       else f"with --early_exit --early_exit_heads={heads}")
+            assert f"trained {trained} ({HEADS_FILE})" in message
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": "many"}')
+    with pytest.raises(HeadsMismatch, match="expected"):
+        check_heads(str(tmp_path / "bad"), None)
+
+
+def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
+        tmp_path):
+    """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
+    (shared heads: the same variables, untrained internal classifiers) is refused before any work,
+    in one line naming the flags and the record, the directory untouched; so is a directory
+    trained with separate heads evaluated without --early_exit, or with shared heads."""
+    import json
+    import os
+
+    from tests import spm_fixtures
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
+             f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval",
+                          "--train_step=2", "--save_checkpoints_steps=2")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert json.loads((output_dir / "classifier_heads.json").read_text()) == {"early_exit": None}
+    before = sorted(os.listdir(output_dir))
+    refused = run_command("run_classifier.py", *flags, "--do_eval", "--early_exit",
+                          "--early_exit_heads=shared")
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={output_dir} holds a classifier trained without "
+        "--early_exit (classifier_heads.json); this run is with --early_exit "
+        "--early_exit_heads=shared. Give the early-exit flags it was trained with, or use another "
+        "--output_dir.")
+    assert sorted(os.listdir(output_dir)) == before
+    (output_dir / "classifier_heads.json").write_text('{"early_exit": "separate"}\n')
+    for other, named in ((["--do_eval"], "this run is without --early_exit"),
+                         (["--do_train", "--early_exit", "--early_exit_heads=shared"],
+                          "this run is with --early_exit --early_exit_heads=shared")):
+        refused = run_command("run_classifier.py", *flags, *other)
+        assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
+        assert named in refused.error_line()
+    assert sorted(os.listdir(output_dir)) == before
