@@ -78,9 +78,11 @@ flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_p
 flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
                    "score that moves by less than this between layers counts as unchanged.",
                    lower_bound=0.0)
-flags.DEFINE_float("patience_tolerance", 0.5, "[albert_tf] --early_exit: the patience chosen on "
-                   "dev has the fewest mean layers among those at most this many points (of the "
-                   "selection metric x 100) below the full depth.", lower_bound=0.0)
+flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen on "
+                   "dev maximises the selection metric (x 100) minus this many points times the "
+                   "fraction of the layers after the first that it runs: it loses at most this "
+                   "much to the full depth, less the fewer layers it saves (0: the best metric).",
+                   lower_bound=0.0)
 _EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regression_threshold",
                      "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
@@ -362,8 +364,9 @@ class ClassifierHooks(FineTuningHooks):
                   "keeps its results.")
             return
         write_results(path, results)
-        print(f"Early exit: patience {results['patience']} chosen on dev (the fewest mean layers "
-              f"within {results['tolerance_points']} points of the full depth's {key}) -> {path}")
+        print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
+              f"{results['tolerance_points']} points times the share of layers 2..L run) -> "
+              f"{path}")
 
     def exit_policy(self, run: FineTuningRun) -> ExitPolicy:
         """How an early-exit run's predictions and exports stop (``EarlyExitSettings.policy``)."""

@@ -229,6 +229,68 @@ def test_early_exit_table_and_the_chosen_patience():
     assert weighted["early_exit/patience_1/mean_layers"] == pytest.approx(10 / 3)
 
 
+def patience_table(metric, mean_layers, key="eval_accuracy"):
+    """A hand-made ``early_exit_metrics`` table: patience t's ``key`` and mean layers (lists over
+    t = 1..L); each layer's classifier alone at the full depth's metric (the chooser reads only L
+    from them)."""
+    table = {}
+    for patience, (value, layers) in enumerate(zip(metric, mean_layers), start=1):
+        table[f"early_exit/patience_{patience}/{key}"] = value
+        table[f"early_exit/patience_{patience}/mean_layers"] = layers
+        table[f"early_exit/layer_{patience}/{key}"] = metric[-1]
+    return table
+
+
+# Shaped like the SST-2 benchmark's separate heads (docs/early_exit.md, 12 layers): the full depth
+# 0.7844 stands alone above patiences 3-10, which hover around 0.775-0.780.
+SST2_LIKE = patience_table(
+    [0.7592, 0.7718, 0.7752, 0.7718, 0.7741, 0.7752, 0.7775, 0.7798, 0.7798, 0.7821, 0.7844,
+     0.7844],
+    [2.21, 3.35, 4.39, 5.40, 6.41, 7.41, 8.42, 9.43, 10.43, 11.22, 12.0, 12.0])
+
+
+def test_the_chosen_patience_trades_the_metric_for_layers():
+    """The default (2 points for skipping layers 2..L) takes patience 3 (4.39 layers, 0.92 points
+    below a full depth that stands alone), not patience 8 as a threshold at 0.5 points below the
+    full depth did; a tolerance of 0.5 keeps the full depth; 0 takes the best metric (ties: the
+    fewest layers); a model of one layer has only patience 1."""
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy") == 3
+    # Patiences 11 and 12 both run all 12 layers: ties go to the larger patience.
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.5) == 12
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.0) == 12
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 10.0) == 2
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 20.0) == 1
+    # A flat metric: the fewest layers whatever the tolerance > 0.
+    flat = patience_table([0.8] * 4, [2.0, 3.0, 4.0, 4.0])
+    assert exits.choose_patience(flat, "eval_accuracy", 0.1) == 1
+    assert exits.choose_patience(flat, "eval_accuracy", 0.0) == 1
+    assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
+
+
+def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_saves():
+    """On random tables (metrics and mean layers increasing with noise): the chosen patience's
+    loss against the full depth is at most tolerance x (L - mean layers) / (L - 1) points, so
+    never more than the tolerance; a larger tolerance never chooses more mean layers."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        layers = int(rng.integers(2, 13))
+        mean_layers = np.sort(rng.uniform(1, layers, layers))
+        mean_layers[-1] = layers  # patience L: every example runs all L layers
+        metric = np.clip(np.sort(rng.uniform(0.5, 0.9, layers)) + rng.normal(0, 0.01, layers),
+                         0, 1)
+        metric[-2] = metric[-1] if layers > 2 else metric[-2]  # L - 1 and L: the full depth
+        mean_layers[-2] = layers if layers > 2 else mean_layers[-2]
+        table = patience_table(metric.tolist(), mean_layers.tolist())
+        previous = np.inf
+        for tolerance in (0.0, 0.25, 0.5, 1.0, 2.0, 5.0, 20.0):
+            chosen = exits.choose_patience(table, "eval_accuracy", tolerance)
+            loss = (metric[-1] - metric[chosen - 1]) * 100
+            allowed = tolerance * (layers - mean_layers[chosen - 1]) / (layers - 1)
+            assert loss <= allowed + 1e-9 <= tolerance + 1e-9, (tolerance, chosen, table)
+            assert mean_layers[chosen - 1] <= previous
+            previous = mean_layers[chosen - 1]
+
+
 # -- serving --------------------------------------------------------------------------------------
 
 # argv: the export, an .npz of the ids, a JSON list of patiences, the output .npz prefix, and a
