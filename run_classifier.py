@@ -16,7 +16,9 @@ and the predictions and exports giving your label names.
 Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer
 with PABEE's weighted loss; --do_eval adds each layer's and each patience's metrics (the best
 checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
---export_dir stop at --patience (default: the chosen one) or at --inference_layers.
+--export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
+directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
+recorded in classifier_heads.json): a later run there with other early-exit flags is refused.
 """
 
 from __future__ import annotations
@@ -76,9 +78,11 @@ flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_p
 flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
                    "score that moves by less than this between layers counts as unchanged.",
                    lower_bound=0.0)
-flags.DEFINE_float("patience_tolerance", 0.5, "[albert_tf] --early_exit: the patience chosen on "
-                   "dev has the fewest mean layers among those at most this many points (of the "
-                   "selection metric x 100) below the full depth.", lower_bound=0.0)
+flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen on "
+                   "dev maximises the selection metric (x 100) minus this many points times the "
+                   "fraction of the layers after the first that it runs: it loses at most this "
+                   "much to the full depth, less the fewer layers it saves (0: the best metric).",
+                   lower_bound=0.0)
 _EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regression_threshold",
                      "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
@@ -153,6 +157,7 @@ command_line.parse_before_imports(__name__, checks=[
     flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name)), check_flags])
 
 from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
+from albert_tf.checkpoints.warm_start import CheckpointSource  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
@@ -163,6 +168,8 @@ from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.early_exit import (  # noqa: E402
     DEFAULT_REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings, ExitPolicy, layer_key,
     results_of, stopped_layers, write_results)
+from albert_tf.tasks.classification.heads_record import (  # noqa: E402
+    HEADS_FILE, check_heads, record_heads)
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
     SEQUENCE_FEATURES, parse_glue_example)
@@ -213,7 +220,8 @@ class ClassifierSettings:
 class ClassifierHooks(FineTuningHooks):
     """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
 
-    run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE)
+    run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE,
+                   HEADS_FILE)
     sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: ClassifierSettings):
@@ -224,6 +232,19 @@ class ClassifierHooks(FineTuningHooks):
                 self.task = glue_task(own.task_name)
             except GlueDataError as error:
                 raise app.UsageError(str(error)) from None
+
+    @property
+    def heads(self) -> str | None:
+        """The run's kind of classifier: None (ordinary) or its early-exit heads."""
+        return self.own.early_exit.heads if self.own.early_exit else None
+
+    def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
+        """Before any work: the kind of classifier --output_dir was trained as, if recorded, is
+        this run's (early exit on or off, its heads)."""
+        check_heads(settings.output_dir, self.heads)
+
+    def record(self, run: FineTuningRun) -> None:
+        record_heads(run.output_path(HEADS_FILE), self.heads)
 
     @property
     def own_files(self) -> bool:
@@ -281,7 +302,7 @@ class ClassifierHooks(FineTuningHooks):
         early = self.own.early_exit
         return ClassifierTask(run.config, task.metric_kinds, task.num_labels, task.is_regression,
                               class_names=task.labels if self.own_files else None,
-                              early_exit=early.heads if early else None,
+                              early_exit=self.heads,
                               regression_threshold=(early.regression_threshold if early
                                                     else DEFAULT_REGRESSION_THRESHOLD))
 
@@ -343,8 +364,9 @@ class ClassifierHooks(FineTuningHooks):
                   "keeps its results.")
             return
         write_results(path, results)
-        print(f"Early exit: patience {results['patience']} chosen on dev (the fewest mean layers "
-              f"within {results['tolerance_points']} points of the full depth's {key}) -> {path}")
+        print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
+              f"{results['tolerance_points']} points times the share of layers 2..L run) -> "
+              f"{path}")
 
     def exit_policy(self, run: FineTuningRun) -> ExitPolicy:
         """How an early-exit run's predictions and exports stop (``EarlyExitSettings.policy``)."""

@@ -16,7 +16,9 @@ Hugging Face format.
 
 Both directions go through the task model whose head the source holds (``--head`` names it,
 else the source's variables choose among ``TASK_HEADS``: the pretraining model, a GLUE classifier,
-SQuAD v1 or v2, RACE), so a fine-tuned head is carried under the reference's names; they print
+an early-exit classifier of run_classifier --early_exit, SQuAD v1 or v2, RACE), so a fine-tuned
+head is carried under the reference's names (the early-exit internal classifiers under theirs,
+``early_exit/layer_<j>/*``); they print
 the load report and require the whole encoder (a Hugging Face directory carries the encoder and the
 pretraining heads only; ``--hf_checkpoint`` takes its config from its config.json unless
 ``--albert_config_file`` is given); a head the source lacks is left out of the output,
@@ -30,6 +32,8 @@ albert_tf/checkpoints/conversion.py.
 """
 
 from __future__ import annotations
+
+import os
 
 from absl import flags
 
@@ -59,7 +63,7 @@ flags.DEFINE_bool("overwrite", False,
 flags.mark_flags_as_required(["output_dir"])
 
 # The task heads a conversion can carry, in the order TASK_HEADS (below) tries them.
-HEAD_NAMES = ("pretraining", "classifier", "squad_v1", "squad_v2", "race")
+HEAD_NAMES = ("pretraining", "classifier", "early_exit", "squad_v1", "squad_v2", "race")
 flags.DEFINE_enum("head", None, list(HEAD_NAMES),
                   "The task model whose head to carry (default: the one the source's head "
                   "variables fit; needed where root output_weights [1, H] may be a one-output "
@@ -115,7 +119,10 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
-from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
+from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
+from albert_tf.tasks.classification.heads_record import HEADS_FILE, recorded_heads  # noqa: E402
+from albert_tf.tasks.classification.model import (  # noqa: E402
+    EARLY_EXIT_SCOPE, AlbertClassifierModel)
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 from albert_tf.tasks.question_answering.model import AlbertSquadModel  # noqa: E402
@@ -125,6 +132,10 @@ TASK_HEADS = (
     TaskHead("pretraining", lambda config, shapes: AlbertPretrainingModel(config)),
     TaskHead("classifier", lambda config, shapes: AlbertClassifierModel(
         config, shapes.get("output_bias", (2,))[0])),
+    # run_classifier --early_exit (separate heads): the classifier and early_exit/layer_<j>/*.
+    TaskHead("early_exit", lambda config, shapes: AlbertClassifierModel(
+        config, shapes.get("output_bias", (2,))[0], early_exit="separate"),
+             fits=lambda shapes: any(name.startswith(f"{EARLY_EXIT_SCOPE}/") for name in shapes)),
     TaskHead("squad_v1", lambda config, shapes: AlbertSquadModel(config)),
     TaskHead("squad_v2", lambda config, shapes: AlbertSquadModel(config, version_2=True)),
     TaskHead("race", lambda config, shapes: AlbertMultipleChoiceModel(config),
@@ -146,8 +157,9 @@ def main(argv: list[str]) -> None:
                                           values.output_dir, **options)
         print(f"Wrote albert_tf checkpoint {prefix} and its albert_config.json")
         return
-    model = choose_task_model(source, flag, AlbertConfig.from_json_file(values.albert_config_file),
-                              TASK_HEADS, values.head)
+    model = shared_heads_as_recorded(choose_task_model(
+        source, flag, AlbertConfig.from_json_file(values.albert_config_file), TASK_HEADS,
+        values.head), source, flag)
     if target == "huggingface":
         read, count = to_huggingface(model, source, flag, values.output_dir,
                                      spm_model_file=values.spm_model_file,
@@ -162,6 +174,25 @@ def main(argv: list[str]) -> None:
     else:
         read, prefix, count = albert_tf_to_tf1(model, source, values.output_dir, **options)
         print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
+
+
+def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str) -> AlbertTaskModel:
+    """The classifier of an albert_tf checkpoint whose run directory records shared early-exit
+    heads (classifier_heads.json) as such: the same variables, which the outputs then name as
+    every layer's classifier (a checkpoint alone cannot tell). Any other model as it is."""
+    if (flag != "checkpoint" or type(model) is not AlbertClassifierModel
+            or model.early_exit is not None):
+        return model
+    try:
+        directory = os.path.dirname(resolve_checkpoint_path(source))
+    except FileNotFoundError:
+        return model  # reported by the conversion
+    if recorded_heads(directory) != "shared":
+        return model
+    print(f"{directory} records shared early-exit heads ({HEADS_FILE}): output_weights and "
+          "output_bias are the classifier of every layer; a TF1 checkpoint keeps them under "
+          "these names, which run_classifier.py --early_exit --early_exit_heads=shared reads so.")
+    return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 
 
 def run_files() -> RunFiles:

@@ -1,9 +1,9 @@
-"""Early exit (PABEE, run_classifier --early_exit) on real GLUE data on CPU: what it saves and what
-it costs.
+"""Early exit (PABEE, run_classifier --early_exit) on real data on CPU: what it saves and what it
+costs.
 
-For each task (default SST-2 and RTE), a small randomly initialised 12-layer ALBERT (en8k's
-vocabulary, all layers sharing one block) is fine-tuned by run_classifier.py three times with the
-same seeds and steps: ordinary, --early_exit (separate internal classifiers, the paper's) and
+For each task (default SST-2 and RTE sentences, below), a small randomly initialised 12-layer ALBERT
+(en8k's vocabulary, all layers sharing one block) is fine-tuned by run_classifier.py with the same
+seeds and steps: ordinary, --early_exit (separate internal classifiers, the paper's) and
 --early_exit --early_exit_heads=shared (ALBERT-style, one classifier after every layer). Each run
 sweeps its checkpoints on dev and exports its best one. Printed per task:
 
@@ -16,13 +16,29 @@ sweeps its checkpoints on dev and exports its best one. Printed per task:
   served model used on them (the table's mean is over the whole dev set).
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
-public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py). RTE: its train and dev.
+public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py).
+
+RTE sentences ("rte-sentences"), the second real set: who wrote this sentence, a news writer or an
+RTE annotator? pretraining/rte_docs.txt of the shared data holds, for every RTE pair of the shared
+train and test files (2,628), the premise split into sentences (news and encyclopaedia text) and
+then the hypothesis (a short claim an annotator wrote about it). Each pair gives two examples: its
+hypothesis ("claim") and one sentence of its premise drawn with a fixed seed ("news"); 700 pairs
+(1,400 examples) are the dev set, the other 1,928 (3,856 examples) train, split by pair so that a
+claim and its own premise are never on both sides. RTE's own label (entailment) stays at chance
+for a small ALBERT from scratch (no pretrained model exists here), and so did, in 600 steps, the
+pair task "does this hypothesis belong to this premise?"; the writer of a sentence is real text
+with a real label that such a model learns on CPU, from its wording and its length. The files are
+written under the work directory as JSON Lines and read by run_classifier as your own files
+(--train_file, --dev_file). The other real sets here are too small to measure half a point
+(wiki_00.txt's two articles: 518 sentences).
+
 Figures, never pass/fail. The machine may be shared: the load average is printed.
 
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_early_exit.py --work_dir=/tmp/early_exit
-    .venv/bin/python benchmarks/bench_early_exit.py --tasks=sst-2 --train_step=2000
+    .venv/bin/python benchmarks/bench_early_exit.py --tasks=rte-sentences \
+        --variants=ordinary,separate
 
 With --work_dir a rerun skips the runs whose export exists and measures again.
 """
@@ -41,16 +57,23 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-GLUE_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "glue")
-EN8K_MODEL = os.path.join(REPO_ROOT, "..", "shared", "data", "pretraining", "en8k.model")
-# task name -> (GLUE folder, {split the run reads: file of the shared folder})
-TASKS = {"sst-2": ("SST-2", {"train": "train.tsv", "dev": "test.tsv"}),
-         "rte": ("RTE", {"train": "train.tsv", "dev": "dev.tsv"})}
+SHARED_DATA = os.environ.get("ALBERT_TF_SHARED_DATA",
+                             os.path.join(REPO_ROOT, "..", "shared", "data"))
+GLUE_DIR = os.path.join(SHARED_DATA, "glue")
+EN8K_MODEL = os.path.join(SHARED_DATA, "pretraining", "en8k.model")
+# GLUE task name -> (GLUE folder, {split the run reads: file of the shared folder})
+GLUE_TASKS = {"sst-2": ("SST-2", {"train": "train.tsv", "dev": "test.tsv"}),
+              "rte": ("RTE", {"train": "train.tsv", "dev": "dev.tsv"})}
+SENTENCES = "rte-sentences"  # RTE's premise sentences and hypotheses (module doc)
+TASKS = [*GLUE_TASKS, SENTENCES]
+SENTENCE_LABELS = ("claim", "news")
+DEV_PAIRS = 700
+RTE_DOCS = os.path.join(SHARED_DATA, "pretraining", "rte_docs.txt")
 VARIANTS = {"ordinary": [], "separate": ["--early_exit"],
             "shared": ["--early_exit", "--early_exit_heads=shared"]}
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("tasks", ["sst-2", "rte"], f"Some of {sorted(TASKS)}.")
+flags.DEFINE_list("tasks", ["sst-2", SENTENCES], f"Some of {TASKS}.")
 flags.DEFINE_list("variants", list(VARIANTS), f"Some of {list(VARIANTS)}.")
 flags.DEFINE_integer("embedding_size", 64, "E.")
 flags.DEFINE_integer("hidden_size", 64, "H.")
@@ -69,7 +92,7 @@ flags.DEFINE_string("work_dir", None, "Keep the runs here (default: a temporary 
 
 def task_layout(task: str, root: str) -> str:
     """root/glue/<folder>/{train,dev}.tsv linked to the shared files; returns root/glue."""
-    folder, files = TASKS[task]
+    folder, files = GLUE_TASKS[task]
     task_dir = os.path.join(root, "glue", folder)
     os.makedirs(task_dir, exist_ok=True)
     for split, name in files.items():
@@ -77,6 +100,43 @@ def task_layout(task: str, root: str) -> str:
         if not os.path.lexists(link):
             os.symlink(os.path.abspath(os.path.join(GLUE_DIR, folder, name)), link)
     return os.path.dirname(task_dir)
+
+
+def rte_documents() -> list[list[str]]:
+    """The documents of rte_docs.txt: each premise's sentences, then its hypothesis."""
+    with open(RTE_DOCS, encoding="utf-8") as handle:
+        blocks = handle.read().split("\n\n")
+    return [lines for lines in (block.strip().splitlines() for block in blocks) if len(lines) > 1]
+
+
+def write_sentences(root: str) -> dict[str, str]:
+    """root/sentences/{train,dev}.jsonl (module doc); returns {split: path}."""
+    import random
+
+    rng = random.Random(0)
+    documents = rte_documents()
+    rng.shuffle(documents)
+    paths = {}
+    os.makedirs(os.path.join(root, "sentences"), exist_ok=True)
+    for split, chosen in (("dev", documents[:DEV_PAIRS]), ("train", documents[DEV_PAIRS:])):
+        examples = []
+        for lines in chosen:
+            examples.append({"text": lines[-1], "label": SENTENCE_LABELS[0]})
+            examples.append({"text": rng.choice(lines[:-1]), "label": SENTENCE_LABELS[1]})
+        rng.shuffle(examples)
+        paths[split] = os.path.join(root, "sentences", f"{split}.jsonl")
+        if not os.path.exists(paths[split]):
+            with open(paths[split], "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(example) + "\n" for example in examples)
+    return paths
+
+
+def data_flags(task: str, root: str) -> list[str]:
+    """run_classifier's data flags of ``task``: a GLUE task's folder, or the sentences' files."""
+    if task == SENTENCES:
+        paths = write_sentences(root)
+        return [f"--train_file={paths['train']}", f"--dev_file={paths['dev']}"]
+    return [f"--task_name={task}", f"--data_dir={task_layout(task, root)}"]
 
 
 def write_config(path: str) -> str:
@@ -92,10 +152,11 @@ def write_config(path: str) -> str:
     return path
 
 
-def fine_tune(task: str, data_dir: str, config: str, output_dir: str, variant: str) -> float:
-    """run_classifier: train, sweep, export; returns the seconds it took."""
-    command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"),
-               f"--task_name={task}", f"--data_dir={data_dir}", f"--albert_config_file={config}",
+def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> float:
+    """run_classifier on the data flags ``data``: train, sweep, export; returns the seconds it
+    took."""
+    command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *data,
+               f"--albert_config_file={config}",
                f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
                f"--cached_dir={os.path.join(os.path.dirname(output_dir), 'cache')}",
                f"--max_seq_length={FLAGS.max_seq_length}", "--do_train", "--do_eval",
@@ -113,25 +174,37 @@ def fine_tune(task: str, data_dir: str, config: str, output_dir: str, variant: s
     return time.time() - start
 
 
-def dev_ids(task: str, data_dir: str) -> tuple[list[dict], list[int]]:
+def dev_examples(task: str, root: str) -> tuple[list, list[str]]:
+    """The first --latency_examples dev examples of ``task`` (``InputExample``) and its labels."""
+    from data_prep.classification.glue_tasks import get_processor
+    from data_prep.classification.processors import InputExample
+
+    if task == SENTENCES:
+        with open(write_sentences(root)["dev"], encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle][:FLAGS.latency_examples]
+        return [InputExample(f"dev-{i}", row["text"], None, row["label"])
+                for i, row in enumerate(rows)], list(SENTENCE_LABELS)
+    processor = get_processor(task)
+    examples = processor.get_examples(task_layout(task, root), "dev")
+    return examples[:FLAGS.latency_examples], processor.get_labels()
+
+
+def dev_ids(task: str, root: str) -> list[dict]:
     """The first --latency_examples dev examples as int32 ids [1, their real length] each."""
     import numpy as np
 
     from albert_tf.tokenization.full_tokenizer import FullTokenizer
     from data_prep.classification.features import convert_examples_to_features
-    from data_prep.classification.glue_tasks import get_processor
 
-    processor = get_processor(task)
-    examples = processor.get_examples(data_dir, "dev")[:FLAGS.latency_examples]
-    features = convert_examples_to_features(examples, processor.get_labels(),
-                                            FLAGS.max_seq_length,
+    examples, labels = dev_examples(task, root)
+    features = convert_examples_to_features(examples, labels, FLAGS.max_seq_length,
                                             FullTokenizer(spm_model_file=EN8K_MODEL))
     requests = []
     for feature in features:
         length = int(sum(feature.input_mask))
         requests.append({name: np.array([getattr(feature, name)[:length]], np.int32)
                          for name in ("input_ids", "input_mask", "segment_ids")})
-    return requests, [feature.label_id for feature in features]
+    return requests
 
 
 def signature_of(export_dir: str, name: str):
@@ -161,7 +234,7 @@ def batch_one_latency(signature, requests: list[dict], patience: int | None = No
     return elapsed / len(calls), float(np.mean(layers)) if layers else float("nan")
 
 
-def report(task: str, root: str, data_dir: str, times: dict[str, float]) -> None:
+def report(task: str, root: str, times: dict[str, float]) -> None:
     """Prints the task's table (see the module doc). Each early-exit timing is paired with a
     timing of the ordinary export taken just before it, so that the speed-up compares the two
     under the same load (the machine may be shared)."""
@@ -175,7 +248,7 @@ def report(task: str, root: str, data_dir: str, times: dict[str, float]) -> None
     for variant in FLAGS.variants:
         print(f"{variant:>9}: dev accuracy (full depth) {best[variant]['eval_accuracy']:.4f}"
               + (f", trained in {times[variant]:.0f} s" if variant in times else ""))
-    requests, _ = dev_ids(task, data_dir)
+    requests = dev_ids(task, root)
     ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
                 if "ordinary" in FLAGS.variants else None)
     print(f"batch-1 latency on the first {len(requests)} dev examples at their real length")
@@ -206,13 +279,13 @@ def main(argv):
     config = write_config(os.path.join(root, "albert_config.json"))
     for task in FLAGS.tasks:
         task_root = os.path.join(root, task)
-        data_dir = task_layout(task, task_root)
+        data = data_flags(task, task_root)
         times = {}
         for variant in FLAGS.variants:
             output_dir = os.path.join(task_root, variant)
             if not os.path.isdir(os.path.join(output_dir, "export")):
-                times[variant] = fine_tune(task, data_dir, config, output_dir, variant)
-        report(task, task_root, data_dir, times)
+                times[variant] = fine_tune(data, config, output_dir, variant)
+        report(task, task_root, times)
     print(f"\nruns in {root}; load average {os.getloadavg()}")
 
 

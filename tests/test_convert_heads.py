@@ -1,14 +1,16 @@
-"""python -m albert_tf.convert_checkpoint carries a fine-tuned head (classifier, SQuAD v1/v2, RACE)
-under the reference's TF1 names, and back: albert_tf -> TF1 -> albert_tf is bit for bit."""
+"""python -m albert_tf.convert_checkpoint carries a fine-tuned head (classifier, early-exit
+classifier, SQuAD v1/v2, RACE) under the reference's TF1 names, and back: albert_tf -> TF1 ->
+albert_tf is bit for bit; the Hugging Face export names the early-exit classifiers it leaves out."""
 
 import os
 
 import numpy as np
 import pytest
+import safetensors.numpy
 import tensorflow as tf
 
 from albert_tf.checkpoints.conversion import (ConversionError, albert_tf_to_tf1, choose_task_model,
-                                              tf1_to_albert_tf)
+                                              tf1_to_albert_tf, to_huggingface)
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.convert_checkpoint import HEAD_NAMES, TASK_HEADS
@@ -40,11 +42,17 @@ REFERENCE_HEADS = {
                  "answer_class/dense_0/kernel": (2 * H, H), "answer_class/dense_0/bias": (H,),
                  "answer_class/dense_1/kernel": (H, 1)},
     "race": {"output_weights": (1, H), "output_bias": (1,)},
+    # The early-exit names are albert_tf's own (docs/early_exit.md): layer 1 of the 2 layers; the
+    # last layer's classifier is the ordinary one.
+    "early_exit": {"output_weights": (3, H), "output_bias": (3,),
+                   "early_exit/layer_1/output_weights": (3, H),
+                   "early_exit/layer_1/output_bias": (3,)},
 }
 MODELS = {"classifier": lambda cfg: AlbertClassifierModel(cfg, 3),
           "squad_v1": lambda cfg: AlbertSquadModel(cfg),
           "squad_v2": lambda cfg: AlbertSquadModel(cfg, version_2=True),
-          "race": lambda cfg: AlbertMultipleChoiceModel(cfg)}
+          "race": lambda cfg: AlbertMultipleChoiceModel(cfg),
+          "early_exit": lambda cfg: AlbertClassifierModel(cfg, 3, early_exit="separate")}
 
 
 def fine_tuned(kind, cfg, seed=3):
@@ -70,6 +78,7 @@ def test_a_fine_tuned_head_goes_to_the_reference_names_and_back_bit_for_bit(tmp_
 
     model = choose_task_model(str(tmp_path / "run"), "checkpoint", cfg, TASK_HEADS)
     assert type(model) is type(original)
+    assert getattr(model, "early_exit", None) == getattr(original, "early_exit", None)
     _, tf1_prefix, count = albert_tf_to_tf1(model, str(tmp_path / "run"), str(tmp_path / "tf1"))
     stored = tf.train.load_checkpoint(tf1_prefix)
     shapes = stored.get_variable_to_shape_map()
@@ -86,6 +95,7 @@ def test_a_fine_tuned_head_goes_to_the_reference_names_and_back_bit_for_bit(tmp_
     head = "race" if kind == "race" else None
     model = choose_task_model(str(tmp_path / "tf1"), "tf1_checkpoint", cfg, TASK_HEADS, head)
     assert type(model) is type(original)
+    assert getattr(model, "early_exit", None) == getattr(original, "early_exit", None)
     back = tf1_to_albert_tf(model, str(tmp_path / "tf1"), str(tmp_path / "back"))
     restored = MODELS[kind](cfg)
     report = load_object_checkpoint(restored, back)
@@ -151,3 +161,88 @@ def test_the_command_carries_a_squad_head_both_ways(tmp_path):
 
 def test_the_head_flag_names_every_task_head():
     assert tuple(head.name for head in TASK_HEADS) == HEAD_NAMES
+
+
+def test_an_early_exit_checkpoint_read_as_a_classifier_names_the_internal_ones_dropped(
+        tmp_path, capsys):
+    """--head=classifier on an early-exit checkpoint: the ordinary head goes to TF1, the internal
+    classifiers are named as dropped, not lost in silence."""
+    cfg = small_config()
+    save(fine_tuned("early_exit", cfg), tmp_path / "run")
+    model = choose_task_model(str(tmp_path / "run"), "checkpoint", cfg, TASK_HEADS, "classifier")
+    assert model.early_exit is None
+    _, prefix, _ = albert_tf_to_tf1(model, str(tmp_path / "run"), str(tmp_path / "tf1"))
+    dropped = [line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("Dropped")]
+    assert dropped and "exit_classifier_1/output_weights" in dropped[0]
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    assert "output_weights" in shapes and not any(name.startswith("early_exit/")
+                                                  for name in shapes)
+
+
+@pytest.mark.parametrize("heads", ["separate", "shared"])
+def test_the_hugging_face_export_says_it_leaves_the_early_exit_classifiers_out(
+        tmp_path, capsys, heads):
+    """One line names what the Hugging Face directory leaves out: the ordinary head and, for
+    separate heads, the internal classifiers of layers 1..L-1 (transformers has no early-exit
+    heads); for shared heads, that the classifier is every layer's. None of them is written."""
+    cfg = AlbertConfig.from_dict({**small_config().to_dict(), "num_hidden_layers": 3})
+    original = perturbed_early_exit(cfg, heads)
+    prefix = tf.train.Checkpoint(model=original).write(str(tmp_path / "run" / "model.ckpt-1"))
+    to_huggingface(AlbertClassifierModel(cfg, 3, early_exit=heads), prefix, "checkpoint",
+                   str(tmp_path / "hf"))
+    left_out = [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith(f"Left out of {tmp_path / 'hf'} (the Hugging Face format")]
+    assert len(left_out) == 1
+    if heads == "separate":
+        assert left_out[0].endswith(
+            "pretraining heads only): output_weights, output_bias, the early-exit internal "
+            "classifiers of layers 1-2 (early_exit/layer_<j>/output_weights and output_bias).")
+    else:
+        assert left_out[0].endswith(
+            "pretraining heads only): output_weights, output_bias (the classifier of every "
+            "layer: early-exit shared heads, --early_exit_heads=shared).")
+    keys = safetensors.numpy.load_file(str(tmp_path / "hf" / "model.safetensors"))
+    assert keys and all(key.startswith("albert.") for key in keys)
+
+
+def perturbed_early_exit(cfg, heads):
+    model = AlbertClassifierModel(cfg, 3, early_exit=heads)
+    rng = np.random.default_rng(5)
+    for variable in model.weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
+    return model
+
+
+def test_the_command_says_a_classifier_is_every_layers_when_its_run_records_shared_heads(
+        tmp_path):
+    """A shared-heads run's checkpoint holds an ordinary classifier's variables; its directory's
+    classifier_heads.json tells the command, whose outputs then say the head is every layer's (the
+    TF1 export keeps it under output_weights / output_bias; the Hugging Face one leaves it out)."""
+    cfg = small_config()
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(cfg.to_json_string())
+    save(perturbed_early_exit(cfg, "shared"), tmp_path / "run")
+    (tmp_path / "run" / "classifier_heads.json").write_text('{"early_exit": "shared"}\n')
+
+    def convert(*args):
+        result = run_command("-m albert_tf.convert_checkpoint",
+                             f"--albert_config_file={config_file}",
+                             f"--checkpoint={tmp_path / 'run'}", *args)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    every_layer = "output_weights and output_bias are the classifier of every layer"
+    out = convert(f"--output_dir={tmp_path / 'tf1'}")
+    assert every_layer in out
+    shapes = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt")
+                                      ).get_variable_to_shape_map()
+    assert {"output_weights", "output_bias"} <= set(shapes)
+    out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}")
+    assert every_layer in out
+    assert ("pretraining heads only): output_weights, output_bias (the classifier of every layer: "
+            "early-exit shared heads, --early_exit_heads=shared).") in out
+    # Without the record the same checkpoint is an ordinary classifier's.
+    (tmp_path / "run" / "classifier_heads.json").write_text('{"early_exit": null}\n')
+    out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}", "--overwrite")
+    assert "every layer" not in out and "pretraining heads only): output_weights, output_bias." in out

@@ -229,6 +229,68 @@ def test_early_exit_table_and_the_chosen_patience():
     assert weighted["early_exit/patience_1/mean_layers"] == pytest.approx(10 / 3)
 
 
+def patience_table(metric, mean_layers, key="eval_accuracy"):
+    """A hand-made ``early_exit_metrics`` table: patience t's ``key`` and mean layers (lists over
+    t = 1..L); each layer's classifier alone at the full depth's metric (the chooser reads only L
+    from them)."""
+    table = {}
+    for patience, (value, layers) in enumerate(zip(metric, mean_layers), start=1):
+        table[f"early_exit/patience_{patience}/{key}"] = value
+        table[f"early_exit/patience_{patience}/mean_layers"] = layers
+        table[f"early_exit/layer_{patience}/{key}"] = metric[-1]
+    return table
+
+
+# Shaped like the SST-2 benchmark's separate heads (docs/early_exit.md, 12 layers): the full depth
+# 0.7844 stands alone above patiences 3-10, which hover around 0.775-0.780.
+SST2_LIKE = patience_table(
+    [0.7592, 0.7718, 0.7752, 0.7718, 0.7741, 0.7752, 0.7775, 0.7798, 0.7798, 0.7821, 0.7844,
+     0.7844],
+    [2.21, 3.35, 4.39, 5.40, 6.41, 7.41, 8.42, 9.43, 10.43, 11.22, 12.0, 12.0])
+
+
+def test_the_chosen_patience_trades_the_metric_for_layers():
+    """The default (2 points for skipping layers 2..L) takes patience 3 (4.39 layers, 0.92 points
+    below a full depth that stands alone), not patience 8 as a threshold at 0.5 points below the
+    full depth did; a tolerance of 0.5 keeps the full depth; 0 takes the best metric (ties: the
+    fewest layers); a model of one layer has only patience 1."""
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy") == 3
+    # Patiences 11 and 12 both run all 12 layers: ties go to the larger patience.
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.5) == 12
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.0) == 12
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 10.0) == 2
+    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 20.0) == 1
+    # A flat metric: the fewest layers whatever the tolerance > 0.
+    flat = patience_table([0.8] * 4, [2.0, 3.0, 4.0, 4.0])
+    assert exits.choose_patience(flat, "eval_accuracy", 0.1) == 1
+    assert exits.choose_patience(flat, "eval_accuracy", 0.0) == 1
+    assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
+
+
+def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_saves():
+    """On random tables (metrics and mean layers increasing with noise): the chosen patience's
+    loss against the full depth is at most tolerance x (L - mean layers) / (L - 1) points, so
+    never more than the tolerance; a larger tolerance never chooses more mean layers."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        layers = int(rng.integers(2, 13))
+        mean_layers = np.sort(rng.uniform(1, layers, layers))
+        mean_layers[-1] = layers  # patience L: every example runs all L layers
+        metric = np.clip(np.sort(rng.uniform(0.5, 0.9, layers)) + rng.normal(0, 0.01, layers),
+                         0, 1)
+        metric[-2] = metric[-1] if layers > 2 else metric[-2]  # L - 1 and L: the full depth
+        mean_layers[-2] = layers if layers > 2 else mean_layers[-2]
+        table = patience_table(metric.tolist(), mean_layers.tolist())
+        previous = np.inf
+        for tolerance in (0.0, 0.25, 0.5, 1.0, 2.0, 5.0, 20.0):
+            chosen = exits.choose_patience(table, "eval_accuracy", tolerance)
+            loss = (metric[-1] - metric[chosen - 1]) * 100
+            allowed = tolerance * (layers - mean_layers[chosen - 1]) / (layers - 1)
+            assert loss <= allowed + 1e-9 <= tolerance + 1e-9, (tolerance, chosen, table)
+            assert mean_layers[chosen - 1] <= previous
+            previous = mean_layers[chosen - 1]
+
+
 # -- serving --------------------------------------------------------------------------------------
 
 # argv: the export, an .npz of the ids, a JSON list of patiences, the output .npz prefix, and a
@@ -461,3 +523,77 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
     assert len(seen) >= 3
     np.testing.assert_allclose(fixed_depth_logits(model, inputs, 3).numpy(), layer_logits[:, 2],
                                atol=1e-5)
+
+
+# -- the kind of classifier an output directory records --------------------------------------------
+
+def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
+    from albert_tf.tasks.classification.heads_record import (HEADS_FILE, HeadsMismatch,
+                                                             check_heads, is_recorded,
+                                                             record_heads, recorded_heads)
+
+    for heads, others in ((None, ("separate", "shared")), ("separate", (None, "shared")),
+                          ("shared", (None, "separate"))):
+        directory = tmp_path / str(heads)
+        directory.mkdir()
+        check_heads(str(directory), "shared")  # nothing recorded: nothing to check
+        record_heads(str(directory / HEADS_FILE), heads)
+        record_heads(str(directory / HEADS_FILE), "separate" if heads is None else None)  # kept
+        assert is_recorded(str(directory)) and recorded_heads(str(directory)) == heads
+        check_heads(str(directory), heads)
+        for other in others:
+            with pytest.raises(HeadsMismatch, match="--early_exit") as raised:
+                check_heads(str(directory), other)
+            message = str(raised.value)
+            assert message.startswith(f"--output_dir={directory} holds a classifier trained ")
+            trained = ("without --early_exit" if heads is None
+                       else f"with --early_exit --early_exit_heads={heads}")
+            assert f"trained {trained} ({HEADS_FILE})" in message
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": "many"}')
+    with pytest.raises(HeadsMismatch, match="expected"):
+        check_heads(str(tmp_path / "bad"), None)
+
+
+def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
+        tmp_path):
+    """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
+    (shared heads: the same variables, untrained internal classifiers) is refused before any work,
+    in one line naming the flags and the record, the directory untouched; so is a directory
+    trained with separate heads evaluated without --early_exit, or with shared heads."""
+    import json
+    import os
+
+    from tests import spm_fixtures
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
+             f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval",
+                          "--train_step=2", "--save_checkpoints_steps=2")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert json.loads((output_dir / "classifier_heads.json").read_text()) == {"early_exit": None}
+    before = sorted(os.listdir(output_dir))
+    refused = run_command("run_classifier.py", *flags, "--do_eval", "--early_exit",
+                          "--early_exit_heads=shared")
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={output_dir} holds a classifier trained without "
+        "--early_exit (classifier_heads.json); this run is with --early_exit "
+        "--early_exit_heads=shared. Give the early-exit flags it was trained with, or use another "
+        "--output_dir.")
+    assert sorted(os.listdir(output_dir)) == before
+    (output_dir / "classifier_heads.json").write_text('{"early_exit": "separate"}\n')
+    for other, named in ((["--do_eval"], "this run is without --early_exit"),
+                         (["--do_train", "--early_exit", "--early_exit_heads=shared"],
+                          "this run is with --early_exit --early_exit_heads=shared")):
+        refused = run_command("run_classifier.py", *flags, *other)
+        assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
+        assert named in refused.error_line()
+    assert sorted(os.listdir(output_dir)) == before

@@ -84,12 +84,14 @@ class TaskHead:
     fits: Callable[[HeadShapes], bool] = lambda shapes: True
 
 
-def _head_names(head: TaskHead) -> dict[str, str]:
+def _head_names(head: TaskHead, num_hidden_layers: int) -> dict[str, str]:
     """{object path below the model, '/'-joined: reference name} of the head variables of
-    ``head``'s model, read off a model of a minimal config (names do not depend on sizes)."""
+    ``head``'s model with ``num_hidden_layers`` layers (an early-exit classifier has a head per
+    layer), read off a model of an otherwise minimal config (names do not depend on sizes)."""
     config = AlbertConfig.from_dict(dict(vocab_size=4, embedding_size=2, hidden_size=2,
-                                         num_hidden_layers=1, num_attention_heads=1,
-                                         intermediate_size=2, max_position_embeddings=4))
+                                         num_hidden_layers=num_hidden_layers,
+                                         num_attention_heads=1, intermediate_size=2,
+                                         max_position_embeddings=4))
     model = head.build(config, {})
     reference = {id(variable): name for name, variable in model.tf1_head_variables().items()}
     return {"/".join(path[1:]): reference[id(variable)]
@@ -127,7 +129,7 @@ def choose_task_model(checkpoint: str, flag: str, config: AlbertConfig,
         raise ConversionError(f"--head={head}: expected one of {', '.join(by_name)}")
     scored = []
     for candidate in [by_name[head]] if head else heads:
-        names = _head_names(candidate)
+        names = _head_names(candidate, config.num_hidden_layers)
         shapes = {name: source[key if object_based else name]
                   for key, name in names.items() if (key if object_based else name) in source}
         if head or candidate.fits(shapes):
@@ -352,7 +354,7 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
     unrepresented = unrepresented_names(model, report.loaded)
     if unrepresented:
         print(f"Left out of {output_dir} (the Hugging Face format holds the encoder and the "
-              f"pretraining heads only): {', '.join(unrepresented)}.")
+              f"pretraining heads only): {model.describe_head_names(unrepresented)}.")
     count = write_hf_directory(model, output_dir, only=report.loaded,
                                spm_model_file=spm_model_file, do_lower_case=do_lower_case)
     differences = keras_hub_differences(model.config)

@@ -8,7 +8,8 @@ The driver runs the procedure every script used to spell itself:
    pre-flight check (albert_tf/files/run_files.py); a run that predicts or exports without its own
    sweep needs an earlier run's model.ckpt-best; the locks of --output_dir taken;
 2. the config and the tokenizer; the task's data read and checked (``load_data``), its label set
-   checked against the one recorded in --output_dir and recorded at the first run; every feature
+   checked against the one recorded in --output_dir and recorded at the first run (with what else
+   the task records, ``record``); every feature
    file the run reads built (or found in the cache) before the first training step;
 3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
    every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py),
@@ -135,6 +136,11 @@ class FineTuningHooks:
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> Task:
         raise NotImplementedError
 
+    def record(self, run: FineTuningRun) -> None:
+        """Records in --output_dir what the task's checkpoints are besides the config and the
+        label set (run_classifier: its kind of classifier); the chief runs it after the label set
+        is recorded, on every run."""
+
     def schedule(self, run: FineTuningRun) -> tuple[int, int]:
         """(training steps, warmup steps); by default the flags'."""
         return run.settings.num_train_steps, run.settings.num_warmup_steps
@@ -201,8 +207,10 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
             settings, hooks.training_task(run, label_set), steps, warmup, evaluates,
             length_split=LengthSplit(buckets) if buckets is not None else None)
         hooks.prepare_features(run)
-        if run.trainer.chief and read_label_set(settings.output_dir) is None:
-            write_label_set(settings.output_dir, label_set)
+        if run.trainer.chief:
+            if read_label_set(settings.output_dir) is None:
+                write_label_set(settings.output_dir, label_set)
+            hooks.record(run)
         if settings.do_train:
             _train(run, hooks.training_data(run))
         best = _sweep(run, hooks) if evaluates else None

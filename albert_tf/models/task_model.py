@@ -14,6 +14,8 @@ A task model
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import keras
 
 from albert_tf.models.config import AlbertConfig
@@ -37,6 +39,11 @@ class AlbertTaskModel(keras.Model):
     def tf1_head_variables(self) -> dict[str, keras.Variable]:
         """{reference TF1 name: variable} of the head (the encoder's names are shared)."""
         raise NotImplementedError(f"{type(self).__name__} must declare its head's TF1 names.")
+
+    def describe_head_names(self, names: Sequence[str]) -> str:
+        """The reference names ``names`` (of head variables) as a message lists them, e.g. what a
+        conversion leaves out; a subclass may group its own and say what they are."""
+        return ", ".join(names)
 
     def head_parameter_groups(self) -> dict[str, list[keras.layers.Layer]]:
         """{label: layers} of the head, as the parameter report groups it; one group "task head"

@@ -43,9 +43,9 @@ MEAN_LAYERS = "mean_layers"
 # A regression's default threshold of "unchanged" (STS-B scores span 0-5): a score that moves by
 # less than this between two layers counts as an agreement.
 DEFAULT_REGRESSION_THRESHOLD = 0.1
-# How much of the full depth's dev metric (in points: 0.5 = 0.005) the default patience may give
-# up for fewer layers.
-DEFAULT_TOLERANCE_POINTS = 0.5
+# The points of the dev metric (2.0 = 0.02) that the chosen patience may give up for running only
+# the first layer instead of all L; proportionally less for saving fewer (``choose_patience``).
+DEFAULT_TOLERANCE_POINTS = 2.0
 
 
 def pabee_weights(num_layers: int) -> np.ndarray:
@@ -130,17 +130,30 @@ def num_layers_of(results: Mapping[str, float]) -> int:
 
 def choose_patience(results: Mapping[str, float], key: str,
                     tolerance_points: float = DEFAULT_TOLERANCE_POINTS) -> int:
-    """The patience of fewest mean layers whose ``key`` (a metric in [0, 1], higher is better) is
-    at most ``tolerance_points`` / 100 below the full depth's (layer L's classifier); ties: the
-    better metric, then the larger patience. ``results``: an ``early_exit_metrics`` table."""
+    """The patience that best trades the dev metric ``key`` (higher is better) for layers: the
+    one that maximises  metric - tolerance_points / 100 * (mean layers - 1) / (L - 1).
+
+    Every layer an example runs after the first costs tolerance_points / (L - 1) points, so a
+    patience may lose against the full depth (patience L - 1: every example runs all L layers)
+    at most tolerance_points times the fraction of those layers it saves, and never more than
+    tolerance_points; tolerance 0: the best metric, whatever it costs. The full depth's own
+    metric is not a lone threshold: a full depth one lucky dev point higher does not push the
+    choice to the deepest patiences. Ties: fewer mean layers, then the larger patience.
+    ``results``: an ``early_exit_metrics`` table.
+    """
     num_layers = num_layers_of(results)
     if num_layers == 0:
         raise ValueError("no early-exit results to choose a patience from")
-    floor = results[layer_key(num_layers, key)] - tolerance_points / 100
-    candidates = [patience for patience in range(1, num_layers + 1)
-                  if results[patience_key(patience, key)] >= floor - 1e-12]
-    return min(candidates, key=lambda p: (results[patience_key(p, MEAN_LAYERS)],
-                                          -results[patience_key(p, key)], -p))
+    if num_layers == 1:
+        return 1
+    cost = tolerance_points / 100 / (num_layers - 1)
+
+    def value(patience: int) -> float:
+        return (results[patience_key(patience, key)]
+                - cost * (results[patience_key(patience, MEAN_LAYERS)] - 1))
+
+    return max(range(1, num_layers + 1), key=lambda p: (
+        round(value(p), 12), -results[patience_key(p, MEAN_LAYERS)], p))
 
 
 def format_table(results: Mapping[str, float], keys: tuple[str, ...]) -> str:
@@ -201,8 +214,8 @@ class EarlyExitSettings:
 
     heads: ``EARLY_EXIT_HEADS`` of the model. patience / inference_layers: how --do_predict and
     --export_dir stop (at most one given; neither: the patience chosen on dev).
-    regression_threshold: a regression's "unchanged". tolerance_points: what the chosen patience
-    may lose of the full depth's dev metric (``choose_patience``).
+    regression_threshold: a regression's "unchanged". tolerance_points: the dev-metric points
+    the chosen patience may trade for skipping all layers after the first (``choose_patience``).
     """
 
     heads: str

@@ -15,7 +15,7 @@ no new variables). The ordinary head's names do not change either way.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import keras
 import tensorflow as tf
@@ -82,6 +82,23 @@ class AlbertClassifierModel(AlbertTaskModel):
                 names[f"{EARLY_EXIT_SCOPE}/layer_{layer}/output_weights"] = head.output_weights
                 names[f"{EARLY_EXIT_SCOPE}/layer_{layer}/output_bias"] = head.output_bias
         return names
+
+    def describe_head_names(self, names: Sequence[str]) -> str:
+        """``names`` as a message lists them, the separate internal classifiers as one group
+        ("the early-exit internal classifiers of layers 1-11 (...)") and, with shared heads, the
+        ordinary head said to be every layer's classifier."""
+        scope = f"{EARLY_EXIT_SCOPE}/layer_"
+        layers = sorted({int(name[len(scope):].split("/")[0]) for name in names
+                         if name.startswith(scope)})
+        parts = [name for name in names if not name.startswith(scope)]
+        if self.early_exit == "shared" and parts:
+            parts[-1] += (" (the classifier of every layer: early-exit shared heads, "
+                          "--early_exit_heads=shared)")
+        if layers:
+            span = f"{layers[0]}-{layers[-1]}" if len(layers) > 1 else str(layers[0])
+            parts.append(f"the early-exit internal classifiers of layers {span} "
+                         f"({scope}<j>/output_weights and output_bias)")
+        return ", ".join(parts)
 
     def layer_outputs(self, encoder_outputs: list[tf.Tensor]) -> list[tf.Tensor]:
         """The output of each of the L layers (the last of its K inner blocks): [B, S, H], the
