@@ -553,6 +553,9 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
     (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": "many"}')
     with pytest.raises(HeadsMismatch, match="expected"):
         check_heads(str(tmp_path / "bad"), None)
+    (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": ')
+    with pytest.raises(HeadsMismatch, match=f"{HEADS_FILE} is not valid JSON"):
+        check_heads(str(tmp_path / "bad"), None)
 
 
 def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(

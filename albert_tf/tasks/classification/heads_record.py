@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.json_objects import read_json_object
 from albert_tf.tasks.classification.model import EARLY_EXIT_HEADS
 
 HEADS_FILE = "classifier_heads.json"
@@ -54,12 +55,7 @@ def recorded_heads(output_dir: str) -> str | None:
     path = heads_path(output_dir)
     if not tf.io.gfile.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as handle:
-        text = handle.read()
-    try:
-        heads = json.loads(text)[_KEY]
-    except (ValueError, KeyError, TypeError):
-        heads = ""
+    heads = read_json_object(path, HeadsMismatch, path).get(_KEY, "")
     if heads is not None and heads not in EARLY_EXIT_HEADS:
         raise HeadsMismatch(f"{path}: expected {{\"{_KEY}\": null, \"separate\" or \"shared\"}}; "
                             "it is written by run_classifier in its --output_dir.")
