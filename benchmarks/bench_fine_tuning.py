@@ -84,12 +84,11 @@ How it is timed:
   after training, same batch size.
 
 What is timed (the same batches on both sides): by default one epoch of training steps after
-the warm-up (``--timed_loops=0``): ``--num_train`` 1,600 examples are 50 batches of 32, which is
-also one length-grouping chunk of both frameworks (albert_tf's ``--group_by_length`` chunk and
-Hugging Face's LengthGroupedSampler megabatch are 50 batches), so both time the same examples, and
-with ``group_by_length`` nearly the same batches (each side sorts the whole chunk; they differ in
-the order of the batches and in one batch at the epoch's edge). A few steps would not do: batch
-widths vary from step to step, grouped ones by a factor of 4. The mean width of the timed batches
+the warm-up (``--timed_loops=0``): ``--num_train`` 1,600 examples are 50 batches of 32, so both
+time the same examples. With ``group_by_length`` albert_tf sorts chunks of 50 batches (here the
+whole epoch) and Hugging Face's LengthGroupedSampler megabatches of min(50, N / (4 x batch))
+batches (here 12): its batches are a little wider, which the printed widths show. A few steps
+would not do: batch widths vary from step to step, grouped ones by a factor of 4. The mean width of the timed batches
 is printed for both (albert_tf's from its training input rebuilt as the command builds it; Hugging
 Face's beside that of a whole epoch) to show that they compute on the same widths. The ``padded``
 variant has one width: ``--padded_timed_loops`` (4) steps. The machine may be shared: the load
@@ -152,7 +151,7 @@ flags.DEFINE_integer("max_seq_length", 128, "S.")
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW) of both frameworks.")
 flags.DEFINE_integer("seed", 12345, "Seed of the data samples and of both initialisations.")
 flags.DEFINE_integer("num_train", 1600, "Training examples (SST-2 phrases; NER sentences); "
-                     "1,600 = 50 batches of 32, one length-grouping chunk of both frameworks.")
+                     "1,600 = 50 batches of 32, one length-grouping chunk of albert_tf.")
 flags.DEFINE_integer("num_eval", 872, "Classification evaluation examples (the first N SST-2 dev "
                      "sentences; 872: all).")
 flags.DEFINE_integer("ner_num_eval", 256, "NER evaluation sentences.")
