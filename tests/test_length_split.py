@@ -63,6 +63,8 @@ def test_a_batch_is_dealt_into_parts_sorted_by_length_each_cut_to_its_longest_ex
 @pytest.mark.parametrize("batch_size, parts", [(32, 4), (16, 2), (15, 1), (8, 1), (None, 4)])
 def test_parts_hold_at_least_eight_examples_and_are_at_most_four(batch_size, parts):
     assert LengthSplit(EXACT).parts_of(batch_size) == parts
+    if batch_size:
+        assert f"runs as up to {parts} parts" in LengthSplit(EXACT).describe(batch_size)
 
 
 def test_only_a_batch_of_mixed_lengths_is_worth_splitting():

@@ -234,8 +234,9 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
     settings, trainer = run.settings, run.trainer
     print(f"{data.description}, batch {settings.train_batch_size}, "
           f"{trainer.config.num_train_steps} steps")
-    if trainer.length_split is not None:
-        print(trainer.length_split.describe())
+    replica_batch = trainer.config.micro_batch_size // trainer.strategy.num_replicas_in_sync
+    if trainer.length_split is not None and trainer.length_split.parts_of(replica_batch) > 1:
+        print(trainer.length_split.describe(replica_batch))
     trainer.initialize(run.init_checkpoint, settings.init_from_group0,
                        config_file=settings.albert_config_file)
     trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed,

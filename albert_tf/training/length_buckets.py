@@ -157,11 +157,12 @@ class LengthSplit:
             return self.parts
         return max(1, min(self.parts, batch_size // self.min_part_examples))
 
-    def describe(self) -> str:
-        """One line for the run's log."""
+    def describe(self, batch_size: int) -> str:
+        """One line for the log of a run whose (per-replica) batches hold ``batch_size``
+        examples."""
         return (f"A training batch whose examples differ much in length runs as up to "
-                f"{self.parts} parts sorted by length, each cut to its own length (the same "
-                "gradients, less padding).")
+                f"{self.parts_of(batch_size)} parts sorted by length, each cut to its own length "
+                "(the same gradients, less padding).")
 
     def can_split(self, features: Features) -> bool:
         """Whether a batch of the shape of ``features`` makes more than one part."""
