@@ -10,6 +10,7 @@
   another order;
 - evaluation: each chunk of 50 batches of the file sorted by length, every batch cut, every
   example carrying its place in the file;
+- every pipeline (fine-tuning and pretraining) shards by element, without tf.data's autotuning;
 - the scripts: every cut task's prediction files (SQuAD v2: and metrics) equal those of
   --nolength_buckets from the same checkpoint (Trainer.predict restores the file order); SQuAD
   v1.1 keeps length S; the flags that cannot go together are refused before TensorFlow loads.
@@ -33,11 +34,13 @@ import tensorflow as tf
 from albert_tf.cli import fine_tuning
 from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
+from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.training.input_pipeline import (RECORD_INDEX, record_eval_dataset,
                                                record_train_dataset_fn)
 from albert_tf.training.length_buckets import (GROUP_CHUNK_BATCHES, LengthBuckets, bucket_lengths,
                                                example_lengths)
 from tests.command_runner import run_command
+from tests.shared_setup import REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH
 from tests.task_harness import arguments
 
 S = 64
@@ -253,6 +256,31 @@ def test_evaluation_batches_are_sorted_by_length_chunk_by_chunk_and_say_where_th
 def test_no_length_buckets_with_static_batches(record_file):
     with pytest.raises(ValueError, match="static batches"):
         record_eval_dataset(record_file, parse, 16, static_batches=True, buckets=BUCKETS)
+
+
+def test_every_pipeline_shards_by_element_and_runs_without_tf_data_autotuning(record_file,
+                                                                              pretraining_records):
+    """With tf.data's autotuning on, deleting an iterator waits for the autotuning thread's next
+    tick (up to 60 s): every evaluation pass and training run ends with that deletion. Every
+    pipeline the Trainer reads turns it off and shards by element."""
+    datasets = {
+        "train": record_train_dataset_fn(record_file, parse, seed=3)(BATCH, 0),
+        "train, cut": record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS)(BATCH, 0),
+        "train, grouped": record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS,
+                                                  grouped=True)(BATCH, 0),
+        "eval": record_eval_dataset(record_file, parse, BATCH),
+        "eval, static": record_eval_dataset(record_file, parse, BATCH, static_batches=True),
+        "eval, cut": record_eval_dataset(record_file, parse, BATCH, buckets=BUCKETS),
+    }
+    for is_training in (True, False):
+        datasets[f"pretraining, training {is_training}"] = pretraining_dataset_fn(
+            [pretraining_records], REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS,
+            is_training=is_training)(BATCH, 0)
+    for name, dataset in datasets.items():
+        options = dataset.options()
+        assert options.autotune.enabled is False, name
+        assert (options.experimental_distribute.auto_shard_policy
+                == tf.data.experimental.AutoShardPolicy.DATA), name
 
 
 # -- the scripts ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.pretraining.objective import require_objective, sentence_metric_names
 from albert_tf.tasks.pretraining.records import parse_pretraining_example
-from albert_tf.training.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_data_sharding
+from albert_tf.training.input_pipeline import SHUFFLE_BUFFER, DatasetFn, with_run_options
 from albert_tf.training.per_example import examples_normalizer
 from albert_tf.training.task import Features
 
@@ -67,7 +67,7 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
             dataset = tfrecord_dataset(files, parse)
         dataset = dataset.batch(batch_size, drop_remainder=True).skip(batches_to_skip)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return with_data_sharding(dataset).prefetch(tf.data.AUTOTUNE)
+        return with_run_options(dataset).prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 
