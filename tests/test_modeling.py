@@ -164,6 +164,49 @@ def test_mixed_bfloat16_policy():
                          - want["pooled_output"].numpy())) < 0.05
 
 
+def _weight_casts(graph: tf.Graph) -> list[str]:
+    """The Cast ops of ``graph`` that turn a variable read into bfloat16."""
+    return [op.name for op in graph.get_operations()
+            if op.type == "Cast" and op.get_attr("DstT") == tf.bfloat16
+            and op.inputs[0].op.type == "ReadVariableOp"]
+
+
+def test_shared_weights_are_cast_once_per_forward_pass_and_their_gradients_stay_close():
+    """Under mixed_bfloat16 the L layers running one block share one bfloat16 copy of each of
+    its weights (a cast per weight and forward pass, not per layer); the summed gradients stay
+    close to float32's."""
+    cfg = make_config(**CONFIGS["E!=H"])  # 3 layers, one shared block
+    ids, mask, segments, _ = padded_batch(cfg)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    reference = AlbertModel(cfg)
+    randomize(reference)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        model = AlbertModel(cfg)
+        for src, dst in zip(reference.trainable_variables, model.trainable_variables):
+            dst.assign(src)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+    def gradients(of):
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.cast(of(inputs)["pooled_output"], tf.float32))
+            return tape.gradient(loss, of.trainable_variables)
+        return step, [tf.convert_to_tensor(g).numpy() for g in step()]
+
+    step, got = gradients(model)
+    casts = _weight_casts(step.get_concrete_function().graph)
+    # Every weight but LayerNorm's (computed in float32) cast once: the 3 embedding tables, the
+    # projection's, the shared block's 6 Dense layers' and the pooler's kernels and biases.
+    cast_weights = [v for v in model.trainable_variables if "LayerNorm" not in v.path]
+    assert len(casts) == len(cast_weights) == 3 + 2 * 8
+    _, want = gradients(reference)
+    for g, w, v in zip(got, want, model.trainable_variables):
+        assert np.max(np.abs(g - w)) <= 0.05 * np.max(np.abs(w)) + 1e-3, v.path
+
+
 def test_classifier_head_keeps_float32_weights_under_mixed_bfloat16():
     """The head's logits use the float32 weights, not copies rounded to bfloat16."""
     cfg = make_config(**CONFIGS["E!=H"])

@@ -19,7 +19,8 @@ import keras
 import tensorflow as tf
 
 from albert_tf.models.config import AlbertConfig
-from albert_tf.models.layers import Dense, LayerNorm, dropout, truncated_normal
+from albert_tf.models.layers import (Dense, LayerNorm, dropout, truncated_normal,
+                                     weights_cast_once)
 
 ATTENTION_MASK_ADDER = -10000.0
 # The int [B, S] inputs of the encoder, and of every task model and serving signature built on it.
@@ -244,12 +245,13 @@ class AlbertModel(keras.Model):
         segment_ids = inputs.get("segment_ids")
         segment_ids = tf.zeros_like(input_ids) if segment_ids is None else tf.cast(segment_ids,
                                                                                     tf.int32)
-        hidden = self.embeddings(input_ids, segment_ids, training=training)
-        if self.embedding_projection is not None:
-            hidden = self.embedding_projection(hidden)
-        encoder_outputs = self.transformer(hidden, tf.cast(input_mask, tf.int32),
-                                           training=training, first_only_last=first_token_only)
-        sequence_output = encoder_outputs[-1]
-        pooled_output = self.pooler(sequence_output[:, 0])
+        with weights_cast_once():
+            hidden = self.embeddings(input_ids, segment_ids, training=training)
+            if self.embedding_projection is not None:
+                hidden = self.embedding_projection(hidden)
+            encoder_outputs = self.transformer(hidden, tf.cast(input_mask, tf.int32),
+                                               training=training, first_only_last=first_token_only)
+            sequence_output = encoder_outputs[-1]
+            pooled_output = self.pooler(sequence_output[:, 0])
         return {"sequence_output": sequence_output, "pooled_output": pooled_output,
                 "encoder_outputs": encoder_outputs}
