@@ -116,9 +116,9 @@ def weights_cast_once() -> Iterator[None]:
     ALBERT runs one block's weights in every layer: under mixed precision each of the L uses
     would cast every kernel to bfloat16 again, and its gradient back, L times a step (with the
     sums of the L float32 gradients, 0.07 s of a 0.89 s bfloat16 train step at batch 32, length
-    20, ALBERT-base). Cast once, the L uses share the
-    bfloat16 copy, and their gradients are summed in bfloat16 before the one cast back, as
-    PyTorch's autocast does with its cast cache. In float32 the cast is a read: nothing changes.
+    20, ALBERT-base). Cast once, the L uses share the bfloat16 copy, and their gradients are
+    summed in bfloat16 before the one cast back, as PyTorch's autocast does with its cast cache.
+    In float32 the cast is a read: nothing changes.
     The model opens this scope around each forward pass (``AlbertModel.call``).
     """
     previous = _weight_casts.casts
