@@ -34,6 +34,7 @@ import tensorflow as tf
 from albert_tf.cli import fine_tuning
 from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
+from albert_tf.files.records import tfrecord_dataset
 from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.training.input_pipeline import (RECORD_INDEX, record_eval_dataset,
                                                record_train_dataset_fn)
@@ -261,8 +262,11 @@ def test_no_length_buckets_with_static_batches(record_file):
 def test_every_pipeline_shards_by_element_and_runs_without_tf_data_autotuning(record_file,
                                                                               pretraining_records):
     """With tf.data's autotuning on, deleting an iterator waits for the autotuning thread's next
-    tick (up to 60 s): every evaluation pass and training run ends with that deletion. Every
-    pipeline the Trainer reads turns it off and shards by element."""
+    tick (up to 60 s): every evaluation pass and training run ends with that deletion, and the
+    garbage collector may delete a file check's iterator in the middle of a pass. Every record
+    dataset has it off; every pipeline the Trainer reads also shards by element."""
+    records = tfrecord_dataset(record_file)
+    assert records.options().autotune.enabled is False
     datasets = {
         "train": record_train_dataset_fn(record_file, parse, seed=3)(BATCH, 0),
         "train, cut": record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS)(BATCH, 0),
