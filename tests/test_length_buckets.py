@@ -269,7 +269,8 @@ def test_every_pipeline_shards_by_element_and_runs_without_tf_data_autotuning(re
     assert records.options().autotune.enabled is False
     datasets = {
         "train": record_train_dataset_fn(record_file, parse, seed=3)(BATCH, 0),
-        "train, cut": record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS)(BATCH, 0),
+        "train, cut": record_train_dataset_fn(record_file, parse, seed=3,
+                                              buckets=BUCKETS)(BATCH, 0),
         "train, grouped": record_train_dataset_fn(record_file, parse, seed=3, buckets=BUCKETS,
                                                   grouped=True)(BATCH, 0),
         "eval": record_eval_dataset(record_file, parse, BATCH),

@@ -28,18 +28,42 @@ SEQ, PREDICTIONS = REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS
 
 
 def make_trainer(tmp_path, config=None, optimizer="lamb", learning_rate=5e-3, steps=40, log=None,
-                 **run):
+                 strategy=None, **run):
     run_config = RunConfig(output_dir=str(tmp_path), **{
         "train_batch_size": 16, "num_train_steps": steps, "save_checkpoints_steps": steps,
         "iterations_per_loop": 10, **run})
     optimizer_fn = lambda: optimization.create_optimizer(  # noqa: E731
         optimizer, learning_rate=learning_rate, num_train_steps=steps, num_warmup_steps=5)
-    return Trainer(tf.distribute.get_strategy(), PretrainingTask(config or tiny_config()),
-                   optimizer_fn, run_config, log=log or (lambda message: None))
+    return Trainer(strategy or tf.distribute.get_strategy(),
+                   PretrainingTask(config or tiny_config()), optimizer_fn, run_config,
+                   log=log or (lambda message: None))
 
 
 def reference_data(is_training, records=REFERENCE_RECORDS):
     return pretraining_dataset_fn([records], SEQ, PREDICTIONS, is_training=is_training)
+
+
+def test_on_one_device_the_trainer_reads_the_pipelines_own_dataset_and_trains_and_predicts_alike(
+        tmp_path, pretraining_records):
+    """OneDeviceStrategy's distributed dataset adds a per-device iterator with tf.data's autotuning
+    on, whose deletion at the end of every pass waits up to a minute for the autotuning thread:
+    on one device the Trainer iterates the pipeline's own dataset (autotuning off), and trains
+    and predicts as under the default strategy."""
+    train = pretraining_dataset_fn([pretraining_records], SEQ, PREDICTIONS, is_training=True)
+    evaluate = pretraining_dataset_fn([pretraining_records], SEQ, PREDICTIONS, is_training=False)
+    default = make_trainer(tmp_path / "default", steps=3, iterations_per_loop=3)
+    one = make_trainer(tmp_path / "one", steps=3, iterations_per_loop=3,
+                       strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+    one.model.set_weights(default.model.get_weights())
+    assert one._distributed(evaluate(8, 0)).options().autotune.enabled is False
+    default.train(train)
+    one.train(train)
+    for got, want in zip(one.model.get_weights(), default.model.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    predicted, expected = one.predict(evaluate(8, 0)), default.predict(evaluate(8, 0))
+    assert predicted.keys() == expected.keys()
+    for key in expected:
+        np.testing.assert_allclose(predicted[key], expected[key], atol=1e-6)
 
 
 @pytest.mark.requires_shared_data

@@ -376,10 +376,19 @@ class Trainer:
 
         return train_loop
 
+    def _distributed(self, dataset: tf.data.Dataset):
+        """``dataset`` as the strategy's replicas read it. On one device (OneDeviceStrategy) the
+        dataset itself: the strategy's distributed dataset would add a per-device iterator with
+        tf.data's autotuning on, whose deletion at the end of every pass and training run waits
+        for the autotuning thread's next tick (up to a minute; see ``without_autotuning``), and
+        ``strategy.run`` places the step on the device either way."""
+        if isinstance(self.strategy, tf.distribute.OneDeviceStrategy):
+            return dataset
+        return self.strategy.experimental_distribute_dataset(dataset)
+
     def _distributed_iterator(self, dataset_fn: DatasetFn, batch_size: int,
                               skip_batches: int) -> Iterator:
-        dataset = dataset_fn(batch_size, skip_batches)
-        return iter(self.strategy.experimental_distribute_dataset(dataset))
+        return iter(self._distributed(dataset_fn(batch_size, skip_batches)))
 
     def train(self, dataset_fn: DatasetFn) -> dict[str, float]:
         """Trains until ``num_train_steps``; returns the logs of the last loop."""
@@ -466,7 +475,7 @@ class Trainer:
                 return {k: strategy.gather(v, axis=0) for k, v in outputs.items()}
 
             self._predict_step = predict_step
-        distributed = strategy.experimental_distribute_dataset(dataset)
+        distributed = self._distributed(dataset)
         step = self._predict_step.get_concrete_function(distributed.element_spec)
         collected: dict[str, list[np.ndarray]] = {}
         started = time.time()
