@@ -18,7 +18,8 @@ shortest bucket length that holds it, in training and evaluation; with ``grouped
 Records are batched before parsing. A resumed run starts the training stream at the first record
 it has not consumed: its epoch and its place in that epoch's permutation are computed, and no
 record before it is parsed (nor, for a file split in buckets, read, but those of its bucket).
-Every dataset shards by element across workers, with tf.data's autotuning off (``with_run_options``).
+Every dataset shards by element across workers, with tf.data's autotuning off
+(``with_run_options``).
 
 Record files are checked when a pipeline is built: a file with no record (which a repeated dataset
 would search forever), or whose first record the parse function refuses (records of another

@@ -376,7 +376,8 @@ class Trainer:
 
         return train_loop
 
-    def _distributed(self, dataset: tf.data.Dataset):
+    def _distributed(
+            self, dataset: tf.data.Dataset) -> tf.data.Dataset | tf.distribute.DistributedDataset:
         """``dataset`` as the strategy's replicas read it. On one device (OneDeviceStrategy) the
         dataset itself: the strategy's distributed dataset would add a per-device iterator with
         tf.data's autotuning on, whose deletion at the end of every pass and training run waits
