@@ -100,22 +100,25 @@ def test_exact_lengths_cut_a_batch_to_its_longest_example():
     assert buckets.describe() == f"Batches padded to their longest example (at most {S} positions)"
 
 
-def _buckets_of_a_run(**settings) -> LengthBuckets | None:
-    """What the driver gives a run of a length-invariant task on this (non-TPU) machine."""
+def _buckets_of_a_run(**settings) -> tuple[LengthBuckets | None, str]:
+    """What the driver gives a run of a length-invariant task on this (non-TPU) machine: its
+    buckets and the line the run prints about them."""
     hooks = types.SimpleNamespace(sequence_features=SEQUENCE, length_invariant=lambda _: True)
     return fine_tuning._length_buckets(
         RunSettings(output_dir="out", cached_dir="out", max_seq_length=S, **settings), hooks,
         tf.distribute.get_strategy())
 
 
-def test_a_run_cuts_batches_exactly_without_xla_and_to_the_fixed_set_with_it(capsys):
-    assert _buckets_of_a_run().lengths == bucket_lengths(S, exact=True)
-    assert _buckets_of_a_run(use_xla=True).lengths == bucket_lengths(S)
-    assert _buckets_of_a_run(length_buckets=False) is None
+def test_a_run_cuts_batches_exactly_without_xla_and_to_the_fixed_set_with_it():
+    exact, exact_line = _buckets_of_a_run()
+    fixed, fixed_line = _buckets_of_a_run(use_xla=True)
+    none, none_line = _buckets_of_a_run(length_buckets=False)
+    assert exact.lengths == bucket_lengths(S, exact=True)
+    assert fixed.lengths == bucket_lengths(S)
+    assert none is None
     with pytest.raises(UserError, match="--group_by_length needs batches of several lengths"):
         _buckets_of_a_run(length_buckets=False, group_by_length=True)
-    printed = capsys.readouterr().out.splitlines()
-    assert printed[:3] == [
+    assert [exact_line, fixed_line, none_line] == [
         f"Batches padded to their longest example (at most {S} positions)",
         "Batches padded to the shortest of these lengths that holds them: " + ", ".join(
             map(str, bucket_lengths(S))),

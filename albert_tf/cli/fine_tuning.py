@@ -192,13 +192,15 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
     files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
     check_run_files(files)
     hooks.check(settings, init)
-    buckets = _length_buckets(settings, hooks, training_run.strategy_of(settings.strategy))
+    buckets, batch_lengths = _length_buckets(settings, hooks,
+                                             training_run.strategy_of(settings.strategy))
     evaluates = hooks.evaluates(settings)
     if (settings.do_predict or settings.export_dir or settings.tflite_file) and not evaluates:
         training_run.require_best_checkpoint(settings, hooks.evaluation_flag)
     with training_run.output_dir_locks(settings):
         config = training_run.load_config(settings)
         tokenizer = training_run.load_tokenizer(settings, config)
+        print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         run = FineTuningRun(settings, files, config, tokenizer, init, buckets=buckets)
         label_set, source = hooks.load_data(run, read_label_set(settings.output_dir))
         check_label_set(settings.output_dir, label_set, source)
@@ -245,11 +247,12 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
 
 
 def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
-                    strategy: tf.distribute.Strategy) -> LengthBuckets | None:
-    """The length buckets of the run's batches, printed: every length (a batch cut to its longest
-    example) without XLA, the fixed set with --use_xla (one compilation per length met); None
-    (every batch of length S, said why) with --nolength_buckets, for a task whose results depend
-    on the padding, and on a TPU, whose training loop compiles one program for one input shape."""
+                    strategy: tf.distribute.Strategy) -> tuple[LengthBuckets | None, str]:
+    """The length buckets of the run's batches and the line that says them: every length (a
+    batch cut to its longest example) without XLA, the fixed set with --use_xla (one compilation
+    per length met); None (every batch of length S, the line says why) with --nolength_buckets,
+    for a task whose results depend on the padding, and on a TPU, whose training loop compiles
+    one program for one input shape. --group_by_length without buckets is refused here."""
     if not settings.length_buckets:
         reason = "--nolength_buckets"
     elif not hooks.length_invariant(settings):
@@ -259,14 +262,12 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
     else:
         buckets = LengthBuckets.of(settings.max_seq_length, hooks.sequence_features,
                                    exact=not settings.use_xla)
-        print(buckets.describe() + (" (training batches grouped by length)"
-                                    if settings.group_by_length else ""))
-        return buckets
-    print(f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason}).")
+        return buckets, buckets.describe() + (" (training batches grouped by length)"
+                                              if settings.group_by_length else "")
     if settings.group_by_length:
         raise UserError(f"--group_by_length needs batches of several lengths, which this run does "
                         f"not have ({reason}).")
-    return None
+    return None, f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason})."
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:
