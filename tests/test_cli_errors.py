@@ -422,22 +422,21 @@ def test_an_output_directory_that_is_a_file_stops_the_script(tmp_path, script, f
     assert_one_line_error(result, script[:-3], f"{flag}: {a_file} is a file, not a directory")
 
 
-@pytest.mark.parametrize("script, data_flags", [
-    ("run_classifier.py", ["--train_file={data}.csv"]),
-    ("run_ner.py", ["--train_file={data}.txt"]),
+@pytest.mark.parametrize("script, train_file, train_text", [
+    ("run_classifier.py", "train.csv", "text,label\nA short sentence.,a\n"),
+    ("run_ner.py", "train.txt", "EU B-ORG\n"),
 ])
 def test_a_missing_sentencepiece_model_is_the_only_thing_a_run_prints(tmp_path, config_file,
-                                                                       script, data_flags):
+                                                                       script, train_file,
+                                                                       train_text):
     # The run's informative lines (e.g. how its batches are padded) come after the quick checks of
     # the config and the SentencePiece model, so a mistaken path is the whole output.
-    data = tmp_path / "train"
-    (tmp_path / "train.csv").write_text("text,label\nA short sentence.,a\n")
-    (tmp_path / "train.txt").write_text("EU B-ORG\n")
+    (tmp_path / train_file).write_text(train_text)
     missing = tmp_path / "missing.model"
     result = run_command(script, f"--albert_config_file={config_file}",
                          f"--spm_model_file={missing}", "--do_train", "--max_seq_length=32",
                          f"--output_dir={tmp_path / 'out'}",
-                         *[flag.format(data=data) for flag in data_flags])
+                         f"--train_file={tmp_path / train_file}")
     assert_one_line_error(result, script[:-3], f"SentencePiece model file not found: {missing}")
     assert result.stdout.strip() == "", result.stdout
 
