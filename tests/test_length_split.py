@@ -48,7 +48,7 @@ MIXED = [3, 40, 7, 12, 30, 5, 9, 48, 16, 4, 22, 6, 11, 35, 8, 14]
 
 def test_a_batch_is_dealt_into_parts_sorted_by_length_each_cut_to_its_longest_example():
     features = {name: tf.constant(value) for name, value in batch(MIXED).items()}
-    parts = LengthSplit(EXACT, parts=4, min_part_examples=4).split(features)
+    parts = LengthSplit(EXACT, parts=4, min_part_examples=4).plan(features)[1]()
     ranked = sorted(range(len(MIXED)), key=lambda i: MIXED[i])
     assert [part["input_ids"].shape for part in parts] == [
         (4, max(MIXED[i] for i in ranked[start:start + 4])) for start in range(0, 16, 4)]
@@ -70,13 +70,13 @@ def test_parts_hold_at_least_eight_examples_and_are_at_most_four(batch_size, par
 def test_only_a_batch_of_mixed_lengths_is_worth_splitting():
     split = LengthSplit(EXACT, parts=4, min_part_examples=4)
     mixed = {name: tf.constant(value) for name, value in batch(MIXED).items()}
-    assert bool(split.saves_work(mixed))
+    assert bool(split.plan(mixed)[0])
     even = {name: tf.constant(value) for name, value in batch([20] * 15 + [24]).items()}
-    assert not bool(split.saves_work(even))
+    assert not bool(split.plan(even)[0])
     # The work is counted at the lengths the buckets cut to: 15 examples of 20 and one of 24 are
     # one bucket (24) for the fixed set, so the parts save nothing there either.
     assert not bool(LengthSplit(LengthBuckets.of(S, SEQUENCE), parts=4,
-                                min_part_examples=4).saves_work(even))
+                                min_part_examples=4).plan(even)[0])
 
 
 def dataset_fn(examples: dict[str, np.ndarray], buckets: LengthBuckets):
@@ -129,7 +129,7 @@ def test_training_on_split_batches_equals_training_on_whole_ones(tmp_path, case,
                     gradient_accumulation_steps=accumulation)
     first = buckets.trim({name: tf.constant(value[:16 // accumulation])
                           for name, value in examples.items()})
-    assert bool(split.saves_work(first))  # the split did run
+    assert bool(split.plan(first)[0])  # the split did run
     assert whole.history[-1].keys() == parts.history[-1].keys()
     for key, value in whole.history[-1].items():
         if key != "examples_per_second":

@@ -30,7 +30,7 @@ off by default. ``example_lengths`` also orders the evaluation chunks
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
@@ -136,11 +136,11 @@ class LengthSplit:
 
     A batch cut to its longest example still pads its short examples to that length: on short
     texts of mixed lengths (SST-2's phrases at batch 32: the longest ~3 times the mean) most of the
-    batch's work is padding. ``split`` sorts the batch's examples by length and deals them into
+    batch's work is padding. ``plan`` sorts the batch's examples by length, to deal them into
     ``parts`` consecutive parts of nearly equal size (of at least ``min_part_examples``
     examples), each cut by ``buckets`` to its own length; the Trainer runs them one after another
     and sums their gradients, which are the batch's (every task's loss is a sum over examples
-    divided by normalizers summed over the parts). ``saves_work`` says whether a batch is worth
+    divided by normalizers summed over the parts). It also says whether a batch is worth
     it: its parts' positions (examples x length) at most ``work_fraction`` of the whole batch's
     (each part is a pass with its own fixed costs; a batch of nearly one length, e.g. with
     --group_by_length, runs whole).
@@ -168,32 +168,31 @@ class LengthSplit:
         """Whether a batch of the shape of ``features`` makes more than one part."""
         return self.parts_of(features[MASK_FEATURE].shape[0]) > 1
 
-    def _bounds(self, features: Features) -> tuple[tf.Tensor, list[tf.Tensor]]:
-        """(the examples from shortest to longest int32 [B], the parts' bounds in that order)."""
+    def plan(self, features: Features) -> tuple[tf.Tensor, Callable[[], list[dict[str, tf.Tensor]]]]:
+        """(whether the parts save work: bool [], a function making the parts) of ``features``
+        (a batch, every feature [B, ...]), both from one sort of its examples by length (stable).
+
+        The parts hold at most ``work_fraction`` of the positions of the batch run whole, both
+        counted at the lengths ``buckets`` cuts them to. The function deals the sorted examples
+        into consecutive parts of nearly equal size, each cut to its own length; call it where
+        the parts are used (inside the branch that runs them), so a batch run whole gathers
+        nothing."""
         order = length_order(features)
         parts = self.parts_of(order.shape[0])
         batch = tf.shape(order)[0]
-        return order, [batch * index // parts for index in range(parts + 1)]
-
-    def saves_work(self, features: Features) -> tf.Tensor:
-        """bool []: whether the parts of ``features`` (a batch) hold at most ``work_fraction`` of
-        the positions of the batch run whole (both at the lengths ``buckets`` cuts them to)."""
-        order, bounds = self._bounds(features)
+        bounds = [batch * index // parts for index in range(parts + 1)]
         lengths = tf.gather(example_lengths(features), order)
         whole = tf.cast(bounds[-1] * self.buckets.bucket_of(lengths[-1]), tf.float32)
-        parts = tf.add_n([tf.cast((end - start) * self.buckets.bucket_of(lengths[end - 1]),
+        split = tf.add_n([tf.cast((end - start) * self.buckets.bucket_of(lengths[end - 1]),
                                   tf.float32)
                           for start, end in zip(bounds, bounds[1:])])
-        return parts <= self.work_fraction * whole
 
-    def split(self, features: Features) -> list[dict[str, tf.Tensor]]:
-        """The parts of ``features`` (a batch, every feature [B, ...]): its examples sorted by
-        length (stable), dealt into consecutive parts of nearly equal size, each cut to its own
-        length."""
-        order, bounds = self._bounds(features)
-        return [self.buckets.trim({name: tf.gather(value, order[start:end])
-                                   for name, value in features.items()})
-                for start, end in zip(bounds, bounds[1:])]
+        def make_parts() -> list[dict[str, tf.Tensor]]:
+            return [self.buckets.trim({name: tf.gather(value, order[start:end])
+                                       for name, value in features.items()})
+                    for start, end in zip(bounds, bounds[1:])]
+
+        return split <= self.work_fraction * whole, make_parts
 
 
 def group_by_length(chunk: Features, batch_size: int, key: tf.Tensor) -> tf.data.Dataset:

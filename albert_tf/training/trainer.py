@@ -325,10 +325,9 @@ class Trainer:
         whole = functools.partial(self._parts_gradients, [features], normalizers, seed)
         if self.length_split is None or not self.length_split.can_split(features):
             return whole()
-        return tf.cond(
-            self.length_split.saves_work(features),
-            lambda: self._parts_gradients(self.length_split.split(features), normalizers, seed),
-            whole)
+        saves_work, make_parts = self.length_split.plan(features)
+        return tf.cond(saves_work,
+                       lambda: self._parts_gradients(make_parts(), normalizers, seed), whole)
 
     def _parts_gradients(self, parts: Sequence[Features], normalizers: Mapping[str, tf.Tensor],
                          seed: tf.Tensor):
