@@ -186,14 +186,13 @@ def feature_cache_files(settings: RunSettings, inputs: tuple[Input, ...],
 def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:
     """Runs one fine-tuning command (see the module doc); returns the sweep's best metrics (None
     when the run did not sweep)."""
-    training_run.strategy_of(settings.strategy)  # multi-worker: configured before any other op
+    strategy = training_run.strategy_of(settings.strategy)  # multi-worker: before any other op
     init = (training_run.init_checkpoint_source(settings)
             if hooks.reads_init_checkpoint(settings) else None)
     files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
     check_run_files(files)
     hooks.check(settings, init)
-    buckets, batch_lengths = _length_buckets(settings, hooks,
-                                             training_run.strategy_of(settings.strategy))
+    buckets, batch_lengths = _length_buckets(settings, hooks, strategy)
     evaluates = hooks.evaluates(settings)
     if (settings.do_predict or settings.export_dir or settings.tflite_file) and not evaluates:
         training_run.require_best_checkpoint(settings, hooks.evaluation_flag)
