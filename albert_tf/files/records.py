@@ -81,10 +81,13 @@ def tfrecord_dataset(paths: str | Sequence[str],
     the pipeline applies to them, see the module doc)."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     remember_record_files(paths, parse)
-    return _records(paths)
+    return file_records(paths)
 
 
-def _records(paths: str | Sequence[str]) -> tf.data.Dataset:
+def file_records(paths: str | tf.Tensor | Sequence[str]) -> tf.data.Dataset:
+    """The serialized records of ``paths`` in order, read with ``READ_BUFFER_BYTES``, without
+    autotuning; no file is remembered (``tfrecord_dataset`` does that): also the reader of one
+    file name (a string tensor) inside an interleave, whose caller remembers the files."""
     return without_autotuning(tf.data.TFRecordDataset(paths, buffer_size=READ_BUFFER_BYTES))
 
 
@@ -94,7 +97,7 @@ def read_first_records(path: str, count: int) -> list[bytes]:
     Raises RecordFileError naming the file when it is missing or not a readable TFRecord file.
     """
     try:
-        return [record.numpy() for record in _records(path).take(count)]
+        return [record.numpy() for record in file_records(path).take(count)]
     except tf.errors.NotFoundError:
         raise RecordFileError(f"{path} does not exist") from None
     except tf.errors.DataLossError as error:
@@ -198,7 +201,7 @@ def _first_refused_record(path: str, parse: ParseFn,
     """(record number, from 1; the parse op's reason) of the first record of ``path`` (of its
     first ``limit``) that ``parse`` refuses; None when they all parse or the file cannot be read
     (other checks report that)."""
-    records = _records(path) if limit is None else _records(path).take(limit)
+    records = file_records(path) if limit is None else file_records(path).take(limit)
     first = 1
     try:
         for batch in records.batch(_SEARCH_BATCH):
@@ -228,7 +231,7 @@ def locate_corrupt_record_file(message: str) -> tuple[str, str] | None:
         try:
             if tf.io.gfile.stat(path).length <= int(match.group(1)):
                 continue
-            _records(path).reduce(0, lambda count, _: count + 1)
+            file_records(path).reduce(0, lambda count, _: count + 1)
         except tf.errors.DataLossError as error:
             if match.group(0) in error.message:
                 return path, match.group(0)

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.files.records import (READ_BUFFER_BYTES, remember_record_files, require_records,
+from albert_tf.files.records import (file_records, remember_record_files, require_records,
                                      tfrecord_dataset)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
@@ -59,8 +59,7 @@ def pretraining_dataset_fn(input_files: Sequence[str], max_seq_length: int,
             dataset = tf.data.Dataset.from_tensor_slices(files).repeat()
             dataset = dataset.shuffle(len(files), seed=seed)
             dataset = dataset.interleave(
-                functools.partial(tf.data.TFRecordDataset, buffer_size=READ_BUFFER_BYTES),
-                cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+                file_records, cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
             dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
         else:
