@@ -295,7 +295,8 @@ class ClassifierHooks(FineTuningHooks):
             source = f"--task_name={self.task.name}"
         task_type = "regression" if self.task.is_regression else "classification"
         labels = None if self.task.is_regression else tuple(self.task.labels)
-        return LabelSet(task_type, labels), source
+        trained_on = TASK_NAME if self.own_files else self.task.model_task
+        return LabelSet(task_type, labels, trained_on), source
 
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> ClassifierTask:
         task = self.task
