@@ -9,7 +9,8 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
 - an output that is an input (through links and other spellings), an input in a family the run
   writes or deletes (its own checkpoints), a directory written whole that is, or holds, an input;
 - two outputs on one path (a flag's output on a fixed name of the run: ``--tflite_file`` on the
-  ``checkpoint`` state file), a file inside a directory written whole, nested exports;
+  ``checkpoint`` state file), a file inside a directory written whole, nested exports, an output
+  inside a fixed name of the run (``--tflite_file`` in the TensorBoard directory ``eval/``);
 - an output named by a flag over an existing checkpoint file (a ``checkpoint`` state file, an
   ``.index`` or a data shard): it belongs to a run;
 - a directory written whole that holds anything but what the command wrote there earlier (and even
@@ -219,6 +220,11 @@ def _check_outputs_apart(files: RunFiles) -> None:
             if directory is not output and _is_inside(output.path, directory.path):
                 raise OutputPathError(f"{_named(output)} is inside {_named(directory)}: each is "
                                       "written whole, so neither may hold the other")
+        for fixed in singles:
+            if fixed.fixed and fixed is not output and _is_inside(output.path, fixed.path):
+                raise OutputPathError(f"{_named(output)} is inside {_named(fixed)}, which the "
+                                      "run writes (e.g. its TensorBoard logs): choose a path "
+                                      "outside it")
 
 
 def _check_flag_outputs_spare_checkpoints(files: RunFiles) -> None:
