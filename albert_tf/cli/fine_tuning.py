@@ -276,9 +276,11 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
 def _check_eval_data(run: FineTuningRun, hooks: FineTuningHooks) -> None:
     """Before training: a sweep that would resume an earlier one's state in --output_dir refuses
     other evaluation data than that sweep's (albert_tf/evaluation/eval_data_record.py), so the
-    mistake stops the run before training rather than after it."""
-    check_and_record_eval_data(run.settings.output_dir, hooks.eval_sets(run),
-                               hooks.sweep_policy(run.settings).state_file)
+    mistake stops the run before training rather than after it. A sweep without such a state
+    (SQuAD's, RACE's) evaluates every checkpoint again and records its data itself."""
+    state_file = hooks.sweep_policy(run.settings).state_file
+    if state_file:
+        check_and_record_eval_data(run.settings.output_dir, hooks.eval_sets(run), state_file)
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:
