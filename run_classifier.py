@@ -184,7 +184,8 @@ from data_prep.classification.glue_tasks import GlueTask, glue_task  # noqa: E40
 from data_prep.classification.own_data import Columns, OwnDataReader  # noqa: E402
 from data_prep.classification.own_data_task import TASK_NAME, OwnDataTask, load_own_data  # noqa: E402
 from data_prep.classification.processors import GlueDataError  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
+from data_prep.common.feature_cache import (  # noqa: E402
+    FeatureFile, cache_file_pattern, feature_file_source)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +296,8 @@ class ClassifierHooks(FineTuningHooks):
             source = f"--task_name={self.task.name}"
         task_type = "regression" if self.task.is_regression else "classification"
         labels = None if self.task.is_regression else tuple(self.task.labels)
-        return LabelSet(task_type, labels), source
+        trained_on = TASK_NAME if self.own_files else self.task.model_task
+        return LabelSet(task_type, labels, trained_on), source
 
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> ClassifierTask:
         task = self.task
@@ -333,10 +335,10 @@ class ClassifierHooks(FineTuningHooks):
 
     def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
         batch_size = run.settings.eval_batch_size
-        return [EvalSet(suffix, functools.partial(run.eval_dataset,
-                                                  self.features(run, key, "dev").path,
-                                                  self.parse(run), batch_size))
-                for suffix, key in self.task.eval_sets]
+        dev_files = [(suffix, self.features(run, key, "dev")) for suffix, key in self.task.eval_sets]
+        return [EvalSet(suffix, functools.partial(run.eval_dataset, dev.path, self.parse(run),
+                                                  batch_size), source=feature_file_source(dev))
+                for suffix, dev in dev_files]
 
     def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
         return SweepPolicy.glue(settings.num_train_steps, max_wait_seconds=0 if settings.do_train

@@ -64,7 +64,8 @@ from albert_tf.tasks.token_classification.serving import export_token_classifier
 from albert_tf.tasks.token_classification.task import (  # noqa: E402
     SELECTION_METRIC, NerEvalContext, TokenClassifierTask, word_predictions)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
+from data_prep.common.feature_cache import (  # noqa: E402
+    FeatureFile, cache_file_pattern, feature_file_source)
 from data_prep.token_classification.features import (  # noqa: E402
     NerFeatureSettings, ner_feature_file)
 from albert_tf.tasks.token_classification.file_formats import (  # noqa: E402
@@ -174,7 +175,8 @@ class NerHooks(FineTuningHooks):
         gold = tuple(sentence.tags for sentence in self.sentences["dev"])
         return [EvalSet("", functools.partial(run.eval_dataset, eval_file.path, self.parse(run),
                                               run.settings.eval_batch_size),
-                        NerEvalContext(self.tags, gold))]
+                        NerEvalContext(self.tags, gold),
+                        source=feature_file_source(eval_file))]
 
     def sweep_policy(self, settings: RunSettings) -> SweepPolicy:
         return SweepPolicy.glue(settings.num_train_steps, max_wait_seconds=0 if settings.do_train

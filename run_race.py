@@ -78,7 +78,8 @@ from albert_tf.tasks.multiple_choice.serving import export_multiple_choice  # no
 from albert_tf.tasks.multiple_choice.task import (  # noqa: E402
     MultipleChoiceContext, MultipleChoiceTask, write_choice_predictions)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
+from data_prep.common.feature_cache import (  # noqa: E402
+    FeatureFile, cache_file_pattern, feature_file_source)
 from data_prep.multiple_choice.feature_file import race_feature_file  # noqa: E402
 from data_prep.multiple_choice.features import RaceFeatureSettings  # noqa: E402
 from data_prep.multiple_choice.reader import ANSWER_LETTERS, race_sources  # noqa: E402
@@ -162,7 +163,8 @@ class RaceHooks(FineTuningHooks):
         metadata = feature_file.metadata
         return EvalSet("", functools.partial(run.eval_dataset, feature_file.path, self.parse(run),
                                              batch_size),
-                       MultipleChoiceContext(metadata["levels"], metadata["example_ids"]))
+                       MultipleChoiceContext(metadata["levels"], metadata["example_ids"]),
+                       source=feature_file_source(feature_file))
 
     def eval_sets(self, run: FineTuningRun) -> list[EvalSet]:
         return [self.eval_set(run, "dev", run.settings.eval_batch_size)]

@@ -109,7 +109,8 @@ from albert_tf.tasks.question_answering.serving import (  # noqa: E402
 from albert_tf.tasks.question_answering.task import (  # noqa: E402
     SquadEvalContext, SquadSettings, SquadTask)
 from albert_tf.training.task import EvalSet  # noqa: E402
-from data_prep.common.feature_cache import FeatureFile, cache_file_pattern  # noqa: E402
+from data_prep.common.feature_cache import (  # noqa: E402
+    FeatureFile, cache_file_pattern, feature_file_source)
 from data_prep.question_answering.feature_file import squad_feature_file  # noqa: E402
 from data_prep.question_answering.features import SquadFeatureSettings  # noqa: E402
 
@@ -237,7 +238,8 @@ class SquadHooks(FineTuningHooks):
                                               self.parse(run, False),
                                               run.settings.predict_batch_size),
                         SquadEvalContext.from_metadata(eval_file.metadata,
-                                                       run.trainer.config.output_dir))]
+                                                       run.trainer.config.output_dir),
+                        source=feature_file_source(eval_file))]
 
     def before_sweep(self, run: FineTuningRun) -> None:
         """Predict-only from --init_checkpoint: it becomes checkpoint 0 of --output_dir."""

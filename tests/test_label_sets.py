@@ -35,6 +35,65 @@ def test_a_label_set_is_written_once_and_checked(tmp_path):
         read_label_set(str(tmp_path))
 
 
+def test_a_label_set_records_its_task_and_refuses_another_with_the_same_labels(tmp_path):
+    """SST-2 and WNLI both have the labels 0 and 1: without the task recorded, a WNLI run in an
+    SST-2 directory resumed SST-2's checkpoints, reported SST-2's dev score as its own and
+    predicted WNLI with SST-2's model."""
+    sst2 = LabelSet("classification", ("0", "1"), "sst-2")
+    write_label_set(str(tmp_path), sst2)
+    assert json.loads((tmp_path / "label_list.json").read_text())["task"] == "sst-2"
+    assert read_label_set(str(tmp_path)) == sst2
+    check_label_set(str(tmp_path), sst2, "--task_name=sst-2")
+    with pytest.raises(LabelSetMismatch, match=r"trained as a classification with labels "
+                                               r"\['0', '1'\] \(task sst-2\); this run has a "
+                                               r"classification with labels \['0', '1'\] \(task "
+                                               r"wnli\) \(--task_name=wnli\)"):
+        check_label_set(str(tmp_path), LabelSet("classification", ("0", "1"), "wnli"),
+                        "--task_name=wnli")
+    # A label file written before the task was recorded is checked on its labels only.
+    (tmp_path / "label_list.json").write_text('{"task_type": "classification", "labels": ["0", '
+                                              '"1"]}')
+    check_label_set(str(tmp_path), LabelSet("classification", ("0", "1"), "wnli"), "x")
+    (tmp_path / "label_list.json").write_text('{"task_type": "classification", "labels": null, '
+                                              '"task": 3}')
+    with pytest.raises(LabelSetMismatch, match="task must be a string"):
+        read_label_set(str(tmp_path))
+
+
+def test_glue_tasks_that_share_a_model_record_one_task():
+    from data_prep.classification.glue_tasks import glue_task
+    assert {glue_task(name).model_task for name in ("mnli", "mismnli", "ax")} == {"mnli"}
+    assert glue_task("sst-2").model_task != glue_task("wnli").model_task
+
+
+def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path):
+    """A --do_predict run of WNLI in a directory trained on SST-2 stops before any work, naming
+    both tasks; nothing there changes."""
+    config = shared_setup.tiny_config(vocab_size=500, max_position_embeddings=32)
+    (tmp_path / "config.json").write_text(config.to_json_string())
+    data = tmp_path / "glue" / "WNLI"
+    data.mkdir(parents=True)
+    (data / "test.tsv").write_text("index\tsentence1\tsentence2\n0\tA b.\tC d.\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    write_label_set(str(out), LabelSet("classification", ("0", "1"), "sst-2"))
+    (out / "model.ckpt-best.index").write_bytes(b"")
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    refused = run_command("run_classifier.py", "--task_name=wnli",
+                          f"--data_dir={tmp_path / 'glue'}",
+                          f"--albert_config_file={tmp_path / 'config.json'}",
+                          f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+                          f"--output_dir={out}", "--max_seq_length=32", "--do_predict")
+    assert refused.error_line() == (
+        f"run_classifier: error: {out / 'label_list.json'}: the run in this directory was trained "
+        "as a classification with labels ['0', '1'] (task sst-2); this run has a classification "
+        "with labels ['0', '1'] (task wnli) (--task_name=wnli). Use another --output_dir, or the "
+        "same labels and task")
+    after = {name: (out / name).read_bytes() for name in os.listdir(out)
+             if not name.startswith(".albert_tf")}
+    assert after == before
+
+
 def ner_flags(tmp_path) -> list[str]:
     config = shared_setup.tiny_config(vocab_size=500, max_position_embeddings=SEQ)
     (tmp_path / "config.json").write_text(config.to_json_string())

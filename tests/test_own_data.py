@@ -308,7 +308,7 @@ def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
     assert "own_data train: 32 examples (negative " in stdout
     assert "macro-F1" in stdout  # the best checkpoint's class table
     assert json.loads((own_out / "label_list.json").read_text()) == {
-        "task_type": "classification", "labels": ["negative", "positive"]}
+        "task_type": "classification", "labels": ["negative", "positive"], "task": "own_data"}
     # eval_results.txt: per-class counts of the real dev set; macro-F1 from the per-class F1s.
     dev_labels = [row[1] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]]
     for block in eval_blocks(own_out):
@@ -380,7 +380,7 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
             assert own_block[key] == glue_block[key]
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
     assert json.loads((own_out / "label_list.json").read_text()) == {
-        "task_type": "regression", "labels": None}
+        "task_type": "regression", "labels": None, "task": "own_data"}
 
 
 @pytest.mark.requires_shared_data

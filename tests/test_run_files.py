@@ -61,6 +61,50 @@ def test_a_flag_output_on_a_fixed_name_of_the_run_is_refused_before_it_exists(tm
                              work_directories=(run,)))
 
 
+def test_an_output_inside_a_fixed_name_of_the_run_is_refused(tmp_path):
+    """--tflite_file=<output_dir>/eval/events.out... used to replace the run's TensorBoard log, and
+    --export_dir=<output_dir>/train/x wrote an export into it."""
+    run = WorkDirectory("--output_dir", str(tmp_path / "run"))
+    owned = (fixed_outputs(run, ["eval", "train"], is_directory=True)
+             + fixed_outputs(run, ["checkpoint"]))
+    (tmp_path / "run" / "eval").mkdir(parents=True)
+    (tmp_path / "run" / "eval" / "events.out.tfevents.1").write_bytes(b"log")
+    with pytest.raises(OutputPathError, match=r"--tflite_file '.*run/eval/events.out.tfevents.1' "
+                                              r"is inside eval \(written in --output_dir\)"):
+        check_run_files(RunFiles(outputs=owned + (Output(
+            "--tflite_file", f"{run.path}/eval/events.out.tfevents.1"),), work_directories=(run,)))
+    with pytest.raises(OutputPathError, match=r"--export_dir '.*run/train/x' is inside train"):
+        check_run_files(RunFiles(outputs=owned, work_directories=(run,),
+                                 new_directories=(NewDirectory("--export_dir",
+                                                               f"{run.path}/train/x"),)))
+    assert (tmp_path / "run" / "eval" / "events.out.tfevents.1").read_bytes() == b"log"
+    check_run_files(RunFiles(outputs=owned + (Output("--tflite_file", f"{run.path}/m.tflite"),),
+                             work_directories=(run,),
+                             new_directories=(NewDirectory("--export_dir", f"{run.path}/x"),)))
+
+
+def test_a_file_where_the_run_writes_a_directory_and_the_reverse_are_refused(tmp_path):
+    """A user's file named ``train`` in --output_dir stopped run_classifier after its features
+    were built, with TensorFlow's "Not a directory" reported as a bug of albert_tf; a directory
+    named ``label_list.json`` likewise."""
+    run = WorkDirectory("--output_dir", str(tmp_path / "run"))
+    owned = (fixed_outputs(run, ["train", "eval"], is_directory=True)
+             + fixed_outputs(run, ["label_list.json"]))
+    (tmp_path / "run").mkdir()
+    check_run_files(RunFiles(outputs=owned, work_directories=(run,)))
+    (tmp_path / "run" / "train").write_text("my notes")
+    with pytest.raises(OutputPathError, match=r"--output_dir '.*run' holds a file 'train' where "
+                                              r"the run writes its directory train/"):
+        check_run_files(RunFiles(outputs=owned, work_directories=(run,)))
+    assert (tmp_path / "run" / "train").read_text() == "my notes"
+    (tmp_path / "run" / "train").unlink()
+    (tmp_path / "run" / "train").mkdir()  # the run's own logs: fine
+    (tmp_path / "run" / "label_list.json").mkdir()
+    with pytest.raises(OutputPathError, match=r"holds a directory 'label_list.json' where the run "
+                                              r"writes its file label_list.json"):
+        check_run_files(RunFiles(outputs=owned, work_directories=(run,)))
+
+
 def test_an_input_among_a_family_the_run_writes_is_refused(tmp_path):
     (tmp_path / "data").mkdir()
     os.symlink(tmp_path / "data", tmp_path / "alias")

@@ -42,6 +42,7 @@ from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
+from albert_tf.evaluation.eval_data_record import check_and_record_eval_data
 from albert_tf.files.run_files import (Input, RunFiles, WorkDirectory, check_run_files,
                                        fixed_outputs)
 from albert_tf.models.config import AlbertConfig
@@ -208,6 +209,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
             settings, hooks.training_task(run, label_set), steps, warmup, evaluates,
             length_split=LengthSplit(buckets) if buckets is not None else None)
         hooks.prepare_features(run)
+        if evaluates and run.trainer.chief:
+            _check_eval_data(run, hooks)
         if run.trainer.chief:
             if read_label_set(settings.output_dir) is None:
                 write_label_set(settings.output_dir, label_set)
@@ -267,6 +270,16 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
         raise UserError(f"--group_by_length needs batches of several lengths, which this run does "
                         f"not have ({reason}).")
     return None, f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason})."
+
+
+def _check_eval_data(run: FineTuningRun, hooks: FineTuningHooks) -> None:
+    """Before training: a sweep that would resume an earlier one's state in --output_dir refuses
+    other evaluation data than that sweep's (albert_tf/evaluation/eval_data_record.py), so the
+    mistake stops the run before training rather than after it. A sweep without such a state
+    (SQuAD's, RACE's) evaluates every checkpoint again and records its data itself."""
+    state_file = hooks.sweep_policy(run.settings).state_file
+    if state_file:
+        check_and_record_eval_data(run.settings.output_dir, hooks.eval_sets(run), state_file)
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:

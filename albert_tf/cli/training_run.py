@@ -29,7 +29,8 @@ from albert_tf.training.distribute import create_strategy
 from albert_tf.training.length_buckets import LengthSplit
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.task import Task
-from albert_tf.training.trainer import TRAINER_OUTPUTS, RunConfig, Trainer, is_chief
+from albert_tf.training.trainer import (SUMMARY_DIRS, TRAINER_OUTPUTS, WORKER_DIR, RunConfig,
+                                        Trainer, is_chief)
 
 # What the family of checkpoints in --output_dir is to an input found among them.
 CHECKPOINTS_CONSEQUENCE = ("the run writes its checkpoints there, renames its best to "
@@ -58,9 +59,11 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None,
     if settings.cached_dir != settings.output_dir:
         directories += (WorkDirectory("--cached_dir", settings.cached_dir),)
     lock_names = tuple(run_lock.lock_name(role) for role in run_lock.ROLES)
-    checkpoints, others = TRAINER_OUTPUTS[1], tuple(
-        name for name in TRAINER_OUTPUTS if name != TRAINER_OUTPUTS[1])
+    checkpoints, directories_written = TRAINER_OUTPUTS[1], (*SUMMARY_DIRS, WORKER_DIR)
+    others = tuple(name for name in TRAINER_OUTPUTS
+                   if name != checkpoints and name not in directories_written)
     outputs = (fixed_outputs(output_dir, [checkpoints], consequence=CHECKPOINTS_CONSEQUENCE)
+               + fixed_outputs(output_dir, directories_written, is_directory=True)
                + fixed_outputs(output_dir, [*others, *SWEEP_OUTPUTS, LABEL_FILE, *lock_names,
                                             *run_outputs]))
     if settings.tflite_file:

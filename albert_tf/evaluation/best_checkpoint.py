@@ -17,6 +17,7 @@ from typing import Sequence
 import tensorflow as tf
 
 from albert_tf.errors.user_error import MissingFileError
+from albert_tf.evaluation.eval_data_record import check_and_record_eval_data
 from albert_tf.evaluation.checkpoint_sweep import (BEST_PREFIX, BEST_TRIAL_FILE, SweepPolicy,
                                                    sweep_checkpoints)
 from albert_tf.files.atomic import atomic_write_text
@@ -28,7 +29,7 @@ from albert_tf.training.trainer import Trainer
 BEST_RESULTS_FILE = "best_results.json"
 # What a sweep writes into the output_dir besides the checkpoints (names and glob patterns; a
 # named evaluation's results files carry its name).
-SWEEP_OUTPUTS = ("eval_results*.txt", "best_results*.json", BEST_TRIAL_FILE)
+SWEEP_OUTPUTS = ("eval_results*.txt", "best_results*.json", BEST_TRIAL_FILE, "eval_data*.json")
 
 
 def results_file_names(results_name: str = "") -> tuple[str, str]:
@@ -50,6 +51,7 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     """
     output_dir = trainer.config.output_dir
     results_file, best_results_file = results_file_names(results_name)
+    check_and_record_eval_data(output_dir, eval_sets, policy.state_file, results_name)
     evaluate = functools.partial(trainer.evaluate_checkpoint, eval_sets=eval_sets)
     best_step, best = sweep_checkpoints(output_dir, evaluate, selection_key,
                                         results_file=results_file, policy=policy)

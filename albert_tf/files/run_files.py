@@ -9,7 +9,8 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
 - an output that is an input (through links and other spellings), an input in a family the run
   writes or deletes (its own checkpoints), a directory written whole that is, or holds, an input;
 - two outputs on one path (a flag's output on a fixed name of the run: ``--tflite_file`` on the
-  ``checkpoint`` state file), a file inside a directory written whole, nested exports;
+  ``checkpoint`` state file), a file inside a directory written whole, nested exports, an output
+  inside a fixed name of the run (``--tflite_file`` in the TensorBoard directory ``eval/``);
 - an output named by a flag over an existing checkpoint file (a ``checkpoint`` state file, an
   ``.index`` or a data shard): it belongs to a run;
 - a directory written whole that holds anything but what the command wrote there earlier (and even
@@ -57,7 +58,8 @@ class Output:
     for a fixed name of the command inside a directory, how messages name that directory
     ("--output_dir"; a file an earlier run of the command wrote there is its own result, replaced);
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
-    files (shown when an input lies among them).
+    files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
+    a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
     """
 
     what: str
@@ -65,6 +67,7 @@ class Output:
     within: str = ""
     family: bool = False
     consequence: str = "the run writes, replaces and deletes files of that name there"
+    is_directory: bool = False
 
     @property
     def fixed(self) -> bool:
@@ -219,6 +222,11 @@ def _check_outputs_apart(files: RunFiles) -> None:
             if directory is not output and _is_inside(output.path, directory.path):
                 raise OutputPathError(f"{_named(output)} is inside {_named(directory)}: each is "
                                       "written whole, so neither may hold the other")
+        for fixed in singles:
+            if fixed.fixed and fixed is not output and _is_inside(output.path, fixed.path):
+                raise OutputPathError(f"{_named(output)} is inside {_named(fixed)}, which the "
+                                      "run writes (e.g. its TensorBoard logs): choose a path "
+                                      "outside it")
 
 
 def _check_flag_outputs_spare_checkpoints(files: RunFiles) -> None:
@@ -279,6 +287,17 @@ def _check_writable(files: RunFiles) -> None:
         if tf.io.gfile.isdir(output.path) and not output.fixed:
             raise OutputPathError(f"{_named(output)} is a directory: give a file path (e.g. "
                                   "inside it)")
+        if output.fixed and tf.io.gfile.exists(output.path):
+            if output.is_directory and not tf.io.gfile.isdir(output.path):
+                raise OutputPathError(f"{output.within} {_parent(output.path)!r} holds a file "
+                                      f"{os.path.basename(output.path)!r} where the run writes its "
+                                      f"directory {os.path.basename(output.path)}/: move that "
+                                      f"file, or use another {output.within}")
+            if not output.is_directory and tf.io.gfile.isdir(output.path):
+                raise OutputPathError(f"{output.within} {_parent(output.path)!r} holds a "
+                                      f"directory {os.path.basename(output.path)!r} where the run "
+                                      f"writes its file {os.path.basename(output.path)}: move "
+                                      f"that directory, or use another {output.within}")
         if "://" not in output.path:
             parent = os.path.dirname(os.path.abspath(output.path))
             while not os.path.exists(parent):

@@ -61,9 +61,13 @@ class EvalSet:
     dataset_fn: () -> the batched, parsed dataset in file order (built anew for every checkpoint).
     context: whatever the task's ``reduce`` needs besides the outputs (None for pretraining).
     max_steps: evaluate at most this many batches (None: all).
+    source: what the set's data are, e.g. its feature file's name (changes with the data and the
+      feature settings); recorded by the sweep, which refuses to resume on other data
+      (albert_tf/evaluation/eval_data_record.py). None: not recorded.
     """
 
     name: str
     dataset_fn: Callable[[], tf.data.Dataset]
     context: Any = None
     max_steps: int | None = None
+    source: str | None = None

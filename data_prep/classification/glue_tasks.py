@@ -64,6 +64,15 @@ class GlueTask:
         return GLUE_RECIPES.get(self.name)
 
     @property
+    def model_task(self) -> str:
+        """The task whose training data the checkpoints this task evaluates or predicts with are
+        trained on: MNLI's for mnli, mismnli (the same train file) and ax (predicted with an MNLI
+        model), the task itself otherwise. Recorded in an output directory's label_list.json, so
+        that a run of another task there is refused even when the labels are the same (SST-2 and
+        WNLI: 0 and 1)."""
+        return SHARED_MODELS.get(self.name, self.name)
+
+    @property
     def labels(self) -> list[str] | None:
         """Label names in id order, or None for regression (STS-B)."""
         return self.processor.get_labels()
@@ -78,6 +87,9 @@ class GlueTask:
         """One real-valued output and float label ids (STS-B)."""
         return self.processor.labels is None
 
+
+# Tasks that use another task's model (see GlueTask.model_task).
+SHARED_MODELS = {"mismnli": "mnli", "ax": "mnli"}
 
 GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
     GlueTask("cola", ColaProcessor, metric_kinds=("accuracy", "mcc"),

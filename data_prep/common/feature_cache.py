@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence
 
@@ -233,6 +234,18 @@ def feature_file_path(cache_dir: str, task: str, split: str, settings: Any,
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
     digest = digest[:_DIGEST_CHARACTERS]
     return tf.io.gfile.join(cache_dir, f"{task}_{split}_{digest}{RECORD_SUFFIX}")
+
+
+def feature_file_source(features: FeatureFile) -> str:
+    """What ``features`` were built from, as one line to record and compare: its input files and a
+    digest of its whole cache key (settings, tokenizer, the inputs' sizes and sha256), e.g.
+    ``/data/dev.csv (features 3f2a...)``. The file name alone does not say it: an entry keeps its
+    name when its input file changes (it is rebuilt in place)."""
+    key = _load_sidecar(features.path)["key"]
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+    inputs = key.get("inputs", []) if isinstance(key, dict) else []
+    names = ", ".join(str(item.get("path")) for item in inputs if isinstance(item, dict))
+    return f"{names or os.path.basename(features.path)} (features {digest[:_DIGEST_CHARACTERS]})"
 
 
 def cache_file_pattern(task: str) -> str:
