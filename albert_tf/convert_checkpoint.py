@@ -110,7 +110,8 @@ flags.register_multi_flags_validator(_CHECKED_FLAGS, _check_conversion)
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
 from albert_tf.checkpoints.conversion import (  # noqa: E402
-    ALBERT_CONFIG_OUTPUT, HF_SOURCE_FLAG, TaskHead, albert_tf_to_tf1, choose_task_model,
+    ALBERT_CONFIG_OUTPUT, ALBERT_TF_OUTPUT, HF_IMPORT_FILES, HF_SOURCE_FLAG, TF1_OUTPUT, TaskHead,
+    albert_tf_to_tf1, check_hf_output_dir, check_output_dir, choose_task_model,
     huggingface_to_albert_tf, tf1_to_albert_tf, to_huggingface)
 from albert_tf.checkpoints.files import (  # noqa: E402
     CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME, resolve_checkpoint_path)
@@ -222,5 +223,22 @@ def run_files() -> RunFiles:
         (output_dir,))
 
 
+def check_output() -> None:
+    """The conversion's own check of --output_dir (ConversionError), before anything is read: no
+    other checkpoint, no file of the user's under a name the conversion writes, an earlier
+    conversion only with --overwrite (the conversion functions check again)."""
+    values = flags.FLAGS
+    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    if target == "huggingface":
+        check_hf_output_dir(values.output_dir, values.overwrite)
+    elif flag == HF_SOURCE_FLAG:
+        check_output_dir(values.output_dir, ALBERT_TF_OUTPUT, values.overwrite,
+                         beside=HF_IMPORT_FILES)
+    else:
+        check_output_dir(values.output_dir,
+                         ALBERT_TF_OUTPUT if flag == "tf1_checkpoint" else TF1_OUTPUT,
+                         values.overwrite)
+
+
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files()), check_output])

@@ -37,8 +37,9 @@ from typing import Callable, Mapping, Sequence
 import keras
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_checkpoint,
-                                         resolve_checkpoint_path, write_checkpoint_state)
+from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
+                                         is_object_based_checkpoint, resolve_checkpoint_path,
+                                         write_checkpoint_state)
 from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_files, is_hf_directory,
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
@@ -59,6 +60,8 @@ TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts 
 _TEMPORARY_SUFFIX = ".tmp-export"  # export_tf1_checkpoint's temporary prefix
 ALBERT_CONFIG_OUTPUT = "albert_config.json"  # the config a Hugging Face directory converts to
 HF_SOURCE_FLAG = "hf_checkpoint"  # the command's flag for a Hugging Face directory
+# What a Hugging Face directory's conversion writes beside its checkpoint and state file.
+HF_IMPORT_FILES = (ALBERT_CONFIG_OUTPUT, SPM_FILE)
 
 
 # A source's head variables: {reference name: shape}.
@@ -158,10 +161,14 @@ def _checkpoints_in(directory: str) -> set[str]:
     return names
 
 
-def check_output_dir(output_dir: str, output_name: str, overwrite: bool) -> str:
+def check_output_dir(output_dir: str, output_name: str, overwrite: bool,
+                     beside: Sequence[str] = ()) -> str:
     """The prefix ``output_dir/output_name`` to write. ConversionError when ``output_dir`` is a
-    file, holds any other checkpoint (never touched, even with ``overwrite``), or already holds
-    ``output_name`` and ``overwrite`` is False."""
+    file, holds any other checkpoint (never touched, even with ``overwrite``), already holds
+    ``output_name`` and ``overwrite`` is False, or holds a file the conversion writes beside its
+    checkpoint (the ``checkpoint`` state file, and the names ``beside``, e.g. albert_config.json)
+    without an earlier conversion there: such a file is the user's, which the conversion would
+    replace."""
     prefix = os.path.join(absolute_path(output_dir), output_name)
     if not tf.io.gfile.exists(output_dir):
         return prefix
@@ -175,7 +182,16 @@ def check_output_dir(output_dir: str, output_name: str, overwrite: bool) -> str:
             "training run's or a model's directory, and converting into it would change the "
             "'checkpoint' file that it resumes from. Choose a new or empty directory "
             "(--overwrite never applies to other checkpoints).")
-    if output_name in present and not overwrite:
+    if output_name not in present:
+        taken = [name for name in (CHECKPOINT_STATE_FILE, *beside)
+                 if tf.io.gfile.exists(os.path.join(output_dir, name))]
+        if taken:
+            raise ConversionError(
+                f"--output_dir={output_dir} holds {', '.join(taken)} but no earlier conversion: "
+                f"the conversion writes {'these names' if len(taken) > 1 else 'that name'} beside "
+                f"{output_name} and would replace the user's file. Choose a new or empty "
+                "directory (--overwrite replaces only an earlier conversion).")
+    elif not overwrite:
         raise ConversionError(f"{prefix} already exists (an earlier conversion); pass --overwrite "
                               "to replace it, or choose another --output_dir.")
     return prefix
@@ -311,7 +327,8 @@ def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_
     model's config as ``output_dir/albert_config.json`` and copies ``spiece.model`` when the
     directory has one. Prints the load report; raises if encoder variables are missing.
     """
-    output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
+    output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite,
+                                     beside=HF_IMPORT_FILES)
     report = _load_source(model, hf_checkpoint, HF_SOURCE_FLAG, init_from_group0, config_file)
     _report_load(report, model, output_prefix)
     parts, left_out = _complete_parts(model, report)
