@@ -93,7 +93,8 @@ def main(argv: list[str]) -> None:
                               do_lower_case=values.do_lower_case)
     if values.export_path:
         model = AlbertPretrainingModel(AlbertConfig.from_json_file(values.albert_config_file))
-        source = load_pretraining_weights(model, checkpoint_to_export(values.checkpoint))
+        source = load_pretraining_weights(model, checkpoint_to_export(values.checkpoint),
+                                          values.albert_config_file)
         export_encoder(model, tokenizer, values.export_path, values.max_seq_length,
                        values.preprocessing_export_path)
         print(f"Exported {source} to {values.export_path} (signatures {', '.join(SIGNATURES)}; "

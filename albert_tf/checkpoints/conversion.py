@@ -54,6 +54,7 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.paths import absolute_path
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 ALBERT_TF_OUTPUT = f"{TF2_CHECKPOINT_NAME}-0"  # the prefix a reference checkpoint converts to
 TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts to
@@ -226,11 +227,13 @@ def _complete_parts(model: keras.Model,
             [name for name, ok in complete.items() if not ok])
 
 
-def _report_load(report: LoadReport, model: AlbertTaskModel, output_prefix: str) -> None:
-    """Prints the load report, raises if encoder variables are missing, and names the source's
-    variables that the output will not hold (the model has no such)."""
+def _report_load(report: LoadReport, model: AlbertTaskModel, output_prefix: str,
+                 config_file: str | None) -> None:
+    """Prints the load report, raises if encoder variables are missing or left unused (the
+    config of ``config_file`` is not the checkpoint's), and names the source's head variables that
+    the output will not hold (the model has no such)."""
     print(report.format())
-    report.require_complete_encoder()
+    report.require_same_encoder(config_file)
     if report.unused:
         print(f"Dropped, not carried to {output_prefix} ({model.name} has no such variable): "
               f"{', '.join(report.unused)}.")
@@ -250,7 +253,7 @@ def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: st
     output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
     source = _source(tf1_checkpoint, "tf1_checkpoint", object_based=False)
     report = load_tf1_checkpoint(model, source, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -273,7 +276,7 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
     output_prefix = check_output_dir(output_dir, TF1_OUTPUT, overwrite)
     source = _source(checkpoint, "checkpoint", object_based=True)
     report = load_object_checkpoint(model, source, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     if report.missing:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)
@@ -330,7 +333,7 @@ def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_
     output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite,
                                      beside=HF_IMPORT_FILES)
     report = _load_source(model, hf_checkpoint, HF_SOURCE_FLAG, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -342,6 +345,19 @@ def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_
                          overwrite=True)
     write_checkpoint_state(os.path.dirname(prefix), ALBERT_TF_OUTPUT)
     return prefix
+
+
+def _check_vocabulary(spm_model_file: str, config: AlbertConfig, config_file: str | None) -> None:
+    """ConversionError when the SentencePiece model has another number of pieces than the config's
+    vocab_size: the directory's tokenizer would give ids the embedding table lacks, or its ids
+    would mean other pieces than the model was trained on."""
+    pieces = FullTokenizer(spm_model_file=spm_model_file).vocab_size
+    if pieces != config.vocab_size:
+        raise ConversionError(
+            f"--spm_model_file={spm_model_file} has {pieces} pieces, but vocab_size="
+            f"{config.vocab_size} in {config_file or 'the config'}: the Hugging Face directory's "
+            "tokenizer must be the one the checkpoint was trained with; give that SentencePiece "
+            "model (or the config of this one's model).")
 
 
 def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: str,
@@ -364,8 +380,9 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
             raise ConversionError(f"--spm_model_file={spm_model_file} does not exist.")
         with tf.io.gfile.GFile(spm_model_file, "rb") as reader:
             check_supported(reader.read(), f"--spm_model_file={spm_model_file}")
+        _check_vocabulary(spm_model_file, model.config, config_file)
     report = _load_source(model, source, flag, init_from_group0, config_file)
-    _report_load(report, model, output_dir)
+    _report_load(report, model, output_dir, config_file)
     if report.missing:
         print(f"Left out of {output_dir} (not in the source): {', '.join(report.missing)}.")
     unrepresented = unrepresented_names(model, report.loaded)

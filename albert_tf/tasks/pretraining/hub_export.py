@@ -273,13 +273,16 @@ def checkpoint_to_export(path: str) -> CheckpointSource:
         raise HubExportError(f"--checkpoint: {err}") from None
 
 
-def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSource) -> str:
+def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSource,
+                             config_file: str | None = None) -> str:
     """Loads encoder, MLM and SOP heads from a checkpoint of either format (printing the
     load report); returns a description. Raises HubExportError when the heads are missing (e.g. a
-    fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random."""
-    report = load_checkpoint(model, source)
+    fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random;
+    CheckpointMismatchError (naming ``config_file``) when the checkpoint's encoder is not the
+    model's, in a shape, a missing variable or one the model has no place for."""
+    report = load_checkpoint(model, source, config_file=config_file)
     print(report.format())
-    report.require_complete_encoder()
+    report.require_same_encoder(config_file)
     if report.missing:
         raise HubExportError(
             f"{report.checkpoint} lacks the MLM and SOP heads (cls/predictions, "
