@@ -291,6 +291,24 @@ def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSo
     return f"{report.kind} checkpoint {report.checkpoint}"
 
 
+def check_export_settings(config: AlbertConfig, tokenizer: FullTokenizer, seq_length: int,
+                          config_file: str | None = None) -> None:
+    """HubExportError unless the tokenizer is a SentencePiece model of the config's vocab_size
+    and ``seq_length`` fits its position table. The command calls it before reading the
+    checkpoint (``export_encoder`` again), naming ``config_file``."""
+    where = f"in {config_file}" if config_file else "of the config"
+    if tokenizer.sp_model is None:
+        raise HubExportError("the hub export needs a SentencePiece model (--spm_model_file); "
+                             f"{tokenizer.source_file} is a WordPiece vocabulary.")
+    if tokenizer.vocab_size != config.vocab_size:
+        raise HubExportError(f"vocab_size={config.vocab_size} {where} does not match the "
+                             f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}: give "
+                             "the config and SentencePiece model of the checkpoint's model.")
+    if seq_length > config.max_position_embeddings:
+        raise HubExportError(f"--max_seq_length={seq_length} exceeds max_position_embeddings="
+                             f"{config.max_position_embeddings} {where}.")
+
+
 def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, export_path: str,
                    seq_length: int, preprocessing_export_path: str | None = None) -> None:
     """Writes the hub-style SavedModel of ``model`` to a new ``export_path``, with the
@@ -300,15 +318,7 @@ def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, expo
     tokenizer: the model's SentencePiece tokenizer (its model file becomes the vocab_file asset).
     """
     config = model.config
-    if tokenizer.sp_model is None:
-        raise HubExportError("the hub export needs a SentencePiece model (--spm_model_file); "
-                             f"{tokenizer.source_file} is a WordPiece vocabulary.")
-    if tokenizer.vocab_size != config.vocab_size:
-        raise HubExportError(f"vocab_size={config.vocab_size} of the config does not match the "
-                             f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}.")
-    if seq_length > config.max_position_embeddings:
-        raise HubExportError(f"--max_seq_length={seq_length} exceeds the config's "
-                             f"max_position_embeddings={config.max_position_embeddings}.")
+    check_export_settings(config, tokenizer, seq_length)
     for path in (export_path, preprocessing_export_path):
         if path:
             check_new_directory(path)
