@@ -136,3 +136,17 @@ def test_the_classifier_heads_record_beside_the_source_is_an_input_read_before_a
     assert result.returncode == 0, result.stderr[-2000:]
     note = next(line for line in result.stdout.splitlines() if "records shared" in line)
     assert "TF1" not in note and "Hugging Face format has no place for them" in note
+
+
+@pytest.mark.parametrize("suffix", [".index", ".data-00000-of-00001", ".meta"])
+def test_a_file_of_the_checkpoint_given_for_its_prefix_is_named_with_the_prefix(tmp_path, suffix):
+    cfg = small_config()
+    config_file = tmp_path / "config.json"
+    config_file.write_text(cfg.to_json_string())
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg))
+    prefix = tmp_path / "ref" / "model.ckpt-123"
+    result = convert(f"--albert_config_file={config_file}", f"--tf1_checkpoint={prefix}{suffix}",
+                     f"--output_dir={tmp_path / 'out'}")
+    assert_one_line_error(result, f"--tf1_checkpoint: {prefix}{suffix} is a file of the "
+                                  f"checkpoint {prefix}: give that prefix (without {suffix})")
