@@ -113,7 +113,7 @@ import tensorflow as tf  # noqa: E402
 
 from albert_tf.checkpoints.conversion import (  # noqa: E402
     ALBERT_CONFIG_OUTPUT, ALBERT_TF_OUTPUT, HF_IMPORT_FILES, HF_SOURCE_FLAG, TF1_OUTPUT, TaskHead,
-    albert_tf_to_tf1, check_hf_output_dir, check_output_dir, choose_task_model,
+    albert_tf_to_tf1, check_hf_output_dir, check_output_dir, check_source, choose_task_model,
     huggingface_to_albert_tf, tf1_to_albert_tf, to_huggingface)
 from albert_tf.checkpoints.files import (  # noqa: E402
     CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME, resolve_checkpoint_path)
@@ -212,6 +212,15 @@ def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
     return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 
 
+def check_source_format() -> None:
+    """The source is of its flag's format (ConversionError naming the flag to give), before
+    anything is loaded: a Hugging Face directory given as --checkpoint, or the reverse, would
+    otherwise end in a message about a missing checkpoint or config.json."""
+    values = flags.FLAGS
+    flag, _ = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    check_source(values[flag].value, flag)
+
+
 def check_heads_record() -> None:
     """Reads the classifier_heads.json beside an albert_tf --checkpoint before any work, so a
     malformed record stops the command at once (HeadsMismatch naming it)."""
@@ -269,4 +278,4 @@ def check_output() -> None:
 
 if __name__ == "__main__":
     error_boundary.run(main, checks=[lambda: check_run_files(run_files()), check_output,
-                                     check_heads_record])
+                                     check_source_format, check_heads_record])

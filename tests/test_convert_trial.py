@@ -150,3 +150,25 @@ def test_a_file_of_the_checkpoint_given_for_its_prefix_is_named_with_the_prefix(
                      f"--output_dir={tmp_path / 'out'}")
     assert_one_line_error(result, f"--tf1_checkpoint: {prefix}{suffix} is a file of the "
                                   f"checkpoint {prefix}: give that prefix (without {suffix})")
+
+
+def test_a_source_given_under_another_formats_flag_is_named_with_the_flag_to_give(tmp_path):
+    cfg = small_config()
+    config_file = tmp_path / "config.json"
+    config_file.write_text(cfg.to_json_string())
+    write_hf_directory(AlbertPretrainingModel(cfg), str(tmp_path / "hf"))
+    save_object_checkpoint(AlbertPretrainingModel(cfg), tmp_path / "ours")
+    write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
+                               numpy_albert.reference_variable_shapes(cfg))
+    out = f"--output_dir={tmp_path / 'out'}"
+    for flag in ("--checkpoint", "--tf1_checkpoint"):
+        result = convert(f"--albert_config_file={config_file}", f"{flag}={tmp_path / 'hf'}", out)
+        assert_one_line_error(result, f"{flag}={tmp_path / 'hf'} is a Hugging Face directory: "
+                                      "pass it as --hf_checkpoint")
+    for source, flag in (("ours", "--checkpoint"), ("ref", "--tf1_checkpoint")):
+        result = convert(f"--hf_checkpoint={tmp_path / source}", out)
+        assert_one_line_error(result, f"--hf_checkpoint={tmp_path / source} is not a Hugging "
+                                      f"Face directory", f"pass it as {flag}")
+        assert result.stdout == ""
+    assert_one_line_error(convert(f"--hf_checkpoint={tmp_path / 'nowhere'}", out),
+                          f"--hf_checkpoint={tmp_path / 'nowhere'} does not exist")

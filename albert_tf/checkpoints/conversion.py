@@ -198,8 +198,38 @@ def check_output_dir(output_dir: str, output_name: str, overwrite: bool,
     return prefix
 
 
+def check_source(path: str, flag: str) -> str:
+    """The source ``--<flag>=path`` checked to be of that flag's format (the command calls it
+    before any work): a Hugging Face directory for ``hf_checkpoint``, a checkpoint of the flag's
+    format otherwise; its prefix (the directory for a Hugging Face one). ConversionError naming
+    the flag to give instead (a Hugging Face directory given as a checkpoint, or the reverse)."""
+    if flag == HF_SOURCE_FLAG:
+        if is_hf_directory(path):
+            return path
+        if not tf.io.gfile.exists(path):
+            raise ConversionError(f"--{flag}={path} does not exist (expected a Hugging Face "
+                                  f"directory: {CONFIG_FILE} and model.safetensors).")
+        hint = ""
+        try:
+            prefix = resolve_checkpoint_path(path)
+            hint = (" It is an albert_tf checkpoint: pass it as --checkpoint."
+                    if is_object_based_checkpoint(prefix) else
+                    " It is a reference TF1 checkpoint: pass it as --tf1_checkpoint.")
+        except FileNotFoundError:
+            pass
+        raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
+                              f"{CONFIG_FILE} and model.safetensors in it).{hint}")
+    if is_hf_directory(path):
+        raise ConversionError(f"--{flag}={path} is a Hugging Face directory: pass it as "
+                              f"--{HF_SOURCE_FLAG} (it converts to albert_tf; convert that "
+                              "output further for another format).")
+    return _source(path, flag, object_based=flag == "checkpoint")
+
+
 def _source(path: str, flag: str, object_based: bool) -> str:
     """The checkpoint prefix that ``--<flag>=path`` names, checked to have that flag's format."""
+    if is_hf_directory(path):
+        return check_source(path, flag)  # raises, naming --hf_checkpoint
     try:
         prefix = resolve_checkpoint_path(path)
     except FileNotFoundError as err:
@@ -310,10 +340,7 @@ def _load_source(model: AlbertTaskModel, path: str, flag: str, init_from_group0:
     """Loads ``--<flag>=path`` (tf1_checkpoint, checkpoint or hf_checkpoint) into ``model``,
     refusing a source of another format than the flag's."""
     if flag == HF_SOURCE_FLAG:
-        if not is_hf_directory(path):
-            raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
-                                  f"{CONFIG_FILE} and model.safetensors in it).")
-        return load_hf_checkpoint(model, path, init_from_group0, config_file)
+        return load_hf_checkpoint(model, check_source(path, flag), init_from_group0, config_file)
     object_based = flag == "checkpoint"
     source = _source(path, flag, object_based)
     loader = load_object_checkpoint if object_based else load_tf1_checkpoint
