@@ -109,8 +109,11 @@ flags.register_multi_flags_validator(_CHECKED_FLAGS, _check_conversion)
 
 command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
 
+import tensorflow as tf  # noqa: E402
+
 from albert_tf.checkpoints.conversion import (  # noqa: E402
-    ALBERT_CONFIG_OUTPUT, HF_SOURCE_FLAG, TaskHead, albert_tf_to_tf1, choose_task_model,
+    ALBERT_CONFIG_OUTPUT, ALBERT_TF_OUTPUT, HF_IMPORT_FILES, HF_SOURCE_FLAG, TF1_OUTPUT, TaskHead,
+    albert_tf_to_tf1, check_hf_output_dir, check_output_dir, check_source, choose_task_model,
     huggingface_to_albert_tf, tf1_to_albert_tf, to_huggingface)
 from albert_tf.checkpoints.files import (  # noqa: E402
     CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME, resolve_checkpoint_path)
@@ -159,7 +162,7 @@ def main(argv: list[str]) -> None:
         return
     model = shared_heads_as_recorded(choose_task_model(
         source, flag, AlbertConfig.from_json_file(values.albert_config_file), TASK_HEADS,
-        values.head), source, flag)
+        values.head), source, flag, target)
     if target == "huggingface":
         read, count = to_huggingface(model, source, flag, values.output_dir,
                                      spm_model_file=values.spm_model_file,
@@ -176,23 +179,56 @@ def main(argv: list[str]) -> None:
         print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
 
-def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str) -> AlbertTaskModel:
-    """The classifier of an albert_tf checkpoint whose run directory records shared early-exit
-    heads (classifier_heads.json) as such: the same variables, which the outputs then name as
-    every layer's classifier (a checkpoint alone cannot tell). Any other model as it is."""
-    if (flag != "checkpoint" or type(model) is not AlbertClassifierModel
-            or model.early_exit is not None):
-        return model
+def heads_record(source: str, flag: str) -> str | None:
+    """The path of the classifier_heads.json beside ``--<flag>=source`` when the source is an
+    albert_tf checkpoint (run_classifier records there what kind of classifier its checkpoints
+    are), or None: an input of the conversion."""
+    if flag != "checkpoint":
+        return None
     try:
         directory = os.path.dirname(resolve_checkpoint_path(source))
     except FileNotFoundError:
-        return model  # reported by the conversion
-    if recorded_heads(directory) != "shared":
+        return None  # reported by the conversion
+    path = os.path.join(directory, HEADS_FILE)
+    return path if tf.io.gfile.exists(path) else None
+
+
+def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
+                             target: str = "reference") -> AlbertTaskModel:
+    """The classifier of an albert_tf checkpoint whose run directory records shared early-exit
+    heads (classifier_heads.json) as such: the same variables, which the outputs then name as
+    every layer's classifier (a checkpoint alone cannot tell). Any other model as it is.
+    ``target``: the format written, which the printed note describes."""
+    if type(model) is not AlbertClassifierModel or model.early_exit is not None:
         return model
-    print(f"{directory} records shared early-exit heads ({HEADS_FILE}): output_weights and "
-          "output_bias are the classifier of every layer; a TF1 checkpoint keeps them under "
-          "these names, which run_classifier.py --early_exit --early_exit_heads=shared reads so.")
+    record = heads_record(source, flag)
+    if record is None or recorded_heads(os.path.dirname(record)) != "shared":
+        return model
+    where = ("a TF1 checkpoint keeps them under these names, which run_classifier.py --early_exit "
+             "--early_exit_heads=shared reads so" if target == "reference" else
+             "the Hugging Face format has no place for them")
+    print(f"{os.path.dirname(record)} records shared early-exit heads ({HEADS_FILE}): "
+          f"output_weights and output_bias are the classifier of every layer; {where}.")
     return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
+
+
+def check_source_format() -> None:
+    """The source is of its flag's format (ConversionError naming the flag to give), before
+    anything is loaded: a Hugging Face directory given as --checkpoint, or the reverse, would
+    otherwise end in a message about a missing checkpoint or config.json."""
+    values = flags.FLAGS
+    flag, _ = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    check_source(values[flag].value, flag)
+
+
+def check_heads_record() -> None:
+    """Reads the classifier_heads.json beside an albert_tf --checkpoint before any work, so a
+    malformed record stops the command at once (HeadsMismatch naming it)."""
+    values = flags.FLAGS
+    flag, _ = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    record = heads_record(values[flag].value, flag)
+    if record is not None:
+        recorded_heads(os.path.dirname(record))
 
 
 def run_files() -> RunFiles:
@@ -209,7 +245,8 @@ def run_files() -> RunFiles:
         except FileNotFoundError:
             pass  # reported by the conversion
     read = inputs((f"--{flag}", source), ("--albert_config_file", values.albert_config_file),
-                  ("--spm_model_file", values.spm_model_file))
+                  ("--spm_model_file", values.spm_model_file),
+                  (f"{HEADS_FILE} beside --{flag}", heads_record(values[flag].value, flag)))
     if target == "huggingface":
         return RunFiles(read, new_directories=(NewDirectory(
             "--output_dir", values.output_dir, WRITTEN_FILES, values.overwrite),))
@@ -222,5 +259,23 @@ def run_files() -> RunFiles:
         (output_dir,))
 
 
+def check_output() -> None:
+    """The conversion's own check of --output_dir (ConversionError), before anything is read: no
+    other checkpoint, no file of the user's under a name the conversion writes, an earlier
+    conversion only with --overwrite (the conversion functions check again)."""
+    values = flags.FLAGS
+    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    if target == "huggingface":
+        check_hf_output_dir(values.output_dir, values.overwrite)
+    elif flag == HF_SOURCE_FLAG:
+        check_output_dir(values.output_dir, ALBERT_TF_OUTPUT, values.overwrite,
+                         beside=HF_IMPORT_FILES)
+    else:
+        check_output_dir(values.output_dir,
+                         ALBERT_TF_OUTPUT if flag == "tf1_checkpoint" else TF1_OUTPUT,
+                         values.overwrite)
+
+
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files())])
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files()), check_output,
+                                     check_source_format, check_heads_record])

@@ -69,7 +69,8 @@ from albert_tf.files.run_files import NewDirectory, RunFiles, check_run_files, i
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.serving.preprocessing import export_preprocessing  # noqa: E402
 from albert_tf.tasks.pretraining.hub_export import (  # noqa: E402
-    PREPROCESSING_SUBDIR, SIGNATURES, checkpoint_to_export, export_encoder, load_pretraining_weights)
+    PREPROCESSING_SUBDIR, SIGNATURES, check_export_settings, checkpoint_to_export, export_encoder,
+    load_pretraining_weights)
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 
@@ -92,8 +93,11 @@ def main(argv: list[str]) -> None:
     tokenizer = FullTokenizer(spm_model_file=values.spm_model_file,
                               do_lower_case=values.do_lower_case)
     if values.export_path:
-        model = AlbertPretrainingModel(AlbertConfig.from_json_file(values.albert_config_file))
-        source = load_pretraining_weights(model, checkpoint_to_export(values.checkpoint))
+        config = AlbertConfig.from_json_file(values.albert_config_file)
+        check_export_settings(config, tokenizer, values.max_seq_length, values.albert_config_file)
+        model = AlbertPretrainingModel(config)
+        source = load_pretraining_weights(model, checkpoint_to_export(values.checkpoint),
+                                          values.albert_config_file)
         export_encoder(model, tokenizer, values.export_path, values.max_seq_length,
                        values.preprocessing_export_path)
         print(f"Exported {source} to {values.export_path} (signatures {', '.join(SIGNATURES)}; "

@@ -14,7 +14,9 @@ TensorFlow loads and any seed runs (its --flagfile files read too). The seed ``S
 directory already holds ``best_results.json`` (its sweep finished) is not run again; a seed run
 that fails stops the driver, naming the seed, and a rerun resumes it. At the end
 ``<output_dir>/seed_results.json`` holds every seed's best results and the median of each metric
-(albert_tf/evaluation/seed_results.py), and the table is printed.
+(albert_tf/evaluation/seed_results.py), and the table is printed. ``<output_dir>/seed_recipe.json``
+records the recipe: a rerun with another one stops before any seed runs
+(albert_tf/evaluation/seed_recipe.py), since it would take the other recipe's seeds as its own.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE  # noqa: E402
 from albert_tf.evaluation.seed_results import (  # noqa: E402
     SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds,
     write_seed_results)
+from albert_tf.evaluation.seed_recipe import RECIPE_FILE, check_recipe, record_recipe  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs)
 
@@ -174,6 +177,8 @@ def main(argv: list[str]) -> None:
     command = recipe_command(argv[1:])
     values = flags.FLAGS
     seeds = [int(seed) for seed in values.seeds]
+    check_recipe(values.output_dir, argv[1:])
+    record_recipe(values.output_dir, argv[1:])
     for index, seed in enumerate(seeds, start=1):
         run_seed(command, values.output_dir, seed, f"{index}/{len(seeds)}")
     summary = summarize_seeds(values.output_dir, seeds)
@@ -182,13 +187,15 @@ def main(argv: list[str]) -> None:
 
 
 def run_files() -> RunFiles:
-    """What the driver writes in --output_dir: the seeds' directories and seed_results.json (each
-    seed's run checks its own files)."""
+    """What the driver writes in --output_dir: the seeds' directories, seed_results.json and the
+    record of its recipe (each seed's run checks its own files)."""
     output_dir = WorkDirectory("--output_dir", flags.FLAGS.output_dir)
-    return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE,
+    return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE, RECIPE_FILE,
                                                        SEED_DIRECTORY_PREFIX + "[-0-9]*"]),
                     work_directories=(output_dir,))
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files())], flags_parser=_parse)
+    error_boundary.run(main, checks=[lambda: check_run_files(run_files()),
+                                     lambda: check_recipe(flags.FLAGS.output_dir, _RECIPE)],
+                       flags_parser=_parse)

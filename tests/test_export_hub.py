@@ -493,7 +493,7 @@ def test_an_existing_export_is_never_overwritten(source, en8k, tmp_path):
 @pytest.mark.requires_shared_data
 @pytest.mark.parametrize("overrides, seq_length, message", [
     ({"vocab_size": 9000}, SEQ, "does not match the 8000 pieces"),
-    ({}, 200, "exceeds the config's max_position_embeddings=128"),
+    ({}, 200, "exceeds max_position_embeddings=128 of the config"),
 ])
 def test_a_config_that_does_not_fit_is_refused(en8k, tmp_path, overrides, seq_length, message):
     model = AlbertPretrainingModel(tiny_config(**overrides))
@@ -520,3 +520,35 @@ def test_the_command_reports_bad_input_without_a_traceback(source, tmp_path):
     assert "export_hub: error: --checkpoint:" in result.stderr
     assert "nowhere" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.requires_shared_data
+@pytest.mark.parametrize("overrides, flags, message", [
+    ({"vocab_size": 9000}, {}, "vocab_size=9000 in {config} does not match the 8000 pieces"),
+    ({}, {"max_seq_length": 200}, "exceeds max_position_embeddings=128 in {config}"),
+])
+def test_the_command_checks_config_and_tokenizer_before_reading_the_checkpoint(
+        source, tmp_path, overrides, flags, message):
+    config = tmp_path / "albert_config.json"
+    config.write_text(tiny_config(**overrides).to_json_string())
+    result = export_hub(albert_config_file=config, checkpoint=source.directory,
+                        export_path=tmp_path / "export", **flags)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.format(config=config) in result.stderr.strip().splitlines()[-1]
+    assert "Loaded" not in result.stdout  # the checkpoint was not read
+    assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.requires_shared_data
+def test_a_config_of_fewer_groups_than_the_checkpoint_is_refused(tmp_path):
+    two_groups = tiny_config(num_hidden_groups=2)
+    tf.train.Checkpoint(model=AlbertPretrainingModel(two_groups)).write(
+        str(tmp_path / "run" / "model.ckpt-best"))
+    config = tmp_path / "albert_config.json"
+    config.write_text(tiny_config(num_hidden_groups=1).to_json_string())
+    result = export_hub(albert_config_file=config, checkpoint=tmp_path / "run",
+                        export_path=tmp_path / "export")
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"encoder variable(s) that the model of {config} has no place for" in last
+    assert "group_1" in last and not (tmp_path / "export").exists()

@@ -111,3 +111,26 @@ def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
     assert failed.returncode == 1
     assert failed.stderr.strip().splitlines()[-1].startswith(
         "run_seeds: error: the run of seed 7 failed (exit status 1)")
+
+
+def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own(tmp_path):
+    """Finished seeds are skipped on a rerun, so the directory records its recipe: another
+    recipe there stops before any seed runs, naming both, and the earlier results stay."""
+    write_best_results(seed_directory(str(tmp_path), 1), "eval_accuracy", {"eval_accuracy": 0.5})
+    first = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
+    result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "done earlier" in result.stdout  # an old directory: recorded by this run
+    assert json.loads((tmp_path / "seed_recipe.json").read_text()) == {"recipe": first}
+    results = (tmp_path / "seed_results.json").read_bytes()
+
+    other = [*first[:1], "--task_name=mrpc", *first[2:]]
+    result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *other)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of another recipe "
+        f"(seed_recipe.json: {' '.join(first)}); this run's is {' '.join(other)}. Its finished "
+        "seeds would be taken as this recipe's: rerun that recipe to resume it, or use another "
+        "--output_dir.")
+    assert (tmp_path / "seed_results.json").read_bytes() == results
+    assert run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first).returncode == 0

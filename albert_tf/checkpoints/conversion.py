@@ -37,8 +37,9 @@ from typing import Callable, Mapping, Sequence
 import keras
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import (TF2_CHECKPOINT_NAME, is_object_based_checkpoint,
-                                         resolve_checkpoint_path, write_checkpoint_state)
+from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
+                                         is_object_based_checkpoint, resolve_checkpoint_path,
+                                         write_checkpoint_state)
 from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_files, is_hf_directory,
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
@@ -53,12 +54,15 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.paths import absolute_path
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
+from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
 ALBERT_TF_OUTPUT = f"{TF2_CHECKPOINT_NAME}-0"  # the prefix a reference checkpoint converts to
 TF1_OUTPUT = TF2_CHECKPOINT_NAME  # the prefix an albert_tf checkpoint converts to
 _TEMPORARY_SUFFIX = ".tmp-export"  # export_tf1_checkpoint's temporary prefix
 ALBERT_CONFIG_OUTPUT = "albert_config.json"  # the config a Hugging Face directory converts to
 HF_SOURCE_FLAG = "hf_checkpoint"  # the command's flag for a Hugging Face directory
+# What a Hugging Face directory's conversion writes beside its checkpoint and state file.
+HF_IMPORT_FILES = (ALBERT_CONFIG_OUTPUT, SPM_FILE)
 
 
 # A source's head variables: {reference name: shape}.
@@ -158,10 +162,14 @@ def _checkpoints_in(directory: str) -> set[str]:
     return names
 
 
-def check_output_dir(output_dir: str, output_name: str, overwrite: bool) -> str:
+def check_output_dir(output_dir: str, output_name: str, overwrite: bool,
+                     beside: Sequence[str] = ()) -> str:
     """The prefix ``output_dir/output_name`` to write. ConversionError when ``output_dir`` is a
-    file, holds any other checkpoint (never touched, even with ``overwrite``), or already holds
-    ``output_name`` and ``overwrite`` is False."""
+    file, holds any other checkpoint (never touched, even with ``overwrite``), already holds
+    ``output_name`` and ``overwrite`` is False, or holds a file the conversion writes beside its
+    checkpoint (the ``checkpoint`` state file, and the names ``beside``, e.g. albert_config.json)
+    without an earlier conversion there: such a file is the user's, which the conversion would
+    replace."""
     prefix = os.path.join(absolute_path(output_dir), output_name)
     if not tf.io.gfile.exists(output_dir):
         return prefix
@@ -175,14 +183,53 @@ def check_output_dir(output_dir: str, output_name: str, overwrite: bool) -> str:
             "training run's or a model's directory, and converting into it would change the "
             "'checkpoint' file that it resumes from. Choose a new or empty directory "
             "(--overwrite never applies to other checkpoints).")
-    if output_name in present and not overwrite:
+    if output_name not in present:
+        taken = [name for name in (CHECKPOINT_STATE_FILE, *beside)
+                 if tf.io.gfile.exists(os.path.join(output_dir, name))]
+        if taken:
+            raise ConversionError(
+                f"--output_dir={output_dir} holds {', '.join(taken)} but no earlier conversion: "
+                f"the conversion writes {'these names' if len(taken) > 1 else 'that name'} beside "
+                f"{output_name} and would replace the user's file. Choose a new or empty "
+                "directory (--overwrite replaces only an earlier conversion).")
+    elif not overwrite:
         raise ConversionError(f"{prefix} already exists (an earlier conversion); pass --overwrite "
                               "to replace it, or choose another --output_dir.")
     return prefix
 
 
+def check_source(path: str, flag: str) -> str:
+    """The source ``--<flag>=path`` checked to be of that flag's format (the command calls it
+    before any work): a Hugging Face directory for ``hf_checkpoint``, a checkpoint of the flag's
+    format otherwise; its prefix (the directory for a Hugging Face one). ConversionError naming
+    the flag to give instead (a Hugging Face directory given as a checkpoint, or the reverse)."""
+    if flag == HF_SOURCE_FLAG:
+        if is_hf_directory(path):
+            return path
+        if not tf.io.gfile.exists(path):
+            raise ConversionError(f"--{flag}={path} does not exist (expected a Hugging Face "
+                                  f"directory: {CONFIG_FILE} and model.safetensors).")
+        hint = ""
+        try:
+            prefix = resolve_checkpoint_path(path)
+            hint = (" It is an albert_tf checkpoint: pass it as --checkpoint."
+                    if is_object_based_checkpoint(prefix) else
+                    " It is a reference TF1 checkpoint: pass it as --tf1_checkpoint.")
+        except FileNotFoundError:
+            pass
+        raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
+                              f"{CONFIG_FILE} and model.safetensors in it).{hint}")
+    if is_hf_directory(path):
+        raise ConversionError(f"--{flag}={path} is a Hugging Face directory: pass it as "
+                              f"--{HF_SOURCE_FLAG} (it converts to albert_tf; convert that "
+                              "output further for another format).")
+    return _source(path, flag, object_based=flag == "checkpoint")
+
+
 def _source(path: str, flag: str, object_based: bool) -> str:
     """The checkpoint prefix that ``--<flag>=path`` names, checked to have that flag's format."""
+    if is_hf_directory(path):
+        return check_source(path, flag)  # raises, naming --hf_checkpoint
     try:
         prefix = resolve_checkpoint_path(path)
     except FileNotFoundError as err:
@@ -210,11 +257,13 @@ def _complete_parts(model: keras.Model,
             [name for name, ok in complete.items() if not ok])
 
 
-def _report_load(report: LoadReport, model: AlbertTaskModel, output_prefix: str) -> None:
-    """Prints the load report, raises if encoder variables are missing, and names the source's
-    variables that the output will not hold (the model has no such)."""
+def _report_load(report: LoadReport, model: AlbertTaskModel, output_prefix: str,
+                 config_file: str | None) -> None:
+    """Prints the load report, raises if encoder variables are missing or left unused (the
+    config of ``config_file`` is not the checkpoint's), and names the source's head variables that
+    the output will not hold (the model has no such)."""
     print(report.format())
-    report.require_complete_encoder()
+    report.require_same_encoder(config_file)
     if report.unused:
         print(f"Dropped, not carried to {output_prefix} ({model.name} has no such variable): "
               f"{', '.join(report.unused)}.")
@@ -234,7 +283,7 @@ def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: st
     output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
     source = _source(tf1_checkpoint, "tf1_checkpoint", object_based=False)
     report = load_tf1_checkpoint(model, source, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -257,7 +306,7 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
     output_prefix = check_output_dir(output_dir, TF1_OUTPUT, overwrite)
     source = _source(checkpoint, "checkpoint", object_based=True)
     report = load_object_checkpoint(model, source, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     if report.missing:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)
@@ -291,10 +340,7 @@ def _load_source(model: AlbertTaskModel, path: str, flag: str, init_from_group0:
     """Loads ``--<flag>=path`` (tf1_checkpoint, checkpoint or hf_checkpoint) into ``model``,
     refusing a source of another format than the flag's."""
     if flag == HF_SOURCE_FLAG:
-        if not is_hf_directory(path):
-            raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
-                                  f"{CONFIG_FILE} and model.safetensors in it).")
-        return load_hf_checkpoint(model, path, init_from_group0, config_file)
+        return load_hf_checkpoint(model, check_source(path, flag), init_from_group0, config_file)
     object_based = flag == "checkpoint"
     source = _source(path, flag, object_based)
     loader = load_object_checkpoint if object_based else load_tf1_checkpoint
@@ -311,9 +357,10 @@ def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_
     model's config as ``output_dir/albert_config.json`` and copies ``spiece.model`` when the
     directory has one. Prints the load report; raises if encoder variables are missing.
     """
-    output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
+    output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite,
+                                     beside=HF_IMPORT_FILES)
     report = _load_source(model, hf_checkpoint, HF_SOURCE_FLAG, init_from_group0, config_file)
-    _report_load(report, model, output_prefix)
+    _report_load(report, model, output_prefix, config_file)
     parts, left_out = _complete_parts(model, report)
     if left_out:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(left_out)}.")
@@ -325,6 +372,19 @@ def huggingface_to_albert_tf(model: AlbertTaskModel, hf_checkpoint: str, output_
                          overwrite=True)
     write_checkpoint_state(os.path.dirname(prefix), ALBERT_TF_OUTPUT)
     return prefix
+
+
+def _check_vocabulary(spm_model_file: str, config: AlbertConfig, config_file: str | None) -> None:
+    """ConversionError when the SentencePiece model has another number of pieces than the config's
+    vocab_size: the directory's tokenizer would give ids the embedding table lacks, or its ids
+    would mean other pieces than the model was trained on."""
+    pieces = FullTokenizer(spm_model_file=spm_model_file).vocab_size
+    if pieces != config.vocab_size:
+        raise ConversionError(
+            f"--spm_model_file={spm_model_file} has {pieces} pieces, but vocab_size="
+            f"{config.vocab_size} in {config_file or 'the config'}: the Hugging Face directory's "
+            "tokenizer must be the one the checkpoint was trained with; give that SentencePiece "
+            "model (or the config of this one's model).")
 
 
 def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: str,
@@ -347,8 +407,9 @@ def to_huggingface(model: AlbertTaskModel, source: str, flag: str, output_dir: s
             raise ConversionError(f"--spm_model_file={spm_model_file} does not exist.")
         with tf.io.gfile.GFile(spm_model_file, "rb") as reader:
             check_supported(reader.read(), f"--spm_model_file={spm_model_file}")
+        _check_vocabulary(spm_model_file, model.config, config_file)
     report = _load_source(model, source, flag, init_from_group0, config_file)
-    _report_load(report, model, output_dir)
+    _report_load(report, model, output_dir, config_file)
     if report.missing:
         print(f"Left out of {output_dir} (not in the source): {', '.join(report.missing)}.")
     unrepresented = unrepresented_names(model, report.loaded)

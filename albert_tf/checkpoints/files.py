@@ -47,8 +47,17 @@ def resolve_checkpoint_path(path: str) -> str:
     else:
         prefix = path
     if not tf.io.gfile.exists(prefix + ".index"):
+        named = _CHECKPOINT_FILE_SUFFIX.search(prefix)
+        if named and tf.io.gfile.exists(prefix[:named.start()] + ".index"):
+            raise MissingFileError(f"{prefix} is a file of the checkpoint "
+                                   f"{prefix[:named.start()]}: give that prefix (without "
+                                   f"{named.group(0)})")
         raise MissingFileError(f"{prefix} does not exist (no .index file with this prefix)")
     return prefix
+
+
+# The suffix of a checkpoint's own files, which a user may give instead of its prefix.
+_CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d+-of-\d+)$")
 
 
 _SHARD_PATTERN = re.compile(r"\.data-(\d+)-of-(\d+)$")

@@ -15,6 +15,10 @@ from typing import Iterable
 from albert_tf.errors.user_error import UserError
 
 
+# How the encoder's variables begin in each format's names (reference, albert_tf, Hugging Face).
+_ENCODER_SCOPES = ("bert/", "model/albert/", "albert.")
+
+
 class CheckpointMismatchError(UserError, ValueError):
     """A checkpoint does not fit the model: a shape differs or variables are missing."""
 
@@ -46,6 +50,25 @@ class LoadReport:
                 f"Checkpoint {self.checkpoint} lacks {len(missing)} encoder variable(s) of the model, "
                 f"e.g. {missing[:3]}; check that --albert_config_file matches the checkpoint "
                 "(num_hidden_groups, inner_group_num, embedding_size) or use --init_from_group0.")
+
+    def unused_encoder(self) -> list[str]:
+        """Unused checkpoint variables of the encoder (reference ``bert/...``, albert_tf
+        ``model/albert/...``, Hugging Face ``albert....``): a checkpoint whose encoder the model
+        reads only in part (fewer groups or inner groups, another cross-layer sharing)."""
+        return [name for name in self.unused if name.startswith(_ENCODER_SCOPES)]
+
+    def require_same_encoder(self, config_file: str | None = None) -> None:
+        """``require_complete_encoder``, and raises if the checkpoint holds encoder variables the
+        model has no place for: converting or exporting would silently drop part of the encoder
+        (a config of fewer groups reads a checkpoint of more without a missing variable)."""
+        self.require_complete_encoder()
+        unused = self.unused_encoder()
+        if unused:
+            raise CheckpointMismatchError(
+                f"Checkpoint {self.checkpoint} holds {len(unused)} encoder variable(s) that "
+                f"{model_description(config_file)} has no place for, e.g. {unused[:2]}: it was "
+                "written with another config (num_hidden_groups, inner_group_num or "
+                "cross_layer_sharing); use the config the checkpoint was written with.")
 
     def format(self) -> str:
         """A human-readable summary, printed by the scripts; missing heads get a WARNING line."""

@@ -273,19 +273,40 @@ def checkpoint_to_export(path: str) -> CheckpointSource:
         raise HubExportError(f"--checkpoint: {err}") from None
 
 
-def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSource) -> str:
+def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSource,
+                             config_file: str | None = None) -> str:
     """Loads encoder, MLM and SOP heads from a checkpoint of either format (printing the
     load report); returns a description. Raises HubExportError when the heads are missing (e.g. a
-    fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random."""
-    report = load_checkpoint(model, source)
+    fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random;
+    CheckpointMismatchError (naming ``config_file``) when the checkpoint's encoder is not the
+    model's, in a shape, a missing variable or one the model has no place for."""
+    report = load_checkpoint(model, source, config_file=config_file)
     print(report.format())
-    report.require_complete_encoder()
+    report.require_same_encoder(config_file)
     if report.missing:
         raise HubExportError(
             f"{report.checkpoint} lacks the MLM and SOP heads (cls/predictions, "
             "cls/seq_relationship) of the model: the hub export needs a pretraining checkpoint, "
             "not a fine-tuned one.")
     return f"{report.kind} checkpoint {report.checkpoint}"
+
+
+def check_export_settings(config: AlbertConfig, tokenizer: FullTokenizer, seq_length: int,
+                          config_file: str | None = None) -> None:
+    """HubExportError unless the tokenizer is a SentencePiece model of the config's vocab_size
+    and ``seq_length`` fits its position table. The command calls it before reading the
+    checkpoint (``export_encoder`` again), naming ``config_file``."""
+    where = f"in {config_file}" if config_file else "of the config"
+    if tokenizer.sp_model is None:
+        raise HubExportError("the hub export needs a SentencePiece model (--spm_model_file); "
+                             f"{tokenizer.source_file} is a WordPiece vocabulary.")
+    if tokenizer.vocab_size != config.vocab_size:
+        raise HubExportError(f"vocab_size={config.vocab_size} {where} does not match the "
+                             f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}: give "
+                             "the config and SentencePiece model of the checkpoint's model.")
+    if seq_length > config.max_position_embeddings:
+        raise HubExportError(f"--max_seq_length={seq_length} exceeds max_position_embeddings="
+                             f"{config.max_position_embeddings} {where}.")
 
 
 def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, export_path: str,
@@ -297,15 +318,7 @@ def export_encoder(model: AlbertPretrainingModel, tokenizer: FullTokenizer, expo
     tokenizer: the model's SentencePiece tokenizer (its model file becomes the vocab_file asset).
     """
     config = model.config
-    if tokenizer.sp_model is None:
-        raise HubExportError("the hub export needs a SentencePiece model (--spm_model_file); "
-                             f"{tokenizer.source_file} is a WordPiece vocabulary.")
-    if tokenizer.vocab_size != config.vocab_size:
-        raise HubExportError(f"vocab_size={config.vocab_size} of the config does not match the "
-                             f"{tokenizer.vocab_size} pieces of {tokenizer.source_file}.")
-    if seq_length > config.max_position_embeddings:
-        raise HubExportError(f"--max_seq_length={seq_length} exceeds the config's "
-                             f"max_position_embeddings={config.max_position_embeddings}.")
+    check_export_settings(config, tokenizer, seq_length)
     for path in (export_path, preprocessing_export_path):
         if path:
             check_new_directory(path)
