@@ -233,6 +233,18 @@ def test_warm_start_missing_encoder_variables_is_an_error_unless_grown_from_grou
                                   groups[1][0].query.kernel.numpy())
 
 
+def test_warm_start_from_a_checkpoint_of_more_groups_than_the_config_is_an_error(tmp_path):
+    """A config of fewer groups reads the pretrained encoder only in part, without a missing
+    variable: refused, naming the config, not fine-tuned on group_0 alone."""
+    two_groups = AlbertPretrainingModel(tiny_config(num_hidden_groups=2))
+    prefix = tf.train.Checkpoint(model=two_groups).write(str(tmp_path / "two" / "model.ckpt-1"))
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"encoder variable\(s\) that the model of one_group\.json has no "
+                             r"place for, e\.g\. .*group_1"):
+        make_trainer(tmp_path / "run", config=tiny_config()).initialize(
+            resolve_checkpoint_source(prefix), config_file="one_group.json")
+
+
 def test_resume_or_evaluation_after_editing_the_config_is_one_clear_error(tmp_path):
     make_trainer(tmp_path, steps=4).manager.save(checkpoint_number=2)
     wider = make_trainer(tmp_path, config=tiny_config(hidden_size=48), steps=4)

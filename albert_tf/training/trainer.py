@@ -276,11 +276,13 @@ class Trainer:
 
         Logs the load report (loaded / missing / unused variables; a WARNING for heads left at
         their random initial values) and raises CheckpointMismatchError when an encoder variable is
-        missing or a shape differs (naming ``config_file``).
+        missing, a shape differs, or the checkpoint holds encoder variables the model has no place
+        for (a config of fewer groups would fine-tune part of the pretrained encoder) (naming
+        ``config_file``).
         """
         report = load_checkpoint(self.model, init_checkpoint, init_from_group0, config_file)
         self._log(report.format())
-        report.require_complete_encoder()
+        report.require_same_encoder(config_file)
         return f"Initialised the model from {report.kind} checkpoint {report.checkpoint}."
 
     def restore_weights(self, path: str) -> None:
