@@ -527,3 +527,27 @@ def test_tensorboard_is_a_requirement_and_reads_the_trainer_scalars(tmp_path):
     assert {tag: [(point.step, point.value) for point in points]
             for tag, points in scalars["eval"].items()} == {
         tag: [(3, np.float32(value))] for tag, value in metrics.items()}
+
+
+@pytest.mark.parametrize("script", ["run_classifier.py", "run_pretraining.py"])
+def test_a_refused_run_leaves_no_directory_of_its_own_behind(tmp_path, config_file, script):
+    # The pre-flight check creates --output_dir (here three levels deep) to prove it can be
+    # written; the missing SentencePiece model (the config's too few positions for the default
+    # --max_seq_length) is found after it. The run removes what it created
+    # and left empty, and nothing that existed before.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    output_dir = kept / "new" / "deeper" / "out"
+    if script == "run_classifier.py":
+        (tmp_path / "train.csv").write_text("text,label\nA short sentence.,a\n")
+        args = [f"--spm_model_file={tmp_path / 'missing.model'}", "--do_train",
+                f"--train_file={tmp_path / 'train.csv'}", "--max_seq_length=32"]
+        culprit = "SentencePiece model file not found"
+    else:
+        (tmp_path / "empty.tfrecord").write_bytes(b"")
+        args = [f"--input_file={tmp_path / 'empty.tfrecord'}", "--do_train"]
+        culprit = "--max_seq_length=512 exceeds max_position_embeddings"
+    result = run_command(script, f"--albert_config_file={config_file}", *args,
+                         f"--output_dir={output_dir}")
+    assert_one_line_error(result, script[:-3], culprit)
+    assert os.listdir(kept) == []

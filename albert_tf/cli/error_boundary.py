@@ -19,6 +19,10 @@ other TensorFlow error): its traceback is printed as Python prints it, followed 
 ``<program>: this is a bug in albert_tf, not a mistake in your input: ...``, exit status 1.
 ``ALBERT_TF_TRACEBACK=1`` in the environment shows the traceback of user errors too.
 
+A command that ends with an error or a stop removes the directories its pre-flight check created
+and nothing was written into (albert_tf/files/created_directories.py): a refused run leaves no
+empty --output_dir behind.
+
 A command whose stdout is a pipe that its reader closed (``python -m albert_tf.paper_tables --plan
 ... | head``) stops quietly at its next write, with the status 141 of a process ended by SIGPIPE, as
 the shell's tools do; --help and --print_recipe end with status 0 then
@@ -54,6 +58,7 @@ from absl import logging as absl_logging
 
 from albert_tf.cli import command_line
 from albert_tf.errors.user_error import UserError
+from albert_tf.files import created_directories
 from albert_tf.files.records import record_file_error
 
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
@@ -128,6 +133,7 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
 
     def guarded_main(argv: list[str]) -> Any:
         quiet_tensorflow_logging()
+        created_directories.forget()
         try:
             with sigterm_stops_like_ctrl_c() if catch_sigterm else contextlib.nullcontext():
                 for check in checks:
@@ -136,6 +142,7 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
                 sys.stdout.flush()  # a reader that has gone is found here, not at exit
                 return result
         except KeyboardInterrupt as stop:
+            created_directories.remove_those_left_empty()
             signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
             cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
             print(f"{command_line.program_name()}: stopped by {cause}; {when_stopped}",
@@ -146,6 +153,7 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
             # process pool's result reader blocked on a message its killed worker never finished).
             os._exit(128 + signum)
         except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
+            created_directories.remove_those_left_empty()
             if isinstance(error, BrokenPipeError) and command_line.stdout_is_closed():
                 # The reader of stdout stopped (| head): quiet, with the status of a process
                 # that SIGPIPE ends, as the shell's tools do (what came after is not done).

@@ -33,6 +33,7 @@ from typing import Iterable
 
 import tensorflow as tf
 
+from albert_tf.files.created_directories import make_directories
 from albert_tf.files.paths import OutputPathError, absolute_path, path_identity
 
 # Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
@@ -238,13 +239,14 @@ def _check_flag_outputs_spare_checkpoints(files: RunFiles) -> None:
 
 
 def _directory_problem(path: str) -> str | None:
-    """Why ``path`` cannot be a directory this run writes to, or None: it is created when absent,
+    """Why ``path`` cannot be a directory this run writes to, or None: it is created when absent
+    (removed again if the command ends with an error while it is empty, created_directories.py),
     and a hidden probe file is written in it and removed."""
     if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
         return f"{path} is a file, not a directory"
     probe = os.path.join(path, f".albert_tf_write_check.{uuid.uuid4().hex}")
     try:
-        tf.io.gfile.makedirs(path)
+        make_directories(path)
         with tf.io.gfile.GFile(probe, "w") as handle:
             handle.write("")
         tf.io.gfile.remove(probe)
