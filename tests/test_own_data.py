@@ -76,7 +76,10 @@ def test_csv_quotes_line_numbers_blank_lines_and_integer_labels(tmp_path):
 
 # (file name, content, reader options, split, expected message after the path)
 BAD_FILES = [
-    ("missing.csv", "text,category\nfine,a\n", {}, "train", ":2: no column 'label'"),
+    ("missing.csv", "text,category\nfine,a\n", {}, "train",
+     ":1: no column 'label' in the header; found ['text', 'category']"),
+    ("noid.tsv", "text\nfine\n", {"id": "key"}, "test",
+     ":1: no column 'key' in the header; found ['text']"),
     ("empty_text.tsv", "text\tlabel\ngood\ta\n  \tb\n", {}, "train",
      ":3: column 'text': expected a non-empty text, found an empty text"),
     ("fields.csv", "text,label\ngood,a\n\"bad, row\",a,extra\n", {}, "train",
@@ -393,8 +396,9 @@ def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert (f"run_classifier: error: {dev}:3: column 'label': label 'terrible' is not in the "
             f"label set ['neg', 'pos'] (the labels of {train})") in result.stderr
-    assert not [n for n in os.listdir(output_dir) if n.startswith(("model.ckpt", "label_list"))]
+    assert not output_dir.exists()  # nothing written: the directory it made is gone too
     # A run in a directory trained with another label set is refused, naming both.
+    output_dir.mkdir()
     write_label_set(str(output_dir), LabelSet("classification", ("neg", "neutral", "pos")))
     result = run_classifier(f"--train_file={train}", *flags, "--nodo_eval", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr

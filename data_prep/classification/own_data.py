@@ -249,11 +249,19 @@ class OwnDataReader:
         id column is a non-empty string or integer without a tab or line break, and no id
         appears twice. In a labelled file, an integer class is written one way only (``01`` and
         ``1`` would be two classes)."""
-        header, records = read_records(path, file_format(path, self.file_format))
+        fmt = file_format(path, self.file_format)
+        header, records = read_records(path, fmt)
         reader = self if self.columns.text_a else dataclasses.replace(
             self, columns=self.columns.resolve(header, path))
         labelled = split != "test" or self.columns.label in header
         names_predictions = split == "test" and self.columns.id is not None
+        if fmt != "jsonl":  # a header line names the columns of every row
+            needed = [*reader.columns.texts(), *([self.columns.label] if labelled else []),
+                      *([self.columns.id] if names_predictions else [])]
+            absent = [column for column in needed if column not in header]
+            if header and absent:
+                raise OwnDataError(f"{path}:1: no column {absent[0]!r} in the header; found "
+                                   f"{list(header)}")
         examples, id_lines, integer_labels = [], {}, {}
         for line_number, record in records:
             example = reader._example(path, line_number, record, labelled, names_predictions)
