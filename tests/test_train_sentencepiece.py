@@ -149,6 +149,32 @@ def test_command_line_requires_flags():
     assert "input_file" in result.stderr and "model_prefix" in result.stderr
 
 
+@pytest.mark.parametrize("prefix, message", [
+    ("{dir}/", "--model_prefix={dir}/ names a directory, but it is the start of the file names "
+               "(<prefix>.model and <prefix>.vocab are written): give e.g. "
+               "--model_prefix={dir}/30k-clean"),
+    ("{dir}/.", "--model_prefix={dir}/. names a directory"),
+    ("{dir}/m.model", "--model_prefix={dir}/m.model ends with .model, but the command adds the "
+                      "suffixes itself ({dir}/m.model.model and {dir}/m.model.vocab would be "
+                      "written): give --model_prefix={dir}/m"),
+    ("{dir}/m.vocab", "--model_prefix={dir}/m.vocab ends with .vocab"),
+])
+def test_command_line_refuses_a_prefix_that_is_a_directory_or_a_file_name(tmp_path, prefix,
+                                                                         message):
+    # Such a prefix used to write the hidden files dir/.model and dir/.vocab, or m.model.model.
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    directory = tmp_path / "out"
+    directory.mkdir()
+    result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
+                         f"--model_prefix={prefix.format(dir=directory)}", "--vocab_size=300",
+                         "--num_threads=1")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"train_sentencepiece: error: {message.format(dir=directory)}")
+    assert "Traceback" not in result.stderr and os.listdir(directory) == []
+
+
 def test_input_sentence_size_samples_and_rejects_tiny_values(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
     with pytest.raises(ValueError, match="input_sentence_size=50"):
