@@ -134,6 +134,7 @@ from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noq
 from data_prep.pretraining.corpus import CorpusError  # noqa: E402
 from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
 from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
+from data_prep.pretraining.stats import sentence_order_warning  # noqa: E402
 
 
 def _generation_config() -> GenerationConfig:
@@ -197,6 +198,9 @@ def _run(beam_options) -> None:
                  "statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
                  stats_path(output_files[0]))
+    warning = sentence_order_warning(summary, FLAGS.random_next_sentence)
+    if warning:
+        logging.warning("%s", warning)
 
 
 def main(argv: list[str]) -> None:

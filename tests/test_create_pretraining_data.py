@@ -11,6 +11,7 @@ import concurrent.futures
 import itertools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -287,6 +288,36 @@ def test_invalid_flags_are_rejected_before_tensorflow_loads(tmp_path, spm_model,
     assert error.startswith("create_pretraining_data: error: ") and message in error
     assert tensorflow_imported == "tensorflow imported: False"
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("layout, random_next_sentence, warned", [
+    ("one paragraph per line", False, True),
+    ("one paragraph per line", True, False),   # NSP: random pairs are half the task by design
+    ("one sentence per line", False, False),
+])
+def test_a_corpus_that_makes_sentence_order_degenerate_is_warned_about(
+        tmp_path, spm_model, layout, random_next_sentence, warned):
+    # A Wikipedia extractor's output (a paragraph per line, blank lines between) used to give
+    # ~100% random-document pairs in SOP mode without a word: the run looked fine.
+    documents = bundled_documents(60)
+    if layout == "one paragraph per line":
+        documents = [[" ".join(document)] for document in documents]
+    corpus = write_corpus(tmp_path / "corpus.txt", documents)
+    result = run_command("-m data_prep.create_pretraining_data", f"--input_file={corpus}",
+                         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}",
+                         "--max_seq_length=64", "--dupe_factor=1",
+                         f"--random_next_sentence={random_next_sentence}")
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "o.tfrecord.stats.json", encoding="utf-8") as handle:
+        stats = json.load(handle)
+    pairs, instances = stats["sentence_pairs"]["random_document"], stats["instances"]
+    warning = re.search(r"(\d+) of (\d+) instances \((\d+)%\) take segment B from another "
+                        r"document instead of testing sentence order.*one sentence per line, a "
+                        r"blank line between documents", result.stderr)
+    assert (warning is not None) == warned
+    if warned:
+        assert (int(warning[1]), int(warning[2])) == (pairs, instances) and pairs > instances / 2
+        assert "the 60 documents hold 1.0 lines on average" in result.stderr
 
 
 def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):
