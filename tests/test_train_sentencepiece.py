@@ -132,6 +132,40 @@ def test_blank_only_input_is_an_error(tmp_path):
         train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
 
 
+def _long_line(seed: int) -> str:
+    """One line of about 5,000 bytes after normalization: over SentencePiece's 4,192."""
+    words = " ".join(spm_fixtures.fixture_corpus_lines()).split()
+    line = " ".join(words[seed:seed + 1500])
+    assert len(line.encode("utf-8")) > 5000
+    return line[:5000].strip()
+
+
+def test_lines_sentencepiece_leaves_out_as_too_long_are_counted_and_warned(tmp_path, caplog):
+    # A paragraph-per-line corpus trained a model on its few short lines only; SentencePiece's
+    # own "Skipped 300 too long sentences" was one INFO line among hundreds (none when quiet).
+    short = spm_fixtures.fixture_corpus_lines()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join([_long_line(i) for i in range(7)] + short) + "\n",
+                      encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, num_threads=1,
+                            hard_vocab_limit=False, quiet=True)
+    total = 7 + sum(1 for line in short if line.strip())
+    assert (f"7 of {total} lines ({100 * 7 / total:.1f}%) are longer than 4192 bytes and were left "
+            "out of training by SentencePiece") in caplog.text
+    assert _proto(str(tmp_path / "m.model")).trainer_spec.max_sentence_length == 4192
+
+
+def test_a_corpus_of_only_too_long_lines_is_an_error(tmp_path):
+    corpus = tmp_path / "paragraphs.txt"
+    corpus.write_text("\n\n".join(_long_line(i) for i in range(5)) + "\n", encoding="utf-8")
+    with pytest.raises(TrainSentencePieceError, match=(
+            r"every one of the 5 non-blank lines of .*paragraphs.txt.* is longer than 4192 bytes, "
+            r"which SentencePiece leaves out of training: give one sentence per line")):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    assert sorted(os.listdir(tmp_path)) == ["paragraphs.txt"]
+
+
 def test_command_line(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
     result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
