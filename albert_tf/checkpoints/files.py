@@ -47,8 +47,23 @@ def resolve_checkpoint_path(path: str) -> str:
     else:
         prefix = path
     if not tf.io.gfile.exists(prefix + ".index"):
-        raise MissingFileError(f"{prefix} does not exist (no .index file with this prefix)")
+        raise MissingFileError(_not_a_checkpoint_message(prefix))
     return prefix
+
+
+def _not_a_checkpoint_message(path: str) -> str:
+    """Why ``path`` names no checkpoint. A file of a checkpoint (its ``.index`` or a data shard) is
+    the likeliest mistake: the message gives the prefix; any other existing file is named as such
+    (not "does not exist", which the user can see is false)."""
+    stem = _SHARD_PATTERN.sub("", path[:-len(".index")] if path.endswith(".index") else path)
+    if stem != path and tf.io.gfile.exists(stem + ".index"):
+        return (f"{path} is a file of the checkpoint {stem}: a checkpoint is named by its prefix, "
+                f"without .index or .data-*: give {stem}")
+    if tf.io.gfile.exists(path):
+        return (f"{path} is not a checkpoint: there is no {os.path.basename(path)}.index beside it "
+                "(a checkpoint is named by its prefix, e.g. <output_dir>/model.ckpt-best, or by "
+                "its directory)")
+    return f"{path} does not exist (no .index file with this prefix)"
 
 
 _SHARD_PATTERN = re.compile(r"\.data-(\d+)-of-(\d+)$")
