@@ -8,10 +8,12 @@ records); the other tests run on the bundled corpus with a tiny SentencePiece mo
 from __future__ import annotations
 
 import concurrent.futures
+import gzip
 import itertools
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -318,6 +320,37 @@ def test_a_corpus_that_makes_sentence_order_degenerate_is_warned_about(
     if warned:
         assert (int(warning[1]), int(warning[2])) == (pairs, instances) and pairs > instances / 2
         assert "the 60 documents hold 1.0 lines on average" in result.stderr
+
+
+@pytest.mark.parametrize("kind, reason", [
+    ("gzip", "is gzip-compressed: decompress it first (gunzip)"),
+    ("tfrecord", "is a binary file (it holds NUL bytes; a TFRecord, a model?), not text"),
+    ("utf-16", "is UTF-16 text: save it as UTF-8"),
+])
+def test_a_file_that_is_not_text_is_refused_even_when_skipping_invalid_lines(
+        tmp_path, spm_model, small_corpus, kind, reason):
+    # With --skip_invalid_lines a TFRecord (e.g. an earlier output matched by 'data/*') gave
+    # hundreds of "sentences" of binary junk and exit status 0.
+    text = open(small_corpus, encoding="utf-8").read()
+    stray = tmp_path / "data" / f"z-{kind}.bin"
+    stray.parent.mkdir()
+    if kind == "gzip":
+        stray.write_bytes(gzip.compress(text.encode("utf-8")))
+    elif kind == "utf-16":
+        stray.write_bytes(text.encode("utf-16"))
+    else:
+        small_run(small_corpus, tmp_path / "earlier.tfrecord", dupe_factor=1)
+        stray.write_bytes((tmp_path / "earlier.tfrecord").read_bytes())
+    shutil.copy(small_corpus, tmp_path / "data" / "a.txt")
+    output = tmp_path / "out" / "o.tfrecord"
+    with pytest.raises(SystemExit) as info:
+        run_cli(input_file=str(tmp_path / "data" / "*"), output_file=str(output),
+                spm_model_file=spm_model, max_seq_length=64, dupe_factor=1,
+                skip_invalid_lines=True)
+    assert str(info.value) == (f"create_pretraining_data: error: {stray} {reason}; the corpus is "
+                               "UTF-8 text files, one sentence per line")
+    # Refused before any work (a.txt comes first): the writer never made the output directory.
+    assert not output.parent.exists()
 
 
 def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):

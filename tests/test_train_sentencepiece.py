@@ -1,5 +1,6 @@
 """Tests of data_prep/train_sentencepiece.py: the reference recipe, atomic output, errors, the CLI."""
 
+import gzip
 import os
 
 import pytest
@@ -9,6 +10,7 @@ from sentencepiece import sentencepiece_model_pb2
 from albert_tf.files.paths import expand_input_patterns
 from data_prep.pretraining.vocabulary import (TrainSentencePieceError, _vocab_text,
                                               train_sentencepiece)
+from data_prep.pretraining.corpus import CorpusError
 from tests import spm_fixtures
 from tests.command_runner import run_command
 
@@ -164,6 +166,17 @@ def test_a_corpus_of_only_too_long_lines_is_an_error(tmp_path):
             r"which SentencePiece leaves out of training: give one sentence per line")):
         train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
     assert sorted(os.listdir(tmp_path)) == ["paragraphs.txt"]
+
+
+def test_a_compressed_input_is_refused_naming_it(tmp_path):
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    packed = tmp_path / "corpus.txt.gz"
+    with open(corpus, "rb") as handle:
+        packed.write_bytes(gzip.compress(handle.read()))
+    with pytest.raises(CorpusError) as info:
+        train_sentencepiece(str(packed), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    assert str(info.value) == (f"{packed} is gzip-compressed: decompress it first (gunzip); the "
+                               "input is UTF-8 text files, one sentence per line")
 
 
 def test_command_line(tmp_path):

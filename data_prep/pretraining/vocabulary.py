@@ -24,7 +24,7 @@ from absl import logging
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open, atomic_write_text
 from albert_tf.files.paths import expand_input_patterns
-from albert_tf.files.text_lines import iter_file_lines
+from albert_tf.files.text_lines import TEXT_CHECK_BYTES, iter_file_lines, not_text_reason
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.common.user_errors import SettingsError, opening_user_file
 from data_prep.pretraining.corpus import CorpusError
@@ -69,6 +69,11 @@ class _NormalizedLines:
     def _lines(self) -> Iterator[str]:
         for path in self.files:
             with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
+                reason = not_text_reason(handle.read(TEXT_CHECK_BYTES))
+                if reason:
+                    raise CorpusError(f"{path} is {reason}; the input is UTF-8 text files, one "
+                                      "sentence per line")
+                handle.seek(0)
                 for number, raw in enumerate(iter_file_lines(handle), start=1):
                     try:
                         line = raw.decode("utf-8")
