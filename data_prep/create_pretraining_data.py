@@ -134,7 +134,7 @@ from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noq
 from data_prep.pretraining.corpus import CorpusError, check_local_text_files  # noqa: E402
 from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
 from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
-from data_prep.pretraining.stats import sentence_order_warning  # noqa: E402
+from data_prep.pretraining.stats import empty_outputs_warning, sentence_order_warning  # noqa: E402
 
 
 def _generation_config() -> GenerationConfig:
@@ -199,9 +199,10 @@ def _run(beam_options) -> None:
                  "statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
                  stats_path(output_files[0]))
-    warning = sentence_order_warning(summary, FLAGS.random_next_sentence)
-    if warning:
-        logging.warning("%s", warning)
+    for warning in (sentence_order_warning(summary, FLAGS.random_next_sentence),
+                    empty_outputs_warning(summary["instances"], output_files)):
+        if warning:
+            logging.warning("%s", warning)
 
 
 def main(argv: list[str]) -> None:

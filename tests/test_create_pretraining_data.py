@@ -353,6 +353,27 @@ def test_a_file_that_is_not_text_is_refused_even_when_skipping_invalid_lines(
     assert not output.parent.exists()
 
 
+@pytest.mark.parametrize("files", [3, 40])
+def test_output_files_left_without_a_record_are_warned_about(tmp_path, spm_model, files):
+    # More --output_file paths than instances wrote the last files empty without a word; a
+    # run_pretraining over them (a glob) then refuses the empty ones.
+    corpus = write_corpus(tmp_path / "corpus.txt", bundled_documents(8))
+    outputs = [str(tmp_path / "out" / f"t-{index:02d}.tfrecord") for index in range(files)]
+    result = run_command("-m data_prep.create_pretraining_data", f"--input_file={corpus}",
+                         f"--output_file={','.join(outputs)}", f"--spm_model_file={spm_model}",
+                         "--max_seq_length=64", "--dupe_factor=1")
+    assert result.returncode == 0, result.stderr
+    empty = [path for path in outputs if os.path.getsize(path) == 0]
+    warning = (f"{len(empty)} of the {files} output files hold no record ({', '.join(empty[:3])} "
+               f"and {len(empty) - 3} more): the run made {files - len(empty)} instances, fewer "
+               "than the files; run_pretraining refuses an empty file")
+    assert bool(empty) == (files == 40)  # 8 short documents make fewer than 40 instances
+    if empty:
+        assert warning in result.stderr
+    else:
+        assert "hold no record" not in result.stderr
+
+
 def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):
     output = tmp_path / "o.tfrecord"
     small_run(small_corpus, output, vocab_file=None)

@@ -108,3 +108,16 @@ def sentence_order_warning(summary: dict[str, Any], random_next_sentence: bool) 
             "needs documents of several lines: one sentence per line, a blank line between "
             "documents (split paragraphs into sentences); lines longer than --max_seq_length "
             "pieces have the same effect")
+
+
+def empty_outputs_warning(instances: int, output_files: Sequence[str]) -> str | None:
+    """A warning when there are fewer instances than output files: records go round-robin, so
+    the last files are written empty, and run_pretraining refuses an empty file (a glob over the
+    outputs would stop it). None when every output holds a record."""
+    empty = output_files[instances:]
+    if not empty:
+        return None
+    shown = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (f"{len(empty)} of the {len(output_files)} output files hold no record ({shown}): the "
+            f"run made {instances} instances, fewer than the files; run_pretraining refuses an "
+            "empty file, so leave them out of its --input_file, or give fewer --output_file paths")
