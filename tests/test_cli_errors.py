@@ -376,11 +376,10 @@ def test_the_sweep_says_when_no_checkpoint_exists_yet_and_how_long_it_waits(tmp_
         sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 0.5}, "acc", log=lines.append,
                           policy=SweepPolicy(until_step=100, poll_seconds=60,
                                              max_wait_seconds=90), sleep=lambda seconds: None)
-    assert lines[:2] == [
-        f"No model.ckpt-<step> checkpoint in {tmp_path} yet: waiting for a training run there to "
-        "write them (until step 100); giving up after 90 s more without one (--max_eval_wait_secs).",
-        f"No model.ckpt-<step> checkpoint in {tmp_path} yet: waiting for a training run there to "
-        "write them (until step 100); giving up after 30 s more without one (--max_eval_wait_secs)."]
+    waiting = (f"No model.ckpt-<step> checkpoint in {tmp_path} yet: waiting for a training run "
+               "there to write them (until step 100); giving up after {} s more without one "
+               "(--max_eval_wait_secs).")
+    assert lines[:2] == [waiting.format(90), waiting.format(30)]
     assert not any("step -1" in line for line in lines)
 
 

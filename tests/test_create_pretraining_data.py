@@ -306,7 +306,8 @@ def test_a_corpus_that_makes_sentence_order_degenerate_is_warned_about(
         documents = [[" ".join(document)] for document in documents]
     corpus = write_corpus(tmp_path / "corpus.txt", documents)
     result = run_command("-m data_prep.create_pretraining_data", f"--input_file={corpus}",
-                         f"--output_file={tmp_path / 'o.tfrecord'}", f"--spm_model_file={spm_model}",
+                         f"--output_file={tmp_path / 'o.tfrecord'}",
+                         f"--spm_model_file={spm_model}",
                          "--max_seq_length=64", "--dupe_factor=1",
                          f"--random_next_sentence={random_next_sentence}")
     assert result.returncode == 0, result.stderr

@@ -92,8 +92,8 @@ def sentence_order_warning(summary: dict[str, Any], random_next_sentence: bool) 
     percent of such pairs. A corpus of one paragraph per line between blank lines (a Wikipedia
     extractor's output), or lines longer than --max_seq_length, make nearly every chunk a single
     line: the run completes, but the SOP task degenerates into telling random pairs apart. None
-    when the share is below ``RANDOM_DOCUMENT_WARNING_FRACTION`` or in NSP mode (where half the pairs
-    are random by design).
+    when the share is below ``RANDOM_DOCUMENT_WARNING_FRACTION`` or in NSP mode (where half the
+    pairs are random by design).
     """
     instances = summary["instances"]
     random_pairs = summary["sentence_pairs"][RANDOM_DOCUMENT]
