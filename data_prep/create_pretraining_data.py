@@ -131,9 +131,10 @@ from albert_tf.files.run_files import Output, RunFiles, check_run_files, inputs 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
 from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
-from data_prep.pretraining.corpus import CorpusError  # noqa: E402
+from data_prep.pretraining.corpus import CorpusError, check_local_text_files  # noqa: E402
 from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
 from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
+from data_prep.pretraining.stats import empty_outputs_warning, sentence_order_warning  # noqa: E402
 
 
 def _generation_config() -> GenerationConfig:
@@ -179,6 +180,7 @@ def _run(beam_options) -> None:
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = _output_files()
     check_run_files(run_files(input_files, output_files))
+    check_local_text_files(input_files)
     tokenizer = FullTokenizer(vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
                               do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file)
     processor = ChunkProcessor(tokenizer, _generation_config())
@@ -197,6 +199,10 @@ def _run(beam_options) -> None:
                  "statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
                  stats_path(output_files[0]))
+    for warning in (sentence_order_warning(summary, FLAGS.random_next_sentence),
+                    empty_outputs_warning(summary["instances"], output_files)):
+        if warning:
+            logging.warning("%s", warning)
 
 
 def main(argv: list[str]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from absl import flags, logging
+from absl import app, flags, logging
 
 from albert_tf.cli import command_line, flag_definitions
 
@@ -38,7 +38,31 @@ flags.DEFINE_bool("hard_vocab_limit", True,
                   "If false, --vocab_size is an upper bound (useful for small corpora).")
 flags.mark_flags_as_required(["input_file", "model_prefix"])
 
-command_line.parse_before_imports(__name__)  # --help, flag mistakes: before TensorFlow loads
+_MODEL_SUFFIXES = (".model", ".vocab")
+
+
+def check_model_prefix() -> None:
+    """--model_prefix names the files' stem, not a directory or a file: a prefix ending in '/' (or
+    '.', '..') would write the hidden files ``dir/.model`` and ``dir/.vocab``, and one ending in
+    .model or .vocab the files ``x.model.model`` and ``x.model.vocab``, which nothing looks for."""
+    prefix = flags.FLAGS.model_prefix
+    stem = os.path.basename(prefix)
+    if stem in ("", ".", ".."):
+        example = os.path.join(os.path.normpath(prefix) if prefix else "", "30k-clean")
+        raise app.UsageError(
+            f"--model_prefix={prefix} names a directory, but it is the start of the file names "
+            f"(<prefix>.model and <prefix>.vocab are written): give e.g. --model_prefix={example}")
+    for suffix in _MODEL_SUFFIXES:
+        if stem.endswith(suffix) and stem != suffix:
+            bare = prefix[:-len(suffix)]
+            raise app.UsageError(
+                f"--model_prefix={prefix} ends with {suffix}, but the command adds the suffixes "
+                f"itself ({prefix}.model and {prefix}.vocab would be written): give "
+                f"--model_prefix={bare}")
+
+
+# --help, flag mistakes, the prefix: before TensorFlow loads
+command_line.parse_before_imports(__name__, checks=[check_model_prefix])
 
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.paths import expand_input_patterns  # noqa: E402

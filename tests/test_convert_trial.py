@@ -149,7 +149,8 @@ def test_a_file_of_the_checkpoint_given_for_its_prefix_is_named_with_the_prefix(
     result = convert(f"--albert_config_file={config_file}", f"--tf1_checkpoint={prefix}{suffix}",
                      f"--output_dir={tmp_path / 'out'}")
     assert_one_line_error(result, f"--tf1_checkpoint: {prefix}{suffix} is a file of the "
-                                  f"checkpoint {prefix}: give that prefix (without {suffix})")
+                                  f"checkpoint {prefix}: a checkpoint is named by its prefix, "
+                                  f"without .index, .data-* or .meta: give {prefix}")
 
 
 def test_a_source_given_under_another_formats_flag_is_named_with_the_flag_to_give(tmp_path):

@@ -8,9 +8,12 @@ records); the other tests run on the bundled corpus with a tiny SentencePiece mo
 from __future__ import annotations
 
 import concurrent.futures
+import gzip
 import itertools
 import json
 import os
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -287,6 +290,89 @@ def test_invalid_flags_are_rejected_before_tensorflow_loads(tmp_path, spm_model,
     assert error.startswith("create_pretraining_data: error: ") and message in error
     assert tensorflow_imported == "tensorflow imported: False"
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("layout, random_next_sentence, warned", [
+    ("one paragraph per line", False, True),
+    ("one paragraph per line", True, False),   # NSP: random pairs are half the task by design
+    ("one sentence per line", False, False),
+])
+def test_a_corpus_that_makes_sentence_order_degenerate_is_warned_about(
+        tmp_path, spm_model, layout, random_next_sentence, warned):
+    # A Wikipedia extractor's output (a paragraph per line, blank lines between) used to give
+    # ~100% random-document pairs in SOP mode without a word: the run looked fine.
+    documents = bundled_documents(60)
+    if layout == "one paragraph per line":
+        documents = [[" ".join(document)] for document in documents]
+    corpus = write_corpus(tmp_path / "corpus.txt", documents)
+    result = run_command("-m data_prep.create_pretraining_data", f"--input_file={corpus}",
+                         f"--output_file={tmp_path / 'o.tfrecord'}",
+                         f"--spm_model_file={spm_model}",
+                         "--max_seq_length=64", "--dupe_factor=1",
+                         f"--random_next_sentence={random_next_sentence}")
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "o.tfrecord.stats.json", encoding="utf-8") as handle:
+        stats = json.load(handle)
+    pairs, instances = stats["sentence_pairs"]["random_document"], stats["instances"]
+    warning = re.search(r"(\d+) of (\d+) instances \((\d+)%\) take segment B from another "
+                        r"document instead of testing sentence order.*one sentence per line, a "
+                        r"blank line between documents", result.stderr)
+    assert (warning is not None) == warned
+    if warned:
+        assert (int(warning[1]), int(warning[2])) == (pairs, instances) and pairs > instances / 2
+        assert "the 60 documents hold 1.0 lines on average" in result.stderr
+
+
+@pytest.mark.parametrize("kind, reason", [
+    ("gzip", "is gzip-compressed: decompress it first (gunzip)"),
+    ("tfrecord", "is a binary file (it holds NUL bytes; a TFRecord, a model?), not text"),
+    ("utf-16", "is UTF-16 text: save it as UTF-8"),
+])
+def test_a_file_that_is_not_text_is_refused_even_when_skipping_invalid_lines(
+        tmp_path, spm_model, small_corpus, kind, reason):
+    # With --skip_invalid_lines a TFRecord (e.g. an earlier output matched by 'data/*') gave
+    # hundreds of "sentences" of binary junk and exit status 0.
+    text = open(small_corpus, encoding="utf-8").read()
+    stray = tmp_path / "data" / f"z-{kind}.bin"
+    stray.parent.mkdir()
+    if kind == "gzip":
+        stray.write_bytes(gzip.compress(text.encode("utf-8")))
+    elif kind == "utf-16":
+        stray.write_bytes(text.encode("utf-16"))
+    else:
+        small_run(small_corpus, tmp_path / "earlier.tfrecord", dupe_factor=1)
+        stray.write_bytes((tmp_path / "earlier.tfrecord").read_bytes())
+    shutil.copy(small_corpus, tmp_path / "data" / "a.txt")
+    output = tmp_path / "out" / "o.tfrecord"
+    with pytest.raises(SystemExit) as info:
+        run_cli(input_file=str(tmp_path / "data" / "*"), output_file=str(output),
+                spm_model_file=spm_model, max_seq_length=64, dupe_factor=1,
+                skip_invalid_lines=True)
+    assert str(info.value) == (f"create_pretraining_data: error: {stray} {reason}; the corpus is "
+                               "UTF-8 text files, one sentence per line")
+    # Refused before any work (a.txt comes first): the writer never made the output directory.
+    assert not output.parent.exists()
+
+
+@pytest.mark.parametrize("files", [3, 40])
+def test_output_files_left_without_a_record_are_warned_about(tmp_path, spm_model, files):
+    # More --output_file paths than instances wrote the last files empty without a word; a
+    # run_pretraining over them (a glob) then refuses the empty ones.
+    corpus = write_corpus(tmp_path / "corpus.txt", bundled_documents(8))
+    outputs = [str(tmp_path / "out" / f"t-{index:02d}.tfrecord") for index in range(files)]
+    result = run_command("-m data_prep.create_pretraining_data", f"--input_file={corpus}",
+                         f"--output_file={','.join(outputs)}", f"--spm_model_file={spm_model}",
+                         "--max_seq_length=64", "--dupe_factor=1")
+    assert result.returncode == 0, result.stderr
+    empty = [path for path in outputs if os.path.getsize(path) == 0]
+    warning = (f"{len(empty)} of the {files} output files hold no record ({', '.join(empty[:3])} "
+               f"and {len(empty) - 3} more): the run made {files - len(empty)} instances, fewer "
+               "than the files; run_pretraining refuses an empty file")
+    assert bool(empty) == (files == 40)  # 8 short documents make fewer than 40 instances
+    if empty:
+        assert warning in result.stderr
+    else:
+        assert "hold no record" not in result.stderr
 
 
 def test_vocab_file_is_not_required_with_a_sentencepiece_model(small_corpus, tmp_path):

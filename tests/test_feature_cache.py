@@ -162,6 +162,28 @@ def test_interrupted_build_leaves_nothing_readable(tmp_path, task, error):
     assert stored_ids(rebuilt.path) == task.expected_ids()
 
 
+@pytest.mark.parametrize("error", [RuntimeError("bad line 3"), KeyboardInterrupt()])
+def test_failed_rewrite_keeps_the_previous_feature_file(tmp_path, error):
+    # A rerun of data_prep.race / data_prep.squad onto its earlier --output_file that fails while
+    # building must leave the earlier output (records and sidecar) as it was.
+    path = str(tmp_path / "dev.tf_record")
+    first = write_feature_file(path, lambda sink: [sink.write(ids_example([i])) for i in range(3)]
+                               and {"run": 1})
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+
+    def failing(sink):
+        sink.write(ids_example([9]))
+        raise error
+
+    with pytest.raises(type(error)):
+        write_feature_file(path, failing)
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    assert read_feature_file(path) == first and stored_ids(path) == [[0], [1], [2]]
+    second = write_feature_file(path, lambda sink: sink.write(ids_example([7])) or {"run": 2})
+    assert read_feature_file(path) == second and stored_ids(path) == [[7]]
+    assert sorted(os.listdir(tmp_path)) == ["dev.tf_record", "dev.tf_record.json"]
+
+
 def test_failed_sidecar_write_removes_the_record_file(tmp_path, monkeypatch):
     def failing_write(path, text):
         raise OSError("no space left")

@@ -93,8 +93,16 @@ def test_wildcards_skip_temporaries_statistics_and_hidden_files(tmp_path):
         # A hidden pattern matches hidden files, as in the shell, but never temporaries.
         hidden = [os.path.basename(path) for path in expand_input_patterns(f"{tmp_path}/.*")]
         assert hidden == [".notes.tfrecord"]
-        with pytest.raises(FileNotFoundError, match=r"\*\.json' matches no file"):
+        # Saying only "matches no file" read as a typo in the pattern: the skipped files are named.
+        with pytest.raises(FileNotFoundError) as info:
             expand_input_patterns(f"{tmp_path}/*.json")
+        assert str(info.value) == (
+            f"input pattern '{tmp_path}/*.json' matches no file to read: it matches only "
+            "a.tfrecord.stats.json, which a wildcard skips (hidden files, temporaries of "
+            "unfinished writes, .stats.json summaries); name such a file without wildcards to "
+            "read it")
+        with pytest.raises(FileNotFoundError, match=r"matches no file$"):
+            expand_input_patterns(f"{tmp_path}/*.nothing")
     # A file named without wildcards is used as it is.
     assert expand_input_patterns(str(tmp_path / "a.tfrecord.stats.json")) == [
         str(tmp_path / "a.tfrecord.stats.json")]

@@ -100,11 +100,13 @@ def test_repeated_output_is_refused_before_any_work(tmp_path, corpus, second):
 
 @pytest.mark.parametrize("output, message", [
     ("", "is a directory"),
+    ("new_dir/", "--output_file '.*new_dir/' names a directory"),
     ("corpus.txt/o.tfrecord", "corpus.txt' is a file, not a directory"),
 ])
 def test_unwritable_output_is_refused_before_any_work(tmp_path, corpus, output, message):
     with pytest.raises(SystemExit, match=message):
-        run_cli(input_file=str(corpus), output_file=str(tmp_path / output))
+        run_cli(input_file=str(corpus), output_file=os.path.join(str(tmp_path), output))
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]
 
 
 class DyingProcessor(ChunkProcessor):

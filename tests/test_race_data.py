@@ -388,6 +388,23 @@ def test_command_line_bad_input_exits_1_with_one_message(tmp_path):
 
 
 @pytest.mark.requires_shared_data
+def test_command_line_failed_rerun_keeps_the_earlier_output(tmp_path):
+    articles = real_articles("middle")
+    write_race(tmp_path, "dev", "middle", articles, all_txt=True)
+    output = tmp_path / "out" / "dev.tfrecord"
+    common = [f"--data_dir={tmp_path}", "--split=dev", f"--spm_model_file={EN8K_MODEL}",
+              "--middle_only", f"--output_file={output}"]
+    assert run_cli(*common).returncode == 0
+    before = {name: (output.parent / name).read_bytes() for name in os.listdir(output.parent)}
+    articles[3] = with_question_broken(articles[3], 1, options=["a", "b", "c"])
+    write_race(tmp_path, "dev", "middle", articles, all_txt=True)
+    result = run_cli(*common)
+    assert result.returncode == 1 and "expected 4 options, found 3" in result.stderr
+    assert {name: (output.parent / name).read_bytes()
+            for name in os.listdir(output.parent)} == before
+
+
+@pytest.mark.requires_shared_data
 @pytest.mark.parametrize("case", ["both layouts", "three options"])
 def test_command_line_refuses_bad_data_naming_it(tmp_path, case):
     articles = real_articles("middle")

@@ -5,6 +5,7 @@ lets the rest through. (tests/test_preflight.py runs it through every command.)"
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -189,6 +190,18 @@ def test_outputs_that_cannot_be_written_are_refused(tmp_path):
                                                                  str(tmp_path / "a_file")),)))
     check_run_files(RunFiles(outputs=(Output("--output_file",
                                              str(tmp_path / "new_dir" / "deeper" / "o")),)))
+
+
+@pytest.mark.parametrize("name", ["new_dir/", "new_dir/.", "new_dir/sub/..", "existing/"])
+def test_an_output_file_spelled_as_a_directory_is_refused_before_anything_exists(tmp_path, name):
+    # --output_file=new_dir/ used to run the whole conversion, then fail renaming its temporary
+    # file onto the directory name, as a bug of albert_tf.
+    (tmp_path / "existing").mkdir()
+    path = str(tmp_path / "x")[:-1] + name
+    with pytest.raises(OutputPathError, match=re.escape(f"--output_file {path!r} ") +
+                       "(names a directory|is a directory)"):
+        check_run_files(RunFiles(outputs=(Output("--output_file", path),)))
+    assert sorted(os.listdir(tmp_path)) == ["existing"]
 
 
 def test_declared_finds_the_outputs_of_a_declaration(tmp_path):

@@ -524,8 +524,33 @@ def test_an_answer_covering_no_piece_is_an_error_naming_the_question(en8k, tmp_p
 def test_a_wordpiece_tokenizeris_refused(tmp_path):
     wordpiece = FullTokenizer(vocab_file=write_wordpiece_vocab(tmp_path, ["the"]))
     with pytest.raises(SquadDataError, match="SentencePiece"):
-        write_squad_feature_file(write_json(tmp_path / "squad.json", {"version": "v2.0", "data": []}),
+        dataset = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{
+            "context": "the cat", "qas": [{"id": "q", "question": "who?", "answers": []}]}]}]}
+        write_squad_feature_file(write_json(tmp_path / "squad.json", dataset),
                                  str(tmp_path / "x.tf_record"), wordpiece)
+
+
+@pytest.mark.parametrize("dataset, is_training, message", [
+    ({"version": "1.1", "data": []}, False,
+     "squad: error: {path}: no question (0 articles, 0 paragraphs): expected questions in "
+     "data[].paragraphs[].qas[]"),
+    ({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "abc", "qas": []}]}]},
+     True, "squad: error: {path}: no question (1 articles, 1 paragraphs)"),
+    ({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "abc def", "qas": [
+        {"id": "q1", "question": "x?", "answers": [{"text": "zzz", "answer_start": 0}]}]}]}]},
+     True, "squad: error: {path}: every one of its 1 training questions is skipped: their answer "
+           "text is not found at answer_start (q1); check the offsets"),
+])
+def test_a_file_without_a_usable_question_is_refused(tmp_path, dataset, is_training, message):
+    # It used to give a feature file of 0 records and exit status 0.
+    path = write_json(tmp_path / "squad.json", dataset)
+    output = tmp_path / "out" / "f.tfrecord"
+    result = run_command("-m data_prep.squad", f"--input_file={path}", f"--output_file={output}",
+                         f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+                         f"--is_training={is_training}", "--num_workers=1")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(message.format(path=path))
+    assert "Traceback" not in result.stderr and not output.parent.exists()
 
 
 # -- command line ------------------------------------------------------------------------------------

@@ -294,6 +294,19 @@ def test_wordpiece_vocab_without_mask_is_rejected(tmp_path):
         FullTokenizer(vocab_file=str(path))
 
 
+def test_a_sentencepiece_vocab_listing_as_vocab_file_points_to_the_model():
+    # A user giving the .vocab beside a SentencePiece model as --vocab_file (WordPiece mode) got
+    # "lacks the special pieces ['[UNK]']; ... train SentencePiece with control_symbols", which
+    # sends them to retrain a model they already have.
+    vocab_file = spm_fixtures.cached_tiny_spm().replace(".model", ".vocab")
+    with pytest.raises(TokenizerError) as info:
+        FullTokenizer(vocab_file=vocab_file)
+    assert str(info.value) == (
+        f"vocab file {vocab_file} is the .vocab listing of a SentencePiece model (<unk> and pieces "
+        "starting with \u2581), not a WordPiece vocab.txt: give the model itself (the .model file "
+        "beside it) as --spm_model_file")
+
+
 def test_chinese_characters_are_split():
     assert BasicTokenizer().tokenize("ah\u535A\u63A8zz") == ["ah", "\u535A", "\u63A8", "zz"]
 

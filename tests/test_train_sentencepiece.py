@@ -1,5 +1,6 @@
 """Tests of data_prep/train_sentencepiece.py: the reference recipe, atomic output, errors, the CLI."""
 
+import gzip
 import os
 
 import pytest
@@ -9,6 +10,7 @@ from sentencepiece import sentencepiece_model_pb2
 from albert_tf.files.paths import expand_input_patterns
 from data_prep.pretraining.vocabulary import (TrainSentencePieceError, _vocab_text,
                                               train_sentencepiece)
+from data_prep.pretraining.corpus import CorpusError
 from tests import spm_fixtures
 from tests.command_runner import run_command
 
@@ -132,6 +134,51 @@ def test_blank_only_input_is_an_error(tmp_path):
         train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
 
 
+def _long_line(seed: int) -> str:
+    """One line of about 5,000 bytes after normalization: over SentencePiece's 4,192."""
+    words = " ".join(spm_fixtures.fixture_corpus_lines()).split()
+    line = " ".join(words[seed:seed + 1500])
+    assert len(line.encode("utf-8")) > 5000
+    return line[:5000].strip()
+
+
+def test_lines_sentencepiece_leaves_out_as_too_long_are_counted_and_warned(tmp_path, caplog):
+    # A paragraph-per-line corpus trained a model on its few short lines only; SentencePiece's
+    # own "Skipped 300 too long sentences" was one INFO line among hundreds (none when quiet).
+    short = spm_fixtures.fixture_corpus_lines()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join([_long_line(i) for i in range(7)] + short) + "\n",
+                      encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, num_threads=1,
+                            hard_vocab_limit=False, quiet=True)
+    total = 7 + sum(1 for line in short if line.strip())
+    assert (f"7 of {total} lines ({100 * 7 / total:.1f}%) are longer than 4192 bytes and were left "
+            "out of training by SentencePiece") in caplog.text
+    assert _proto(str(tmp_path / "m.model")).trainer_spec.max_sentence_length == 4192
+
+
+def test_a_corpus_of_only_too_long_lines_is_an_error(tmp_path):
+    corpus = tmp_path / "paragraphs.txt"
+    corpus.write_text("\n\n".join(_long_line(i) for i in range(5)) + "\n", encoding="utf-8")
+    with pytest.raises(TrainSentencePieceError, match=(
+            r"every one of the 5 non-blank lines of .*paragraphs.txt.* is longer than 4192 bytes, "
+            r"which SentencePiece leaves out of training: give one sentence per line")):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    assert sorted(os.listdir(tmp_path)) == ["paragraphs.txt"]
+
+
+def test_a_compressed_input_is_refused_naming_it(tmp_path):
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    packed = tmp_path / "corpus.txt.gz"
+    with open(corpus, "rb") as handle:
+        packed.write_bytes(gzip.compress(handle.read()))
+    with pytest.raises(CorpusError) as info:
+        train_sentencepiece(str(packed), str(tmp_path / "m"), vocab_size=100, quiet=True)
+    assert str(info.value) == (f"{packed} is gzip-compressed: decompress it first (gunzip); the "
+                               "input is UTF-8 text files, one sentence per line")
+
+
 def test_command_line(tmp_path):
     corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
     result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
@@ -147,6 +194,32 @@ def test_command_line_requires_flags():
     result = run_command("-m data_prep.train_sentencepiece")
     assert result.returncode != 0
     assert "input_file" in result.stderr and "model_prefix" in result.stderr
+
+
+@pytest.mark.parametrize("prefix, message", [
+    ("{dir}/", "--model_prefix={dir}/ names a directory, but it is the start of the file names "
+               "(<prefix>.model and <prefix>.vocab are written): give e.g. "
+               "--model_prefix={dir}/30k-clean"),
+    ("{dir}/.", "--model_prefix={dir}/. names a directory"),
+    ("{dir}/m.model", "--model_prefix={dir}/m.model ends with .model, but the command adds the "
+                      "suffixes itself ({dir}/m.model.model and {dir}/m.model.vocab would be "
+                      "written): give --model_prefix={dir}/m"),
+    ("{dir}/m.vocab", "--model_prefix={dir}/m.vocab ends with .vocab"),
+])
+def test_command_line_refuses_a_prefix_that_is_a_directory_or_a_file_name(tmp_path, prefix,
+                                                                         message):
+    # Such a prefix used to write the hidden files dir/.model and dir/.vocab, or m.model.model.
+    corpus = spm_fixtures.write_fixture_corpus(str(tmp_path / "corpus.txt"))
+    directory = tmp_path / "out"
+    directory.mkdir()
+    result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
+                         f"--model_prefix={prefix.format(dir=directory)}", "--vocab_size=300",
+                         "--num_threads=1")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"train_sentencepiece: error: {message.format(dir=directory)}")
+    assert "Traceback" not in result.stderr and os.listdir(directory) == []
 
 
 def test_input_sentence_size_samples_and_rejects_tiny_values(tmp_path):

@@ -350,6 +350,25 @@ def test_a_csv_cell_larger_than_the_csv_default_limit_reads(tmp_path):
 
 # -- missing inputs named once ---------------------------------------------------------------------
 
+def test_a_checkpoint_file_or_another_file_given_as_checkpoint_is_named_for_what_it_is(tmp_path):
+    # --init_checkpoint=out/model.ckpt-best.index (or a data shard, or a TFRecord) used to say
+    # "<path> does not exist", about a file the user can see.
+    prefix = tf.train.Checkpoint(v=tf.Variable([1.0])).write(str(tmp_path / "model.ckpt"))
+    for given in (prefix + ".index", prefix + ".data-00000-of-00001"):
+        with pytest.raises(MissingFileError) as error:
+            resolve_checkpoint_path(given)
+        assert str(error.value) == (f"{given} is a file of the checkpoint {prefix}: a checkpoint "
+                                    "is named by its prefix, without .index, .data-* or .meta: give "
+                                    f"{prefix}")
+    other = tmp_path / "train.tfrecord"
+    other.write_bytes(b"records")
+    with pytest.raises(MissingFileError) as error:
+        resolve_checkpoint_path(str(other))
+    assert str(error.value) == (f"{other} is not a checkpoint: there is no train.tfrecord.index "
+                                "beside it (a checkpoint is named by its prefix, e.g. "
+                                "<output_dir>/model.ckpt-best, or by its directory)")
+
+
 def test_a_checkpoint_without_its_data_shards_is_named_once(tmp_path):
     """Resolving a path looks at names only (the pre-flight check of a run's files comes first);
     the data shards are checked before the checkpoint is read, by every loader."""

@@ -47,19 +47,27 @@ def resolve_checkpoint_path(path: str) -> str:
     else:
         prefix = path
     if not tf.io.gfile.exists(prefix + ".index"):
-        named = _CHECKPOINT_FILE_SUFFIX.search(prefix)
-        if named and tf.io.gfile.exists(prefix[:named.start()] + ".index"):
-            raise MissingFileError(f"{prefix} is a file of the checkpoint "
-                                   f"{prefix[:named.start()]}: give that prefix (without "
-                                   f"{named.group(0)})")
-        raise MissingFileError(f"{prefix} does not exist (no .index file with this prefix)")
+        raise MissingFileError(_not_a_checkpoint_message(prefix))
     return prefix
+
+
+def _not_a_checkpoint_message(path: str) -> str:
+    """Why ``path`` names no checkpoint. A file of a checkpoint (its ``.index``, a data shard or a
+    TF1 ``.meta`` graph) is the likeliest mistake: the message gives the prefix; any other existing
+    file is named as such (not "does not exist", which the user can see is false)."""
+    stem = _CHECKPOINT_FILE_SUFFIX.sub("", path)
+    if stem != path and tf.io.gfile.exists(stem + ".index"):
+        return (f"{path} is a file of the checkpoint {stem}: a checkpoint is named by its prefix, "
+                f"without .index, .data-* or .meta: give {stem}")
+    if tf.io.gfile.exists(path):
+        return (f"{path} is not a checkpoint: there is no {os.path.basename(path)}.index beside it "
+                "(a checkpoint is named by its prefix, e.g. <output_dir>/model.ckpt-best, or by "
+                "its directory)")
+    return f"{path} does not exist (no .index file with this prefix)"
 
 
 # The suffix of a checkpoint's own files, which a user may give instead of its prefix.
 _CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d+-of-\d+)$")
-
-
 _SHARD_PATTERN = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
 

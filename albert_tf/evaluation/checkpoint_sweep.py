@@ -165,12 +165,13 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
         if evaluated_any:
             waited = 0.0
         elif policy.max_wait_seconds is not None and waited >= policy.max_wait_seconds:
-            log(f"No new checkpoint in {directory} for {waited:.0f} s (last evaluated step "
-                f"{state.last_step}, waiting for step {policy.until_step}); finishing the sweep.")
+            evaluated = (f"last evaluated step {state.last_step}" if state.last_step >= 0
+                         else "none evaluated yet")
+            log(f"No new checkpoint in {directory} for {waited:.0f} s ({evaluated}, waiting for "
+                f"step {policy.until_step}); finishing the sweep.")
             break
         else:
-            log(f"Waiting for checkpoints after step {state.last_step} in {directory} "
-                f"(until step {policy.until_step}).")
+            log(_waiting_line(directory, state.last_step, policy, waited))
             delay = _poll_delay(policy, waited)
             sleep(delay)
             waited += delay
@@ -182,6 +183,20 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     if policy.rename_best:
         _rename_best(directory, state.best_step, log)
     return state.best_step, best
+
+
+def _waiting_line(directory: str, last_step: int, policy: SweepPolicy, waited: float) -> str:
+    """What the sweep waits for, and for how long at most. With no checkpoint evaluated yet it says
+    so (not "after step -1"): an evaluation job started on a mistyped --output_dir would otherwise
+    wait its whole --max_eval_wait_secs with no hint that nothing is training there."""
+    limit = ("" if policy.max_wait_seconds is None else
+             f"; giving up after {policy.max_wait_seconds - waited:.0f} s more without one "
+             "(--max_eval_wait_secs)")
+    if last_step < 0:
+        return (f"No {TF2_CHECKPOINT_NAME}-<step> checkpoint in {directory} yet: waiting for a "
+                f"training run there to write them (until step {policy.until_step}){limit}.")
+    return (f"Waiting for checkpoints after step {last_step} in {directory} "
+            f"(until step {policy.until_step}){limit}.")
 
 
 def _poll_delay(policy: SweepPolicy, waited: float) -> float:

@@ -44,6 +44,20 @@ def _skipped_by_wildcard(path: str, pattern: str) -> bool:
     return hidden or is_temporary_path(path) or name.endswith(STATISTICS_SUFFIX)
 
 
+def _no_file_hint(directories: list[str], skipped: list[str]) -> str:
+    """Why a pattern that matched something gave no file: only directories, or only files that a
+    wildcard skips (named, so that "matches no file" is not read as a typo in the pattern)."""
+    if skipped:
+        shown = ", ".join(os.path.basename(path) for path in skipped[:3])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        return (f" to read: it matches only {shown}{more}, which a wildcard skips (hidden files, "
+                f"temporaries of unfinished writes, {STATISTICS_SUFFIX} summaries); name such a "
+                "file without wildcards to read it")
+    if directories:
+        return " (only directories: give files, e.g. dir/*.txt)"
+    return ""
+
+
 def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
     """Files of comma-separated glob patterns (or a list of them), in pattern order (each pattern's
     matches sorted), without repeats or directories.
@@ -69,12 +83,14 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
         except tf.errors.OpError as err:
             raise MissingFileError(f"input pattern {pattern!r} cannot be listed: "
                                    f"{err.message}") from err
+        skipped = []
         if _GLOB_MAGIC.search(pattern):
-            matches = [path for path in matches if not _skipped_by_wildcard(path, pattern)]
+            skipped = [path for path in matches if _skipped_by_wildcard(path, pattern)]
+            matches = [path for path in matches if path not in skipped]
         regular = [path for path in matches if not tf.io.gfile.isdir(path)]
         if not regular:
-            hint = " (only directories: give files, e.g. dir/*.txt)" if matches else ""
-            raise MissingFileError(f"input pattern {pattern!r} matches no file{hint}")
+            raise MissingFileError(f"input pattern {pattern!r} matches no file"
+                                   f"{_no_file_hint(matches, skipped)}")
         files.extend(path for path in regular if path not in files)
     return files
 

@@ -276,6 +276,12 @@ def _check_new_directory(directory: NewDirectory) -> None:
         raise OutputPathError(f"{directory.what}: {problem}")
 
 
+def _names_a_directory(path: str) -> bool:
+    """Whether ``path`` can only name a directory, existing or not: it ends with a separator, or
+    its last part is '.' or '..' (a file written there could only be renamed onto a directory)."""
+    return path.endswith(("/", os.sep)) or os.path.basename(path) in (".", "..")
+
+
 def _check_writable(files: RunFiles) -> None:
     for directory in files.work_directories:
         problem = _directory_problem(directory.path)
@@ -300,6 +306,10 @@ def _check_writable(files: RunFiles) -> None:
                                       f"directory {os.path.basename(output.path)!r} where the run "
                                       f"writes its file {os.path.basename(output.path)}: move "
                                       f"that directory, or use another {output.within}")
+        if not output.fixed and _names_a_directory(output.path):
+            raise OutputPathError(f"{_named(output)} names a directory (it ends with "
+                                  f"{output.path[-1]!r}), but the run writes a file there: give a "
+                                  "file path (e.g. inside it)")
         if "://" not in output.path:
             parent = os.path.dirname(os.path.abspath(output.path))
             while not os.path.exists(parent):

@@ -12,7 +12,10 @@ way, from 1.
 - ``split_lines``: the lines of a whole text (``str`` or ``bytes``), optionally with their line
   breaks (for a CSV reader, whose quoted cells may span lines);
 - ``iter_file_lines``: the lines of a binary file handle, read lazily (the pretraining corpus);
-- ``line_number_at``: the line that holds a character offset (e.g. a decoding error's byte).
+- ``line_number_at``: the line that holds a character offset (e.g. a decoding error's byte);
+- ``not_text_reason``: why the first bytes of a file show it is not UTF-8 text (compressed, UTF-16,
+  or binary such as a TFRecord or a model), so that a reader refuses it even where it may skip a
+  few undecodable lines.
 
 Names. A label, tag or example id is written as a cell of a tab-separated line
 (``submit_results.tsv``, ``test_results.tsv``' header) or as one line of a file (``labels.txt``,
@@ -105,4 +108,27 @@ def tab_or_line_break(name: str) -> str | None:
     for char in name:
         if char in _SPLITTING:
             return _NAMES.get(char, f"U+{ord(char):04X}")
+    return None
+
+
+# How much of a file ``not_text_reason`` looks at, and the signatures it names.
+TEXT_CHECK_BYTES = 8192
+_SIGNATURES = ((b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
+               (b"BZh", "bzip2-compressed: decompress it first (bunzip2)"),
+               (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz)"),
+               (b"PK\x03\x04", "a zip archive: extract its files first"),
+               (b"\xff\xfe", "UTF-16 text: save it as UTF-8"),
+               (b"\xfe\xff", "UTF-16 text: save it as UTF-8"))
+
+
+def not_text_reason(head: bytes) -> str | None:
+    """Why a file whose first bytes are ``head`` (``TEXT_CHECK_BYTES`` of them) is not UTF-8 text,
+    or None: a compression or UTF-16 signature, or a NUL byte, which no text file holds (a TFRecord,
+    a SentencePiece model, a checkpoint). Skipping its undecodable lines would train on the lines of
+    binary data that happen to decode."""
+    for signature, reason in _SIGNATURES:
+        if head.startswith(signature):
+            return reason
+    if b"\x00" in head:
+        return "a binary file (it holds NUL bytes; a TFRecord, a model?), not text"
     return None

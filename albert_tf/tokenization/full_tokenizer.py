@@ -29,6 +29,13 @@ from albert_tf.tokenization.wordpiece import (WORDPIECE_UNK, BasicTokenizer, Wor
 # FullTokenizer
 # ---------------------------------------------------------------------------------------------------
 
+def _is_sentencepiece_vocab(vocab: dict[str, int]) -> bool:
+    """Whether a vocabulary read as WordPiece is a SentencePiece model's ``.vocab`` listing (its
+    <unk> piece and word-start pieces ``\u2581...``): read as WordPiece, every word would become
+    [UNK] or wrong pieces, so it is refused with a pointer to the model file."""
+    return "<unk>" in vocab and any(piece.startswith("\u2581") for piece in vocab)
+
+
 class FullTokenizer:
     """The reference's ``FullTokenizer``: SentencePiece when ``spm_model_file`` is set, else WordPiece.
 
@@ -73,6 +80,11 @@ class FullTokenizer:
             self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
             required = (WORDPIECE_UNK,) + SPECIAL_PIECES
         missing = [piece for piece in required if piece not in self.vocab]
+        if missing and not uses_sentencepiece and _is_sentencepiece_vocab(self.vocab):
+            raise TokenizerError(
+                f"vocab file {self.source_file} is the .vocab listing of a SentencePiece model "
+                "(<unk> and pieces starting with \u2581), not a WordPiece vocab.txt: give the "
+                "model itself (the .model file beside it) as --spm_model_file")
         if missing:
             kind = "SentencePiece model" if self.sp_model else "vocab file"
             raise TokenizerError(

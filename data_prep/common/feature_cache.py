@@ -112,14 +112,15 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
                        key: Mapping | None = None) -> FeatureFile:
     """Writes a feature file: ``build(sink)`` writes the records and returns the metadata dict.
 
-    Any previous file pair at ``record_path`` is removed first. The records go to a temporary name
-    that is renamed to ``record_path`` once ``build`` returns; then the sidecar is written
-    atomically. If ``build`` (or anything after it) raises, KeyboardInterrupt included, neither
-    ``record_path`` nor its sidecar exists afterwards.
+    The records go to a temporary name; only once ``build`` returns is a previous file pair at
+    ``record_path`` replaced: its sidecar is removed, the temporary renamed to ``record_path``,
+    then the new sidecar written atomically. So a run that fails while building (bad input met
+    half-way, Ctrl-C, a full disk) leaves a previous feature file at that path as it was (the
+    user's earlier output of data_prep.race or data_prep.squad is not lost to a failed rerun), and
+    a sidecar only ever describes the record file beside it. If anything after the build raises,
+    neither ``record_path`` nor its sidecar exists afterwards.
     """
     sidecar = sidecar_path(record_path)
-    _remove_if_present(sidecar)
-    _remove_if_present(record_path)
     with temporary_path(record_path) as temporary:
         with opening_user_file(record_path, "feature file"):
             writer = tf.io.TFRecordWriter(temporary)
@@ -134,6 +135,8 @@ def write_feature_file(record_path: str, build: Callable[[RecordSink], dict],
                     "num_records": sink.count,
                     "record_bytes": tf.io.gfile.stat(temporary).length,
                     "metadata": _json_round_trip(dict(metadata), f"the metadata of {record_path}")}
+        # The old sidecar goes before the new records take its file's name, never after.
+        _remove_if_present(sidecar)
     try:
         with opening_user_file(sidecar, "feature sidecar"):
             atomic_write_text(sidecar, json.dumps(contents) + "\n")
@@ -287,6 +290,10 @@ def cached_feature_file(cache_dir: str, task: str, split: str, settings: Any,
             changed = sorted(field for field in key if stored.get(field) != key[field])
             reason = f"cache key changed: {', '.join(changed)}"
     logging.info("building features %s (%s)", record_path, reason)
+    # A stale entry of the cache is removed before the rebuild: it is the cache's own file, and a
+    # failed rebuild leaves no entry that could be mistaken for the current one.
+    _remove_if_present(sidecar_path(record_path))
+    _remove_if_present(record_path)
     features = write_feature_file(record_path, build, key)
     logging.info("wrote %d records to %s", features.num_records, record_path)
     return features

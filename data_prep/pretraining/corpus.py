@@ -19,12 +19,32 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors.user_error import UserError
-from albert_tf.files.text_lines import iter_file_lines
+from albert_tf.files.text_lines import TEXT_CHECK_BYTES, iter_file_lines, not_text_reason
 from data_prep.common.user_errors import opening_user_file
 
 
 class CorpusError(UserError, ValueError):
     """The input corpus cannot be used; the message names the pattern, file or line."""
+
+
+def _check_text_head(path: str, head: bytes) -> None:
+    """CorpusError when ``head``, the start of ``path``, shows a file that is not UTF-8 text:
+    refused even with --skip_invalid_lines, whose skipping would keep the lines of binary data
+    that happen to decode (hundreds of "sentences" from a TFRecord)."""
+    reason = not_text_reason(head)
+    if reason:
+        raise CorpusError(f"{path} is {reason}; the corpus is UTF-8 text files, one sentence per "
+                          "line")
+
+
+def check_local_text_files(files: list[str]) -> None:
+    """The start of every local input file checked before any work (CorpusError naming the first
+    that is not text), so that a stray binary file matched by a glob stops the run at once, not
+    when the reader reaches it; remote files (gs://) are checked as they are read."""
+    for path in files:
+        if "://" not in path:
+            with opening_user_file(path), open(path, "rb") as handle:
+                _check_text_head(path, handle.read(TEXT_CHECK_BYTES))
 
 
 @dataclasses.dataclass
@@ -79,6 +99,8 @@ class CorpusReader:
 
     def _lines(self, path: str) -> Iterator[str]:
         with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
+            _check_text_head(path, handle.read(TEXT_CHECK_BYTES))
+            handle.seek(0)
             for line_number, raw in enumerate(iter_file_lines(handle), start=1):
                 try:
                     text = raw.decode("utf-8")

@@ -16,7 +16,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from data_prep.pretraining.instances import IN_ORDER, PAIR_KINDS
+from data_prep.pretraining.instances import IN_ORDER, PAIR_KINDS, RANDOM_DOCUMENT
+
+# In sentence-order mode, above this share of instances taking segment B from another
+# document the run warns: most of its sentence-order labels then say nothing about order.
+RANDOM_DOCUMENT_WARNING_FRACTION = 0.5
 
 
 @dataclasses.dataclass
@@ -78,3 +82,42 @@ class GenerationStats:
             "sentences": self.sentences,
             "invalid_lines_skipped": self.invalid_lines_skipped,
         }
+
+
+def sentence_order_warning(summary: dict[str, Any], random_next_sentence: bool) -> str | None:
+    """A warning when most sentence-order (SOP) instances took segment B from another document.
+
+    A chunk of a single sentence gets a random document's text as segment B (label 1), as in the
+    reference; a corpus of one sentence per line with blank lines between documents gives a few
+    percent of such pairs. A corpus of one paragraph per line between blank lines (a Wikipedia
+    extractor's output), or lines longer than --max_seq_length, make nearly every chunk a single
+    line: the run completes, but the SOP task degenerates into telling random pairs apart. None
+    when the share is below ``RANDOM_DOCUMENT_WARNING_FRACTION`` or in NSP mode (where half the
+    pairs are random by design).
+    """
+    instances = summary["instances"]
+    random_pairs = summary["sentence_pairs"][RANDOM_DOCUMENT]
+    if random_next_sentence or not instances or \
+            random_pairs <= RANDOM_DOCUMENT_WARNING_FRACTION * instances:
+        return None
+    documents, sentences = summary["documents"], summary["sentences"]
+    return (f"{random_pairs} of {instances} instances ({100 * random_pairs / instances:.0f}%) take "
+            "segment B from another document instead of testing sentence order, because their "
+            f"chunk holds a single line (the {documents} documents hold "
+            f"{sentences / max(documents, 1):.1f} lines on average). Sentence-order prediction "
+            "needs documents of several lines: one sentence per line, a blank line between "
+            "documents (split paragraphs into sentences); lines longer than --max_seq_length "
+            "pieces have the same effect")
+
+
+def empty_outputs_warning(instances: int, output_files: Sequence[str]) -> str | None:
+    """A warning when there are fewer instances than output files: records go round-robin, so
+    the last files are written empty, and run_pretraining refuses an empty file (a glob over the
+    outputs would stop it). None when every output holds a record."""
+    empty = output_files[instances:]
+    if not empty:
+        return None
+    shown = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (f"{len(empty)} of the {len(output_files)} output files hold no record ({shown}): the "
+            f"run made {instances} instances, fewer than the files; run_pretraining refuses an "
+            "empty file, so leave them out of its --input_file, or give fewer --output_file paths")

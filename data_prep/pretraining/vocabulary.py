@@ -19,11 +19,12 @@ from typing import Iterator, Sequence
 
 import sentencepiece as spm
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open, atomic_write_text
 from albert_tf.files.paths import expand_input_patterns
-from albert_tf.files.text_lines import iter_file_lines
+from albert_tf.files.text_lines import TEXT_CHECK_BYTES, iter_file_lines, not_text_reason
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.common.user_errors import SettingsError, opening_user_file
 from data_prep.pretraining.corpus import CorpusError
@@ -33,6 +34,9 @@ UNK_ID = 1
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
 DEFAULT_CHARACTER_COVERAGE = 0.99995
+# SentencePiece's default max_sentence_length (bytes of a line as it receives it): longer lines are
+# left out of training. Passed explicitly so that the count of such lines matches what it skips.
+MAX_SENTENCE_BYTES = 4192
 
 
 class TrainSentencePieceError(UserError, RuntimeError):
@@ -41,7 +45,8 @@ class TrainSentencePieceError(UserError, RuntimeError):
 
 
 class _NormalizedLines:
-    """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded.
+    """Iterates the non-blank lines of ``files`` after ``preprocess_text``; counts what it yielded
+    (``count``) and how many of those SentencePiece will leave out as too long (``too_long``).
 
     ``error``: the user's mistake (a missing file, a line that is not UTF-8) that stopped the
     iteration, kept because SentencePiece, which iterates it, turns it into a RuntimeError of its
@@ -51,6 +56,7 @@ class _NormalizedLines:
         self.files = files
         self.do_lower_case = do_lower_case
         self.count = 0
+        self.too_long = 0
         self.error: UserError | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -63,6 +69,11 @@ class _NormalizedLines:
     def _lines(self) -> Iterator[str]:
         for path in self.files:
             with opening_user_file(path), tf.io.gfile.GFile(path, "rb") as handle:
+                reason = not_text_reason(handle.read(TEXT_CHECK_BYTES))
+                if reason:
+                    raise CorpusError(f"{path} is {reason}; the input is UTF-8 text files, one "
+                                      "sentence per line")
+                handle.seek(0)
                 for number, raw in enumerate(iter_file_lines(handle), start=1):
                     try:
                         line = raw.decode("utf-8")
@@ -72,6 +83,7 @@ class _NormalizedLines:
                     text = preprocess_text(line, lower=self.do_lower_case)
                     if text:
                         self.count += 1
+                        self.too_long += len(text.encode("utf-8")) > MAX_SENTENCE_BYTES
                         yield text
 
 
@@ -126,6 +138,7 @@ def train_sentencepiece(input_files: str | Sequence[str],
             shuffle_input_sentence=shuffle_input_sentence,
             hard_vocab_limit=hard_vocab_limit,
             num_threads=num_threads,
+            max_sentence_length=MAX_SENTENCE_BYTES,
             minloglevel=1 if quiet else 0)
     except RuntimeError as err:
         if lines.error is not None:
@@ -139,7 +152,18 @@ def train_sentencepiece(input_files: str | Sequence[str],
             ) from err
         if lines.count == 0:
             raise TrainSentencePieceError(f"no non-blank lines in the input files {files}") from err
+        if lines.too_long == lines.count:
+            raise TrainSentencePieceError(
+                f"every one of the {lines.count} non-blank lines of {files} is longer than "
+                f"{MAX_SENTENCE_BYTES} bytes, which SentencePiece leaves out of training: give one "
+                "sentence per line (split paragraphs into sentences)") from err
         raise TrainSentencePieceError(f"SentencePiece training failed: {message.strip()}") from err
+    if lines.too_long:
+        logging.warning(
+            "%d of %d lines (%.1f%%) are longer than %d bytes and were left out of training by "
+            "SentencePiece (its max_sentence_length): the model did not learn from their text; "
+            "give one sentence per line (split paragraphs into sentences) to use it",
+            lines.too_long, lines.count, 100 * lines.too_long / lines.count, MAX_SENTENCE_BYTES)
     model_bytes = model_writer.getvalue()
     atomic_write_text(model_prefix + ".vocab", _vocab_text(model_bytes))
     with atomic_open(model_prefix + ".model", "wb") as handle:

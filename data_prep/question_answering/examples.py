@@ -141,6 +141,17 @@ def _place(article: int, paragraph: int, question: int) -> str:
     return f"data[{article}].paragraphs[{paragraph}].qas[{question}]"
 
 
+def _no_question_message(source: str, skipped: list[str], articles: int, paragraphs: int) -> str:
+    """Why a SQuAD file gave no question: a feature file of 0 records (or a run on one) would
+    finish without a word, as if it had worked."""
+    if skipped:
+        return (f"{source}: every one of its {len(skipped)} training questions is skipped: their "
+                f"answer text is not found at answer_start ({', '.join(skipped[:5])}"
+                f"{', ...' if len(skipped) > 5 else ''}); check the offsets")
+    return (f"{source}: no question ({articles} articles, {paragraphs} paragraphs): expected "
+            "questions in data[].paragraphs[].qas[]")
+
+
 def parse_squad_questions(dataset: Any, is_training: bool, source: str = "<data>",
                           version_2_with_negative: bool | None = None) -> SquadQuestions:
     """The questions of a parsed SQuAD JSON object (see the module doc); ``source`` names it in
@@ -180,6 +191,8 @@ def parse_squad_questions(dataset: Any, is_training: bool, source: str = "<data>
                     qas_id=qas_id, question_text=question, paragraph_text=context,
                     paragraph_index=paragraph_index, answers=answers, **label))
             paragraph_index += 1
+    if not examples:
+        raise SquadDataError(_no_question_message(source, skipped, len(articles), paragraph_index))
     if skipped:
         logging.warning("%s: skipped %d training questions whose answer text is not found at "
                         "answer_start: %s", source, len(skipped), ", ".join(skipped[:20])
