@@ -410,7 +410,7 @@ def test_run_pretraining_on_an_empty_tfrecord_stops_at_once(tmp_path, config_fil
                          f"--input_file={empty}", f"--output_dir={output_dir}",
                          f"--max_seq_length={S}", "--train_batch_size=2", "--num_train_steps=2")
     assert_one_line_error(result, "run_pretraining", f"{empty}: no record")
-    assert not [name for name in os.listdir(output_dir) if name.startswith("model.ckpt")]
+    assert not output_dir.exists()  # no checkpoint, and not the directory it made either
 
 
 def test_run_pretraining_names_the_flag_the_file_and_the_length(tmp_path, config_file,
