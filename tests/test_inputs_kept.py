@@ -21,6 +21,7 @@ import os
 import pytest
 
 from tests.command_runner import run_command
+from tests.shared_setup import tiny_config
 
 SPM_BYTES = b"a SentencePiece model, as far as the checks know"
 
@@ -189,3 +190,26 @@ def test_convert_checkpoint_refuses_to_write_where_its_source_is(tmp_path):
         "the conversion writes its checkpoint and the directory's 'checkpoint' file there; choose "
         "another --output_dir")
     assert index.read_bytes() == b"an index that must survive"
+
+
+def test_run_pretraining_resumes_from_the_config_it_recorded(tmp_path, pretraining_records):
+    # A run records its config as <output_dir>/albert_config.json, written only where absent: a
+    # rerun given that very file as --albert_config_file reads it and writes nothing over it
+    # (it was refused as an output over an input).
+    config = tmp_path / "first.json"
+    config.write_text(tiny_config(max_position_embeddings=128).to_json_string())
+    output_dir = tmp_path / "run"
+    common = [f"--input_file={pretraining_records}", f"--output_dir={output_dir}",
+              "--max_seq_length=128", "--train_batch_size=2", "--save_checkpoints_steps=2",
+              "--iterations_per_loop=2", "--nodo_eval"]
+    first = run_command("run_pretraining.py", f"--albert_config_file={config}", *common,
+                        "--num_train_steps=2")
+    assert first.returncode == 0, first.stderr[-2000:]
+    recorded = output_dir / "albert_config.json"
+    before = recorded.read_bytes()
+    again = run_command("run_pretraining.py", f"--albert_config_file={recorded}", *common,
+                        "--num_train_steps=4")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Resumed from" in again.stdout + again.stderr
+    assert os.path.exists(output_dir / "model.ckpt-4.index")
+    assert recorded.read_bytes() == before
