@@ -79,6 +79,11 @@ def _source_and_target(values: dict) -> tuple[str, str]:
 _CHECKED_FLAGS = [*DEFAULT_TARGETS, "to", "albert_config_file", "head"]
 
 
+def _parsed_source_and_target() -> tuple[str, str]:
+    """(source flag, target format) of the parsed flags."""
+    return _source_and_target({name: flags.FLAGS[name].value for name in _CHECKED_FLAGS})
+
+
 def _check_conversion(values: dict) -> bool:
     """One source flag, a --to that converts it, --albert_config_file where needed (a flag
     validator: mistakes answer before TensorFlow loads)."""
@@ -149,7 +154,7 @@ TASK_HEADS = (
 def main(argv: list[str]) -> None:
     del argv
     values = flags.FLAGS
-    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    flag, target = _parsed_source_and_target()
     source = values[flag].value
     options = dict(init_from_group0=values.init_from_group0, overwrite=values.overwrite,
                    config_file=values.albert_config_file)
@@ -217,7 +222,7 @@ def check_source_format() -> None:
     anything is loaded: a Hugging Face directory given as --checkpoint, or the reverse, would
     otherwise end in a message about a missing checkpoint or config.json."""
     values = flags.FLAGS
-    flag, _ = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    flag, _ = _parsed_source_and_target()
     check_source(values[flag].value, flag)
 
 
@@ -225,7 +230,7 @@ def check_heads_record() -> None:
     """Reads the classifier_heads.json beside an albert_tf --checkpoint before any work, so a
     malformed record stops the command at once (HeadsMismatch naming it)."""
     values = flags.FLAGS
-    flag, _ = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    flag, _ = _parsed_source_and_target()
     record = heads_record(values[flag].value, flag)
     if record is not None:
         recorded_heads(os.path.dirname(record))
@@ -237,7 +242,7 @@ def run_files() -> RunFiles:
     (--to=huggingface) the Hugging Face directory, replaced with --overwrite only when it holds
     nothing but what a conversion writes there."""
     values = flags.FLAGS
-    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    flag, target = _parsed_source_and_target()
     source = values[flag].value
     if flag != HF_SOURCE_FLAG:
         try:
@@ -264,7 +269,7 @@ def check_output() -> None:
     other checkpoint, no file of the user's under a name the conversion writes, an earlier
     conversion only with --overwrite (the conversion functions check again)."""
     values = flags.FLAGS
-    flag, target = _source_and_target({name: values[name].value for name in _CHECKED_FLAGS})
+    flag, target = _parsed_source_and_target()
     if target == "huggingface":
         check_hf_output_dir(values.output_dir, values.overwrite)
     elif flag == HF_SOURCE_FLAG:

@@ -219,17 +219,15 @@ def check_source(path: str, flag: str) -> str:
             pass
         raise ConversionError(f"--{flag}={path} is not a Hugging Face directory (expected "
                               f"{CONFIG_FILE} and model.safetensors in it).{hint}")
-    if is_hf_directory(path):
-        raise ConversionError(f"--{flag}={path} is a Hugging Face directory: pass it as "
-                              f"--{HF_SOURCE_FLAG} (it converts to albert_tf; convert that "
-                              "output further for another format).")
     return _source(path, flag, object_based=flag == "checkpoint")
 
 
 def _source(path: str, flag: str, object_based: bool) -> str:
     """The checkpoint prefix that ``--<flag>=path`` names, checked to have that flag's format."""
     if is_hf_directory(path):
-        return check_source(path, flag)  # raises, naming --hf_checkpoint
+        raise ConversionError(f"--{flag}={path} is a Hugging Face directory: pass it as "
+                              f"--{HF_SOURCE_FLAG} (it converts to albert_tf; convert that "
+                              "output further for another format).")
     try:
         prefix = resolve_checkpoint_path(path)
     except FileNotFoundError as err:
