@@ -16,6 +16,7 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert, spm_fixtures
 from tests.command_runner import run_command
 from tests.test_checkpoints import save_object_checkpoint, small_config
+from tests.test_cli_errors import assert_one_line_error as assert_error_of
 from tests.tf1_fixtures import write_reference_checkpoint
 
 
@@ -24,12 +25,8 @@ def convert(*args):
 
 
 def assert_one_line_error(result, *parts):
-    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("convert_checkpoint: error: "), last
-    for part in parts:
-        assert part in last, last
+    """test_cli_errors' check of a refused command, for convert_checkpoint."""
+    assert_error_of(result, "convert_checkpoint", *parts)
 
 
 def snapshot(directory):
