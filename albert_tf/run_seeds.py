@@ -177,8 +177,7 @@ def main(argv: list[str]) -> None:
     command = recipe_command(argv[1:])
     values = flags.FLAGS
     seeds = [int(seed) for seed in values.seeds]
-    check_recipe(values.output_dir, argv[1:])
-    record_recipe(values.output_dir, argv[1:])
+    record_recipe(values.output_dir, argv[1:])  # checked against the record before main
     for index, seed in enumerate(seeds, start=1):
         run_seed(command, values.output_dir, seed, f"{index}/{len(seeds)}")
     summary = summarize_seeds(values.output_dir, seeds)
