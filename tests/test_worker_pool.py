@@ -17,6 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 import pytest
 
 from albert_tf.cli import error_boundary
+from data_prep.common import worker_pool
 from data_prep.common.worker_pool import ordered_map
 from data_prep.question_answering.examples import SquadDataError
 from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids, is_alive,
@@ -107,6 +108,25 @@ def test_one_worker_runs_in_this_process():
 def test_fewer_than_one_worker_is_refused():
     with pytest.raises(ValueError, match="num_workers must be >= 1, got 0"):
         next(ordered_map(make_square_worker, range(3), 0))
+
+
+def test_a_ctrl_c_landing_while_a_worker_starts_does_not_reach_it(monkeypatch):
+    """A worker runs this process's signal handlers until its initializer replaces them: a Ctrl-C
+    in that window (here sent by each worker to itself first thing) raised KeyboardInterrupt in the
+    initializer, printed its traceback and broke the pool. Forked with the signal blocked, the
+    worker discards it once it ignores SIGINT."""
+    start_worker_process = worker_pool._die_with_parent
+
+    def start_interrupted(parent_pid):
+        os.kill(os.getpid(), signal.SIGINT)
+        start_worker_process(parent_pid)
+
+    monkeypatch.setattr(worker_pool, "_die_with_parent", start_interrupted)
+    assert list(ordered_map(make_square_worker, range(8), 2)) == [task * task for task in range(8)]
+    # This process got nothing, and still takes Ctrl-C.
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
 
 
 def failing_worker(fail_at: int, in_make_worker: bool = False):

@@ -14,7 +14,9 @@ they all get the same guarantees:
 - Workers never outlive this process: they die with it even when it is killed with SIGKILL
   (prctl PR_SET_PDEATHSIG on Linux, else a thread watching the parent). They ignore Ctrl-C (SIGINT
   reaches the whole process group) and get SIGTERM's default action: stopping is this process's
-  decision, not each worker's.
+  decision, not each worker's. They are forked with SIGINT and SIGTERM blocked, and unblock them
+  only once their own handlers are set: a Ctrl-C or a stop landing while a worker starts must not
+  run this process's handlers in the worker (a traceback on the terminal, a broken pool).
 - Stopping early: an exception raised by a worker (``make_worker`` included) is raised again here,
   the same type with the same message, the worker's traceback as its ``__cause__``; that, an
   exception or interrupt in this process, or the caller closing the generator terminates the
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -77,7 +80,8 @@ def ordered_map(make_worker: Callable[[], Callable[[Task], Result]], tasks: Iter
     try:
         pending: collections.deque[concurrent.futures.Future] = collections.deque()
         for task in tasks:
-            pending.append(executor.submit(_run_task, task))
+            with _stop_signals_blocked():  # the first submit forks the workers
+                pending.append(executor.submit(_run_task, task))
             if len(pending) >= num_workers + _EXTRA_IN_FLIGHT:
                 yield pending.popleft().result()
         while pending:
@@ -90,6 +94,20 @@ def ordered_map(make_worker: Callable[[], Callable[[Task], Result]], tasks: Iter
         # After a stop the workers are gone: the executor's own shutdown is not waited for (an
         # interrupt landing inside the executor's bookkeeping could leave it waiting forever).
         executor.shutdown(wait=not stopped, cancel_futures=True)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Blocks SIGINT and SIGTERM in this thread for the block, so that processes forked in it start
+    with them blocked; one that arrived meanwhile is handled here when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _terminate_workers(executor: concurrent.futures.ProcessPoolExecutor,
@@ -116,6 +134,9 @@ def _start_worker(make_worker: Callable[[], Callable], parent_pid: int) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Forked with both blocked (_stop_signals_blocked): a SIGINT sent meanwhile is now discarded, a
+    # SIGTERM ends the worker.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     global _make_worker
     _make_worker = make_worker
 
