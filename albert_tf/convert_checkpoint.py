@@ -282,5 +282,6 @@ def check_output() -> None:
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files()), check_output,
+    # check_output first: its refusal of the user's files says what --overwrite replaces.
+    error_boundary.run(main, checks=[check_output, lambda: check_run_files(run_files()),
                                      check_source_format, check_heads_record])

@@ -31,6 +31,7 @@ import pytest
 
 from albert_tf.cli import fine_tuning
 from albert_tf.files import run_files as run_files_module
+from albert_tf.files.output_record import RECORD_NAME
 from albert_tf.files.run_files import NewDirectory, Output, RunFiles, check_run_files
 from tests.command_runner import run_command
 from tests.shared_setup import tiny_config
@@ -332,3 +333,31 @@ def test_paper_tables_never_writes_over_the_results_it_reads(tmp_path):
     results = f"{flags['runs_dir']}/rte/best_results"
     case = Case("-m albert_tf.paper_tables", tables, None, ("output",))
     assert_refused(case, {**flags, "output": results}, str(tmp_path), results + ".json")
+
+
+def users_file(path: str, is_directory: bool) -> None:
+    """A file of the user's at ``path``, or a directory of the user's holding one."""
+    write(os.path.join(path, "mine.txt") if is_directory else path, "the user's own\n")
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case.build in (
+    classifier, ner, squad, race, pretraining, conversion, seeds)],
+    ids=lambda case: case.build.__name__)
+def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
+        tmp_path, monkeypatch, case):
+    """A file the user keeps in the directory given as --output_dir under a name the run writes
+    there (a released model's model.ckpt-best.index, notes called eval_results.txt) was replaced,
+    renamed or deleted as if an earlier run had written it. Every such name of every command with
+    one: refused in one line naming it, nothing on disk changed (no output record either)."""
+    root = str(tmp_path)
+    flags = case.build(root)
+    declared = declaration(monkeypatch, case, flags)
+    fixed = [output for output in declared.outputs if output.fixed and not output.ours_by_name]
+    assert fixed
+    for output in fixed:
+        path = member(output)
+        users_file(path, output.is_directory)
+        assert_refused(case, flags, root, path)
+        shutil.rmtree(os.path.dirname(path))
+    check_run_files(declared)  # without them the run goes ahead, and records its names
+    assert RECORD_NAME in os.listdir(os.path.dirname(member(fixed[0])))

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from albert_tf.files import created_directories
+from albert_tf.files.output_record import RECORD_NAME, OutputRecordError, recorded_names
 from albert_tf.files.paths import OutputPathError
 from albert_tf.files.run_files import (Input, NewDirectory, Output, RunFiles, WorkDirectory,
                                        check_run_files, fixed_outputs)
@@ -68,7 +70,8 @@ def test_an_output_inside_a_fixed_name_of_the_run_is_refused(tmp_path):
     run = WorkDirectory("--output_dir", str(tmp_path / "run"))
     owned = (fixed_outputs(run, ["eval", "train"], is_directory=True)
              + fixed_outputs(run, ["checkpoint"]))
-    (tmp_path / "run" / "eval").mkdir(parents=True)
+    check_run_files(RunFiles(outputs=owned, work_directories=(run,)))  # the run that logged
+    (tmp_path / "run" / "eval").mkdir()
     (tmp_path / "run" / "eval" / "events.out.tfevents.1").write_bytes(b"log")
     with pytest.raises(OutputPathError, match=r"--tflite_file '.*run/eval/events.out.tfevents.1' "
                                               r"is inside eval \(written in --output_dir\)"):
@@ -211,3 +214,81 @@ def test_declared_finds_the_outputs_of_a_declaration(tmp_path):
     assert files.declared(str(tmp_path / "test_results_m.tsv"))
     with pytest.raises(KeyError, match="not among the declared outputs"):
         files.declared(str(tmp_path / "other.json"))
+
+
+def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
+    """The first run that finds a fixed name free records it (.albert_tf_outputs.json); later runs
+    then take what is there under that name for an earlier run's output. A user's file under a
+    name no run recorded is refused, by name for one file, with the family's consequence for a
+    family."""
+    run = WorkDirectory("--output_dir", str(tmp_path / "run"))
+    owned = fixed_outputs(run, ["eval_results.txt", "model.ckpt-*"])
+    files = RunFiles(outputs=owned, work_directories=(run,))
+    check_run_files(files)
+    assert recorded_names(run.path) == {"eval_results.txt", "model.ckpt-*"}
+    (tmp_path / "run" / "eval_results.txt").write_text("an earlier run's\n")
+    (tmp_path / "run" / "model.ckpt-3.index").write_text("an earlier run's\n")
+    check_run_files(files)
+
+    mine = WorkDirectory("--output_dir", str(tmp_path / "albert_base"))
+    (tmp_path / "albert_base").mkdir()
+    for name in ("model.ckpt-best.index", "model.ckpt-best.data-00000-of-00001"):
+        (tmp_path / "albert_base" / name).write_text("a released model\n")
+    with pytest.raises(OutputPathError, match=(
+            r"^--output_dir '.*albert_base' holds 'model.ckpt-best.data-00000-of-00001' \(and 1 "
+            r"more of model.ckpt-\*\), which albert_tf did not write there .*: the run writes, "
+            r"replaces and deletes files of that name there. Move it elsewhere")):
+        check_run_files(RunFiles(outputs=fixed_outputs(mine, ["model.ckpt-*"]),
+                                 work_directories=(mine,)))
+    (tmp_path / "albert_base" / "eval_results.txt").write_text("my notes\n")
+    with pytest.raises(OutputPathError, match=r"holds 'eval_results.txt', which albert_tf did not "
+                                              r"write there .*: the run writes its "
+                                              r"eval_results.txt there, replacing what is there"):
+        check_run_files(RunFiles(outputs=fixed_outputs(mine, ["eval_results.txt"]),
+                                 work_directories=(mine,)))
+    assert sorted(os.listdir(tmp_path / "albert_base")) == [
+        "eval_results.txt", "model.ckpt-best.data-00000-of-00001", "model.ckpt-best.index"]
+    # A name no user's file bears (a digest-named cache file) needs no record.
+    (tmp_path / "albert_base" / "rte_dev_0123abcd.tf_record").write_text("cache\n")
+    check_run_files(RunFiles(outputs=fixed_outputs(mine, ["rte_*_????????.tf_record*"],
+                                                   ours_by_name=True), work_directories=(mine,)))
+    assert recorded_names(mine.path) == frozenset()
+
+
+def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
+    """Versions before the record left no record, but every training run left its 'checkpoint'
+    state file: a directory holding one is an earlier run's, and its names are recorded now."""
+    run = WorkDirectory("--output_dir", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    (tmp_path / "run" / "eval_results.txt").write_text("an earlier run's\n")
+    files = RunFiles(outputs=fixed_outputs(run, ["checkpoint", "eval_results.txt"]),
+                     work_directories=(run,))
+    check_run_files(files)
+    assert recorded_names(run.path) == {"checkpoint", "eval_results.txt"}
+    # A file called 'checkpoint' that is no checkpoint state file proves nothing.
+    other = WorkDirectory("--output_dir", str(tmp_path / "other"))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "checkpoint").write_text("my notes on checkpoints\n")
+    with pytest.raises(OutputPathError, match=r"holds 'checkpoint', which albert_tf did not"):
+        check_run_files(RunFiles(outputs=fixed_outputs(other, ["checkpoint"]),
+                                 work_directories=(other,)))
+
+
+def test_an_unreadable_output_record_is_named(tmp_path):
+    run = WorkDirectory("--output_dir", str(tmp_path))
+    (tmp_path / RECORD_NAME).write_text('{"fixed_names": "checkpoint"}')
+    with pytest.raises(OutputRecordError, match=rf"^The output record .*{RECORD_NAME} must hold a "
+                                                r"list of names under \"fixed_names\""):
+        check_run_files(RunFiles(outputs=fixed_outputs(run, ["checkpoint"]),
+                                 work_directories=(run,)))
+
+
+def test_a_directory_the_check_created_is_removed_with_its_record_when_the_command_fails(
+        tmp_path):
+    run = WorkDirectory("--output_dir", str(tmp_path / "new" / "run"))
+    created_directories.forget()
+    check_run_files(RunFiles(outputs=fixed_outputs(run, ["checkpoint"]), work_directories=(run,)))
+    assert os.listdir(run.path) == [RECORD_NAME]
+    created_directories.remove_those_left_empty()  # what the error boundary does on an error
+    assert os.listdir(tmp_path) == []

@@ -181,7 +181,7 @@ def feature_cache_files(settings: RunSettings, inputs: tuple[Input, ...],
     caches in --cached_dir (--output_dir by default), named by the glob ``cache_patterns``."""
     cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
                           else "--output_dir", settings.cached_dir)
-    return RunFiles(inputs, fixed_outputs(cache, cache_patterns))
+    return RunFiles(inputs, fixed_outputs(cache, cache_patterns, ours_by_name=True))
 
 
 def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:

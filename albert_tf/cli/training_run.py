@@ -64,8 +64,8 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None,
                    if name != checkpoints and name not in directories_written)
     outputs = (fixed_outputs(output_dir, [checkpoints], consequence=CHECKPOINTS_CONSEQUENCE)
                + fixed_outputs(output_dir, directories_written, is_directory=True)
-               + fixed_outputs(output_dir, [*others, *SWEEP_OUTPUTS, LABEL_FILE, *lock_names,
-                                            *run_outputs]))
+               + fixed_outputs(output_dir, [*others, *SWEEP_OUTPUTS, LABEL_FILE, *run_outputs])
+               + fixed_outputs(output_dir, lock_names, ours_by_name=True))
     if settings.tflite_file:
         outputs += (Output("--tflite_file", settings.tflite_file),)
     read = inputs(("--albert_config_file", settings.albert_config_file),

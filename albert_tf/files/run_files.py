@@ -15,10 +15,14 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
   ``.index`` or a data shard): it belongs to a run;
 - a directory written whole that holds anything but what the command wrote there earlier (and even
   that only when the user asked to replace it), naming what it holds;
+- a file or directory under a fixed name of the run that albert_tf did not write: the directory's
+  output record (albert_tf/files/output_record.py) does not list the name. Once every check
+  passed, the record lists all the run's fixed names there;
 - directories that cannot be created or written, outputs whose place is taken by a directory.
 
 Because a command's fixed names are declared whatever its actions, a file one run of a command
-wrote into its directory is never replaced by another output of a later run. Messages name the
+wrote into its directory is never replaced by another output of a later run, and a user's file of
+such a name is never taken for the run's. Messages name the
 flag (or the fixed name and its directory) and both paths. Local paths and anything
 ``tf.io.gfile`` handles (``gs://``) work; local paths are compared as files (device and inode).
 """
@@ -34,6 +38,7 @@ from typing import Iterable
 import tensorflow as tf
 
 from albert_tf.files.created_directories import make_directories
+from albert_tf.files.output_record import RECORD_NAME, add_to_record, recorded_names
 from albert_tf.files.paths import OutputPathError, absolute_path, path_identity
 
 # Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
@@ -61,6 +66,8 @@ class Output:
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
     files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
     a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
+    ``ours_by_name``: a fixed name no user's file would bear (a hidden lock, a cache file named by a
+    digest), taken for the command's own without the directory's output record.
     """
 
     what: str
@@ -69,6 +76,7 @@ class Output:
     family: bool = False
     consequence: str = "the run writes, replaces and deletes files of that name there"
     is_directory: bool = False
+    ours_by_name: bool = False
 
     @property
     def fixed(self) -> bool:
@@ -319,10 +327,56 @@ def _check_writable(files: RunFiles) -> None:
                                       "file, not a directory")
 
 
+def _fixed_outputs_by_directory(files: RunFiles) -> dict[str, list[Output]]:
+    by_directory: dict[str, list[Output]] = {}
+    for output in files.outputs:
+        if output.fixed:
+            by_directory.setdefault(_parent(output.path), []).append(output)
+    return by_directory
+
+
+def _present_names(directory: str) -> list[str]:
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
+
+
+def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
+    """Refuses a file or directory of ``directory`` under one of the run's fixed names that the
+    directory's output record does not list (see albert_tf/files/output_record.py). A directory
+    without a record that holds a training run's ``checkpoint`` state file is an earlier version's
+    run directory: its names are the run's."""
+    recorded = recorded_names(directory)
+    if recorded is None and _is_checkpoint_file(tf.io.gfile.join(directory, "checkpoint")):
+        return
+    present = _present_names(directory)
+    for output in outputs:
+        name = os.path.basename(output.path)
+        if output.ours_by_name or name in (recorded or ()):
+            continue
+        found = [present_name for present_name in present
+                 if fnmatch.fnmatchcase(present_name, name)]
+        if found:
+            more = f" (and {len(found) - 1} more of {name})" if len(found) > 1 else ""
+            what_happens = (output.consequence if output.family
+                            else f"the run writes its {name} there, replacing what is there")
+            raise OutputPathError(
+                f"{output.within} {directory!r} holds {found[0]!r}{more}, which albert_tf did not "
+                f"write there (its record {RECORD_NAME} does not list it): {what_happens}. Move "
+                f"it elsewhere, or use another {output.within}")
+
+
 def check_run_files(files: RunFiles) -> None:
     """The pre-flight check of a command's declaration (see the module doc): OutputPathError (a
-    UserError) naming the paths, before anything is written. Creates the work directories."""
+    UserError) naming the paths, before anything is written. Creates the work directories and,
+    once every check passed, records the run's fixed names in each directory's output record."""
     _check_outputs_spare_inputs(files)
     _check_outputs_apart(files)
     _check_flag_outputs_spare_checkpoints(files)
     _check_writable(files)
+    by_directory = _fixed_outputs_by_directory(files)
+    by_directory = {directory: outputs for directory, outputs in by_directory.items()
+                    if tf.io.gfile.isdir(directory)}  # (each is a work directory, created above)
+    for directory, outputs in by_directory.items():
+        _check_fixed_names_are_ours(directory, outputs)
+    for directory, outputs in by_directory.items():
+        add_to_record(directory, [os.path.basename(output.path) for output in outputs
+                                  if not output.ours_by_name])
