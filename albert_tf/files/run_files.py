@@ -22,8 +22,8 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
 
 Because a command's fixed names are declared whatever its actions, a file one run of a command
 wrote into its directory is never replaced by another output of a later run, and a user's file of
-such a name is never taken for the run's. Messages name the
-flag (or the fixed name and its directory) and both paths. Local paths and anything
+such a name is never taken for the run's. Messages name the flag (or the fixed name and its
+directory) and both paths. Local paths and anything
 ``tf.io.gfile`` handles (``gs://``) work; local paths are compared as files (device and inode).
 """
 
@@ -328,9 +328,11 @@ def _check_writable(files: RunFiles) -> None:
 
 
 def _fixed_outputs_by_directory(files: RunFiles) -> dict[str, list[Output]]:
+    """The run's fixed names grouped by their directory (each a work directory, which the check
+    created)."""
     by_directory: dict[str, list[Output]] = {}
     for output in files.outputs:
-        if output.fixed:
+        if output.fixed and tf.io.gfile.isdir(_parent(output.path)):
             by_directory.setdefault(_parent(output.path), []).append(output)
     return by_directory
 
@@ -373,8 +375,6 @@ def check_run_files(files: RunFiles) -> None:
     _check_flag_outputs_spare_checkpoints(files)
     _check_writable(files)
     by_directory = _fixed_outputs_by_directory(files)
-    by_directory = {directory: outputs for directory, outputs in by_directory.items()
-                    if tf.io.gfile.isdir(directory)}  # (each is a work directory, created above)
     for directory, outputs in by_directory.items():
         _check_fixed_names_are_ours(directory, outputs)
     for directory, outputs in by_directory.items():
