@@ -58,6 +58,44 @@ def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
     assert not output_dir.exists() or not os.listdir(output_dir)
 
 
+def loading_tensorflow(pid: int) -> bool:
+    """Whether the process has mapped a library of TensorFlow: its import has begun, and takes
+    seconds more."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8") as maps:
+            return f"{os.sep}tensorflow{os.sep}" in maps.read()
+    except OSError:  # not started yet, or ended
+        return False
+
+
+@pytest.mark.subprocess  # Ctrl-C and SIGTERM
+@pytest.mark.parametrize("how, status", [("SIGTERM", 143), ("Ctrl-C", 130)])
+@pytest.mark.parametrize("program, command", [
+    ("glue", ["-m", "data_prep.glue", "--task_name=rte", "--data_dir={tmp}/glue",
+              "--spm_model_file={tmp}/x.model", "--cached_dir={tmp}/out"]),
+    ("run_classifier", ["run_classifier.py", "--task_name=rte", "--data_dir={tmp}/glue",
+                        "--albert_config_file={tmp}/x.json", "--spm_model_file={tmp}/x.model",
+                        "--output_dir={tmp}/out", "--do_train"]),  # SIGTERM's default action later
+])
+def test_a_stop_while_tensorflow_loads_is_one_line(tmp_path, how, status, program, command):
+    # It used to end silently (SIGTERM, status 143) or with the traceback of the import (Ctrl-C).
+    process = subprocess.Popen(
+        [sys.executable, *(part.format(tmp=tmp_path) for part in command)],
+        cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True, preexec_fn=ctrl_c_enabled)
+    try:
+        wait_for(lambda: loading_tensorflow(process.pid), 60, "TensorFlow's import to begin")
+        returncode, stderr = stop(process, how)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert returncode == status, stderr
+    assert stderr.splitlines() == [
+        f"{program}: stopped by {how} while starting; nothing was written"]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.subprocess  # SIGTERM
 @pytest.mark.requires_shared_data
 def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
