@@ -196,9 +196,9 @@ def _run(beam_options) -> None:
         summary = beam.write_with_beam(
             input_files, output_files, processor, FLAGS.chunk_documents, FLAGS.skip_invalid_lines,
             beam_options)
-    logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order label 1; "
-                 "%d of %d sentences longer than %d pieces, cut in every instance that holds them); "
-                 "statistics in %s", summary["instances"], summary["mean_tokens"],
+    logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order "
+                 "label 1; %d of %d sentences longer than %d pieces, cut in every instance that "
+                 "holds them); statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
                  summary["sentences_too_long"], summary["sentences"],
                  longest_whole_sentence(FLAGS.max_seq_length), stats_path(output_files[0]))

@@ -37,6 +37,11 @@ from absl import logging as absl_logging
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 
+# The flag that shows a command's INFO lines in run_command as in a process of its own: absl.app.run
+# raises the verbosity to INFO the first time it runs in a process only, so the commands run
+# after the first in this one log warnings and errors only unless given it.
+SHOW_INFO = "--verbosity=0"
+
 # Set by tests/conftest.py for the test being run: whether it carries the ``subprocess`` marker
 # (None outside pytest). ``run_subprocess`` refuses to run in a test without it, so the marker lists
 # every test that starts a command in a process of its own.
@@ -126,7 +131,8 @@ def _process_state(cwd: str, environment: dict[str, str]):
     import keras  # the test process has it loaded already; a command loads it anyway
 
     saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
-    saved_handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    saved_handlers = {signum: signal.getsignal(signum)
+                      for signum in (signal.SIGINT, signal.SIGTERM)}
     handler = absl_logging.get_absl_handler()
     saved_filters = list(handler.filters)
     saved_levels = {name: logging.getLogger(name).level for name in ("", "tensorflow", "absl")}

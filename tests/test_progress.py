@@ -12,7 +12,7 @@ import types
 import pytest
 
 from data_prep.common import progress
-from tests.command_runner import run_command
+from tests.command_runner import SHOW_INFO, run_command
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR
 
 _LINE = re.compile(r"\] (done: )?(\d+)/(\d+) (\w+) converted(, [^\n]*)?, \d+ \4/s$", re.MULTILINE)
@@ -60,9 +60,7 @@ def test_a_conversion_logs_every_count_on_stderr(tmp_path, monkeypatch, command,
     # No interval: every converted example or question logs its line, so each count shows.
     monkeypatch.setattr(progress, "PROGRESS_INTERVAL_S", 0.0)
     program, *arguments = COMMANDS[command]
-    # --verbosity=0 (INFO) is a command's default in a process of its own: absl.app.run sets it
-    # the first time it runs in a process only, and run_command runs commands in this one.
-    result = run_command(program, "--verbosity=0",
+    result = run_command(program, SHOW_INFO,
                          *(argument.format(tmp=tmp_path) for argument in arguments))
     assert result.returncode == 0, result.stderr[-3000:]
     lines = _LINE.findall(result.stderr)

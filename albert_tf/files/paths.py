@@ -2,10 +2,10 @@
 
 ``expand_input_patterns`` turns comma-separated patterns into files; a wildcard never matches what
 is not data (hidden files, the temporaries of albert_tf/files/atomic.py, ``*.stats.json``
-summaries), and the directories a pattern matches are skipped with a warning. ``path_identity`` compares paths as files: relative and absolute spellings, symbolic and
-hard links of one file or directory are the same (what the pre-flight check of every command,
-albert_tf/files/run_files.py, compares with). Works on local paths and on anything ``tf.io.gfile``
-handles (``gs://...``).
+summaries), and the directories a pattern matches are skipped with a warning. ``path_identity``
+compares paths as files: relative and absolute spellings, symbolic and hard links of one file or
+directory are the same (what the pre-flight check of every command, albert_tf/files/run_files.py,
+compares with). Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
 """
 
 from __future__ import annotations

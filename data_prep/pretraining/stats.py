@@ -33,7 +33,7 @@ class GenerationStats:
 
     documents: int = 0
     sentences: int = 0
-    sentences_too_long: int = 0  # longer than instances.longest_whole_sentence: never whole in a record
+    sentences_too_long: int = 0  # longer than instances.longest_whole_sentence: cut in every record
     invalid_lines_skipped: int = 0
     instances: int = 0
     real_tokens: int = 0
