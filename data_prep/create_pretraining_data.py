@@ -132,7 +132,8 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from albert_tf.tokenization.model_files import TokenizerError  # noqa: E402
 from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig  # noqa: E402
 from data_prep.pretraining.corpus import CorpusError, check_local_text_files  # noqa: E402
-from data_prep.pretraining.instances import InstanceConfig, MaskingConfig  # noqa: E402
+from data_prep.pretraining.instances import (  # noqa: E402
+    InstanceConfig, MaskingConfig, longest_whole_sentence)
 from data_prep.pretraining.pipeline import generate_pretraining_data, stats_path  # noqa: E402
 from data_prep.pretraining.stats import empty_outputs_warning, sentence_order_warning  # noqa: E402
 
@@ -195,10 +196,12 @@ def _run(beam_options) -> None:
         summary = beam.write_with_beam(
             input_files, output_files, processor, FLAGS.chunk_documents, FLAGS.skip_invalid_lines,
             beam_options)
-    logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order label 1); "
-                 "statistics in %s", summary["instances"], summary["mean_tokens"],
+    logging.info("wrote %d instances (mean %.1f tokens, %.1f%% masked, %.1f%% sentence-order "
+                 "label 1; %d of %d sentences longer than %d pieces, cut in every instance that "
+                 "holds them); statistics in %s", summary["instances"], summary["mean_tokens"],
                  100 * summary["masked_fraction"], 100 * summary["sop_label1_fraction"],
-                 stats_path(output_files[0]))
+                 summary["sentences_too_long"], summary["sentences"],
+                 longest_whole_sentence(FLAGS.max_seq_length), stats_path(output_files[0]))
     for warning in (sentence_order_warning(summary, FLAGS.random_next_sentence),
                     empty_outputs_warning(summary["instances"], output_files)):
         if warning:

@@ -27,6 +27,7 @@ import io
 import logging
 import os
 import runpy
+import signal
 import subprocess
 import sys
 
@@ -35,6 +36,11 @@ from absl import logging as absl_logging
 
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
+
+# The flag that shows a command's INFO lines in run_command as in a process of its own: absl.app.run
+# raises the verbosity to INFO the first time it runs in a process only, so the commands run
+# after the first in this one log warnings and errors only unless given it.
+SHOW_INFO = "--verbosity=0"
 
 # Set by tests/conftest.py for the test being run: whether it carries the ``subprocess`` marker
 # (None outside pytest). ``run_subprocess`` refuses to run in a test without it, so the marker lists
@@ -117,13 +123,16 @@ def command_flags(command: str) -> dict[str, flags.Flag]:
 def _process_state(cwd: str, environment: dict[str, str]):
     """Within the block: the working directory ``cwd`` and the environment of a child process
     (shared_setup.subprocess_env's plus ``environment``); afterwards the
-    test process's directory, environment and global settings come back: the logging levels and
-    filters a command sets, absl's verbosity, Keras' global dtype policy (a Trainer sets it from
-    its config) and Keras' global state (``clear_session``; the run's objects are freed by Python's
-    own garbage collection)."""
+    test process's directory, environment and global settings come back: the handlers of Ctrl-C
+    and SIGTERM (a command that ends before its main leaves its start-up ones set:
+    albert_tf/cli/command_line.py), the logging levels and filters a command sets, absl's
+    verbosity, Keras' global dtype policy (a Trainer sets it from its config) and Keras' global
+    state (``clear_session``; the run's objects are freed by Python's own garbage collection)."""
     import keras  # the test process has it loaded already; a command loads it anyway
 
     saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
+    saved_handlers = {signum: signal.getsignal(signum)
+                      for signum in (signal.SIGINT, signal.SIGTERM)}
     handler = absl_logging.get_absl_handler()
     saved_filters = list(handler.filters)
     saved_levels = {name: logging.getLogger(name).level for name in ("", "tensorflow", "absl")}
@@ -138,6 +147,8 @@ def _process_state(cwd: str, environment: dict[str, str]):
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_environ)
+        for signum, signal_handler in saved_handlers.items():
+            signal.signal(signum, signal_handler)
         handler.filters[:] = saved_filters
         for name, level in saved_levels.items():
             logging.getLogger(name).setLevel(level)

@@ -29,7 +29,7 @@ from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
 from data_prep.pretraining.instances import InstanceConfig
 from data_prep.pretraining.pipeline import generate_pretraining_data
 from tests import spm_fixtures
-from tests.command_runner import run_command, run_subprocess
+from tests.command_runner import SHOW_INFO, run_command, run_subprocess
 from tests.shared_setup import EN8K_MODEL, PRETRAINING_DIR, REFERENCE_RECORDS
 
 FLAGS = flags.FLAGS
@@ -227,6 +227,28 @@ def test_sentence_longer_than_max_seq_length_is_truncated(tmp_path, spm_model):
     # least its dupe_factor = 2 instances, cut to what B leaves free.
     (word_id,) = spm.SentencePieceProcessor(model_file=spm_model).EncodeAsIds("river")
     assert ((parsed["input_ids"] == word_id).sum(axis=1) >= 5).sum() >= 2
+
+
+def test_sentences_too_long_for_an_instance_are_counted(tmp_path, spm_model):
+    # "river" is one piece, so a sentence of n words has n pieces. At --max_seq_length=64 an
+    # instance holds at most 60 pieces of one sentence ([CLS] A [SEP] B [SEP], B at least one
+    # piece): the sentences of 61 and 3000 pieces are cut in every instance, not the one of 60.
+    assert spm.SentencePieceProcessor(model_file=spm_model).EncodeAsPieces("river river") == [
+        "\u2581river", "\u2581river"]
+    lengths = [[5, 60, 5], [61, 5], [3000], [5, 5], [61]]
+    corpus = write_corpus(tmp_path / "long.txt",
+                          [[" ".join(["river"] * n) for n in document] for document in lengths])
+    output = tmp_path / "long.tfrecord"
+    result = run_command("-m data_prep.create_pretraining_data", SHOW_INFO,
+                         f"--input_file={corpus}", f"--output_file={output}",
+                         f"--spm_model_file={spm_model}", "--max_seq_length=64",
+                         "--max_predictions_per_seq=10", "--dupe_factor=2")
+    assert result.returncode == 0, result.stderr
+    with open(str(output) + ".stats.json", encoding="utf-8") as handle:
+        stats = json.load(handle)
+    assert (stats["sentences_too_long"], stats["sentences"]) == (3, 9)
+    assert ("3 of 9 sentences longer than 60 pieces, cut in every instance that holds them"
+            in result.stderr)
 
 
 # --- bad input --------------------------------------------------------------------------------------

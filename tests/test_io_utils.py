@@ -1,6 +1,7 @@
 """Atomic outputs (complete or absent, never half-written; temporaries of killed runs cleaned up),
 input patterns that never match what is not data, and output paths that would lose data."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -106,3 +107,18 @@ def test_wildcards_skip_temporaries_statistics_and_hidden_files(tmp_path):
     # A file named without wildcards is used as it is.
     assert expand_input_patterns(str(tmp_path / "a.tfrecord.stats.json")) == [
         str(tmp_path / "a.tfrecord.stats.json")]
+
+
+def test_directories_a_pattern_matches_are_skipped_with_one_warning(tmp_path, caplog):
+    for name in ("a.txt", "b.txt", "part1/c.txt", "part2/d.txt"):
+        os.makedirs(os.path.dirname(tmp_path / name), exist_ok=True)
+        (tmp_path / name).write_text("x")
+    pattern = f"{tmp_path}/*"
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):  # a command's pre-flight check, then its work: said once
+            assert expand_input_patterns(pattern) == [str(tmp_path / "a.txt"),
+                                                      str(tmp_path / "b.txt")]
+    assert [record.getMessage() for record in caplog.records] == [
+        f"input pattern '{pattern}' also matches 2 directories ({tmp_path}/part1, ...), skipped: "
+        f"the files in a directory are not read; add a pattern for them (e.g. {tmp_path}/part1/*) "
+        "to read them"]

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from typing import Callable, TypeVar
 
 import pytest
 
@@ -17,17 +18,35 @@ from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pi
 
 SQUAD_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
 SST2_DIR = os.path.join(SHARED_DATA_DIR, "glue", "SST-2")
+T = TypeVar("T")
 
 
-def stop(process: subprocess.Popen, how: str) -> tuple[int, str]:
-    """Sends SIGTERM to the process, or Ctrl-C's SIGINT to its process group (as a terminal
-    does); returns its exit status and its stderr."""
-    if how == "SIGTERM":
-        process.send_signal(signal.SIGTERM)
-    else:
-        os.killpg(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-    return process.returncode, stderr
+def start(arguments: list[str]) -> subprocess.Popen:
+    """``python <arguments>`` in a session of its own, as a terminal starts a command (Ctrl-C's
+    default action set), its stderr piped."""
+    return subprocess.Popen(
+        [sys.executable, *arguments], cwd=REPO_ROOT, env=subprocess_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=ctrl_c_enabled)
+
+
+def stop_when(process: subprocess.Popen, ready: Callable[[], T], timeout: float, what: str,
+              how: str) -> tuple[T, int, str]:
+    """Once ``ready()`` is true (within ``timeout`` seconds, ``what`` naming it), sends SIGTERM to
+    the process, or Ctrl-C's SIGINT to its process group (as a terminal does); returns what
+    ``ready()`` gave, the exit status and stderr. The process is killed if that fails."""
+    try:
+        value = wait_for(ready, timeout, what)
+        if how == "SIGTERM":
+            process.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+        return value, process.returncode, stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
 
 
 @pytest.mark.subprocess  # Ctrl-C and SIGTERM
@@ -37,25 +56,46 @@ def test_a_stopped_squad_conversion_leaves_nothing(tmp_path, how, status):
     source = tmp_path / "squad.json"
     write_repeated_squad([SQUAD_SAMPLE], str(source), copies=500)
     output_dir = tmp_path / "out"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
-         f"--output_file={output_dir / 'features.tfrecord'}", f"--spm_model_file={EN8K_MODEL}",
-         "--num_workers=2"],
-        cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True, preexec_fn=ctrl_c_enabled)
-    workers = []
-    try:
-        workers = wait_for(lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid),
-                           120, "two worker processes")
-        returncode, stderr = stop(process, how)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
+    process = start(["-m", "data_prep.squad", f"--input_file={source}",
+                     f"--output_file={output_dir / 'features.tfrecord'}",
+                     f"--spm_model_file={EN8K_MODEL}", "--num_workers=2"])
+    workers, returncode, stderr = stop_when(
+        process, lambda: len(child_pids(process.pid)) == 2 and child_pids(process.pid), 120,
+        "two worker processes", how)
     assert returncode == status, stderr
     assert stderr.strip().splitlines() == [f"squad: stopped by {how}; no partial output was left"]
     wait_for(lambda: not any(map(is_alive, workers)), 10, "the workers to end")
     assert not output_dir.exists() or not os.listdir(output_dir)
+
+
+def loading_tensorflow(pid: int) -> bool:
+    """Whether the process has mapped a library of TensorFlow: its import has begun, and takes
+    seconds more."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8") as maps:
+            return f"{os.sep}tensorflow{os.sep}" in maps.read()
+    except OSError:  # not started yet, or ended
+        return False
+
+
+@pytest.mark.subprocess  # Ctrl-C and SIGTERM
+@pytest.mark.parametrize("how, status", [("SIGTERM", 143), ("Ctrl-C", 130)])
+@pytest.mark.parametrize("program, command", [
+    ("glue", ["-m", "data_prep.glue", "--task_name=rte", "--data_dir={tmp}/glue",
+              "--spm_model_file={tmp}/x.model", "--cached_dir={tmp}/out"]),
+    ("run_classifier", ["run_classifier.py", "--task_name=rte", "--data_dir={tmp}/glue",
+                        "--albert_config_file={tmp}/x.json", "--spm_model_file={tmp}/x.model",
+                        "--output_dir={tmp}/out", "--do_train"]),  # SIGTERM's default action later
+])
+def test_a_stop_while_tensorflow_loads_is_one_line(tmp_path, how, status, program, command):
+    # It used to end silently (SIGTERM, status 143) or with the traceback of the import (Ctrl-C).
+    process = start([part.format(tmp=tmp_path) for part in command])
+    _, returncode, stderr = stop_when(process, lambda: loading_tensorflow(process.pid), 60,
+                                      "TensorFlow's import to begin", how)
+    assert returncode == status, stderr
+    assert stderr.splitlines() == [
+        f"{program}: stopped by {how} while starting; nothing was written"]
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.subprocess  # SIGTERM
@@ -70,21 +110,14 @@ def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
     config = tmp_path / "config.json"
     config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
     output_dir = tmp_path / "out"
-    process = subprocess.Popen(
-        [sys.executable, "run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
-         f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
-         f"--output_dir={output_dir}", "--max_seq_length=64", "--do_train",
-         "--train_step=100000", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
-         "--train_batch_size=2"],
-        cwd=REPO_ROOT, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True, preexec_fn=ctrl_c_enabled)
-    try:
-        wait_for(lambda: (output_dir / "model.ckpt-2.index").exists(), 300, "the first checkpoint")
-        returncode, stderr = stop(process, "SIGTERM")
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
+    process = start(["run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
+                     f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+                     f"--output_dir={output_dir}", "--max_seq_length=64", "--do_train",
+                     "--train_step=100000", "--save_checkpoints_steps=2",
+                     "--iterations_per_loop=1", "--train_batch_size=2"])
+    _, returncode, stderr = stop_when(
+        process, lambda: (output_dir / "model.ckpt-2.index").exists(), 300,
+        "the first checkpoint", "SIGTERM")
     assert "Traceback" not in stderr
     assert returncode == -signal.SIGTERM, stderr
     assert (output_dir / "model.ckpt-2.index").exists()

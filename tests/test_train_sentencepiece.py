@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import re
 
 import pytest
 import sentencepiece as spm
@@ -108,14 +109,25 @@ def test_comma_separated_globs(tmp_path):
         expand_input_patterns(f"{tmp_path}/a*.txt,{tmp_path}/nothing-here*.txt")
 
 
-def test_vocab_size_too_large_is_explained_and_writes_nothing(tmp_path):
+def test_vocab_size_too_large_names_the_largest_sentencepiece_takes_and_writes_nothing(tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("hello world\n\nfoo bar baz\n", encoding="utf-8")
-    with pytest.raises(TrainSentencePieceError) as info:
-        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=300, quiet=True)
-    message = str(info.value)
-    assert "--vocab_size=300" in message and "smaller" in message and "hard_vocab_limit" in message
+    result = run_command("-m data_prep.train_sentencepiece", f"--input_file={corpus}",
+                         f"--model_prefix={tmp_path / 'm'}", "--vocab_size=300", "--num_threads=1")
+    largest = re.fullmatch(
+        r"train_sentencepiece: error: --vocab_size=300 is too large for this corpus \(2 non-blank "
+        r"lines from 1 file\(s\)\): SentencePiece takes at most --vocab_size=(\d+) for it; use a "
+        r"smaller --vocab_size, more text, or --nohard_vocab_limit \(vocab_size becomes an upper "
+        r"bound\)", result.error_line())
+    assert largest is not None, result.error_line()
     assert os.listdir(tmp_path) == ["small.txt"]
+    # The size named is the largest SentencePiece takes: it trains, one more does not.
+    model = train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=int(largest[1]),
+                                quiet=True)
+    assert spm.SentencePieceProcessor(model_file=model).GetPieceSize() == int(largest[1])
+    with pytest.raises(TrainSentencePieceError, match=f"at most --vocab_size={largest[1]} "):
+        train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=int(largest[1]) + 1,
+                            quiet=True)
 
 
 def test_soft_vocab_limit_trains_on_a_small_corpus(tmp_path):

@@ -23,6 +23,13 @@ so that ``--help`` and a flag mistake are answered in a fraction of a second ins
   hidden while running). ``--verbosity=1`` (or more) shows all of them. If the import fails, the
   held-back lines are shown with the error.
 
+Ctrl-C and SIGTERM while the command starts (its flags parsed, TensorFlow and the library
+imported), before the error boundary runs its main (albert_tf/cli/error_boundary.py), end it at
+once with one line, ``<program>: stopped by SIGTERM while starting; nothing was written``, and
+the shell's status of such a stop (130, 143): no traceback of the import they interrupted (Ctrl-C)
+and not a silent exit (SIGTERM). ``start_up_over`` gives both signals back their handlers; a
+signal the command was started with ignored (``nohup``, a shell's background job) stays ignored.
+
 Imported as a module (by tests), ``parse_before_imports`` does nothing.
 """
 
@@ -30,10 +37,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import tempfile
 import textwrap
-from typing import Callable, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from absl import app, flags
 from absl import logging as absl_logging  # noqa: F401 - defines --verbosity and the logging flags
@@ -45,6 +53,12 @@ _ABSL_GROUP = "Logging (absl)"
 # absl's message for a required flag that was not given.
 _REQUIRED_FLAG = re.compile(r"^flag --(\w+)=None: Flag --\1 must have a value other than None\.$")
 _LINE_WIDTH = 100
+# The stops a command handles while it starts, by the names its messages give them.
+_STOPS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+# The handlers those signals had before the command started; empty once start-up is over.
+_handlers_before_start_up: dict[int, Any] = {}
+# Where stderr is: file descriptor 2, or its copy while TensorFlow's import holds fd 2 back.
+_stderr_fd = 2
 
 
 def program_name() -> str:
@@ -99,6 +113,7 @@ def parse_before_imports(module_name: str,
     TensorFlow quietly. Does nothing for an imported module."""
     if module_name != "__main__":
         return
+    _stop_at_once_while_starting()
     arguments = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
     if any(argument in HELP_ARGUMENTS for argument in arguments):
         print_and_exit(help_text(sys.modules["__main__"].__doc__))
@@ -111,6 +126,31 @@ def parse_before_imports(module_name: str,
     if flags.FLAGS["only_check_args"].value:
         sys.exit(0)
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
+
+
+def _stop_at_once_while_starting() -> None:
+    """Ctrl-C and SIGTERM (unless ignored) end the process at once with one line, until
+    ``start_up_over``."""
+    for signum in _STOPS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            _handlers_before_start_up[signum] = signal.signal(signum, _stopped_while_starting)
+
+
+def _stopped_while_starting(signum: int, frame: Any) -> None:
+    """One line and the shell's status of the stop. Nothing needs cleaning up: the command has
+    read its flags and imported modules, and writes nothing before the error boundary runs its
+    checks and main."""
+    line = f"{program_name()}: stopped by {_STOPS[signum]} while starting; nothing was written\n"
+    os.write(_stderr_fd, line.encode())
+    os._exit(128 + signum)
+
+
+def start_up_over() -> None:
+    """Ctrl-C and SIGTERM get back the handlers they had before the command started (the error
+    boundary calls it before its checks and main, and then handles them itself)."""
+    for signum, handler in _handlers_before_start_up.items():
+        signal.signal(signum, handler)
+    _handlers_before_start_up.clear()
 
 
 def print_and_exit(text: str) -> NoReturn:
@@ -183,9 +223,10 @@ def import_tensorflow_quietly(verbose: bool) -> None:
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
         tf.config.list_physical_devices()
         return
+    global _stderr_fd  # pylint: disable=global-statement
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.stderr.flush()
-    saved_stderr = os.dup(2)
+    saved_stderr = _stderr_fd = os.dup(2)
     with tempfile.TemporaryFile() as held_back:
         os.dup2(held_back.fileno(), 2)
         try:
@@ -200,6 +241,8 @@ def import_tensorflow_quietly(verbose: bool) -> None:
 
 
 def _restore_stderr(saved_stderr: int) -> None:
+    global _stderr_fd  # pylint: disable=global-statement
     sys.stderr.flush()
     os.dup2(saved_stderr, 2)
+    _stderr_fd = 2
     os.close(saved_stderr)

@@ -30,9 +30,10 @@ the shell's tools do; --help and --print_recipe end with status 0 then
 
 Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
 cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
-or 143 (SIGTERM). The training scripts leave SIGTERM its default action (``catch_sigterm=False``):
-the process ends at once, its checkpoints are complete files and its run lock is recognised as
-stale by the next run.
+or 143 (SIGTERM); before main, while the command starts, albert_tf/cli/command_line.py stops it
+the same way at once (``... stopped by SIGTERM while starting; nothing was written``). The
+training scripts leave SIGTERM its default action (``catch_sigterm=False``): the process ends at
+once, its checkpoints are complete files and its run lock is recognised as stale by the next run.
 
 ``run`` also silences TensorFlow's Python INFO lines (e.g. each checkpoint save's "Sharding callback
 duration"), which would interleave with the progress display; ``--verbosity=1`` keeps them. Checks
@@ -132,6 +133,7 @@ def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None
     traceback (SIGTERM only with ``catch_sigterm``)."""
 
     def guarded_main(argv: list[str]) -> Any:
+        command_line.start_up_over()  # Ctrl-C and SIGTERM: handled here from now on
         quiet_tensorflow_logging()
         created_directories.forget()
         try:

@@ -2,10 +2,10 @@
 
 ``expand_input_patterns`` turns comma-separated patterns into files; a wildcard never matches what
 is not data (hidden files, the temporaries of albert_tf/files/atomic.py, ``*.stats.json``
-summaries). ``path_identity`` compares paths as files: relative and absolute spellings, symbolic and
-hard links of one file or directory are the same (what the pre-flight check of every command,
-albert_tf/files/run_files.py, compares with). Works on local paths and on anything ``tf.io.gfile``
-handles (``gs://...``).
+summaries), and the directories a pattern matches are skipped with a warning. ``path_identity``
+compares paths as files: relative and absolute spellings, symbolic and hard links of one file or
+directory are the same (what the pre-flight check of every command, albert_tf/files/run_files.py,
+compares with). Works on local paths and on anything ``tf.io.gfile`` handles (``gs://...``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from typing import Sequence
 
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import is_temporary_path
@@ -25,6 +26,10 @@ STATISTICS_SUFFIX = ".stats.json"
 
 
 _GLOB_MAGIC = re.compile(r"[*?[]")
+
+# The patterns whose skipped directories were warned about: a command may expand its patterns more
+# than once (its pre-flight check, then its work), and says it once.
+_DIRECTORIES_WARNED: set[str] = set()
 
 
 class OutputPathError(UserError, ValueError):
@@ -65,7 +70,8 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
     A wildcard (``*``, ``?``, ``[...]``) never matches what is not data: hidden files (names starting
     with '.', unless the pattern's last component does), the temporary files of unfinished or killed
     writes (``temporary_path``) and the ``*.stats.json`` summaries written beside data. A path given
-    without wildcards is used as it is.
+    without wildcards is used as it is. Directories a pattern matches are skipped, with a warning
+    naming how many and the first (once per pattern); their files are not read.
 
     Raises MissingFileError (a FileNotFoundError) naming a pattern that matches no file, or when no
     pattern is given.
@@ -91,8 +97,23 @@ def expand_input_patterns(patterns: str | Sequence[str]) -> list[str]:
         if not regular:
             raise MissingFileError(f"input pattern {pattern!r} matches no file"
                                    f"{_no_file_hint(matches, skipped)}")
+        if len(regular) < len(matches):
+            _warn_directories_skipped(pattern, sorted(set(matches) - set(regular)))
         files.extend(path for path in regular if path not in files)
     return files
+
+
+def _warn_directories_skipped(pattern: str, directories: list[str]) -> None:
+    """One warning line per pattern (and process) naming how many directories it matched, which
+    are skipped (what they hold is not read), and the first of them."""
+    if pattern in _DIRECTORIES_WARNED:
+        return
+    _DIRECTORIES_WARNED.add(pattern)
+    count = "1 directory" if len(directories) == 1 else f"{len(directories)} directories"
+    logging.warning("input pattern %r also matches %s (%s%s), skipped: the files in a directory "
+                    "are not read; add a pattern for them (e.g. %s) to read them", pattern, count,
+                    directories[0], ", ..." if len(directories) > 1 else "",
+                    os.path.join(directories[0], "*"))
 
 
 def path_identity(path: str) -> tuple:

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from albert_tf.tasks.classification import records
 from data_prep.classification.glue_tasks import glue_task
 from data_prep.classification.processors import InputExample
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
 from data_prep.common.pair_truncation import truncate_seq_pair
+from data_prep.common.progress import Progress
 from data_prep.common.tf_example import float_feature, int64_feature, serialize_example
 from data_prep.common.user_errors import SettingsError
 
@@ -144,17 +145,25 @@ def convert_example(example: InputExample, label_list: Sequence[str] | None, max
                           label_id_of(example, label_list))
 
 
-def convert_examples_to_features(examples: Sequence[InputExample], label_list: Sequence[str] | None,
-                                 max_seq_length: int, tokenizer: GlueTokenizer) -> list[InputFeatures]:
-    """Features of every example, in order."""
-    features = []
+def iter_features(examples: Sequence[InputExample], label_list: Sequence[str] | None,
+                  max_seq_length: int, tokenizer: GlueTokenizer) -> Iterator[InputFeatures]:
+    """Features of every example, in order, one at a time (what the caller does with each, e.g.
+    writing its record, counts in the progress logged: data_prep/common/progress.py)."""
+    progress = Progress("examples", "converted", total=len(examples))
     for index, example in enumerate(examples):
         feature = convert_example(example, label_list, max_seq_length, tokenizer)
         if index < _NUM_EXAMPLES_TO_LOG:
             logging.info("guid %s: input ids %s label_id %s", example.guid,
                          feature.input_ids[:sum(feature.input_mask)], feature.label_id)
-        features.append(feature)
-    return features
+        yield feature
+        progress.update(index + 1)
+    progress.update(len(examples), final=True)
+
+
+def convert_examples_to_features(examples: Sequence[InputExample], label_list: Sequence[str] | None,
+                                 max_seq_length: int, tokenizer: GlueTokenizer) -> list[InputFeatures]:
+    """Features of every example, in order."""
+    return list(iter_features(examples, label_list, max_seq_length, tokenizer))
 
 
 # -- TFRecords -------------------------------------------------------------------------------------
@@ -191,8 +200,8 @@ def write_example_records(sink: RecordSink, examples: Sequence[InputExample],
     returns the feature file's metadata: ``guids`` (in record order), ``num_real_examples``,
     ``is_regression``."""
     is_regression = label_list is None
-    features = convert_examples_to_features(examples, label_list, max_seq_length, tokenizer)
-    write_features(sink, features, is_regression)
+    write_features(sink, iter_features(examples, label_list, max_seq_length, tokenizer),
+                   is_regression)
     return {"guids": [example.guid for example in examples],
             "num_real_examples": len(examples), "is_regression": is_regression}
 

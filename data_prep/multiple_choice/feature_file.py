@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import FeatureFile, RecordSink, cached_feature_file
+from data_prep.common.progress import Progress
 from data_prep.multiple_choice.features import RaceFeatureSettings, serialize_race_features
 from data_prep.multiple_choice.reader import (LEVELS, RaceDataError, RaceExamples, RaceSource,
                                               convert_examples, race_sources, read_race_examples)
@@ -27,14 +28,19 @@ from data_prep.multiple_choice.reader import (LEVELS, RaceDataError, RaceExample
 
 def write_race_records(sink: RecordSink, examples: RaceExamples, tokenizer: FullTokenizer,
                        settings: RaceFeatureSettings) -> dict:
-    """Writes one record per example to ``sink``; returns the metadata of the file.
+    """Writes one record per example to ``sink``, logging the progress
+    (data_prep/common/progress.py); returns the metadata of the file.
 
     Metadata: ``example_ids`` and ``levels`` (one entry per record, in record order), ``num_examples``
     per level, ``num_skipped_questions``, ``num_skipped_articles``, ``max_seq_length``, ``max_qa_length``.
     """
-    for features in convert_examples(examples.examples, tokenizer, settings.max_seq_length,
-                                     settings.max_qa_length):
+    progress = Progress("questions", "converted", total=len(examples.examples))
+    for done, features in enumerate(convert_examples(examples.examples, tokenizer,
+                                                     settings.max_seq_length,
+                                                     settings.max_qa_length), start=1):
         sink.write(serialize_race_features(features))
+        progress.update(done)
+    progress.update(len(examples.examples), final=True)
     levels = [example.level for example in examples.examples]
     per_level = collections.Counter(levels)
     return {

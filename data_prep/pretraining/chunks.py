@@ -15,7 +15,8 @@ import random
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.tokenization.normalization import preprocess_text
 from data_prep.pretraining.corpus import DocumentChunk
-from data_prep.pretraining.instances import InstanceConfig, TrainingInstance, iter_chunk_instances
+from data_prep.pretraining.instances import (InstanceConfig, TrainingInstance, iter_chunk_instances,
+                                            longest_whole_sentence)
 from data_prep.pretraining.records import serialize_pretraining_example
 from data_prep.pretraining.stats import GenerationStats
 
@@ -79,16 +80,20 @@ class ChunkProcessor:
         self._piece_ids = _PieceIds(tokenizer)
         self._mask_id = tokenizer.mask_id
 
-    def tokenize_documents(self, raw_documents: list[list[str]]) -> tuple[list[list[list[str]]], int]:
-        """Documents as lists of sentences (lists of pieces), and the number of sentences.
+    def tokenize_documents(self, raw_documents: list[list[str]]
+                           ) -> tuple[list[list[list[str]]], GenerationStats]:
+        """Documents as lists of sentences (lists of pieces), and their counts: documents,
+        sentences, and the sentences cut in every instance that holds them (longer than
+        ``longest_whole_sentence``).
 
         SP mode: ``preprocess_text(line, lower=do_lower_case)``; WordPiece mode: ``line.strip()``.
         A line that is empty after that starts a new document (as in the reference); a line without
         pieces is dropped.
         """
         uses_sp = self.tokenizer.uses_sentencepiece
+        longest = longest_whole_sentence(self.config.instance.max_seq_length)
         documents: list[list[list[str]]] = []
-        num_sentences = 0
+        stats = GenerationStats()
         for raw_document in raw_documents:
             document: list[list[str]] = []
             for line in raw_document:
@@ -100,15 +105,17 @@ class ChunkProcessor:
                 pieces = self.tokenizer.tokenize(text)
                 if pieces:
                     document.append(pieces)
-                    num_sentences += 1
+                    stats.sentences += 1
+                    stats.sentences_too_long += len(pieces) > longest
             documents.append(document)
-        return [document for document in documents if document], num_sentences
+        documents = [document for document in documents if document]
+        stats.documents = len(documents)
+        return documents, stats
 
     def process(self, chunk: DocumentChunk) -> ChunkResult:
         """Records of all ``dupe_factor`` passes over the chunk, shuffled together, as the reference does."""
         rng = random.Random(chunk_seed(self.config.random_seed, chunk.index))
-        documents, num_sentences = self.tokenize_documents(chunk.documents)
-        stats = GenerationStats(documents=len(documents), sentences=num_sentences)
+        documents, stats = self.tokenize_documents(chunk.documents)
         records = [self._serialize(instance, stats) for instance in iter_chunk_instances(
             documents, self.config.instance, self.config.dupe_factor, self._vocab_words,
             self._start_pieces.__getitem__, rng)]

@@ -236,6 +236,13 @@ def _replacement(token: str, vocab_words: Sequence[str], rng: random.Random) -> 
     return vocab_words[rng.randint(0, len(vocab_words) - 1)]
 
 
+def longest_whole_sentence(max_seq_length: int) -> int:
+    """The most pieces a sentence can have and still appear whole in an instance: ``[CLS] A [SEP]
+    B [SEP]`` holds max_seq_length - 3 pieces of A and B, at least one of them in the other
+    segment. ``truncate_seq_pair`` cuts a longer sentence in every instance that holds it."""
+    return max_seq_length - 4
+
+
 def create_instances_from_document(documents: Sequence[Document], document_index: int,
                                    config: InstanceConfig, vocab_words: Sequence[str],
                                    is_start_piece: StartPieceRule,

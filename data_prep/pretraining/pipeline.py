@@ -15,40 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
 from typing import Any
 
-from absl import logging
-
 from albert_tf.files.paths import STATISTICS_SUFFIX
+from data_prep.common.progress import Progress
 from data_prep.common.worker_pool import ordered_map
 from data_prep.pretraining.chunks import ChunkProcessor, GenerationConfig
 from data_prep.pretraining.corpus import CorpusError, CorpusReader
 from data_prep.pretraining.stats import GenerationStats
 from data_prep.pretraining.writer import RoundRobinRecordWriter, write_json
 
-PROGRESS_INTERVAL_S = 5.0
-
 
 def stats_path(output_file: str) -> str:
     """Where the run's JSON summary goes: beside the first output file."""
     return output_file + STATISTICS_SUFFIX
-
-
-class _Progress:
-    """Logs documents read, instances written and the rate, at most every PROGRESS_INTERVAL_S."""
-
-    def __init__(self):
-        self._start = self._last = time.monotonic()
-
-    def update(self, documents: int, instances: int, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self._last < PROGRESS_INTERVAL_S:
-            return
-        self._last = now
-        elapsed = max(now - self._start, 1e-9)
-        logging.info("%s%d documents read, %d instances written, %.0f instances/s",
-                     "done: " if final else "", documents, instances, instances / elapsed)
 
 
 def generate_pretraining_data(input_files: list[str], output_files: list[str], processor: ChunkProcessor,
@@ -61,7 +41,11 @@ def generate_pretraining_data(input_files: list[str], output_files: list[str], p
     """
     reader = CorpusReader(input_files, skip_invalid_lines)
     stats = GenerationStats()
-    progress = _Progress()
+    progress = Progress("instances", "written")
+
+    def documents_read() -> str:
+        return f"{reader.documents_read} documents read"
+
     results = ordered_map(lambda: processor.process, reader.chunks(chunk_documents), num_workers)
     # Closed before the writer exits, so that on an error the workers stop first.
     with RoundRobinRecordWriter(output_files) as writer, contextlib.closing(results):
@@ -69,9 +53,9 @@ def generate_pretraining_data(input_files: list[str], output_files: list[str], p
             for record in result.records:
                 writer.write(record)
             stats.merge(result.stats)
-            progress.update(reader.documents_read, stats.instances)
+            progress.update(stats.instances, documents_read)
         check_not_empty(stats.instances, input_files)
-    progress.update(reader.documents_read, stats.instances, final=True)
+    progress.update(stats.instances, documents_read, final=True)
     stats.invalid_lines_skipped = reader.invalid_lines_skipped
     summary = run_summary(stats, processor.config, chunk_documents, input_files, output_files)
     write_json(stats_path(output_files[0]), summary)

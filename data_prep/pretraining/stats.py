@@ -9,6 +9,10 @@ computed from the written ids:
 - random_token_fraction: the remaining predicted positions (a random replacement that happens to
   draw the original token or [MASK] counts as kept or [MASK], as it would when read from the file);
 - sop_label1_fraction: instances with next_sentence_labels = 1 / instances.
+
+``sentences_too_long`` counts the sentences (input lines, each once, not once per pass) longer
+than max_seq_length - 4 pieces: every instance that holds one holds only part of it
+(data_prep/pretraining/instances.py, ``longest_whole_sentence``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class GenerationStats:
 
     documents: int = 0
     sentences: int = 0
+    sentences_too_long: int = 0  # longer than instances.longest_whole_sentence: cut in every record
     invalid_lines_skipped: int = 0
     instances: int = 0
     real_tokens: int = 0
@@ -80,6 +85,7 @@ class GenerationStats:
             "ngram_length_histogram": {str(n): self.ngram_lengths[n] for n in sorted(self.ngram_lengths)},
             "documents": self.documents,
             "sentences": self.sentences,
+            "sentences_too_long": self.sentences_too_long,
             "invalid_lines_skipped": self.invalid_lines_skipped,
         }
 

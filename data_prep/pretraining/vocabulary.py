@@ -15,6 +15,7 @@ separators) are skipped; a line that is not UTF-8 is an error naming the file an
 from __future__ import annotations
 
 import io
+import re
 from typing import Iterator, Sequence
 
 import sentencepiece as spm
@@ -37,6 +38,8 @@ DEFAULT_CHARACTER_COVERAGE = 0.99995
 # SentencePiece's default max_sentence_length (bytes of a line as it receives it): longer lines are
 # left out of training. Passed explicitly so that the count of such lines matches what it skips.
 MAX_SENTENCE_BYTES = 4192
+# The end of SentencePiece's error for a vocabulary size larger than the corpus allows.
+_LARGEST_VOCAB_SIZE = re.compile(r"Please set it to a value <= (\d+)")
 
 
 class TrainSentencePieceError(UserError, RuntimeError):
@@ -85,6 +88,16 @@ class _NormalizedLines:
                         self.count += 1
                         self.too_long += len(text.encode("utf-8")) > MAX_SENTENCE_BYTES
                         yield text
+
+
+def _largest_vocab_size(message: str) -> str:
+    """What SentencePiece's "Vocabulary size too high (N). Please set it to a value <= M." says,
+    without its source location: the largest size it takes for this corpus, known only after
+    training (the number of pieces that survive its pruning)."""
+    largest = _LARGEST_VOCAB_SIZE.search(message)
+    if largest is None:
+        return f"SentencePiece says: {message.strip()}"
+    return f"SentencePiece takes at most --vocab_size={largest[1]} for it"
 
 
 def _vocab_text(model_bytes: bytes) -> str:
@@ -146,10 +159,10 @@ def train_sentencepiece(input_files: str | Sequence[str],
         message = str(err)
         if "Vocabulary size" in message and "too high" in message:
             raise TrainSentencePieceError(
-                f"--vocab_size={vocab_size} is too large for this corpus ({lines.count} non-blank lines "
-                f"from {len(files)} file(s)). SentencePiece says: {message.strip()} Use a smaller "
-                "--vocab_size, more text, or --nohard_vocab_limit (vocab_size becomes an upper bound)."
-            ) from err
+                f"--vocab_size={vocab_size} is too large for this corpus ({lines.count} non-blank "
+                f"lines from {len(files)} file(s)): {_largest_vocab_size(message)}; use a smaller "
+                "--vocab_size, more text, or --nohard_vocab_limit (vocab_size becomes an upper "
+                "bound)") from err
         if lines.count == 0:
             raise TrainSentencePieceError(f"no non-blank lines in the input files {files}") from err
         if lines.too_long == lines.count:

@@ -50,13 +50,11 @@ from absl import logging
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.common.feature_cache import (FeatureFile, RecordSink, cached_feature_file,
                                             write_feature_file)
+from data_prep.common.progress import Progress
 from data_prep.question_answering.examples import (SquadDataError, SquadExample, SquadQuestions,
                                                    read_squad_questions)
 from data_prep.question_answering.features import (FIRST_UNIQUE_ID, SquadFeatureSettings,
                                                    convert_questions, with_unique_id)
-
-# Questions between two progress lines in the log.
-_PROGRESS_QUESTIONS = 10000
 
 
 def _sentencepiece_model(tokenizer: FullTokenizer):
@@ -89,6 +87,11 @@ def build_squad_features(sink: RecordSink, questions: SquadQuestions, tokenizer:
     features: list[dict] = []
     dropped: list[str] = []
     unique_id = FIRST_UNIQUE_ID
+    progress = Progress("questions", "converted", total=len(examples))
+
+    def counts() -> str:
+        return f"{unique_id - FIRST_UNIQUE_ID} features, {len(dropped)} dropped"
+
     converted = convert_questions(examples, _sentencepiece_model(tokenizer), tokenizer.do_lower_case,
                                   settings, num_workers, with_metadata=not is_training)
     # Closed on the way out, so that an error or Ctrl-C while writing stops the workers at once.
@@ -104,9 +107,8 @@ def build_squad_features(sink: RecordSink, questions: SquadQuestions, tokenizer:
                 if metadata is not None:
                     features.append({"unique_id": unique_id, **metadata})
                 unique_id += 1
-            if done % _PROGRESS_QUESTIONS == 0:
-                logging.info("converted %d/%d questions: %d features, %d dropped", done,
-                             len(examples), unique_id - FIRST_UNIQUE_ID, len(dropped))
+            progress.update(done, counts)
+    progress.update(len(examples), counts, final=True)
     metadata = {
         "is_training": is_training, "max_seq_length": settings.max_seq_length,
         "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
