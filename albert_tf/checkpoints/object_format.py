@@ -24,6 +24,7 @@ import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import check_data_shards, resolve_checkpoint_path
 from albert_tf.checkpoints.report import (CheckpointMismatchError, LoadReport, model_description,
                                           shape_mismatch_error)
@@ -173,6 +174,7 @@ def load_object_checkpoint(model: keras.Model, path: str, init_from_group0: bool
     """
     path = resolve_checkpoint_path(path)
     check_data_shards(path)
+    check_config_beside(path, model.config, config_file)
     reader = tf.train.load_checkpoint(path)
     report, assignments = _match_object_checkpoint(model, reader, path, init_from_group0,
                                                    config_file)

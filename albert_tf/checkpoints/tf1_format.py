@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import (check_data_shards, is_object_based_checkpoint,
                                          resolve_checkpoint_path, write_checkpoint_state)
 from albert_tf.checkpoints.report import CheckpointMismatchError, LoadReport, shape_mismatch_error
@@ -38,6 +39,7 @@ def load_tf1_checkpoint(model: keras.Model, path: str, init_from_group0: bool = 
     """
     path = resolve_checkpoint_path(path)
     check_data_shards(path)
+    check_config_beside(path, model.config, config_file)
     if is_object_based_checkpoint(path):
         raise CheckpointMismatchError(
             f"{path} is an albert_tf (object-based) checkpoint, not a reference TF1 checkpoint; "

@@ -199,6 +199,7 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
         training_run.require_best_checkpoint(settings, hooks.evaluation_flag)
     with training_run.output_dir_locks(settings):
         config = training_run.load_config(settings)
+        training_run.check_init_checkpoint_config(settings, init, config)
         tokenizer = training_run.load_tokenizer(settings, config)
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         run = FineTuningRun(settings, files, config, tokenizer, init, buckets=buckets)

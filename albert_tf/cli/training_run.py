@@ -14,6 +14,7 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.label_set import LABEL_FILE
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
@@ -139,6 +140,15 @@ def load_config(settings: RunSettings) -> AlbertConfig:
                                f"max_position_embeddings={config.max_position_embeddings} of "
                                f"{settings.albert_config_file}.")
     return config
+
+
+def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,
+                                 config: AlbertConfig) -> None:
+    """Before any work: the config beside --init_checkpoint, if there is one, agrees with the run's
+    on what the weights do not show (albert_tf/checkpoints/config_beside.py; the warm start checks
+    again)."""
+    if init_checkpoint is not None and not init_checkpoint.hugging_face:
+        check_config_beside(init_checkpoint.path, config, settings.albert_config_file)
 
 
 def load_tokenizer(settings: RunSettings, config: AlbertConfig) -> FullTokenizer:

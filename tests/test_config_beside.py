@@ -1,0 +1,105 @@
+"""The config beside a checkpoint (albert_tf/checkpoints/config_beside.py): a config that differs
+from it where the weights cannot tell (attention heads, activation) is refused by every loader of
+reference TF1 and albert_tf checkpoints, naming both files; another depth is warned of; the same
+file, or no config beside, loads as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from absl import logging
+
+from albert_tf.checkpoints.object_format import load_object_checkpoint
+from albert_tf.checkpoints.report import CheckpointMismatchError
+from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
+from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
+from tests import numpy_albert
+from tests.command_runner import run_command
+from tests.shared_setup import EN8K_MODEL, tiny_config
+from tests.test_checkpoints import run_model, save_object_checkpoint, small_config
+from tests.test_cli_errors import assert_one_line_error
+from tests.tf1_fixtures import write_reference_checkpoint
+
+
+def write_config(path, config: AlbertConfig) -> str:
+    path.write_text(config.to_json_string())
+    return str(path)
+
+
+@pytest.fixture(params=["reference", "albert_tf"])
+def checkpoint_with_config(request, tmp_path):
+    """(loader, checkpoint prefix) of a checkpoint of small_config() (3 heads of a hidden size of
+    12, gelu, 4 layers) with that config beside it as albert_config.json."""
+    config = small_config()
+    directory = tmp_path / "released"
+    directory.mkdir()
+    write_config(directory / "albert_config.json", config)
+    if request.param == "reference":
+        write_reference_checkpoint(str(directory / "model.ckpt"),
+                                   numpy_albert.reference_variable_shapes(config))
+        return load_tf1_checkpoint, str(directory / "model.ckpt-123")
+    model = AlbertPretrainingModel(config)
+    run_model(model, config)
+    return load_object_checkpoint, save_object_checkpoint(model, str(directory))
+
+
+@pytest.mark.parametrize("key, value", [("num_attention_heads", 4), ("hidden_act", "relu")])
+def test_a_config_that_differs_where_the_weights_cannot_tell_is_refused(
+        tmp_path, checkpoint_with_config, key, value):
+    load, prefix = checkpoint_with_config
+    mine = write_config(tmp_path / "mine.json", small_config(**{key: value}))
+    model = AlbertPretrainingModel(small_config(**{key: value}))
+    run_model(model, model.config)
+    before = [weight.numpy() for weight in model.weights]
+    with pytest.raises(CheckpointMismatchError, match=(
+            rf"^the model of {mine} does not match .*released/albert_config.json, the config "
+            rf"beside checkpoint .*released/model.ckpt.*: {key}={value!r} \(beside it: "
+            r".*\)\. The weights fit both")):
+        load(model, prefix, config_file=mine)
+    assert all(np.array_equal(weight.numpy(), old) for weight, old in zip(model.weights, before))
+
+
+def test_the_config_beside_itself_or_an_equal_one_loads(tmp_path, checkpoint_with_config):
+    load, prefix = checkpoint_with_config
+    beside = str(tmp_path / "released" / "albert_config.json")
+    for config_file in (beside, write_config(tmp_path / "copy.json", small_config()), None):
+        report = load(AlbertPretrainingModel(small_config()), prefix, config_file=config_file)
+        assert report.missing == []
+
+
+def test_another_depth_is_warned_of_and_loads(tmp_path, checkpoint_with_config, monkeypatch):
+    load, prefix = checkpoint_with_config
+    warnings = []
+    monkeypatch.setattr(logging, "warning", lambda message, *args: warnings.append(message % args))
+    deeper = write_config(tmp_path / "deeper.json", small_config(num_hidden_layers=8))
+    report = load(AlbertPretrainingModel(small_config(num_hidden_layers=8)), prefix,
+                  config_file=deeper)
+    assert report.missing == []
+    assert len(warnings) == 1 and "runs the shared layers 8 times" in warnings[0], warnings
+    assert "says 4" in warnings[0]
+
+
+@pytest.mark.requires_shared_data
+def test_fine_tuning_refuses_it_before_any_work(tmp_path):
+    """run_classifier warm-starting from a checkpoint whose albert_config.json says 2 heads, given
+    a config of 4: one line naming both, before its features are built."""
+    released = tmp_path / "released"
+    released.mkdir()
+    config = tiny_config()
+    write_config(released / "albert_config.json", config)
+    model = AlbertPretrainingModel(config)
+    run_model(model, config)
+    save_object_checkpoint(model, str(released))
+    mine = write_config(tmp_path / "mine.json", tiny_config(num_attention_heads=4))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("text,label\na fine film,pos\na dull film,neg\n")
+    output_dir = tmp_path / "out"
+    result = run_command("run_classifier.py", f"--train_file={data / 'train.csv'}",
+                         f"--albert_config_file={mine}", f"--spm_model_file={EN8K_MODEL}",
+                         f"--init_checkpoint={released}",
+                         f"--output_dir={output_dir}", "--do_train", "--max_seq_length=16")
+    assert_one_line_error(result, "run_classifier", f"the model of {mine} does not match",
+                          "num_attention_heads=4 (beside it: 2)")
+    assert not output_dir.exists()
