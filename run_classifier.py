@@ -362,8 +362,8 @@ class ClassifierHooks(FineTuningHooks):
         results = results_of(best, key, self.own.early_exit.tolerance_points)
         path = run.output_path(RESULTS_FILE)
         if results is None:
-            print(f"Early exit: the best checkpoint was evaluated by an earlier sweep; {path} "
-                  "keeps its results.")
+            print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose "
+                  f"table eval_results.txt no longer holds; {path} keeps its results.")
             return
         write_results(path, results)
         print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "

@@ -249,7 +249,7 @@ def results_of(best: Mapping[str, float], key: str,
                tolerance_points: float) -> dict[str, object] | None:
     """The content of ``RESULTS_FILE`` for the sweep's best metrics ``best`` (its unnamed
     evaluation set's table; None when ``best`` holds none: a resumed sweep whose best came
-    earlier). ``key``: the metric the patience is chosen by."""
+    earlier and whose eval_results.txt lost it). ``key``: the metric the patience is chosen by."""
     table = {name: value for name, value in best.items() if name.startswith(f"{PREFIX}/")}
     if not table:
         return None
