@@ -162,6 +162,7 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.cli.training_run import load_config  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
@@ -241,8 +242,12 @@ class ClassifierHooks(FineTuningHooks):
 
     def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
         """Before any work: the kind of classifier --output_dir was trained as, if recorded, is
-        this run's (early exit on or off, its heads)."""
+        this run's (early exit on or off, its heads); --inference_layers is a depth the config
+        has (found after training and the sweep, it refused the prediction or failed the TFLite
+        export)."""
         check_heads(settings.output_dir, self.heads)
+        if self.own.early_exit:
+            self.own.early_exit.check_depth(load_config(settings).num_hidden_layers)
 
     def record(self, run: FineTuningRun) -> None:
         record_heads(run.output_path(HEADS_FILE), self.heads)

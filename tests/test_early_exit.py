@@ -600,3 +600,32 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
         assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
         assert named in refused.error_line()
     assert sorted(os.listdir(output_dir)) == before
+
+
+@pytest.mark.parametrize("output", ["--do_predict", "--tflite_file"])
+def test_an_inference_depth_the_config_has_not_is_refused_before_any_work(tmp_path, output):
+    """--inference_layers beyond the config's num_hidden_layers: one line before any feature is
+    built or step trained (it used to be found after training and the sweep: prediction refused
+    there, the TFLite export a bug's IndexError)."""
+    import os
+
+    from tests import spm_fixtures
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    flag = {"--do_predict": f"--test_file={train}",
+            "--tflite_file": f"--tflite_file={tmp_path / 'model.tflite'}"}[output]
+    result = run_command(
+        "run_classifier.py", f"--albert_config_file={config}",
+        f"--spm_model_file={spm_fixtures.cached_tiny_spm()}", f"--output_dir={output_dir}",
+        "--max_seq_length=16", f"--train_file={train}", f"--dev_file={train}", "--do_train",
+        "--do_eval", "--train_step=2", "--train_batch_size=2", "--early_exit",
+        "--inference_layers=3", *([flag, "--do_predict"] if output == "--do_predict" else [flag]))
+    assert result.error_line() == ("run_classifier: error: --inference_layers=3: the model has 2 "
+                                   "layers (num_hidden_layers of --albert_config_file).")
+    assert not output_dir.exists() or not os.listdir(output_dir)

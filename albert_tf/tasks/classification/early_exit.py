@@ -224,14 +224,19 @@ class EarlyExitSettings:
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
     tolerance_points: float = DEFAULT_TOLERANCE_POINTS
 
+    def check_depth(self, num_layers: int) -> None:
+        """UserError when --inference_layers asks for more layers than the model's
+        ``num_layers``: run_classifier checks it against the config before any work."""
+        if self.inference_layers is not None and self.inference_layers > num_layers:
+            raise UserError(f"--inference_layers={self.inference_layers}: the model has "
+                            f"{num_layers} layers (num_hidden_layers of --albert_config_file).")
+
     def policy(self, num_layers: int, results_path: str) -> ExitPolicy:
         """How prediction and export stop: the fixed depth --inference_layers, or --patience over
         all the layers, by default the patience chosen on dev (``RESULTS_FILE`` at
         ``results_path``). UserError for a depth the model has not."""
+        self.check_depth(num_layers)
         if self.inference_layers is not None:
-            if self.inference_layers > num_layers:
-                raise UserError(f"--inference_layers={self.inference_layers}: the model has "
-                                f"{num_layers} layers.")
             return ExitPolicy.fixed_depth(self.inference_layers, num_layers,
                                           self.regression_threshold)
         patience = (self.patience if self.patience is not None
