@@ -216,7 +216,9 @@ class ClassifierSettings:
                    FLAGS.selection_metric, None if math.isnan(threshold) else threshold,
                    EarlyExitSettings(FLAGS.early_exit_heads, FLAGS.patience,
                                      FLAGS.inference_layers, FLAGS.regression_threshold,
-                                     FLAGS.patience_tolerance) if FLAGS.early_exit else None)
+                                     FLAGS.patience_tolerance
+                                     if FLAGS["patience_tolerance"].present else None)
+                   if FLAGS.early_exit else None)
 
 
 class ClassifierHooks(FineTuningHooks):
@@ -364,7 +366,7 @@ class ClassifierHooks(FineTuningHooks):
         key = self.selection_metric
         if layer_key(run.config.num_hidden_layers, key) not in best:
             key = task.metric_keys[0]
-        results = results_of(best, key, self.own.early_exit.tolerance_points)
+        results = results_of(best, key, self.own.early_exit.sweep_tolerance)
         path = run.output_path(RESULTS_FILE)
         if results is None:
             print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose "

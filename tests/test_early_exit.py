@@ -267,6 +267,24 @@ def test_the_chosen_patience_trades_the_metric_for_layers():
     assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
 
 
+def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_path):
+    """--do_predict / --export_dir without --patience: the patience the sweep chose, unless
+    --patience_tolerance is given (it used to be ignored there): then the one that tolerance
+    chooses from the recorded table; a file without a table is one line."""
+    path = str(tmp_path / exits.RESULTS_FILE)
+    exits.write_results(path, exits.results_of(SST2_LIKE, "eval_accuracy", 2.0))
+    assert exits.EarlyExitSettings("separate").policy(12, path).patience == 3
+    for tolerance, patience in ((2.0, 3), (0.0, 12), (20.0, 1)):
+        policy = exits.EarlyExitSettings("separate", tolerance_points=tolerance).policy(12, path)
+        assert (policy.patience, policy.max_layers) == (patience, 12)
+    assert exits.EarlyExitSettings("separate", patience=5, tolerance_points=0.0).policy(
+        12, path).patience == 5
+    (tmp_path / exits.RESULTS_FILE).write_text('{"patience": 3, "tolerance_points": 2.0}')
+    with pytest.raises(exits.UserError, match="no early-exit table to choose a patience from "
+                       "with --patience_tolerance=0.0"):
+        exits.EarlyExitSettings("separate", tolerance_points=0.0).policy(12, path)
+
+
 def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_saves():
     """On random tables (metrics and mean layers increasing with noise): the chosen patience's
     loss against the full depth is at most tolerance x (L - mean layers) / (L - 1) points, so
