@@ -576,6 +576,30 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
         check_heads(str(tmp_path / "bad"), None)
 
 
+@pytest.mark.parametrize("trained, agreeing, refused", [
+    (None, (None, "shared"), ("separate",)), ("separate", ("separate",), (None, "shared"))])
+def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path, trained,
+                                                                         agreeing, refused):
+    """A directory written before classifier_heads.json existed: a run whose flags disagree with
+    its checkpoint about separate heads is refused (it used to record its own flags, fail on the
+    checkpoint later, and leave a false record that refused the corrected run); the others pass
+    (ordinary and shared heads have the same variables: the checkpoint cannot tell them apart)."""
+    from albert_tf.tasks.classification.heads_record import HeadsMismatch, check_heads
+
+    model = AlbertClassifierModel(config(), 2, early_exit=trained)
+    model(random_inputs(batch=1), training=False)
+    tf.train.Checkpoint(model=model).write(str(tmp_path / "model.ckpt-best"))
+    for heads in agreeing:
+        check_heads(str(tmp_path), heads)
+    for heads in refused:
+        with pytest.raises(HeadsMismatch) as raised:
+            check_heads(str(tmp_path), heads)
+        held = "with" if trained else "without"
+        assert str(raised.value).startswith(
+            f"--output_dir={tmp_path} has no classifier_heads.json and its checkpoint "
+            f"{tmp_path / 'model.ckpt-best'} is of a classifier {held} separate early-exit heads")
+
+
 def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
         tmp_path):
     """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
