@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 
 from absl import app, flags
 
@@ -245,11 +246,16 @@ class ClassifierHooks(FineTuningHooks):
     def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
         """Before any work: the kind of classifier --output_dir was trained as, if recorded, is
         this run's (early exit on or off, its heads); --inference_layers is a depth the config
-        has (found after training and the sweep, it refused the prediction or failed the TFLite
-        export)."""
+        has, and a prediction or export without a sweep in this run has its stopping rule (the
+        patience chosen on dev recorded): found after training and the sweep, they refused the
+        prediction or failed the TFLite export."""
         check_heads(settings.output_dir, self.heads)
-        if self.own.early_exit:
-            self.own.early_exit.check_depth(load_config(settings).num_hidden_layers)
+        early = self.own.early_exit
+        if early:
+            num_layers = load_config(settings).num_hidden_layers
+            early.check_depth(num_layers)
+            if (settings.do_predict or settings.export_dir) and not settings.do_eval:
+                early.policy(num_layers, os.path.join(settings.output_dir, RESULTS_FILE))
 
     def record(self, run: FineTuningRun) -> None:
         record_heads(run.output_path(HEADS_FILE), self.heads)

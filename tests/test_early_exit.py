@@ -671,3 +671,33 @@ def test_an_inference_depth_the_config_has_not_is_refused_before_any_work(tmp_pa
     assert result.error_line() == ("run_classifier: error: --inference_layers=3: the model has 2 "
                                    "layers (num_hidden_layers of --albert_config_file).")
     assert not output_dir.exists() or not os.listdir(output_dir)
+
+
+def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp_path):
+    """--do_predict without --do_eval, --patience or --inference_layers takes the patience that
+    early_exit_results.json records: without that file the run stops in one line before any step
+    (it used to train, predict, and only then refuse)."""
+    from tests import spm_fixtures
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
+             f"--dev_file={train}", f"--test_file={train}", "--train_batch_size=2",
+             "--save_checkpoints_steps=2", "--early_exit"]
+    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    (output_dir / exits.RESULTS_FILE).unlink()
+    refused = run_command("run_classifier.py", *flags, "--do_train", "--train_step=4",
+                          "--do_predict")
+    assert refused.error_line() == (
+        f"run_classifier: error: {output_dir / exits.RESULTS_FILE} does not exist: the patience "
+        "chosen on dev is written by --do_eval with --early_exit; run it, or give --patience or "
+        "--inference_layers.")
+    assert not (output_dir / "model.ckpt-4.index").exists()
+    assert not (output_dir / "test_results.tsv").exists()
