@@ -600,6 +600,24 @@ def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path
             f"{tmp_path / 'model.ckpt-best'} is of a classifier {held} separate early-exit heads")
 
 
+def tiny_own_data_run(tmp_path):
+    """(train file, output dir, flags) of a tiny run_classifier run on four labelled sentences of
+    your own (a 2-layer config of a 500-piece vocabulary, S 16), the train file its dev file too:
+    for the checks of whole runs, in-process and in seconds."""
+    from tests import spm_fixtures
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    return train, output_dir, [
+        f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+        f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
+        f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+
+
 def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
         tmp_path):
     """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
@@ -609,18 +627,9 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
     import json
     import os
 
-    from tests import spm_fixtures
     from tests.command_runner import run_command
-    from tests.shared_setup import tiny_config as small
 
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
-    config = tmp_path / "config.json"
-    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
-    output_dir = tmp_path / "out"
-    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
-             f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+    _, output_dir, flags = tiny_own_data_run(tmp_path)
     trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval",
                           "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
@@ -651,22 +660,13 @@ def test_an_inference_depth_the_config_has_not_is_refused_before_any_work(tmp_pa
     there, the TFLite export a bug's IndexError)."""
     import os
 
-    from tests import spm_fixtures
     from tests.command_runner import run_command
-    from tests.shared_setup import tiny_config as small
 
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
-    config = tmp_path / "config.json"
-    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
-    output_dir = tmp_path / "out"
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
     flag = {"--do_predict": f"--test_file={train}",
             "--tflite_file": f"--tflite_file={tmp_path / 'model.tflite'}"}[output]
     result = run_command(
-        "run_classifier.py", f"--albert_config_file={config}",
-        f"--spm_model_file={spm_fixtures.cached_tiny_spm()}", f"--output_dir={output_dir}",
-        "--max_seq_length=16", f"--train_file={train}", f"--dev_file={train}", "--do_train",
-        "--do_eval", "--train_step=2", "--train_batch_size=2", "--early_exit",
+        "run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2", "--early_exit",
         "--inference_layers=3", *([flag, "--do_predict"] if output == "--do_predict" else [flag]))
     assert result.error_line() == ("run_classifier: error: --inference_layers=3: the model has 2 "
                                    "layers (num_hidden_layers of --albert_config_file).")
@@ -677,19 +677,10 @@ def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp
     """--do_predict without --do_eval, --patience or --inference_layers takes the patience that
     early_exit_results.json records: without that file the run stops in one line before any step
     (it used to train, predict, and only then refuse)."""
-    from tests import spm_fixtures
     from tests.command_runner import run_command
-    from tests.shared_setup import tiny_config as small
 
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
-    config = tmp_path / "config.json"
-    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
-    output_dir = tmp_path / "out"
-    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
-             f"--dev_file={train}", f"--test_file={train}", "--train_batch_size=2",
-             "--save_checkpoints_steps=2", "--early_exit"]
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    flags += [f"--test_file={train}", "--save_checkpoints_steps=2", "--early_exit"]
     trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
     (output_dir / exits.RESULTS_FILE).unlink()
