@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 
 from absl import app, flags
 
@@ -162,6 +163,7 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
+from albert_tf.cli.training_run import load_config  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
@@ -215,7 +217,9 @@ class ClassifierSettings:
                    FLAGS.selection_metric, None if math.isnan(threshold) else threshold,
                    EarlyExitSettings(FLAGS.early_exit_heads, FLAGS.patience,
                                      FLAGS.inference_layers, FLAGS.regression_threshold,
-                                     FLAGS.patience_tolerance) if FLAGS.early_exit else None)
+                                     FLAGS.patience_tolerance
+                                     if FLAGS["patience_tolerance"].present else None)
+                   if FLAGS.early_exit else None)
 
 
 class ClassifierHooks(FineTuningHooks):
@@ -241,8 +245,17 @@ class ClassifierHooks(FineTuningHooks):
 
     def check(self, settings: RunSettings, init_checkpoint: CheckpointSource | None) -> None:
         """Before any work: the kind of classifier --output_dir was trained as, if recorded, is
-        this run's (early exit on or off, its heads)."""
+        this run's (early exit on or off, its heads); --inference_layers is a depth the config
+        has, and a prediction or export without a sweep in this run has its stopping rule (the
+        patience chosen on dev recorded): found after training and the sweep, they refused the
+        prediction or failed the TFLite export."""
         check_heads(settings.output_dir, self.heads)
+        early = self.own.early_exit
+        if early:
+            num_layers = load_config(settings).num_hidden_layers
+            early.check_depth(num_layers)
+            if (settings.do_predict or settings.export_dir) and not settings.do_eval:
+                early.policy(num_layers, os.path.join(settings.output_dir, RESULTS_FILE))
 
     def record(self, run: FineTuningRun) -> None:
         record_heads(run.output_path(HEADS_FILE), self.heads)
@@ -359,11 +372,11 @@ class ClassifierHooks(FineTuningHooks):
         key = self.selection_metric
         if layer_key(run.config.num_hidden_layers, key) not in best:
             key = task.metric_keys[0]
-        results = results_of(best, key, self.own.early_exit.tolerance_points)
+        results = results_of(best, key, self.own.early_exit.sweep_tolerance)
         path = run.output_path(RESULTS_FILE)
         if results is None:
-            print(f"Early exit: the best checkpoint was evaluated by an earlier sweep; {path} "
-                  "keeps its results.")
+            print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose "
+                  f"table eval_results.txt no longer holds; {path} keeps its results.")
             return
         write_results(path, results)
         print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "

@@ -267,6 +267,24 @@ def test_the_chosen_patience_trades_the_metric_for_layers():
     assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
 
 
+def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_path):
+    """--do_predict / --export_dir without --patience: the patience the sweep chose, unless
+    --patience_tolerance is given (it used to be ignored there): then the one that tolerance
+    chooses from the recorded table; a file without a table is one line."""
+    path = str(tmp_path / exits.RESULTS_FILE)
+    exits.write_results(path, exits.results_of(SST2_LIKE, "eval_accuracy", 2.0))
+    assert exits.EarlyExitSettings("separate").policy(12, path).patience == 3
+    for tolerance, patience in ((2.0, 3), (0.0, 12), (20.0, 1)):
+        policy = exits.EarlyExitSettings("separate", tolerance_points=tolerance).policy(12, path)
+        assert (policy.patience, policy.max_layers) == (patience, 12)
+    assert exits.EarlyExitSettings("separate", patience=5, tolerance_points=0.0).policy(
+        12, path).patience == 5
+    (tmp_path / exits.RESULTS_FILE).write_text('{"patience": 3, "tolerance_points": 2.0}')
+    with pytest.raises(exits.UserError, match="no early-exit table to choose a patience from "
+                       "with --patience_tolerance=0.0"):
+        exits.EarlyExitSettings("separate", tolerance_points=0.0).policy(12, path)
+
+
 def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_saves():
     """On random tables (metrics and mean layers increasing with noise): the chosen patience's
     loss against the full depth is at most tolerance x (L - mean layers) / (L - 1) points, so
@@ -558,6 +576,48 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
         check_heads(str(tmp_path / "bad"), None)
 
 
+@pytest.mark.parametrize("trained, agreeing, refused", [
+    (None, (None, "shared"), ("separate",)), ("separate", ("separate",), (None, "shared"))])
+def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path, trained,
+                                                                         agreeing, refused):
+    """A directory written before classifier_heads.json existed: a run whose flags disagree with
+    its checkpoint about separate heads is refused (it used to record its own flags, fail on the
+    checkpoint later, and leave a false record that refused the corrected run); the others pass
+    (ordinary and shared heads have the same variables: the checkpoint cannot tell them apart)."""
+    from albert_tf.tasks.classification.heads_record import HeadsMismatch, check_heads
+
+    model = AlbertClassifierModel(config(), 2, early_exit=trained)
+    model(random_inputs(batch=1), training=False)
+    tf.train.Checkpoint(model=model).write(str(tmp_path / "model.ckpt-best"))
+    for heads in agreeing:
+        check_heads(str(tmp_path), heads)
+    for heads in refused:
+        with pytest.raises(HeadsMismatch) as raised:
+            check_heads(str(tmp_path), heads)
+        held = "with" if trained else "without"
+        assert str(raised.value).startswith(
+            f"--output_dir={tmp_path} has no classifier_heads.json and its checkpoint "
+            f"{tmp_path / 'model.ckpt-best'} is of a classifier {held} separate early-exit heads")
+
+
+def tiny_own_data_run(tmp_path):
+    """(train file, output dir, flags) of a tiny run_classifier run on four labelled sentences of
+    your own (a 2-layer config of a 500-piece vocabulary, S 16), the train file its dev file too:
+    for the checks of whole runs, in-process and in seconds."""
+    from tests import spm_fixtures
+    from tests.shared_setup import tiny_config as small
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
+    config = tmp_path / "config.json"
+    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
+    output_dir = tmp_path / "out"
+    return train, output_dir, [
+        f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+        f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
+        f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+
+
 def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
         tmp_path):
     """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
@@ -567,18 +627,9 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
     import json
     import os
 
-    from tests import spm_fixtures
     from tests.command_runner import run_command
-    from tests.shared_setup import tiny_config as small
 
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\ngood film,pos\nbad film,neg\nfine film,pos\nawful,neg\n")
-    config = tmp_path / "config.json"
-    config.write_text(small(vocab_size=500, max_position_embeddings=16).to_json_string())
-    output_dir = tmp_path / "out"
-    flags = [f"--albert_config_file={config}", f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-             f"--output_dir={output_dir}", "--max_seq_length=16", f"--train_file={train}",
-             f"--dev_file={train}", "--train_batch_size=2", "--eval_batch_size=2"]
+    _, output_dir, flags = tiny_own_data_run(tmp_path)
     trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval",
                           "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
@@ -600,3 +651,44 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
         assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
         assert named in refused.error_line()
     assert sorted(os.listdir(output_dir)) == before
+
+
+@pytest.mark.parametrize("output", ["--do_predict", "--tflite_file"])
+def test_an_inference_depth_the_config_has_not_is_refused_before_any_work(tmp_path, output):
+    """--inference_layers beyond the config's num_hidden_layers: one line before any feature is
+    built or step trained (it used to be found after training and the sweep: prediction refused
+    there, the TFLite export a bug's IndexError)."""
+    import os
+
+    from tests.command_runner import run_command
+
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    flag = {"--do_predict": f"--test_file={train}",
+            "--tflite_file": f"--tflite_file={tmp_path / 'model.tflite'}"}[output]
+    result = run_command(
+        "run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2", "--early_exit",
+        "--inference_layers=3", *([flag, "--do_predict"] if output == "--do_predict" else [flag]))
+    assert result.error_line() == ("run_classifier: error: --inference_layers=3: the model has 2 "
+                                   "layers (num_hidden_layers of --albert_config_file).")
+    assert not output_dir.exists() or not os.listdir(output_dir)
+
+
+def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp_path):
+    """--do_predict without --do_eval, --patience or --inference_layers takes the patience that
+    early_exit_results.json records: without that file the run stops in one line before any step
+    (it used to train, predict, and only then refuse)."""
+    from tests.command_runner import run_command
+
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    flags += [f"--test_file={train}", "--save_checkpoints_steps=2", "--early_exit"]
+    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    (output_dir / exits.RESULTS_FILE).unlink()
+    refused = run_command("run_classifier.py", *flags, "--do_train", "--train_step=4",
+                          "--do_predict")
+    assert refused.error_line() == (
+        f"run_classifier: error: {output_dir / exits.RESULTS_FILE} does not exist: the patience "
+        "chosen on dev is written by --do_eval with --early_exit; run it, or give --patience or "
+        "--inference_layers.")
+    assert not (output_dir / "model.ckpt-4.index").exists()
+    assert not (output_dir / "test_results.tsv").exists()

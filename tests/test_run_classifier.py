@@ -2,6 +2,7 @@
 end on real GLUE samples (train, sweep, predict, export: RTE is the harness's run,
 tests/task_harness.py) and its fail-fast checks, run_glue.sh."""
 
+import functools
 import os
 import pathlib
 import sys
@@ -195,6 +196,28 @@ def test_glue_sweep_deletes_renames_and_resumes(tmp_path):
     remaining = sorted(p.name for p in tmp_path.glob("*.index"))
     assert remaining == ["model.ckpt-600.index", "model.ckpt-700.index", "model.ckpt-best.index"]
     assert (tmp_path / "model.ckpt-best.index").read_text() == "step 500"
+
+
+def test_a_resumed_sweep_whose_best_came_earlier_returns_all_its_metrics(tmp_path):
+    """A rerun after the sweep ended (or a resumed one whose best came earlier) returns the best's
+    metrics as that sweep wrote them in eval_results.txt, every one, not just the selection metric:
+    they become best_results.json, TensorBoard's and run_classifier's early-exit results again."""
+    metrics = {10: {"eval_accuracy": 0.75, "eval_loss": 0.1 + 0.2, "class/a = b/f1": 0.5},
+               20: {"eval_accuracy": 0.5, "eval_loss": 0.9, "class/a = b/f1": 0.25}}
+    for step in metrics:
+        fake_checkpoint(tmp_path, step)
+    sweep = functools.partial(sweep_checkpoints, str(tmp_path),
+                              lambda prefix: metrics[int(prefix.rsplit("-", 1)[1])],
+                              "eval_accuracy", log=lambda m: None,
+                              policy=SweepPolicy.glue(train_step=20, max_wait_seconds=0))
+    first = sweep()
+    assert first == (10, {**metrics[10], "global_step": 10})
+    assert sweep() == first
+    fake_checkpoint(tmp_path, 30)  # a later checkpoint, not better
+    metrics[30] = metrics[20]
+    assert sweep(policy=SweepPolicy.glue(train_step=30, max_wait_seconds=0)) == first
+    (tmp_path / "eval_results.txt").write_text("")  # the results lost: the selection metric only
+    assert sweep() == (10, {"eval_accuracy": 0.75})
 
 
 def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):

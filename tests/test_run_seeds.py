@@ -31,7 +31,8 @@ def test_the_median_is_taken_per_metric_over_the_seeds(tmp_path):
     assert summary["selection_metric"] == "eval_accuracy"
     assert summary["median"] == {"eval_accuracy": 0.6, "eval_loss": 0.8}
     assert sorted(summary["seeds"]) == ["1", "2", "3"]
-    # A metric that one seed lacks (a resumed sweep keeps only the key) has no median.
+    # A metric that one seed lacks (a resumed sweep whose eval_results.txt lost the best keeps
+    # only the key) has no median.
     assert summarize_seeds(str(tmp_path), [1, 4])["median"] == {"eval_accuracy": 0.7}
 
 

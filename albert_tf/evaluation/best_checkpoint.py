@@ -25,7 +25,8 @@ from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 
 # The best checkpoint's metrics, written by every sweep: {"selection_metric": key, "best_step": step,
-# "metrics": {name: value}} (after a resumed sweep whose best came earlier, only the key's value).
+# "metrics": {name: value}} (a resumed sweep whose best came earlier reads them back from
+# eval_results.txt: only the key's value if that file lost the best's block).
 BEST_RESULTS_FILE = "best_results.json"
 # What a sweep writes into the output_dir besides the checkpoints (names and glob patterns; a
 # named evaluation's results files carry its name).

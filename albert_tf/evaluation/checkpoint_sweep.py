@@ -115,9 +115,10 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
                       sleep: Callable[[float], None] = time.sleep) -> tuple[int, dict[str, float]]:
     """Evaluates each checkpoint (``evaluate(prefix) -> metrics``); higher ``key`` is better.
 
-    Returns (best step, its metrics; only ``key`` when the best was evaluated by an earlier,
-    resumed sweep). Raises MissingFileError (a FileNotFoundError) if there is no checkpoint to
-    evaluate.
+    Returns (best step, its metrics). When the best was evaluated by an earlier sweep that this one
+    resumes, its metrics are read back from that sweep's ``results_file`` (only ``key`` if the
+    block is not there): a rerun rewrites the best's results whole, never cut to one value. Raises
+    MissingFileError (a FileNotFoundError) if there is no checkpoint to evaluate.
     """
     state_path = os.path.join(directory, policy.state_file) if policy.state_file else None
     state = SweepState.read(state_path) if state_path else SweepState()
@@ -126,7 +127,9 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     if state.last_step >= 0 and tf.io.gfile.exists(results_path):  # resuming: keep earlier results
         with tf.io.gfile.GFile(results_path) as handle:
             report = handle.read()
-    best: dict[str, float] | None = {key: state.best_value} if state.best_step >= 0 else None
+    best: dict[str, float] | None = None
+    if state.best_step >= 0:
+        best = _metrics_in_report(report, state.best_step) or {key: state.best_value}
     waited = 0.0
     while True:
         checkpoints = list_checkpoints(directory)
@@ -183,6 +186,30 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     if policy.rename_best:
         _rename_best(directory, state.best_step, log)
     return state.best_step, best
+
+
+def _metrics_in_report(report: str, step: int) -> dict[str, float] | None:
+    """The metrics of checkpoint ``step`` in a sweep's results text, None if no block has that
+    ``global_step``. A block is ``format_metrics``' "name = value" lines, then the policy's best
+    line, then the separator."""
+    for block in report.split(_SEPARATOR):
+        metrics = _parsed_metrics(block.splitlines()[:-1])
+        if metrics is not None and metrics.get("global_step") == step:
+            return metrics
+    return None
+
+
+def _parsed_metrics(lines: list[str]) -> dict[str, float] | None:
+    """``format_metrics``' lines read back (a name may hold " = ": a label's); None when a line
+    is not one."""
+    metrics = {}
+    for line in lines:
+        name, _, value = line.rpartition(" = ")
+        try:
+            metrics[name] = float(value)
+        except ValueError:
+            return None
+    return metrics if "" not in metrics else None
 
 
 def _waiting_line(directory: str, last_step: int, policy: SweepPolicy, waited: float) -> str:

@@ -214,28 +214,42 @@ class EarlyExitSettings:
 
     heads: ``EARLY_EXIT_HEADS`` of the model. patience / inference_layers: how --do_predict and
     --export_dir stop (at most one given; neither: the patience chosen on dev).
-    regression_threshold: a regression's "unchanged". tolerance_points: the dev-metric points
-    the chosen patience may trade for skipping all layers after the first (``choose_patience``).
+    regression_threshold: a regression's "unchanged". tolerance_points: --patience_tolerance, the
+    dev-metric points the chosen patience may trade for skipping all layers after the first
+    (``choose_patience``); None when not given: the sweep chooses with
+    ``DEFAULT_TOLERANCE_POINTS``, prediction and export take the patience the sweep chose.
     """
 
     heads: str
     patience: int | None = None
     inference_layers: int | None = None
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
-    tolerance_points: float = DEFAULT_TOLERANCE_POINTS
+    tolerance_points: float | None = None
+
+    @property
+    def sweep_tolerance(self) -> float:
+        """The tolerance the sweep chooses the patience with."""
+        return (DEFAULT_TOLERANCE_POINTS if self.tolerance_points is None
+                else self.tolerance_points)
+
+    def check_depth(self, num_layers: int) -> None:
+        """UserError when --inference_layers asks for more layers than the model's
+        ``num_layers``: run_classifier checks it against the config before any work."""
+        if self.inference_layers is not None and self.inference_layers > num_layers:
+            raise UserError(f"--inference_layers={self.inference_layers}: the model has "
+                            f"{num_layers} layers (num_hidden_layers of --albert_config_file).")
 
     def policy(self, num_layers: int, results_path: str) -> ExitPolicy:
         """How prediction and export stop: the fixed depth --inference_layers, or --patience over
         all the layers, by default the patience chosen on dev (``RESULTS_FILE`` at
-        ``results_path``). UserError for a depth the model has not."""
+        ``results_path``; chosen again from its table with --patience_tolerance when that was
+        given). UserError for a depth the model has not."""
+        self.check_depth(num_layers)
         if self.inference_layers is not None:
-            if self.inference_layers > num_layers:
-                raise UserError(f"--inference_layers={self.inference_layers}: the model has "
-                                f"{num_layers} layers.")
             return ExitPolicy.fixed_depth(self.inference_layers, num_layers,
                                           self.regression_threshold)
         patience = (self.patience if self.patience is not None
-                    else read_chosen_patience(results_path))
+                    else read_chosen_patience(results_path, self.tolerance_points))
         return ExitPolicy(patience, num_layers, self.regression_threshold)
 
 
@@ -249,7 +263,7 @@ def results_of(best: Mapping[str, float], key: str,
                tolerance_points: float) -> dict[str, object] | None:
     """The content of ``RESULTS_FILE`` for the sweep's best metrics ``best`` (its unnamed
     evaluation set's table; None when ``best`` holds none: a resumed sweep whose best came
-    earlier). ``key``: the metric the patience is chosen by."""
+    earlier and whose eval_results.txt lost it). ``key``: the metric the patience is chosen by."""
     table = {name: value for name, value in best.items() if name.startswith(f"{PREFIX}/")}
     if not table:
         return None
@@ -264,14 +278,24 @@ def write_results(path: str, results: Mapping[str, object]) -> None:
     atomic_write_text(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
-def read_chosen_patience(path: str) -> int:
-    """The patience chosen on dev that ``RESULTS_FILE`` at ``path`` records; UserError when there
-    is none (no early-exit sweep yet)."""
+def read_chosen_patience(path: str, tolerance_points: float | None = None) -> int:
+    """The patience chosen on dev that ``RESULTS_FILE`` at ``path`` records; with
+    ``tolerance_points`` other than the file's, the one ``choose_patience`` takes from its table
+    with that tolerance. UserError when there is none (no early-exit sweep yet) or the file is
+    not one."""
     if not tf.io.gfile.exists(path):
         raise UserError(f"{path} does not exist: the patience chosen on dev is written by "
                         "--do_eval with --early_exit; run it, or give --patience or "
                         "--inference_layers.")
-    patience = read_json_object(path, UserError, "the early-exit results").get("patience")
+    results = read_json_object(path, UserError, "the early-exit results")
+    patience = results.get("patience")
     if not isinstance(patience, int) or patience < 1:
         raise UserError(f"{path}: expected a patience >= 1, got {patience!r}.")
-    return patience
+    if tolerance_points is None or tolerance_points == results.get("tolerance_points"):
+        return patience
+    try:
+        return choose_patience(results["table"], results["selection_metric"], tolerance_points)
+    except (KeyError, TypeError, ValueError):
+        raise UserError(f"{path}: no early-exit table to choose a patience from with "
+                        f"--patience_tolerance={tolerance_points}; rerun --do_eval with "
+                        "--early_exit.") from None

@@ -28,6 +28,9 @@ from albert_tf.models.task_model import AlbertTaskModel
 EARLY_EXIT_HEADS = ("separate", "shared")
 # The TF1 scope of the separate internal classifiers (new names; the reference has none).
 EARLY_EXIT_SCOPE = "early_exit"
+# The attribute (and object-checkpoint name) of layer j's separate internal classifier:
+# ``<EXIT_CLASSIFIER>_<j>``.
+EXIT_CLASSIFIER = "exit_classifier"
 
 
 class AlbertClassifierModel(AlbertTaskModel):
@@ -57,8 +60,8 @@ class AlbertClassifierModel(AlbertTaskModel):
             # Attributes, not a list: tf.train.Checkpoint tracks attributes (Keras 3 lists of
             # layers are not checkpoint dependencies).
             for layer in range(1, config.num_hidden_layers):
-                setattr(self, f"exit_classifier_{layer}",
-                        ClassifierHead(config, num_labels, name=f"exit_classifier_{layer}"))
+                setattr(self, f"{EXIT_CLASSIFIER}_{layer}",
+                        ClassifierHead(config, num_labels, name=f"{EXIT_CLASSIFIER}_{layer}"))
         self.built = True
 
     def layer_heads(self) -> list[ClassifierHead]:
@@ -69,7 +72,7 @@ class AlbertClassifierModel(AlbertTaskModel):
         layers = self.config.num_hidden_layers
         if self.early_exit == "shared":
             return [self.classifier] * layers
-        return [getattr(self, f"exit_classifier_{layer}") for layer in range(1, layers)] + [
+        return [getattr(self, f"{EXIT_CLASSIFIER}_{layer}") for layer in range(1, layers)] + [
             self.classifier]
 
     def tf1_head_variables(self) -> dict[str, keras.Variable]:
