@@ -121,6 +121,26 @@ def test_the_downstream_table_reads_medians_and_single_runs_and_averages_as_the_
     assert written["ours"] == pytest.approx(ours)
 
 
+def test_a_rerun_replaces_the_tables_own_output_in_the_runs_dir(tmp_path):
+    # The plan's table command writes <runs_dir>/downstream_table.{md,json}; the table is rerun as
+    # tasks finish, and its own earlier output is no results file of the runs.
+    runs, output = tmp_path / "runs", tmp_path / "runs" / "downstream_table"
+    write_results(runs / "race", {"eval_accuracy": 0.6})
+    first = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={output}")
+    assert first.returncode == 0, first.stderr
+    write_results(runs / "squad1.1", {"f1": 88.0, "exact_match": 81.0})
+    again = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={output}")
+    assert again.returncode == 0, again.stderr
+    ours = json.loads((runs / "downstream_table.json").read_text())["downstream"]["ours"]
+    assert ours == {"race": pytest.approx(60.0), "squad1.1_f1": 88.0, "squad1.1_em": 81.0}
+    assert "| 88.0/81.0 |" in (runs / "downstream_table.md").read_text()
+    # A task's results file is still an input the output may not replace.
+    over_input = paper_tables(f"--runs_dir={runs}", "--model=v2_base",
+                              f"--output={runs}/race/best_results")
+    assert over_input.returncode == 1
+    assert "is also an input" in over_input.stderr and len(over_input.stderr.splitlines()) == 1
+
+
 def test_a_results_file_of_another_task_is_named(tmp_path):
     write_results(tmp_path / "race", {"f1": 50.0})
     race = next(task for task in DOWNSTREAM_TASKS if task.name == "race")
