@@ -47,8 +47,7 @@ flags.DEFINE_string("squad_dir", None, "--plan: SQuAD files (train-v1.1.json, de
                     "train-v2.0.json, dev-v2.0.json).")
 flags.DEFINE_string("race_dir", None, "--plan: RACE data (RACE/{train,dev,test}/...).")
 flag_definitions.define("init_checkpoint", "albert_config_file", "spm_model_file")
-flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
-    seed.lstrip("-").isdigit() for seed in seeds), "expected a comma-separated list of integers")
+flag_definitions.check_seed_list()
 
 
 def check_what_to_do() -> None:
