@@ -141,6 +141,31 @@ def test_a_rerun_replaces_the_tables_own_output_in_the_runs_dir(tmp_path):
     assert "is also an input" in over_input.stderr and len(over_input.stderr.splitlines()) == 1
 
 
+def test_results_the_table_does_not_read_are_named_not_left_out_silently(tmp_path):
+    # GLUE's data directories are RTE, SST-2, ...; the table's are rte, sst-2: a run under the
+    # other spelling was a silent dash.
+    runs = tmp_path / "runs"
+    write_seeds(runs / "RTE", [0.6, 0.7, 0.8])
+    write_results(runs / "squad_v1", {"f1": 88.0, "exact_match": 81.0})
+    write_results(runs / "race", {"eval_accuracy": 0.6})
+    (runs / "notes").mkdir()  # no results: nothing to say about it
+    result = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={tmp_path}/table")
+    assert result.returncode == 0, result.stderr
+    written = json.loads((tmp_path / "table.json").read_text())["downstream"]
+    assert written["unread"] == ["RTE", "squad_v1"] and set(written["ours"]) == {"race"}
+    assert (f"Not read: RTE, squad_v1 in {runs} (results under a name that is no task of the "
+            "table; the tasks' directories are mnli, qnli, qqp, rte, sst-2, mrpc, cola, sts-b, "
+            "squad1.1, squad2.0, race).") in (tmp_path / "table.md").read_text().splitlines()
+    # One task's directory given as --runs_dir: one line, not a table of dashes.
+    task_dir = paper_tables(f"--runs_dir={runs}/RTE", "--model=v2_base")
+    assert task_dir.returncode == 1 and task_dir.stdout == ""
+    assert task_dir.stderr.strip() == (
+        f"paper_tables: error: {runs}/RTE holds the results of one task's runs "
+        f"({runs}/RTE/seed_results.json): the runs directory holds a subdirectory per task (mnli, "
+        "qnli, qqp, rte, sst-2, mrpc, cola, sts-b, squad1.1, squad2.0, race); give the directory "
+        "above it")
+
+
 def test_a_results_file_of_another_task_is_named(tmp_path):
     write_results(tmp_path / "race", {"f1": 50.0})
     race = next(task for task in DOWNSTREAM_TASKS if task.name == "race")
