@@ -4,11 +4,13 @@
         [--batch_size=8 --max_seq_length=512 --dtype=float32]
 
 Prints the cross-layer sharing strategy, the parameters of the pretraining model (encoder + MLM and
-SOP heads) split into embeddings, projection, transformer, pooler and heads, the count the paper
-reports (embeddings + transformer: no pooler, no heads), then the lower-bound training-memory
-estimate for one device. The counts are albert_tf/models/parameters.py (``parameter_report``), the
-estimate albert_tf/tasks/pretraining/memory.py (``training_memory_bytes``); this module holds the
-flags and the printing. The estimate is of a run the config allows: --max_seq_length above its
+SOP heads) split into embeddings, projection, transformer, pooler and heads, the count the results
+tables give every run (embeddings + transformer: no pooler, no heads), then the lower-bound
+training-memory estimate for one device. The paper's published sizes are not one formula of these
+groups (docs/model.md, "The paper's parameter counts"). The counts are
+albert_tf/models/parameters.py (``parameter_report``), the estimate
+albert_tf/tasks/pretraining/memory.py (``training_memory_bytes``); this module holds the flags and
+the printing. The estimate is of a run the config allows: --max_seq_length above its
 max_position_embeddings, or a --batch_size below 1, is refused in one line, as a training script
 refuses it.
 """
@@ -46,8 +48,8 @@ def format_model_report(config: AlbertConfig, batch_size: int, max_seq_length: i
     paper_count = counts["encoder total"] - counts["pooler"]
     lines = [f"cross_layer_sharing: {config.cross_layer_sharing}",
              format_parameter_report(counts),
-             f"embeddings + transformer (the paper's count): {paper_count:,d} "
-             f"({paper_count / 1e6:.2f}M)",
+             "embeddings + transformer (no pooler, no heads; the tables' count): "
+             f"{paper_count:,d} ({paper_count / 1e6:.2f}M)",
              "",
              f"Estimated training memory, batch {batch_size} x seq {max_seq_length}, {dtype} "
              "(lower bound):"]

@@ -210,7 +210,8 @@ def test_model_report_prints_the_strategy_and_its_count(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     paper_count = encoder_parameter_count(cfg) - (12 * 12 + 12)
     assert "cross_layer_sharing: ffn" in result.stdout
-    assert f"embeddings + transformer (the paper's count): {paper_count:,d}" in result.stdout
+    assert (f"embeddings + transformer (no pooler, no heads; the tables' count): "
+            f"{paper_count:,d}") in result.stdout
 
 
 def test_model_report_refuses_a_nonsensical_config_in_one_line(tmp_path):

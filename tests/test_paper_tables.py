@@ -18,7 +18,7 @@ from albert_tf.checkpoints.run_config import record_run_config
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.models.config import AlbertConfig
-from albert_tf.models.parameters import paper_parameter_count
+from albert_tf.models.parameters import encoder_parameter_count, paper_parameter_count
 from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table, paper_average,
                                                read_task_scores)
 from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
@@ -59,6 +59,30 @@ def test_published_parameter_counts_are_the_closed_form_within_1m():
         config = AlbertConfig.from_dict(dict(BASE, embedding_size=row["embedding_size"],
                                              cross_layer_sharing=row["cross_layer_sharing"]))
         assert abs(paper_parameter_count(config) / 1e6 - row["params_m"]) < 1.0, row
+
+
+def test_the_papers_model_sizes_are_the_counts_docs_model_md_names():
+    """Table 2's sizes: the shared ALBERTs round the encoder total (with the pooler), the not-shared
+    BERTs embeddings + transformer; ALBERT-xlarge's 60M and -xxlarge's 235M match neither count
+    (docs/model.md, "The paper's parameter counts")."""
+    sizes = {"base": (768, 12, 12, 3072), "large": (1024, 24, 16, 4096),
+             "xlarge": (2048, 24, 32, 8192), "xxlarge": (4096, 12, 64, 16384)}
+    for row in published_rows("table2"):
+        family, size = row["model"].split("-")
+        hidden, layers, heads, intermediate = sizes[size]
+        shared = family == "ALBERT"
+        config = AlbertConfig.from_dict(dict(
+            BASE, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+            intermediate_size=intermediate, embedding_size=128 if shared else hidden,
+            cross_layer_sharing="all" if shared else "none"))
+        with_pooler = round(encoder_parameter_count(config) / 1e6)
+        without = round(paper_parameter_count(config) / 1e6)
+        if not shared:
+            assert without == row["params_m"], row
+        elif size in ("base", "large"):
+            assert with_pooler == row["params_m"] and without != row["params_m"], row
+        else:
+            assert row["params_m"] not in (with_pooler, without), row
 
 
 def test_unknown_model_names_the_released_ones():
