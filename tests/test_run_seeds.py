@@ -115,8 +115,11 @@ def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
 
 def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own(tmp_path):
     """Finished seeds are skipped on a rerun, so the directory records its recipe: another
-    recipe there stops before any seed runs, naming both, and the earlier results stay."""
+    recipe there stops before any seed runs, naming both, and the earlier results stay. The
+    directory is one of an earlier version (no output record, no seed_recipe.json): its seed's
+    run directory holds the `checkpoint` state file every training run leaves."""
     write_best_results(seed_directory(str(tmp_path), 1), "eval_accuracy", {"eval_accuracy": 0.5})
+    (tmp_path / "seed_1" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-4"\n')
     first = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
     assert result.returncode == 0, result.stderr[-2000:]
