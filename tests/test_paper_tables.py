@@ -181,13 +181,13 @@ def test_results_the_table_does_not_read_are_named_not_left_out_silently(tmp_pat
             "table; the tasks' directories are mnli, qnli, qqp, rte, sst-2, mrpc, cola, sts-b, "
             "squad1.1, squad2.0, race).") in (tmp_path / "table.md").read_text().splitlines()
     # One task's directory given as --runs_dir: one line, not a table of dashes.
+    tasks = ", ".join(task.name for task in DOWNSTREAM_TASKS)
     task_dir = paper_tables(f"--runs_dir={runs}/RTE", "--model=v2_base")
-    assert task_dir.returncode == 1 and task_dir.stdout == ""
-    assert task_dir.stderr.strip() == (
-        f"paper_tables: error: {runs}/RTE holds the results of one task's runs "
-        f"({runs}/RTE/seed_results.json): the runs directory holds a subdirectory per task (mnli, "
-        "qnli, qqp, rte, sst-2, mrpc, cola, sts-b, squad1.1, squad2.0, race); give the directory "
-        "above it")
+    assert (task_dir.returncode, task_dir.stdout) == (1, "")
+    assert task_dir.stderr.strip() == (f"paper_tables: error: {runs}/RTE holds the results of one "
+                                       f"task's runs ({runs}/RTE/seed_results.json): the runs "
+                                       f"directory holds a subdirectory per task ({tasks}); give "
+                                       "the directory above it")
 
 
 def test_a_results_file_of_another_task_is_named(tmp_path):
