@@ -47,8 +47,7 @@ flags.DEFINE_string("squad_dir", None, "--plan: SQuAD files (train-v1.1.json, de
                     "train-v2.0.json, dev-v2.0.json).")
 flags.DEFINE_string("race_dir", None, "--plan: RACE data (RACE/{train,dev,test}/...).")
 flag_definitions.define("init_checkpoint", "albert_config_file", "spm_model_file")
-flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
-    seed.lstrip("-").isdigit() for seed in seeds), "expected a comma-separated list of integers")
+flag_definitions.check_seed_list()
 
 
 def check_what_to_do() -> None:
@@ -144,16 +143,28 @@ def check_runs_dir() -> None:
         raise UserFileError(f"--runs_dir {runs_dir} is a file, not a directory of runs")
 
 
+def _json_files(directory: str, depths: range) -> list[str]:
+    """The JSON files ``depth`` levels below ``directory``, for each depth of ``depths``."""
+    return [path for depth in depths
+            for path in tf.io.gfile.glob(os.path.join(directory, *["*"] * depth) + ".json")]
+
+
 def run_files() -> RunFiles:
-    """What the command reads (every JSON file of the runs: their results, configs and seeds'
-    summaries) and writes (<output>.md and <output>.json)."""
-    run_dirs = [FLAGS.runs_dir] if FLAGS.runs_dir and not FLAGS.plan else []
+    """What the command reads (the JSON files of the runs: their results, configs and seeds'
+    summaries) and writes (<output>.md and <output>.json).
+
+    The downstream table reads nothing directly in --runs_dir, only its task directories (and
+    their seeds' directories below them): the files of --runs_dir itself are no input, so that the
+    table's own output there (the plan's <runs_dir>/downstream_table) is replaced by a rerun
+    instead of refused as an input. A pretraining run's own files (its config, objective and
+    results) are inputs, and so are those of its downstream/ runs."""
+    read_paths = []
+    if FLAGS.runs_dir and not FLAGS.plan:
+        read_paths += _json_files(FLAGS.runs_dir, range(2, 4))
     if FLAGS.pretraining_runs and not FLAGS.plan:
-        run_dirs += expand_run_dirs(FLAGS.pretraining_runs)
-    read = inputs(*(("a results file of the runs", path) for directory in run_dirs
-                    for depth in range(1, 4)
-                    for path in tf.io.gfile.glob(os.path.join(directory, *["*"] * depth)
-                                                 + ".json")))
+        read_paths += [path for directory in expand_run_dirs(FLAGS.pretraining_runs)
+                       for path in _json_files(directory, range(1, 5))]
+    read = inputs(*(("a results file of the runs", path) for path in read_paths))
     written = (tuple(Output("--output", FLAGS.output + suffix) for suffix in (".md", ".json"))
                if FLAGS.output and not FLAGS.plan else ())
     return RunFiles(read, written)

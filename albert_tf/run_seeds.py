@@ -27,14 +27,13 @@ import sys
 
 from absl import app, flags
 
-from albert_tf.cli import command_line
+from albert_tf.cli import command_line, flag_definitions
 
 flags.DEFINE_list("seeds", ["1", "2", "3", "4", "5"], "The seeds, one run each.")
 flags.DEFINE_string("output_dir", None, "Parent of the seeds' output directories (seed_<S>) and "
                     "where seed_results.json is written.")
 flags.mark_flag_as_required("output_dir")
-flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
-    seed.lstrip("-").isdigit() for seed in seeds), "expected a comma-separated list of integers")
+flag_definitions.check_seed_list()
 
 # The flags the driver sets for each seed; the recipe given after -- must leave them out.
 DRIVER_FLAGS = ("output_dir", "seed", "input_seed")

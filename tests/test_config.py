@@ -127,5 +127,6 @@ def test_parameter_report_command():
     assert result.returncode == 0, result.stderr[-2000:]
     assert "encoder total" in result.stdout and "11,683,584" in result.stdout
     assert "cross_layer_sharing: all" in result.stdout
-    assert "embeddings + transformer (the paper's count): 11,092,992 (11.09M)" in result.stdout
+    assert ("embeddings + transformer (no pooler, no heads; the tables' count): 11,092,992 "
+            "(11.09M)") in result.stdout
     assert "Estimated training memory, batch 8 x seq 512, float32" in result.stdout

@@ -210,7 +210,8 @@ def test_model_report_prints_the_strategy_and_its_count(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     paper_count = encoder_parameter_count(cfg) - (12 * 12 + 12)
     assert "cross_layer_sharing: ffn" in result.stdout
-    assert f"embeddings + transformer (the paper's count): {paper_count:,d}" in result.stdout
+    assert (f"embeddings + transformer (no pooler, no heads; the tables' count): "
+            f"{paper_count:,d}") in result.stdout
 
 
 def test_model_report_refuses_a_nonsensical_config_in_one_line(tmp_path):
@@ -221,6 +222,23 @@ def test_model_report_refuses_a_nonsensical_config_in_one_line(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"model_report: error: {path}: AlbertConfig: 'cross_layer_sharing' 'attention'")
+
+
+def test_model_report_estimates_only_runs_the_config_allows(tmp_path):
+    """Its memory estimate was printed for a --max_seq_length above max_position_embeddings (a run
+    no training script starts) and for --batch_size=0; both are one-line errors now."""
+    path = tmp_path / "albert_config.json"
+    sharing_config("all", layers=2, groups=1, inner=1).to_json_file(str(path))
+    too_long = run_command("-m albert_tf.model_report", f"--albert_config_file={path}",
+                           "--max_seq_length=17")
+    assert too_long.returncode == 1 and too_long.stdout == ""
+    assert too_long.stderr.strip() == (f"model_report: error: --max_seq_length=17 exceeds "
+                                       f"max_position_embeddings=16 of {path}.")
+    no_batch = run_command("-m albert_tf.model_report", f"--albert_config_file={path}",
+                           "--batch_size=0")
+    assert no_batch.returncode == 1 and no_batch.stdout == ""
+    assert no_batch.stderr.strip().startswith("model_report: error: flag --batch_size=0: expected "
+                                              "a finite value >= 1")
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

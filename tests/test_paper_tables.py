@@ -18,7 +18,7 @@ from albert_tf.checkpoints.run_config import record_run_config
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.models.config import AlbertConfig
-from albert_tf.models.parameters import paper_parameter_count
+from albert_tf.models.parameters import encoder_parameter_count, paper_parameter_count
 from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table, paper_average,
                                                read_task_scores)
 from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
@@ -59,6 +59,30 @@ def test_published_parameter_counts_are_the_closed_form_within_1m():
         config = AlbertConfig.from_dict(dict(BASE, embedding_size=row["embedding_size"],
                                              cross_layer_sharing=row["cross_layer_sharing"]))
         assert abs(paper_parameter_count(config) / 1e6 - row["params_m"]) < 1.0, row
+
+
+def test_the_papers_model_sizes_are_the_counts_docs_model_md_names():
+    """Table 2's sizes: the shared ALBERTs round the encoder total (with the pooler), the not-shared
+    BERTs embeddings + transformer; ALBERT-xlarge's 60M and -xxlarge's 235M match neither count
+    (docs/model.md, "The paper's parameter counts")."""
+    sizes = {"base": (768, 12, 12, 3072), "large": (1024, 24, 16, 4096),
+             "xlarge": (2048, 24, 32, 8192), "xxlarge": (4096, 12, 64, 16384)}
+    for row in published_rows("table2"):
+        family, size = row["model"].split("-")
+        hidden, layers, heads, intermediate = sizes[size]
+        shared = family == "ALBERT"
+        config = AlbertConfig.from_dict(dict(
+            BASE, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+            intermediate_size=intermediate, embedding_size=128 if shared else hidden,
+            cross_layer_sharing="all" if shared else "none"))
+        with_pooler = round(encoder_parameter_count(config) / 1e6)
+        without = round(paper_parameter_count(config) / 1e6)
+        if not shared:
+            assert without == row["params_m"], row
+        elif size in ("base", "large"):
+            assert with_pooler == row["params_m"] and without != row["params_m"], row
+        else:
+            assert row["params_m"] not in (with_pooler, without), row
 
 
 def test_unknown_model_names_the_released_ones():
@@ -119,6 +143,51 @@ def test_the_downstream_table_reads_medians_and_single_runs_and_averages_as_the_
     assert lines[4].startswith("| difference | -2.6 | – |")
     written = json.loads((tmp_path / "table.json").read_text())["downstream"]
     assert written["ours"] == pytest.approx(ours)
+
+
+def test_a_rerun_replaces_the_tables_own_output_in_the_runs_dir(tmp_path):
+    # The plan's table command writes <runs_dir>/downstream_table.{md,json}; the table is rerun as
+    # tasks finish, and its own earlier output is no results file of the runs.
+    runs, output = tmp_path / "runs", tmp_path / "runs" / "downstream_table"
+    write_results(runs / "race", {"eval_accuracy": 0.6})
+    first = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={output}")
+    assert first.returncode == 0, first.stderr
+    write_results(runs / "squad1.1", {"f1": 88.0, "exact_match": 81.0})
+    again = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={output}")
+    assert again.returncode == 0, again.stderr
+    ours = json.loads((runs / "downstream_table.json").read_text())["downstream"]["ours"]
+    assert ours == {"race": pytest.approx(60.0), "squad1.1_f1": 88.0, "squad1.1_em": 81.0}
+    assert "| 88.0/81.0 |" in (runs / "downstream_table.md").read_text()
+    # A task's results file is still an input the output may not replace.
+    over_input = paper_tables(f"--runs_dir={runs}", "--model=v2_base",
+                              f"--output={runs}/race/best_results")
+    assert over_input.returncode == 1
+    assert "is also an input" in over_input.stderr and len(over_input.stderr.splitlines()) == 1
+
+
+def test_results_the_table_does_not_read_are_named_not_left_out_silently(tmp_path):
+    # GLUE's data directories are RTE, SST-2, ...; the table's are rte, sst-2: a run under the
+    # other spelling was a silent dash.
+    runs = tmp_path / "runs"
+    write_seeds(runs / "RTE", [0.6, 0.7, 0.8])
+    write_results(runs / "squad_v1", {"f1": 88.0, "exact_match": 81.0})
+    write_results(runs / "race", {"eval_accuracy": 0.6})
+    (runs / "notes").mkdir()  # no results: nothing to say about it
+    result = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={tmp_path}/table")
+    assert result.returncode == 0, result.stderr
+    written = json.loads((tmp_path / "table.json").read_text())["downstream"]
+    assert written["unread"] == ["RTE", "squad_v1"] and set(written["ours"]) == {"race"}
+    assert (f"Not read: RTE, squad_v1 in {runs} (results under a name that is no task of the "
+            "table; the tasks' directories are mnli, qnli, qqp, rte, sst-2, mrpc, cola, sts-b, "
+            "squad1.1, squad2.0, race).") in (tmp_path / "table.md").read_text().splitlines()
+    # One task's directory given as --runs_dir: one line, not a table of dashes.
+    tasks = ", ".join(task.name for task in DOWNSTREAM_TASKS)
+    task_dir = paper_tables(f"--runs_dir={runs}/RTE", "--model=v2_base")
+    assert (task_dir.returncode, task_dir.stdout) == (1, "")
+    assert task_dir.stderr.strip() == (f"paper_tables: error: {runs}/RTE holds the results of one "
+                                       f"task's runs ({runs}/RTE/seed_results.json): the runs "
+                                       f"directory holds a subdirectory per task ({tasks}); give "
+                                       "the directory above it")
 
 
 def test_a_results_file_of_another_task_is_named(tmp_path):

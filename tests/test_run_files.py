@@ -275,6 +275,27 @@ def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
                                  work_directories=(other,)))
 
 
+def test_a_run_seeds_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
+    """run_seeds' --output_dir holds no checkpoint itself, its seed_<S> run directories do: a rerun
+    resuming an earlier version's seeds was refused ('holds seed_1, which albert_tf did not
+    write'), and the message told the user to move the finished seeds away."""
+    seeds = WorkDirectory("--output_dir", str(tmp_path / "rte"))
+    (tmp_path / "rte" / "seed_1").mkdir(parents=True)
+    (tmp_path / "rte" / "seed_1" / "checkpoint").write_text('model_checkpoint_path: "m-4"\n')
+    (tmp_path / "rte" / "seed_2").mkdir()  # a seed that failed before its first checkpoint
+    files = RunFiles(outputs=fixed_outputs(seeds, ["seed_results.json", "seed_[-0-9]*"]),
+                     work_directories=(seeds,))
+    check_run_files(files)
+    assert recorded_names(seeds.path) == {"seed_results.json", "seed_[-0-9]*"}
+    # A user's folder of that name holding no run proves nothing.
+    mine = WorkDirectory("--output_dir", str(tmp_path / "mine"))
+    (tmp_path / "mine" / "seed_1").mkdir(parents=True)
+    (tmp_path / "mine" / "seed_1" / "notes.txt").write_text("mine\n")
+    with pytest.raises(OutputPathError, match=r"holds 'seed_1', which albert_tf did not"):
+        check_run_files(RunFiles(outputs=fixed_outputs(mine, ["seed_[-0-9]*"]),
+                                 work_directories=(mine,)))
+
+
 def test_an_unreadable_output_record_is_named(tmp_path):
     run = WorkDirectory("--output_dir", str(tmp_path))
     (tmp_path / RECORD_NAME).write_text('{"fixed_names": "checkpoint"}')

@@ -116,8 +116,11 @@ def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
 
 def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own(tmp_path):
     """Finished seeds are skipped on a rerun, so the directory records its recipe: another
-    recipe there stops before any seed runs, naming both, and the earlier results stay."""
+    recipe there stops before any seed runs, naming both, and the earlier results stay. The
+    directory is one of an earlier version (no output record, no seed_recipe.json): its seed's
+    run directory holds the `checkpoint` state file every training run leaves."""
     write_best_results(seed_directory(str(tmp_path), 1), "eval_accuracy", {"eval_accuracy": 0.5})
+    (tmp_path / "seed_1" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-4"\n')
     first = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -135,3 +138,20 @@ def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own
         "--output_dir.")
     assert (tmp_path / "seed_results.json").read_bytes() == results
     assert run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first).returncode == 0
+
+
+def test_a_seed_given_twice_is_refused_before_any_seed_runs(tmp_path):
+    """``--seeds=1,01,2`` would run and count seed 1 once: a median of 2 seeds where the command
+    line asks for 3. Refused in one line before any seed runs (as is the plan's --seeds of
+    paper_tables)."""
+    recipe = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
+    for seeds in ("1,01,2", "1,2,1"):
+        result = run_seeds(f"--seeds={seeds}", f"--output_dir={tmp_path}", "--", *recipe)
+        assert result.returncode == 1 and result.stdout == ""
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith("run_seeds: error: flag --seeds=")
+        assert "expected a comma-separated list of distinct integers" in line
+    assert os.listdir(tmp_path) == []
+    plan = run_command("-m albert_tf.paper_tables", "--plan", "--model=v2_base", "--seeds=3,3")
+    assert plan.returncode == 1
+    assert "--seeds=['3', '3']: expected a comma-separated list of distinct" in plan.stderr

@@ -289,6 +289,21 @@ def _define_one(name: str, default: Any, flag_values: flags.FlagValues) -> None:
         spec.define(name, default, list(spec.enum_values), spec.help, flag_values=flag_values)
 
 
+def _distinct_integers(values: list[str] | None) -> bool:
+    """A non-empty list of integers, no two equal (``1`` and ``01`` are one seed)."""
+    if not values or not all(value.lstrip("-").isdigit() for value in values):
+        return False
+    return len({int(value) for value in values}) == len(values)
+
+
+def check_seed_list(name: str = "seeds", flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Registers the check of a list flag of seeds, one run each (run_seeds, the plan of
+    paper_tables): integers, each once. A seed given twice would run once and be counted once, so
+    the median would silently be over fewer seeds than the command line asks for."""
+    flags.register_validator(name, _distinct_integers, flag_values=flag_values,
+                             message="expected a comma-separated list of distinct integers")
+
+
 def _parsed_default(name: str, default: Any) -> Any:
     """The value absl makes of ``default`` for flag ``name`` (e.g. a list from "a,b")."""
     scratch = flags.FlagValues()

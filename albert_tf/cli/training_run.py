@@ -132,14 +132,20 @@ def output_dir_locks(settings: RunSettings) -> Iterator[None]:
         yield
 
 
+def config_for_length(config_file: str, max_seq_length: int) -> AlbertConfig:
+    """The config of ``config_file``, checked to fit ``max_seq_length`` (RunSettingsError naming
+    --max_seq_length and the file otherwise: no run of that length can use the config)."""
+    config = AlbertConfig.from_json_file(config_file)
+    if max_seq_length > config.max_position_embeddings:
+        raise RunSettingsError(f"--max_seq_length={max_seq_length} exceeds "
+                               f"max_position_embeddings={config.max_position_embeddings} of "
+                               f"{config_file}.")
+    return config
+
+
 def load_config(settings: RunSettings) -> AlbertConfig:
     """The config of --albert_config_file, checked to fit --max_seq_length."""
-    config = AlbertConfig.from_json_file(settings.albert_config_file)
-    if settings.max_seq_length > config.max_position_embeddings:
-        raise RunSettingsError(f"--max_seq_length={settings.max_seq_length} exceeds "
-                               f"max_position_embeddings={config.max_position_embeddings} of "
-                               f"{settings.albert_config_file}.")
-    return config
+    return config_for_length(settings.albert_config_file, settings.max_seq_length)
 
 
 def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,

@@ -11,7 +11,8 @@ albert_tf's from the first run that found it free; only a file a user adds under
 later, inside a run's directory, is taken for the run's own.
 
 Directories of earlier versions, which wrote no record, are recognised by the ``checkpoint`` state
-file every training run leaves: there, the existing fixed names are taken as the run's and
+file every training run leaves, in the directory or in a directory under one of the run's fixed
+names (run_seeds' ``seed_<S>``): there, the existing fixed names are taken as the run's and
 recorded. The record is hidden (input patterns skip it) and JSON: ``{"fixed_names": [...]}``.
 """
 

@@ -341,15 +341,27 @@ def _present_names(directory: str) -> list[str]:
     return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
 
 
+def _is_earlier_run_directory(directory: str, present: list[str], outputs: list[Output]) -> bool:
+    """Whether ``directory`` (which has no output record) is a run directory of an earlier
+    version: it holds a training run's ``checkpoint`` state file, or one of the run's fixed names
+    is a directory that holds one (run_seeds' ``seed_<S>``: its parent holds no checkpoint)."""
+    if _is_checkpoint_file(tf.io.gfile.join(directory, "checkpoint")):
+        return True
+    patterns = [os.path.basename(output.path) for output in outputs]
+    return any(_is_checkpoint_file(tf.io.gfile.join(directory, name, "checkpoint"))
+               for name in present
+               if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns))
+
+
 def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
     """Refuses a file or directory of ``directory`` under one of the run's fixed names that the
     directory's output record does not list (see albert_tf/files/output_record.py). A directory
-    without a record that holds a training run's ``checkpoint`` state file is an earlier version's
-    run directory: its names are the run's."""
+    without a record that is an earlier version's run directory (``_is_earlier_run_directory``)
+    holds the run's names."""
     recorded = recorded_names(directory)
-    if recorded is None and _is_checkpoint_file(tf.io.gfile.join(directory, "checkpoint")):
-        return
     present = _present_names(directory)
+    if recorded is None and _is_earlier_run_directory(directory, present, outputs):
+        return
     for output in outputs:
         name = os.path.basename(output.path)
         if output.ours_by_name or name in (recorded or ()):

@@ -61,6 +61,14 @@ AVERAGE_CELLS = ("squad1.1_f1", "squad1.1_em", "squad2.0_f1", "squad2.0_em", "mn
                  "race")
 
 
+def _results_file(directory: str) -> str | None:
+    """The results file a run directory holds (run_seeds' summary first), or None."""
+    for name in (SEED_RESULTS_FILE, BEST_RESULTS_FILE):
+        if tf.io.gfile.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return None
+
+
 def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | None:
     """The task's cells from its run directory: ``{"cells": {key: percent}, "runs": seeds or 1,
     "source": file}``; None when the directory holds neither results file (not run yet).
@@ -68,17 +76,14 @@ def read_task_scores(task_dir: str, task: DownstreamTask) -> dict[str, Any] | No
     RunResultsError (a ValueError) naming the file (and the key) when it is not a results file of
     albert_tf (a value of another type, a score that is not a finite number) or lacks a result
     the task needs (a run of another task)."""
-    seeds_path = os.path.join(task_dir, SEED_RESULTS_FILE)
-    best_path = os.path.join(task_dir, BEST_RESULTS_FILE)
-    if tf.io.gfile.exists(seeds_path):
-        path = seeds_path
+    path = _results_file(task_dir)
+    if path is None:
+        return None
+    if os.path.basename(path) == SEED_RESULTS_FILE:
         summary = read_seed_results_file(path)
         metrics, runs = summary["median"], len(summary["seeds"])
-    elif tf.io.gfile.exists(best_path):
-        path = best_path
-        metrics, runs = read_best_results_file(path)["metrics"], 1
     else:
-        return None
+        metrics, runs = read_best_results_file(path)["metrics"], 1
     cells = {}
     for cell, result_key, scale in task.cells:
         if result_key not in metrics:
@@ -98,9 +103,30 @@ def paper_average(cells: Mapping[str, float]) -> float | None:
     return (squad + cells["mnli"] + cells["sst-2"] + cells["race"]) / 5
 
 
+def unread_directories(runs_dir: str) -> list[str]:
+    """The subdirectories of ``runs_dir`` that hold results under a name that is no task of the
+    table (``RTE`` for ``rte``, ``squad_v1``): the table leaves them out, so it names them."""
+    if not tf.io.gfile.isdir(runs_dir):
+        return []
+    tasks = {task.name for task in DOWNSTREAM_TASKS}
+    names = (name.rstrip("/") for name in tf.io.gfile.listdir(runs_dir))
+    return sorted(name for name in names
+                  if name not in tasks and _results_file(os.path.join(runs_dir, name)))
+
+
 def downstream_scores(runs_dir: str) -> dict[str, Any]:
     """Every task's cells found under ``runs_dir`` and the average: ``{"cells": {key: percent},
-    "runs": {task: seeds}, "sources": {task: file}}`` (tasks not run are absent)."""
+    "runs": {task: seeds}, "sources": {task: file}, "unread": [subdirectory]}`` (tasks not run
+    are absent; ``unread_directories``).
+
+    RunResultsError when ``runs_dir`` itself holds a run's results: it is one task's directory,
+    not the directory of a subdirectory per task (its table would be all dashes)."""
+    own = _results_file(runs_dir)
+    if own is not None:
+        raise RunResultsError(
+            f"{runs_dir} holds the results of one task's runs ({own}): the runs directory holds "
+            f"a subdirectory per task ({', '.join(task.name for task in DOWNSTREAM_TASKS)}); "
+            "give the directory above it")
     cells: dict[str, float] = {}
     runs: dict[str, int] = {}
     sources: dict[str, str] = {}
@@ -112,7 +138,8 @@ def downstream_scores(runs_dir: str) -> dict[str, Any]:
     average = paper_average(cells)
     if average is not None:
         cells[AVERAGE_KEY] = average
-    return {"cells": cells, "runs": runs, "sources": sources}
+    return {"cells": cells, "runs": runs, "sources": sources,
+            "unread": unread_directories(runs_dir)}
 
 
 def cell_keys() -> list[str]:
@@ -123,7 +150,7 @@ def cell_keys() -> list[str]:
 def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
     """The table of ``runs_dir`` beside the published numbers of the released ``model``
     (``v2_base``, ...): ``{"runs_dir", "model", "ours", "published", "difference", "runs",
-    "sources"}``, cells keyed by ``cell_keys()``; a difference only where both exist."""
+    "sources", "unread"}``, cells keyed by ``cell_keys()``; a difference only where both exist."""
     scores = downstream_scores(runs_dir)
     published = published_model(model)
     ours = scores["cells"]
@@ -131,7 +158,8 @@ def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
                   if key in ours and key in published}
     return {"runs_dir": runs_dir, "model": model, "ours": ours,
             "published": {key: published[key] for key in cell_keys() if key in published},
-            "difference": difference, "runs": scores["runs"], "sources": scores["sources"]}
+            "difference": difference, "runs": scores["runs"], "sources": scores["sources"],
+            "unread": scores["unread"]}
 
 
 def _value(cells: Mapping[str, float], key: str, signed: bool = False) -> str:
@@ -150,7 +178,9 @@ def _row(title: str, cells: Mapping[str, float], signed: bool = False) -> str:
 
 def format_downstream_markdown(table: Mapping[str, Any]) -> str:
     """The table in the paper's layout (a column per task, SQuAD cells F1/EM): our row, the
-    published row and their difference, then how many runs each of our cells is the median of."""
+    published row and their difference, then how many runs each of our cells is the median of and
+    the directories of results the table did not read (named so that no task's is missing by a
+    misspelt directory name unnoticed)."""
     labels = [task.label for task in DOWNSTREAM_TASKS] + ["Avg"]
     lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|",
              _row(f"albert_tf ({table['runs_dir']})", table["ours"]),
@@ -159,4 +189,8 @@ def format_downstream_markdown(table: Mapping[str, Any]) -> str:
     runs = ", ".join(f"{task} {count}" for task, count in table["runs"].items())
     lines += ["", f"Runs per cell (median over seeds where more than 1): {runs or 'none found'}.",
               "– : not run here, or not published for this model."]
+    if table["unread"]:
+        lines.append(f"Not read: {', '.join(table['unread'])} in {table['runs_dir']} (results "
+                     "under a name that is no task of the table; the tasks' directories are "
+                     f"{', '.join(task.name for task in DOWNSTREAM_TASKS)}).")
     return "\n".join(lines)
