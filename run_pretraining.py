@@ -115,7 +115,8 @@ def run_files(settings: RunSettings, own: PretrainingSettings, init) -> RunFiles
     reads_record = (settings.albert_config_file is not None
                     and path_identity(settings.albert_config_file) == path_identity(recorded))
     files = training_run.run_files(
-        settings, init, (OBJECTIVE_FILE,) + (() if reads_record else (RUN_CONFIG_FILE,)))
+        settings, init, settings.do_eval,
+        (OBJECTIVE_FILE,) + (() if reads_record else (RUN_CONFIG_FILE,)))
     flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
     return files + RunFiles(declared_inputs(
         *(("--input_file", path) for path in own.train_files),

@@ -165,6 +165,15 @@ def run_seeds_summary(output_dir):
                        "run_classifier.py", "--task_name=rte", "--do_train", "--do_eval")
 
 
+def finished_seed(output_dir, seed: int, best) -> str:
+    """A seed's run directory as a finished run leaves it: its best_results.json (``best``), and
+    the 'checkpoint' state file of every training run (by which run_seeds knows the directory for
+    its own without the output record of a run_seeds run); returns the results file."""
+    directory = seed_directory(str(output_dir), seed)
+    write(os.path.join(directory, "checkpoint"), 'model_checkpoint_path: "model.ckpt-best"\n')
+    return write(os.path.join(directory, "best_results.json"), best)
+
+
 @pytest.mark.parametrize("key_path, value, message", [
     ("metrics.eval_accuracy", NAN, "'metrics.eval_accuracy' is NaN: expected a finite number"),
     ("metrics.eval_loss", {"value": 1}, "'metrics.eval_loss' is {\"value\": 1}: expected a "
@@ -173,9 +182,8 @@ def run_seeds_summary(output_dir):
 ])
 def test_run_seeds_names_the_seed_file_and_key_of_a_bad_best_results(tmp_path, key_path, value,
                                                                       message):
-    write(os.path.join(seed_directory(str(tmp_path), 1), "best_results.json"), BEST)
-    bad = write(os.path.join(seed_directory(str(tmp_path), 2), "best_results.json"),
-                changed(BEST, key_path, value))
+    finished_seed(tmp_path, 1, BEST)
+    bad = finished_seed(tmp_path, 2, changed(BEST, key_path, value))
     result = run_seeds_summary(tmp_path)
     assert result.error_line() == f"run_seeds: error: {bad}: {message}"
     assert not (tmp_path / "seed_results.json").exists()
@@ -191,9 +199,8 @@ def test_a_seed_whose_metrics_lack_its_selection_metric_is_named(tmp_path):
 
 
 def test_run_seeds_summarises_good_seed_files(tmp_path):
-    write(os.path.join(seed_directory(str(tmp_path), 1), "best_results.json"), BEST)
-    write(os.path.join(seed_directory(str(tmp_path), 2), "best_results.json"),
-          changed(BEST, "metrics.eval_accuracy", 0.85))
+    finished_seed(tmp_path, 1, BEST)
+    finished_seed(tmp_path, 2, changed(BEST, "metrics.eval_accuracy", 0.85))
     result = run_seeds_summary(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("done earlier") == 2

@@ -252,7 +252,7 @@ def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
     (tmp_path / "albert_base" / "rte_dev_0123abcd.tf_record").write_text("cache\n")
     check_run_files(RunFiles(outputs=fixed_outputs(mine, ["rte_*_????????.tf_record*"],
                                                    ours_by_name=True), work_directories=(mine,)))
-    assert recorded_names(mine.path) == frozenset()
+    assert recorded_names(mine.path) is None  # nothing to record, no record written
 
 
 def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
@@ -313,3 +313,19 @@ def test_a_directory_the_check_created_is_removed_with_its_record_when_the_comma
     assert os.listdir(run.path) == [RECORD_NAME]
     created_directories.remove_those_left_empty()  # what the error boundary does on an error
     assert os.listdir(tmp_path) == []
+
+
+def test_a_fixed_name_the_run_does_not_touch_may_hold_the_users_file_and_is_not_recorded(tmp_path):
+    """A run that only predicts or exports reads the model.ckpt-best the user put in its
+    --output_dir: the checkpoints, which it neither writes nor deletes, are declared untouched.
+    Their files are not refused, and the name is not recorded, so a later training run there is
+    still refused."""
+    run = WorkDirectory("--output_dir", str(tmp_path))
+    (tmp_path / "model.ckpt-best.index").write_text("a colleague's best\n")
+    predicting = RunFiles(outputs=fixed_outputs(run, ["model.ckpt-*"], touched=False)
+                          + fixed_outputs(run, ["predictions.json"]), work_directories=(run,))
+    check_run_files(predicting)
+    assert recorded_names(run.path) == {"predictions.json"}
+    with pytest.raises(OutputPathError, match=r"holds 'model.ckpt-best.index'"):
+        check_run_files(RunFiles(outputs=fixed_outputs(run, ["model.ckpt-*"]),
+                                 work_directories=(run,)))

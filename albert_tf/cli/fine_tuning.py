@@ -190,7 +190,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
     strategy = training_run.strategy_of(settings.strategy)  # multi-worker: before any other op
     init = (training_run.init_checkpoint_source(settings)
             if hooks.reads_init_checkpoint(settings) else None)
-    files = training_run.run_files(settings, init, hooks.run_outputs) + hooks.files(settings)
+    files = (training_run.run_files(settings, init, hooks.evaluates(settings), hooks.run_outputs)
+             + hooks.files(settings))
     check_run_files(files)
     hooks.check(settings, init)
     buckets, batch_lengths = _length_buckets(settings, hooks, strategy)

@@ -15,6 +15,7 @@ from typing import Iterator
 import tensorflow as tf
 
 from albert_tf.checkpoints.config_beside import check_config_beside
+from albert_tf.checkpoints.files import CHECKPOINT_STATE_FILE
 from albert_tf.checkpoints.label_set import LABEL_FILE
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
@@ -30,7 +31,7 @@ from albert_tf.training.distribute import create_strategy
 from albert_tf.training.length_buckets import LengthSplit
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.task import Task
-from albert_tf.training.trainer import (SUMMARY_DIRS, TRAINER_OUTPUTS, WORKER_DIR, RunConfig,
+from albert_tf.training.trainer import (CHECKPOINTS, EVAL_LOGS, TRAIN_LOGS, WORKER_DIR, RunConfig,
                                         Trainer, is_chief)
 
 # What the family of checkpoints in --output_dir is to an input found among them.
@@ -48,24 +49,29 @@ def output_directory(settings: RunSettings) -> WorkDirectory:
     return WorkDirectory("--output_dir", settings.output_dir)
 
 
-def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None,
+def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, sweeps: bool,
               run_outputs: tuple[str, ...] = ()) -> RunFiles:
     """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
     ``--output_dir`` with the trainer's and the sweep's files, the label set, the lock files and the
     script's ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir`` and
     ``--tflite_file``. Every fixed name is declared whatever the run's actions, so no output of any
-    run ever lands on a file another run of the directory owns."""
+    run ever lands on a file another run of the directory owns; those that only training or the
+    checkpoint sweep (``sweeps``) writes are ``touched`` only then, so a run that only predicts or
+    exports reads a ``model.ckpt-best`` the user put there."""
     output_dir = output_directory(settings)
     directories = (output_dir,)
     if settings.cached_dir != settings.output_dir:
         directories += (WorkDirectory("--cached_dir", settings.cached_dir),)
     lock_names = tuple(run_lock.lock_name(role) for role in run_lock.ROLES)
-    checkpoints, directories_written = TRAINER_OUTPUTS[1], (*SUMMARY_DIRS, WORKER_DIR)
-    others = tuple(name for name in TRAINER_OUTPUTS
-                   if name != checkpoints and name not in directories_written)
-    outputs = (fixed_outputs(output_dir, [checkpoints], consequence=CHECKPOINTS_CONSEQUENCE)
-               + fixed_outputs(output_dir, directories_written, is_directory=True)
-               + fixed_outputs(output_dir, [*others, *SWEEP_OUTPUTS, LABEL_FILE, *run_outputs])
+    outputs = (fixed_outputs(output_dir, [CHECKPOINTS], consequence=CHECKPOINTS_CONSEQUENCE,
+                             touched=settings.do_train or sweeps)
+               + fixed_outputs(output_dir, [CHECKPOINT_STATE_FILE],
+                               touched=settings.do_train or sweeps)
+               + fixed_outputs(output_dir, [TRAIN_LOGS, WORKER_DIR], is_directory=True,
+                               touched=settings.do_train)
+               + fixed_outputs(output_dir, [EVAL_LOGS], is_directory=True, touched=sweeps)
+               + fixed_outputs(output_dir, SWEEP_OUTPUTS, touched=sweeps)
+               + fixed_outputs(output_dir, [LABEL_FILE, *run_outputs])
                + fixed_outputs(output_dir, lock_names, ours_by_name=True))
     if settings.tflite_file:
         outputs += (Output("--tflite_file", settings.tflite_file),)

@@ -52,10 +52,10 @@ def recorded_names(directory: str) -> frozenset[str] | None:
 
 
 def add_to_record(directory: str, names: Iterable[str]) -> None:
-    """Adds ``names`` to the record of ``directory`` (written whole, atomically; unchanged records
-    are not rewritten)."""
+    """Adds ``names`` to the record of ``directory`` (written whole, atomically; a record that
+    would not change is not written, nor is an empty one)."""
     known = recorded_names(directory) or frozenset()
     merged = known | frozenset(names)
-    if merged != known or not tf.io.gfile.exists(record_path(directory)):
+    if merged != known:
         atomic_write_text(record_path(directory),
                           json.dumps({"fixed_names": sorted(merged)}, indent=1) + "\n")

@@ -38,7 +38,8 @@ from typing import Iterable
 import tensorflow as tf
 
 from albert_tf.files.created_directories import make_directories
-from albert_tf.files.output_record import RECORD_NAME, add_to_record, recorded_names
+from albert_tf.files.output_record import (RECORD_NAME, add_to_record, record_path,
+                                           recorded_names)
 from albert_tf.files.paths import OutputPathError, absolute_path, path_identity
 
 # Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
@@ -67,7 +68,11 @@ class Output:
     files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
     a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
     ``ours_by_name``: a fixed name no user's file would bear (a hidden lock, a cache file named by a
-    digest), taken for the command's own without the directory's output record.
+    digest), taken for the command's own without the directory's output record. ``touched``: False
+    for a fixed name this run neither writes, replaces nor deletes (declared all the same, so that
+    no other output lands on it), e.g. the checkpoints of a run that only predicts from the
+    ``model.ckpt-best`` the user put there: a file under it need not be albert_tf's, and the run
+    does not record the name.
     """
 
     what: str
@@ -77,6 +82,7 @@ class Output:
     consequence: str = "the run writes, replaces and deletes files of that name there"
     is_directory: bool = False
     ours_by_name: bool = False
+    touched: bool = True
 
     @property
     def fixed(self) -> bool:
@@ -116,11 +122,15 @@ class RunFiles:
                           for field in dataclasses.fields(self)))
 
     def declared(self, path: str) -> str:
-        """``path`` itself when it is a declared output (one file, or one of a family); KeyError
-        otherwise: a command writes only what it declared, which is what the check guarded."""
+        """``path`` itself when it is a declared output (one file, or one of a family, or the output
+        record the check writes beside fixed names); KeyError otherwise: a command writes only what
+        it declared, which is what the check guarded."""
         for output in self.outputs:
             if (_in_family(path, output) if output.family
                     else path_identity(path) == path_identity(output.path)):
+                return path
+            if output.fixed and path_identity(path) == path_identity(
+                    record_path(_parent(output.path))):
                 return path
         raise KeyError(f"{path} is not among the declared outputs")
 
@@ -328,11 +338,11 @@ def _check_writable(files: RunFiles) -> None:
 
 
 def _fixed_outputs_by_directory(files: RunFiles) -> dict[str, list[Output]]:
-    """The run's fixed names grouped by their directory (each a work directory, which the check
-    created)."""
+    """The fixed names the run touches, grouped by their directory (each a work directory, which
+    the check created)."""
     by_directory: dict[str, list[Output]] = {}
     for output in files.outputs:
-        if output.fixed and tf.io.gfile.isdir(_parent(output.path)):
+        if output.fixed and output.touched and tf.io.gfile.isdir(_parent(output.path)):
             by_directory.setdefault(_parent(output.path), []).append(output)
     return by_directory
 

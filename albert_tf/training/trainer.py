@@ -66,12 +66,12 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     data_class=summary_pb2.DATA_CLASS_SCALAR)
 
 
-# What a Trainer writes into its output_dir: the checkpoint state file, the checkpoints, the
-# TensorBoard logs of training and evaluation, and the other workers' scratch checkpoints of a
-# multi-worker run (names and glob patterns).
-SUMMARY_DIRS = ("train", "eval")
+# What a Trainer writes into its output_dir besides the checkpoint state file: the checkpoints
+# (a glob pattern), the TensorBoard logs of training and of evaluation, and the other workers'
+# scratch checkpoints of a multi-worker run.
+CHECKPOINTS = TF2_CHECKPOINT_NAME + "-*"
+TRAIN_LOGS, EVAL_LOGS = "train", "eval"
 WORKER_DIR = ".worker_tmp"
-TRAINER_OUTPUTS = (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME + "-*", *SUMMARY_DIRS, WORKER_DIR)
 
 # Where a Trainer checkpoint saves the run's dropout seed (the edge ``dropout_seed`` of its root).
 DROPOUT_SEED_KEY = "dropout_seed/.ATTRIBUTES/VARIABLE_VALUE"
@@ -424,7 +424,7 @@ class Trainer:
             logs["learning_rate"] = float(self._current_learning_rate())
             logs["gradient_norm"] = float(self.base_optimizer.gradient_norm.numpy())
             logs["examples_per_second"] = num_steps * config.train_batch_size / max(elapsed, 1e-9)
-            self._write_summaries("train", logs, step)
+            self._write_summaries(TRAIN_LOGS, logs, step)
             self.history.append(dict(logs, step=step))
             rate = (step - start_step) / max(time.time() - started, 1e-9)
             left = (config.num_train_steps - step) / max(rate, 1e-9)
@@ -537,4 +537,4 @@ class Trainer:
         self._writers[name].flush()
 
     def write_eval_summaries(self, metrics: Mapping[str, float], step: int) -> None:
-        self._write_summaries("eval", metrics, step)
+        self._write_summaries(EVAL_LOGS, metrics, step)
