@@ -153,6 +153,12 @@ from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs)
 
 
+# What a stop leaves (the running seed's process is killed with the driver: subprocess.run ends
+# its child when interrupted).
+SEEDS_STOPPED = ("the finished seeds and the checkpoints of the stopped one are kept; rerun the "
+                 "same command to resume")
+
+
 class SeedRunFailed(UserError, ChildProcessError):
     """The run of one seed failed; its own output (above) says why."""
 
@@ -196,4 +202,4 @@ def run_files() -> RunFiles:
 if __name__ == "__main__":
     error_boundary.run(main, checks=[lambda: check_run_files(run_files()),
                                      lambda: check_recipe(flags.FLAGS.output_dir, _RECIPE)],
-                       flags_parser=_parse)
+                       flags_parser=_parse, when_stopped=SEEDS_STOPPED)

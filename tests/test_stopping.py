@@ -121,3 +121,31 @@ def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
     assert "Traceback" not in stderr
     assert returncode == -signal.SIGTERM, stderr
     assert (output_dir / "model.ckpt-2.index").exists()
+
+
+@pytest.mark.subprocess  # SIGTERM
+@pytest.mark.requires_shared_data
+def test_a_stopped_run_seeds_ends_its_seed_and_says_what_is_kept(tmp_path):
+    """A stop of the driver (a scheduler's SIGTERM) ends the seed it runs too, and says that the
+    seeds' checkpoints are kept for a rerun (it said "no partial output was left")."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    os.symlink(SST2_DIR, data_dir / "SST-2")
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
+    output_dir = tmp_path / "seeds"
+    process = start(["-m", "albert_tf.run_seeds", "--seeds=1,2", f"--output_dir={output_dir}",
+                     "--", "run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
+                     f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
+                     "--max_seq_length=64", "--do_train", "--do_eval", "--train_step=100000",
+                     "--save_checkpoints_steps=2", "--iterations_per_loop=1",
+                     "--train_batch_size=2"])
+    seed_runs, returncode, stderr = stop_when(
+        process, lambda: (output_dir / "seed_1" / "model.ckpt-2.index").exists()
+        and child_pids(process.pid), 300, "the first seed's first checkpoint", "SIGTERM")
+    assert returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "run_seeds: stopped by SIGTERM; the finished seeds and the checkpoints of the stopped one "
+        "are kept; rerun the same command to resume")
+    wait_for(lambda: not any(map(is_alive, seed_runs)), 10, "the seed's run to end")
+    assert (output_dir / "seed_1" / "model.ckpt-2.index").exists()
