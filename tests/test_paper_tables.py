@@ -19,8 +19,8 @@ from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.parameters import encoder_parameter_count, paper_parameter_count
-from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table, paper_average,
-                                               read_task_scores)
+from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_table,
+                                               format_difference, paper_average, read_task_scores)
 from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
 from albert_tf.reproduction.published import published_model, published_rows, released_models
 from albert_tf.tasks.pretraining.objective import evaluation_name, record_objective
@@ -143,6 +143,12 @@ def test_the_downstream_table_reads_medians_and_single_runs_and_averages_as_the_
     assert lines[4].startswith("| difference | -2.6 | – |")
     written = json.loads((tmp_path / "table.json").read_text())["downstream"]
     assert written["ours"] == pytest.approx(ours)
+
+
+def test_a_difference_that_rounds_to_nothing_prints_plus_zero():
+    """A run 0.04 below the paper printed "-0.0" in the difference column."""
+    assert [format_difference(value) for value in (-0.04, 0.04, 0.0, -0.06, 1.26, -2.0)] == [
+        "+0.0", "+0.0", "+0.0", "-0.1", "+1.3", "-2.0"]
 
 
 def test_a_rerun_replaces_the_tables_own_output_in_the_runs_dir(tmp_path):

@@ -34,7 +34,7 @@ from albert_tf.errors.user_error import MissingFileError
 from albert_tf.evaluation.best_checkpoint import results_file_names
 from albert_tf.evaluation.seed_results import RunResultsError, read_best_results_file
 from albert_tf.models.parameters import paper_parameter_count
-from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores
+from albert_tf.reproduction.downstream import AVERAGE_KEY, downstream_scores, format_difference
 from albert_tf.reproduction.published import published_rows
 from albert_tf.tasks.pretraining.objective import SENTENCE_TASKS, recorded_objective
 
@@ -220,7 +220,7 @@ def _cell(cell: Mapping[str, Any] | None, unit: str = "") -> str:
         return "–" if published is None else f"– ({published:g}{unit})"
     text = f"{cell['ours']:.2f}{unit}" if unit else f"{cell['ours']:.1f}"
     if cell["published"] is not None:
-        text += f" ({cell['published']:g}{unit}, {cell['difference']:+.1f})"
+        text += f" ({cell['published']:g}{unit}, {format_difference(cell['difference'])})"
     return text
 
 

@@ -162,10 +162,16 @@ def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
             "unread": scores["unread"]}
 
 
+def format_difference(difference: float) -> str:
+    """A difference to the published number, signed, to 0.1 as the tables print scores: "+0.0"
+    for a difference that rounds to nothing from below (Python prints "-0.0")."""
+    return f"{round(difference, 1) + 0.0:+.1f}"
+
+
 def _value(cells: Mapping[str, float], key: str, signed: bool = False) -> str:
     if key not in cells:
         return "–"
-    return f"{cells[key]:+.1f}" if signed else f"{cells[key]:.1f}"
+    return format_difference(cells[key]) if signed else f"{cells[key]:.1f}"
 
 
 def _row(title: str, cells: Mapping[str, float], signed: bool = False) -> str:
