@@ -98,23 +98,30 @@ def test_a_stop_while_tensorflow_loads_is_one_line(tmp_path, how, status, progra
     assert not (tmp_path / "out").exists()
 
 
+def endless_training(tmp_path) -> list[str]:
+    """run_classifier's flags (but --output_dir) of a tiny SST-2 training run that saves a
+    checkpoint every 2 steps and would go on for 100,000 (its data and config made in
+    ``tmp_path``)."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    os.symlink(SST2_DIR, data_dir / "SST-2")
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
+    return ["--task_name=sst-2", f"--data_dir={data_dir}", f"--albert_config_file={config}",
+            f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
+            "--train_step=100000", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
+            "--train_batch_size=2"]
+
+
 @pytest.mark.subprocess  # SIGTERM
 @pytest.mark.requires_shared_data
 def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
     """SIGTERM ends the process at once (its default action; a handler would wait for the running
     TensorFlow loop), exit -15. (Ctrl-C is not tested here: a KeyboardInterrupt landing inside a
     TensorFlow op crashed the process once in three runs.)"""
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    os.symlink(SST2_DIR, data_dir / "SST-2")
-    config = tmp_path / "config.json"
-    config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
     output_dir = tmp_path / "out"
-    process = start(["run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
-                     f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
-                     f"--output_dir={output_dir}", "--max_seq_length=64", "--do_train",
-                     "--train_step=100000", "--save_checkpoints_steps=2",
-                     "--iterations_per_loop=1", "--train_batch_size=2"])
+    process = start(["run_classifier.py", *endless_training(tmp_path),
+                     f"--output_dir={output_dir}"])
     _, returncode, stderr = stop_when(
         process, lambda: (output_dir / "model.ckpt-2.index").exists(), 300,
         "the first checkpoint", "SIGTERM")
@@ -128,18 +135,9 @@ def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
 def test_a_stopped_run_seeds_ends_its_seed_and_says_what_is_kept(tmp_path):
     """A stop of the driver (a scheduler's SIGTERM) ends the seed it runs too, and says that the
     seeds' checkpoints are kept for a rerun (it said "no partial output was left")."""
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    os.symlink(SST2_DIR, data_dir / "SST-2")
-    config = tmp_path / "config.json"
-    config.write_text(tiny_config(max_position_embeddings=64).to_json_string())
     output_dir = tmp_path / "seeds"
     process = start(["-m", "albert_tf.run_seeds", "--seeds=1,2", f"--output_dir={output_dir}",
-                     "--", "run_classifier.py", "--task_name=sst-2", f"--data_dir={data_dir}",
-                     f"--albert_config_file={config}", f"--spm_model_file={EN8K_MODEL}",
-                     "--max_seq_length=64", "--do_train", "--do_eval", "--train_step=100000",
-                     "--save_checkpoints_steps=2", "--iterations_per_loop=1",
-                     "--train_batch_size=2"])
+                     "--", "run_classifier.py", *endless_training(tmp_path), "--do_eval"])
     seed_runs, returncode, stderr = stop_when(
         process, lambda: (output_dir / "seed_1" / "model.ckpt-2.index").exists()
         and child_pids(process.pid), 300, "the first seed's first checkpoint", "SIGTERM")
