@@ -67,13 +67,12 @@ def check_flags() -> None:
 
 command_line.parse_before_imports(__name__, checks=[check_flags])
 
-from albert_tf.checkpoints.run_config import (  # noqa: E402
-    RUN_CONFIG_FILE, check_run_config, record_run_config, run_config_path)
+from albert_tf.checkpoints.run_config import record_run_config  # noqa: E402
 from albert_tf.cli import error_boundary, training_run  # noqa: E402
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
-from albert_tf.files.paths import expand_input_patterns, path_identity  # noqa: E402
+from albert_tf.files.paths import expand_input_patterns  # noqa: E402
 from albert_tf.files.records import require_records  # noqa: E402
 from albert_tf.files.run_files import RunFiles, check_run_files  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
@@ -109,14 +108,8 @@ class PretrainingSettings:
 
 def run_files(settings: RunSettings, own: PretrainingSettings, init) -> RunFiles:
     """What a pretraining run reads (its records) and writes (the shared files of a training run,
-    the recorded objective and config). The recorded config is written only where absent, so it
-    is no output of a run given it as --albert_config_file (resuming from its own record)."""
-    recorded = run_config_path(settings.output_dir)
-    reads_record = (settings.albert_config_file is not None
-                    and path_identity(settings.albert_config_file) == path_identity(recorded))
-    files = training_run.run_files(
-        settings, init, settings.do_eval,
-        (OBJECTIVE_FILE,) + (() if reads_record else (RUN_CONFIG_FILE,)))
+    the recorded objective)."""
+    files = training_run.run_files(settings, init, settings.do_eval, (OBJECTIVE_FILE,))
     flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
     return files + RunFiles(declared_inputs(
         *(("--input_file", path) for path in own.train_files),
@@ -131,7 +124,6 @@ def check_inputs(settings: RunSettings, own: PretrainingSettings) -> None:
     least."""
     config = training_run.load_config(settings)
     check_objective(settings.output_dir, own.sentence_objective)
-    check_run_config(settings.output_dir, config, settings.albert_config_file)
     for files in dict.fromkeys(files for files in (own.train_files, own.eval_files) if files):
         check_pretraining_files(list(files), settings.max_seq_length, own.max_predictions_per_seq,
                                 config.vocab_size, settings.albert_config_file)

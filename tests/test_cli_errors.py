@@ -482,7 +482,8 @@ def test_a_bug_in_a_command_prints_its_traceback_and_the_report_line(tmp_path, c
         raise KeyError("embedding_size")
 
     monkeypatch.setattr(parameters, "parameter_report", broken)
-    result = run_command("-m albert_tf.model_report", f"--albert_config_file={config_file}")
+    result = run_command("-m albert_tf.model_report", f"--albert_config_file={config_file}",
+                         "--max_seq_length=128")
     assert result.returncode == 1, result.stderr[-3000:]
     lines = result.stderr.strip().splitlines()
     assert "Traceback (most recent call last):" in lines, result.stderr[-3000:]

@@ -103,3 +103,41 @@ def test_fine_tuning_refuses_it_before_any_work(tmp_path):
     assert_one_line_error(result, "run_classifier", f"the model of {mine} does not match",
                           "num_attention_heads=4 (beside it: 2)")
     assert not output_dir.exists()
+
+
+@pytest.mark.requires_shared_data
+def test_a_fine_tuning_run_records_its_config_and_a_rerun_with_other_heads_is_refused(tmp_path):
+    """A fine-tuning run keeps its config beside its checkpoints, as pretraining does: a resume or
+    evaluation with a config of other heads (the same shapes) stopped nowhere and computed with
+    the wrong heads; now it stops before any work, naming the key. The recorded config itself is
+    accepted as --albert_config_file, and a warm start from the run's checkpoint is checked
+    against it."""
+    config_file = write_config(tmp_path / "config.json", tiny_config())
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("text,label\na fine film,pos\na dull film,neg\n")
+    output_dir = tmp_path / "out"
+    common = [f"--train_file={data / 'train.csv'}", f"--spm_model_file={EN8K_MODEL}",
+              "--max_seq_length=16", "--train_batch_size=2", "--train_step=1",
+              "--save_checkpoints_steps=1"]
+    result = run_command("run_classifier.py", *common, f"--albert_config_file={config_file}",
+                         f"--output_dir={output_dir}", "--do_train")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).to_dict() == (
+        tiny_config().to_dict())
+
+    other_heads = write_config(tmp_path / "heads.json", tiny_config(num_attention_heads=4))
+    result = run_command("run_classifier.py", *common, f"--albert_config_file={other_heads}",
+                         f"--output_dir={output_dir}", "--do_train", "--train_step=2")
+    assert_one_line_error(result, "run_classifier", f"{other_heads} differs from the config "
+                          f"{output_dir} was trained with", "num_attention_heads 4 (recorded 2)")
+    assert not (output_dir / "model.ckpt-2.index").exists()
+    result = run_command("run_classifier.py", *common,
+                         f"--albert_config_file={output_dir / 'albert_config.json'}",
+                         f"--output_dir={output_dir}", "--do_train", "--train_step=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    result = run_command("run_classifier.py", *common, f"--albert_config_file={other_heads}",
+                         f"--init_checkpoint={output_dir}", f"--output_dir={tmp_path / 'next'}",
+                         "--do_train")
+    assert_one_line_error(result, "run_classifier", "num_attention_heads=4 (beside it: 2)")

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.label_set import (LabelSet, check_label_set, read_label_set,
                                              write_label_set)
+from albert_tf.checkpoints.run_config import record_run_config
 from albert_tf.checkpoints.warm_start import CheckpointSource
 from albert_tf.cli import training_run
 from albert_tf.cli.settings import RunSettings
@@ -216,6 +217,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
         if run.trainer.chief:
             if read_label_set(settings.output_dir) is None:
                 write_label_set(settings.output_dir, label_set)
+            if settings.do_train:
+                record_run_config(settings.output_dir, config, settings.albert_config_file)
             hooks.record(run)
         if settings.do_train:
             _train(run, hooks.training_data(run))

@@ -17,12 +17,13 @@ import tensorflow as tf
 from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import CHECKPOINT_STATE_FILE
 from albert_tf.checkpoints.label_set import LABEL_FILE
+from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, check_run_config, run_config_path
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
 from albert_tf.files import run_lock
-from albert_tf.files.paths import absolute_path
+from albert_tf.files.paths import absolute_path, path_identity
 from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
                                        fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig
@@ -57,7 +58,9 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
     ``--tflite_file``. Every fixed name is declared whatever the run's actions, so no output of any
     run ever lands on a file another run of the directory owns; those that only training or the
     checkpoint sweep (``sweeps``) writes are ``touched`` only then, so a run that only predicts or
-    exports reads a ``model.ckpt-best`` the user put there."""
+    exports reads a ``model.ckpt-best`` the user put there. The config the run records
+    (albert_tf/checkpoints/run_config.py) is written only where absent, so it is no output of a
+    run given it as --albert_config_file (resuming from its own record)."""
     output_dir = output_directory(settings)
     directories = (output_dir,)
     if settings.cached_dir != settings.output_dir:
@@ -72,6 +75,8 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                + fixed_outputs(output_dir, [EVAL_LOGS], is_directory=True, touched=sweeps)
                + fixed_outputs(output_dir, SWEEP_OUTPUTS, touched=sweeps)
                + fixed_outputs(output_dir, [LABEL_FILE, *run_outputs])
+               + fixed_outputs(output_dir, [] if _reads_run_config(settings)
+                               else [RUN_CONFIG_FILE], touched=settings.do_train)
                + fixed_outputs(output_dir, lock_names, ours_by_name=True))
     if settings.tflite_file:
         outputs += (Output("--tflite_file", settings.tflite_file),)
@@ -82,6 +87,13 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
         read += inputs(("--init_checkpoint", init_checkpoint.path))
     exports = (NewDirectory("--export_dir", settings.export_dir),) if settings.export_dir else ()
     return RunFiles(read, outputs, directories, exports)
+
+
+def _reads_run_config(settings: RunSettings) -> bool:
+    """Whether --albert_config_file is the config the run in --output_dir recorded."""
+    return (settings.albert_config_file is not None
+            and path_identity(settings.albert_config_file)
+            == path_identity(run_config_path(settings.output_dir)))
 
 
 def init_checkpoint_source(settings: RunSettings) -> CheckpointSource | None:
@@ -150,8 +162,11 @@ def config_for_length(config_file: str, max_seq_length: int) -> AlbertConfig:
 
 
 def load_config(settings: RunSettings) -> AlbertConfig:
-    """The config of --albert_config_file, checked to fit --max_seq_length."""
-    return config_for_length(settings.albert_config_file, settings.max_seq_length)
+    """The config of --albert_config_file, checked to fit --max_seq_length and to be the one the run
+    in --output_dir recorded, if it recorded one (albert_tf/checkpoints/run_config.py)."""
+    config = config_for_length(settings.albert_config_file, settings.max_seq_length)
+    check_run_config(settings.output_dir, config, settings.albert_config_file)
+    return config
 
 
 def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,
