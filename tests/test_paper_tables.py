@@ -145,6 +145,32 @@ def test_the_downstream_table_reads_medians_and_single_runs_and_averages_as_the_
     assert written["ours"] == pytest.approx(ours)
 
 
+def test_a_run_of_another_size_than_the_model_is_refused_not_compared(tmp_path):
+    """A large run among base runs (a seed's recorded config), or runs of one size compared with
+    another size's published numbers, made a table of wrong differences without a word."""
+    runs = tmp_path / "runs"
+    write_seeds(str(runs / "mnli"), [0.80, 0.84])
+    write_results(str(runs / "race"), {"eval_accuracy": 0.6})
+    base = AlbertConfig.from_dict(dict(BASE, embedding_size=128))
+    base.to_json_file(str(runs / "race" / "albert_config.json"))
+    base.to_json_file(str(runs / "mnli" / "seed_1" / "albert_config.json"))
+    large = AlbertConfig.from_dict(dict(BASE, embedding_size=128, hidden_size=1024,
+                                        num_hidden_layers=24, num_attention_heads=16))
+    large.to_json_file(str(runs / "mnli" / "seed_2" / "albert_config.json"))
+    result = paper_tables(f"--runs_dir={runs}", "--model=v2_base", f"--output={tmp_path}/t")
+    assert result.error_line() == (
+        f"paper_tables: error: {runs / 'mnli' / 'seed_2' / 'albert_config.json'}: "
+        "num_hidden_layers 24, hidden_size 1024, but --model=v2_base has num_hidden_layers 12, "
+        "hidden_size 768: the run is of another model; give --model its size, or move the run "
+        "out of --runs_dir")
+    assert not (tmp_path / "t.md").exists()
+    large.to_json_file(str(runs / "mnli" / "seed_1" / "albert_config.json"))
+    large.to_json_file(str(runs / "race" / "albert_config.json"))
+    result = paper_tables(f"--runs_dir={runs}", "--model=v2_large", f"--output={tmp_path}/t")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert downstream_table(str(runs), "v2_large")["ours"]["race"] == pytest.approx(60.0)
+
+
 def test_a_difference_that_rounds_to_nothing_prints_plus_zero():
     """A run 0.04 below the paper printed "-0.0" in the difference column."""
     assert [format_difference(value) for value in (-0.04, 0.04, 0.0, -0.06, 1.26, -2.0)] == [

@@ -16,15 +16,18 @@ dev set, the figure the paper reports), RACE accuracy.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 from typing import Any, Mapping
 
 import tensorflow as tf
 
+from albert_tf.checkpoints.run_config import recorded_config, run_config_path
 from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE
-from albert_tf.evaluation.seed_results import (SEED_RESULTS_FILE, RunResultsError,
-                                               read_best_results_file, read_seed_results_file)
-from albert_tf.reproduction.published import published_model
+from albert_tf.evaluation.seed_results import (SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE,
+                                               RunResultsError, read_best_results_file,
+                                               read_seed_results_file)
+from albert_tf.reproduction.published import published_architecture, published_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +156,8 @@ def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
     "sources", "unread"}``, cells keyed by ``cell_keys()``; a difference only where both exist."""
     scores = downstream_scores(runs_dir)
     published = published_model(model)
+    for task in scores["sources"]:
+        check_runs_are_of(model, os.path.join(runs_dir, task))
     ours = scores["cells"]
     difference = {key: ours[key] - published[key] for key in cell_keys()
                   if key in ours and key in published}
@@ -160,6 +165,28 @@ def downstream_table(runs_dir: str, model: str) -> dict[str, Any]:
             "published": {key: published[key] for key in cell_keys() if key in published},
             "difference": difference, "runs": scores["runs"], "sources": scores["sources"],
             "unread": scores["unread"]}
+
+
+def check_runs_are_of(model: str, task_dir: str) -> None:
+    """RunResultsError naming the config when a run of ``task_dir`` (the task's own run, or a
+    run_seeds seed's ``seed_<S>``) recorded a config of another architecture than the released
+    ``model``'s (layers, hidden size, embedding size): its scores are not that model's. Runs that
+    recorded no config (fine-tuning runs of versions before 2026-11-27) are not checked."""
+    expected = published_architecture(model)
+    seeds = glob.glob(os.path.join(glob.escape(task_dir), SEED_DIRECTORY_PREFIX + "*"))
+    for directory in [task_dir, *sorted(seeds)]:
+        config = recorded_config(directory)
+        if config is None:
+            continue
+        differing = {key: getattr(config, key) for key, value in expected.items()
+                     if getattr(config, key) != value}
+        if differing:
+            found = ", ".join(f"{key} {value}" for key, value in differing.items())
+            wanted = ", ".join(f"{key} {expected[key]}" for key in differing)
+            raise RunResultsError(
+                f"{run_config_path(directory)}: {found}, but --model={model} has {wanted}: the "
+                "run is of another model; give --model its size, or move the run out of "
+                "--runs_dir")
 
 
 def format_difference(difference: float) -> str:

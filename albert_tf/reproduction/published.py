@@ -41,6 +41,22 @@ def published_model(name: str) -> dict[str, float]:
     return dict(released[name])
 
 
+# The paper's Table 1: the architecture of each ALBERT size (layers, hidden size, embedding size).
+_ARCHITECTURES = {
+    "base": {"num_hidden_layers": 12, "hidden_size": 768, "embedding_size": 128},
+    "large": {"num_hidden_layers": 24, "hidden_size": 1024, "embedding_size": 128},
+    "xlarge": {"num_hidden_layers": 24, "hidden_size": 2048, "embedding_size": 128},
+    "xxlarge": {"num_hidden_layers": 12, "hidden_size": 4096, "embedding_size": 128},
+}
+
+
+def published_architecture(name: str) -> dict[str, int]:
+    """The architecture of the released model ``name`` (``v2_base``, ...) by the paper's Table 1:
+    ``num_hidden_layers``, ``hidden_size``, ``embedding_size`` as a config names them."""
+    published_model(name)  # ValueError listing the names for another one
+    return dict(_ARCHITECTURES[name.split("_", 1)[1]])
+
+
 def published_rows(table: str) -> list[dict[str, Any]]:
     """The rows of one of the paper's tables (``table3``, ``table4``, ``table5``, ...)."""
     return [dict(row) for row in published_numbers()[table]]
