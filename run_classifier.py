@@ -225,8 +225,8 @@ class ClassifierSettings:
 class ClassifierHooks(FineTuningHooks):
     """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
 
-    run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE,
-                   HEADS_FILE)
+    run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE)
+    run_records = (HEADS_FILE,)
     sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: ClassifierSettings):

@@ -109,7 +109,8 @@ class PretrainingSettings:
 def run_files(settings: RunSettings, own: PretrainingSettings, init) -> RunFiles:
     """What a pretraining run reads (its records) and writes (the shared files of a training run,
     the recorded objective)."""
-    files = training_run.run_files(settings, init, settings.do_eval, (OBJECTIVE_FILE,))
+    files = training_run.run_files(settings, init, settings.do_eval,
+                                   run_records=(OBJECTIVE_FILE,))
     flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
     return files + RunFiles(declared_inputs(
         *(("--input_file", path) for path in own.train_files),

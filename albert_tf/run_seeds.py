@@ -194,8 +194,9 @@ def run_files() -> RunFiles:
     """What the driver writes in --output_dir: the seeds' directories, seed_results.json and the
     record of its recipe (each seed's run checks its own files)."""
     output_dir = WorkDirectory("--output_dir", flags.FLAGS.output_dir)
-    return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE, RECIPE_FILE,
-                                                       SEED_DIRECTORY_PREFIX + "[-0-9]*"]),
+    return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE,
+                                                       SEED_DIRECTORY_PREFIX + "[-0-9]*"])
+                    + fixed_outputs(output_dir, [RECIPE_FILE], needs_record=False),
                     work_directories=(output_dir,))
 
 

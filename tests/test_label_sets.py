@@ -12,6 +12,7 @@ import pytest
 
 from albert_tf.checkpoints.label_set import (LabelSet, LabelSetMismatch, check_label_set,
                                              read_label_set, write_label_set)
+from albert_tf.tasks.classification.heads_record import heads_path, record_heads
 from tests import shared_setup, spm_fixtures
 from tests.command_runner import run_command
 from tests.test_run_ner import SEQ, STRIDE, TRAIN_CONLL
@@ -77,6 +78,7 @@ def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     write_label_set(str(out), LabelSet("classification", ("0", "1"), "sst-2"))
+    record_heads(heads_path(str(out)), None)  # an ordinary classifier's run
     (out / "model.ckpt-best.index").write_bytes(b"")
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     refused = run_command("run_classifier.py", "--task_name=wnli",

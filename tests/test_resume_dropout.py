@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.files.output_record import RECORD_NAME
 from albert_tf.models.layers import dropout, dropout_seed_scope
 from albert_tf.training.trainer import dropout_seed
 from tests.command_runner import run_command
@@ -127,6 +128,7 @@ def resume_difference(tmp_path, script: str, flags: list[str], last_step: int,
     resumed.mkdir()
     for path in full.glob(f"model.ckpt-{resume_step}.*"):
         shutil.copy(path, resumed / path.name)
+    shutil.copy(full / RECORD_NAME, resumed / RECORD_NAME)  # the killed run wrote it first
     output = run_script(script, [*flags, f"--output_dir={resumed}"]).stdout
     assert f"model.ckpt-{resume_step} at step {resume_step}." in output
     want = checkpoint_tensors(str(full / f"model.ckpt-{last_step}"))

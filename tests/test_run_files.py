@@ -251,7 +251,7 @@ def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
     # A name no user's file bears (a digest-named cache file) needs no record.
     (tmp_path / "albert_base" / "rte_dev_0123abcd.tf_record").write_text("cache\n")
     check_run_files(RunFiles(outputs=fixed_outputs(mine, ["rte_*_????????.tf_record*"],
-                                                   ours_by_name=True), work_directories=(mine,)))
+                                                   needs_record=False), work_directories=(mine,)))
     assert recorded_names(mine.path) is None  # nothing to record, no record written
 
 

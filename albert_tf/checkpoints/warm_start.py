@@ -35,6 +35,14 @@ class UnreadableCheckpointError(UserError, ValueError):
     """A checkpoint's index cannot be read (truncated, or not a checkpoint)."""
 
 
+def unreadable_checkpoint(prefix: str, error: Exception) -> UnreadableCheckpointError:
+    """The error for the checkpoint ``prefix`` whose reading raised ``error`` (TensorFlow's
+    OpError, or the RuntimeError of its checkpoint reader)."""
+    reason = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    return UnreadableCheckpointError(f"{prefix}: not a readable checkpoint ({reason}); give the "
+                                     "prefix of a complete one")
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckpointSource:
     """A checkpoint to warm-start from, resolved: ``given`` as the user wrote it, ``path`` what the
@@ -55,9 +63,7 @@ class CheckpointSource:
         try:
             return ALBERT_TF if is_object_based_checkpoint(self.path) else TF1
         except (tf.errors.OpError, RuntimeError) as error:
-            reason = error.message if isinstance(error, tf.errors.OpError) else str(error)
-            raise UnreadableCheckpointError(f"{self.path}: not a readable checkpoint ({reason}); "
-                                            "give the prefix of a complete one") from None
+            raise unreadable_checkpoint(self.path, error) from None
 
     def __str__(self) -> str:
         return f"{self.kind} checkpoint {self.path}"

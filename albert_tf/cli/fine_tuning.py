@@ -94,13 +94,15 @@ class FineTuningRun:
 class FineTuningHooks:
     """What a fine-tuning script declares: its task's files, data, model, evaluation and outputs.
 
-    Subclasses set ``run_outputs`` (the fixed names they write in --output_dir) and implement
+    Subclasses set ``run_outputs`` (the fixed names they write in --output_dir), ``run_records``
+    (the fixed names of the records they write there only where absent) and implement
     ``files``, ``load_data``, ``training_task``, ``prepare_features``, ``training_data``,
     ``eval_sets``, ``selection_metric`` and the outputs their flags offer (``predict``, ``export``,
     ``export_tflite``).
     """
 
     run_outputs: tuple[str, ...] = ()
+    run_records: tuple[str, ...] = ()
     # The features of the task's records whose last axis is the sequence (its records'
     # SEQUENCE_FEATURES): what a batch cut to its length bucket cuts.
     sequence_features: tuple[str, ...] = ()
@@ -182,7 +184,7 @@ def feature_cache_files(settings: RunSettings, inputs: tuple[Input, ...],
     caches in --cached_dir (--output_dir by default), named by the glob ``cache_patterns``."""
     cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
                           else "--output_dir", settings.cached_dir)
-    return RunFiles(inputs, fixed_outputs(cache, cache_patterns, ours_by_name=True))
+    return RunFiles(inputs, fixed_outputs(cache, cache_patterns, needs_record=False))
 
 
 def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:
@@ -191,7 +193,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
     strategy = training_run.strategy_of(settings.strategy)  # multi-worker: before any other op
     init = (training_run.init_checkpoint_source(settings)
             if hooks.reads_init_checkpoint(settings) else None)
-    files = (training_run.run_files(settings, init, hooks.evaluates(settings), hooks.run_outputs)
+    files = (training_run.run_files(settings, init, hooks.evaluates(settings), hooks.run_outputs,
+                                    hooks.run_records)
              + hooks.files(settings))
     check_run_files(files)
     hooks.check(settings, init)

@@ -51,10 +51,11 @@ def output_directory(settings: RunSettings) -> WorkDirectory:
 
 
 def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, sweeps: bool,
-              run_outputs: tuple[str, ...] = ()) -> RunFiles:
+              run_outputs: tuple[str, ...] = (), run_records: tuple[str, ...] = ()) -> RunFiles:
     """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
-    ``--output_dir`` with the trainer's and the sweep's files, the label set, the lock files and the
-    script's ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir`` and
+    ``--output_dir`` with the trainer's and the sweep's files, the label set, the lock files, the
+    script's ``run_outputs`` and ``run_records`` (names there; records are written only where
+    absent, and read and checked otherwise), ``--cached_dir``, ``--export_dir`` and
     ``--tflite_file``. Every fixed name is declared whatever the run's actions, so no output of any
     run ever lands on a file another run of the directory owns; those that only training or the
     checkpoint sweep (``sweeps``) writes are ``touched`` only then, so a run that only predicts or
@@ -74,10 +75,12 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                                touched=settings.do_train)
                + fixed_outputs(output_dir, [EVAL_LOGS], is_directory=True, touched=sweeps)
                + fixed_outputs(output_dir, SWEEP_OUTPUTS, touched=sweeps)
-               + fixed_outputs(output_dir, [LABEL_FILE, *run_outputs])
+               + fixed_outputs(output_dir, run_outputs)
+               + fixed_outputs(output_dir, [LABEL_FILE, *run_records], needs_record=False)
                + fixed_outputs(output_dir, [] if _reads_run_config(settings)
-                               else [RUN_CONFIG_FILE], touched=settings.do_train)
-               + fixed_outputs(output_dir, lock_names, ours_by_name=True))
+                               else [RUN_CONFIG_FILE], touched=settings.do_train,
+                               needs_record=False)
+               + fixed_outputs(output_dir, lock_names, needs_record=False))
     if settings.tflite_file:
         outputs += (Output("--tflite_file", settings.tflite_file),)
     read = inputs(("--albert_config_file", settings.albert_config_file),

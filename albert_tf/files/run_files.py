@@ -67,8 +67,10 @@ class Output:
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
     files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
     a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
-    ``ours_by_name``: a fixed name no user's file would bear (a hidden lock, a cache file named by a
-    digest), taken for the command's own without the directory's output record. ``touched``: False
+    ``needs_record``: False for a fixed name the command takes for its own without the directory's
+    output record: a name no user's file would bear (a hidden lock, a cache file named by a
+    digest), or a record the command writes only where absent and otherwise reads and checks
+    (``label_list.json``, ``albert_config.json``), so that it never replaces one. ``touched``: False
     for a fixed name this run neither writes, replaces nor deletes (declared all the same, so that
     no other output lands on it), e.g. the checkpoints of a run that only predicts from the
     ``model.ckpt-best`` the user put there: a file under it need not be albert_tf's, and the run
@@ -81,7 +83,7 @@ class Output:
     family: bool = False
     consequence: str = "the run writes, replaces and deletes files of that name there"
     is_directory: bool = False
-    ours_by_name: bool = False
+    needs_record: bool = True
     touched: bool = True
 
     @property
@@ -374,13 +376,14 @@ def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
         return
     for output in outputs:
         name = os.path.basename(output.path)
-        if output.ours_by_name or name in (recorded or ()):
+        if not output.needs_record or name in (recorded or ()):
             continue
         found = [present_name for present_name in present
                  if fnmatch.fnmatchcase(present_name, name)]
         if found:
             more = f" (and {len(found) - 1} more of {name})" if len(found) > 1 else ""
-            what_happens = (output.consequence if output.family
+            what_happens = ("the run writes, replaces and deletes files of that name there"
+                            if output.family
                             else f"the run writes its {name} there, replacing what is there")
             raise OutputPathError(
                 f"{output.within} {directory!r} holds {found[0]!r}{more}, which albert_tf did not "
@@ -401,4 +404,4 @@ def check_run_files(files: RunFiles) -> None:
         _check_fixed_names_are_ours(directory, outputs)
     for directory, outputs in by_directory.items():
         add_to_record(directory, [os.path.basename(output.path) for output in outputs
-                                  if not output.ours_by_name])
+                                  if output.needs_record])

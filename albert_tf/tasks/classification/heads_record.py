@@ -23,6 +23,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.checkpoints.files import list_checkpoints
+from albert_tf.checkpoints.warm_start import unreadable_checkpoint
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.files.atomic import atomic_write_text
@@ -92,8 +93,11 @@ def _check_unrecorded(output_dir: str, heads: str | None) -> None:
         prefixes.append(best)
     if not prefixes:
         return
-    separate = any(f"/{EXIT_CLASSIFIER}_" in name
-                   for name, _ in tf.train.list_variables(prefixes[-1]))
+    try:
+        names = [name for name, _ in tf.train.list_variables(prefixes[-1])]
+    except (tf.errors.OpError, RuntimeError) as error:
+        raise unreadable_checkpoint(prefixes[-1], error) from None
+    separate = any(f"/{EXIT_CLASSIFIER}_" in name for name in names)
     if separate != (heads == "separate"):
         held = "with" if separate else "without"
         raise HeadsMismatch(
