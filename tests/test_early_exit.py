@@ -546,6 +546,7 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
 # -- the kind of classifier an output directory records --------------------------------------------
 
 def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
+    from albert_tf.checkpoints.warm_start import UnreadableCheckpointError
     from albert_tf.tasks.classification.heads_record import (HEADS_FILE, HeadsMismatch,
                                                              check_heads, is_recorded,
                                                              record_heads, recorded_heads)
@@ -574,6 +575,12 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
     (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": ')
     with pytest.raises(HeadsMismatch, match=f"{HEADS_FILE} is not valid JSON"):
         check_heads(str(tmp_path / "bad"), None)
+    # Without a record the checkpoint is read: a truncated one is named, not TensorFlow's error.
+    (tmp_path / "truncated").mkdir()
+    (tmp_path / "truncated" / "model.ckpt-best.index").write_bytes(b"")
+    with pytest.raises(UnreadableCheckpointError, match=r"model.ckpt-best: not a readable "
+                                                        r"checkpoint \(file is too short"):
+        check_heads(str(tmp_path / "truncated"), None)
 
 
 @pytest.mark.parametrize("trained, agreeing, refused", [
