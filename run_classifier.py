@@ -253,9 +253,10 @@ class ClassifierHooks(FineTuningHooks):
         early = self.own.early_exit
         if early:
             num_layers = load_config(settings).num_hidden_layers
-            early.check_depth(num_layers)
             if (settings.do_predict or settings.export_dir) and not settings.do_eval:
                 early.policy(num_layers, os.path.join(settings.output_dir, RESULTS_FILE))
+            else:
+                early.check_depth(num_layers)  # (the policy checks it first)
 
     def record(self, run: FineTuningRun) -> None:
         record_heads(run.output_path(HEADS_FILE), self.heads)

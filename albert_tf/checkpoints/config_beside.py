@@ -17,28 +17,28 @@ from __future__ import annotations
 
 import os
 
-import tensorflow as tf
 from absl import logging
 
 from albert_tf.checkpoints.report import CheckpointMismatchError, model_description
+from albert_tf.checkpoints.run_config import recorded_config, run_config_path
 from albert_tf.files.paths import path_identity
 from albert_tf.models.config import AlbertConfig
 
-CONFIG_BESIDE_NAME = "albert_config.json"
 # Keys the weights do not show that change what the model computes.
 _KEYS_NOT_IN_THE_WEIGHTS = ("num_attention_heads", "hidden_act")
-_DEPTH_KEY = "num_hidden_layers"
 
 
 def check_config_beside(checkpoint: str, config: AlbertConfig, config_file: str | None) -> None:
     """CheckpointMismatchError naming both files when ``<checkpoint's directory>/albert_config.json``
     exists, is not ``config_file`` and sets another ``num_attention_heads`` or ``hidden_act`` than
     ``config``; a warning when it sets another ``num_hidden_layers``. ``checkpoint``: a prefix."""
-    beside = os.path.join(os.path.dirname(checkpoint), CONFIG_BESIDE_NAME)
-    if not tf.io.gfile.exists(beside) or (
-            config_file and path_identity(config_file) == path_identity(beside)):
+    directory = os.path.dirname(checkpoint)
+    beside = run_config_path(directory)
+    if config_file and path_identity(config_file) == path_identity(beside):
         return
-    recorded = AlbertConfig.from_json_file(beside)
+    recorded = recorded_config(directory)
+    if recorded is None:
+        return
     differing = [key for key in _KEYS_NOT_IN_THE_WEIGHTS
                  if getattr(config, key) != getattr(recorded, key)]
     if differing:

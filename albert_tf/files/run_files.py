@@ -357,10 +357,11 @@ def _is_earlier_run_directory(directory: str, present: list[str], outputs: list[
     """Whether ``directory`` (which has no output record) is a run directory of an earlier
     version: it holds a training run's ``checkpoint`` state file, or one of the run's fixed names
     is a directory that holds one (run_seeds' ``seed_<S>``: its parent holds no checkpoint)."""
-    if _is_checkpoint_file(tf.io.gfile.join(directory, "checkpoint")):
+    state_file = CHECKPOINT_FILE_PATTERNS[0]
+    if _is_checkpoint_file(tf.io.gfile.join(directory, state_file)):
         return True
     patterns = [os.path.basename(output.path) for output in outputs]
-    return any(_is_checkpoint_file(tf.io.gfile.join(directory, name, "checkpoint"))
+    return any(_is_checkpoint_file(tf.io.gfile.join(directory, name, state_file))
                for name in present
                if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns))
 

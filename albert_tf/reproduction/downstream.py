@@ -16,7 +16,6 @@ dev set, the figure the paper reports), RACE accuracy.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 from typing import Any, Mapping
 
@@ -173,7 +172,7 @@ def check_runs_are_of(model: str, task_dir: str) -> None:
     ``model``'s (layers, hidden size, embedding size): its scores are not that model's. Runs that
     recorded no config (fine-tuning runs of versions before 2026-11-27) are not checked."""
     expected = published_architecture(model)
-    seeds = glob.glob(os.path.join(glob.escape(task_dir), SEED_DIRECTORY_PREFIX + "*"))
+    seeds = tf.io.gfile.glob(os.path.join(task_dir, SEED_DIRECTORY_PREFIX + "*"))
     for directory in [task_dir, *sorted(seeds)]:
         config = recorded_config(directory)
         if config is None:

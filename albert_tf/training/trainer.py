@@ -45,8 +45,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
-                                         list_checkpoints)
+from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
 from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.errors.user_error import UserError
