@@ -10,7 +10,7 @@ of it (--tflite_quantization: float32, int8 or float16 weights). See the README.
 
 Your own files (docs/own_data.md): --train_file, --dev_file, --test_file (CSV, TSV or JSON Lines)
 instead of --task_name and --data_dir, with the columns named by --text_column, --text_b_column,
---label_column and --id_column; the same steps, the label set kept in <output_dir>/label_list.json
+--label_column and --id_column; the same steps, the label set kept in <output_dir>/run_manifest.json
 and the predictions and exports giving your label names.
 
 Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer
@@ -18,7 +18,7 @@ with PABEE's weighted loss; --do_eval adds each layer's and each patience's metr
 checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
 --export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
 directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
-recorded in classifier_heads.json): a later run there with other early-exit flags is refused.
+recorded in its run manifest): a later run there with other early-exit flags is refused.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def check_early_exit() -> None:
 command_line.parse_before_imports(__name__, checks=[
     flag_checks.print_recipe(lambda: glue_recipe(FLAGS.task_name)), check_flags])
 
-from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
+from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.checkpoints.warm_start import CheckpointSource  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
@@ -170,8 +170,8 @@ from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.classification.early_exit import (  # noqa: E402
     DEFAULT_REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings, ExitPolicy, layer_key,
     results_of, stopped_layers, write_results)
-from albert_tf.tasks.classification.heads_record import (  # noqa: E402
-    HEADS_FILE, check_heads, record_heads)
+from albert_tf.files.run_manifest import MANIFEST_NAME, Record  # noqa: E402
+from albert_tf.tasks.classification.heads_record import HEADS, check_heads  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
     SEQUENCE_FEATURES, parse_glue_example)
@@ -226,7 +226,6 @@ class ClassifierHooks(FineTuningHooks):
     """GLUE (a task of data_prep/classification/glue_tasks.py) or your own files."""
 
     run_outputs = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE)
-    run_records = (HEADS_FILE,)
     sequence_features = SEQUENCE_FEATURES
 
     def __init__(self, own: ClassifierSettings):
@@ -258,8 +257,8 @@ class ClassifierHooks(FineTuningHooks):
             else:
                 early.check_depth(num_layers)  # (the policy checks it first)
 
-    def record(self, run: FineTuningRun) -> None:
-        record_heads(run.output_path(HEADS_FILE), self.heads)
+    def records(self, run: FineTuningRun) -> dict[Record, tuple[object, str]]:
+        return {HEADS: (self.heads, "its early-exit flags")}
 
     @property
     def own_files(self) -> bool:
@@ -304,7 +303,7 @@ class ClassifierHooks(FineTuningHooks):
             stored_labels = stored.labels if stored is not None else None
             self.task = load_own_data(own.files, reader, own.labels, stored_labels,
                                       own.selection_metric,
-                                      label_file_path(run.settings.output_dir))
+                                      os.path.join(run.settings.output_dir, MANIFEST_NAME))
             source = self.task.label_source
         else:
             source = f"--task_name={self.task.name}"

@@ -2,7 +2,7 @@
 
 --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir) on
 each word's first piece; the training file's tags are the tag set (tag id = index of ``O`` then the
-sorted others), recorded in <output_dir>/label_list.json by the first run: every later run there
+sorted others), recorded in <output_dir>/run_manifest.json by the first run: every later run there
 uses (and checks) it, so evaluation, prediction and export need no --train_file. --do_eval
 evaluates every checkpoint on --eval_file (entity precision, recall and F1 with conlleval's
 semantics, micro and per type, and word accuracy) and keeps the best F1 as model.ckpt-best, as
@@ -52,13 +52,14 @@ def check_flags() -> None:
 command_line.parse_before_imports(__name__, checks=[flag_checks.print_recipe(lambda: NER_RECIPE),
                                                      check_flags])
 
-from albert_tf.checkpoints.label_set import LabelSet, label_file_path  # noqa: E402
+from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
+from albert_tf.files.run_manifest import manifest_path  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.token_classification.serving import export_token_classifier  # noqa: E402
 from albert_tf.tasks.token_classification.task import (  # noqa: E402
@@ -130,11 +131,11 @@ class NerHooks(FineTuningHooks):
                 raise NerDataError(f"{files['train']}: every word is tagged O; a tagger needs at "
                                    "least one entity tag.")
         elif stored is not None and stored.task_type == TASK_TYPE:
-            tags, source = list(stored.labels), label_file_path(run.settings.output_dir)
+            tags, source = list(stored.labels), manifest_path(run.settings.output_dir)
         else:
-            raise NerDataError(f"no tag set: {label_file_path(run.settings.output_dir)} does not "
-                               "hold the tags of a tagger (the run with --do_train writes it); "
-                               "give --train_file")
+            raise NerDataError(f"no tag set: {manifest_path(run.settings.output_dir)} does not "
+                               "record the tags of a tagger (the run with --do_train records "
+                               "them); give --train_file")
         self.tags = tuple(tags)
         if "dev" in files:
             self.sentences["dev"] = read(files["dev"], known_tags=tags)

@@ -67,7 +67,6 @@ def check_flags() -> None:
 
 command_line.parse_before_imports(__name__, checks=[check_flags])
 
-from albert_tf.checkpoints.run_config import record_run_config  # noqa: E402
 from albert_tf.cli import error_boundary, training_run  # noqa: E402
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep  # noqa: E402
@@ -76,12 +75,15 @@ from albert_tf.files.paths import expand_input_patterns  # noqa: E402
 from albert_tf.files.records import require_records  # noqa: E402
 from albert_tf.files.run_files import RunFiles, check_run_files  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
-from albert_tf.tasks.pretraining.objective import (  # noqa: E402
-    OBJECTIVE_FILE, check_objective, evaluation_name, record_objective)
+from albert_tf.files.run_manifest import read_manifest, require_record  # noqa: E402
+from albert_tf.tasks.pretraining.objective import OBJECTIVE, evaluation_name  # noqa: E402
 from albert_tf.tasks.pretraining.records import check_pretraining_files  # noqa: E402
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn  # noqa: E402
 from albert_tf.training.task import EvalSet  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
+
+
+SELECTION_METRIC = "masked_lm_accuracy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +111,7 @@ class PretrainingSettings:
 def run_files(settings: RunSettings, own: PretrainingSettings, init) -> RunFiles:
     """What a pretraining run reads (its records) and writes (the shared files of a training run,
     the recorded objective)."""
-    files = training_run.run_files(settings, init, settings.do_eval,
-                                   run_records=(OBJECTIVE_FILE,))
+    files = training_run.run_files(settings, init, settings.do_eval)
     flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
     return files + RunFiles(declared_inputs(
         *(("--input_file", path) for path in own.train_files),
@@ -124,7 +125,8 @@ def check_inputs(settings: RunSettings, own: PretrainingSettings) -> None:
     ids below the config's vocab_size; the evaluation files hold one --eval_batch_size batch at
     least."""
     config = training_run.load_config(settings)
-    check_objective(settings.output_dir, own.sentence_objective)
+    require_record(read_manifest(settings.output_dir), OBJECTIVE, own.sentence_objective,
+                   "--sentence_objective")
     for files in dict.fromkeys(files for files in (own.train_files, own.eval_files) if files):
         check_pretraining_files(list(files), settings.max_seq_length, own.max_predictions_per_seq,
                                 config.vocab_size, settings.albert_config_file)
@@ -144,7 +146,7 @@ def evaluate(trainer: Trainer, settings: RunSettings, own: PretrainingSettings) 
     policy = (SweepPolicy() if settings.do_train else
               SweepPolicy(until_step=settings.num_train_steps,
                           max_wait_seconds=settings.max_eval_wait_secs))
-    run_checkpoint_sweep(trainer, [eval_set], "masked_lm_accuracy", policy,
+    run_checkpoint_sweep(trainer, [eval_set], SELECTION_METRIC, policy,
                          evaluation_name(own.sentence_objective, own.eval_sentence_task))
 
 
@@ -162,10 +164,14 @@ def main(argv):
         trainer = training_run.build_trainer(
             settings, PretrainingTask(config, own.sentence_objective), settings.num_train_steps,
             settings.num_warmup_steps, evaluates=settings.do_eval)
-        if settings.do_train:
-            if trainer.chief:
-                record_objective(settings.output_dir, own.sentence_objective)
-                record_run_config(settings.output_dir, config, settings.albert_config_file)
+        finished = settings.do_train and training_run.finished_line(
+            settings.output_dir, settings.num_train_steps, SELECTION_METRIC)
+        if settings.do_train and trainer.chief:
+            training_run.record_run(settings, config,
+                                    {OBJECTIVE: (own.sentence_objective, "--sentence_objective")})
+        if finished:
+            print(finished)
+        elif settings.do_train:
             trainer.initialize(init, settings.init_from_group0,
                                config_file=settings.albert_config_file)
             trainer.train(pretraining_dataset_fn(list(own.train_files), settings.max_seq_length,

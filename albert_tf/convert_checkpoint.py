@@ -120,15 +120,16 @@ from albert_tf.checkpoints.conversion import (  # noqa: E402
     ALBERT_CONFIG_OUTPUT, ALBERT_TF_OUTPUT, HF_IMPORT_FILES, HF_SOURCE_FLAG, TF1_OUTPUT, TaskHead,
     albert_tf_to_tf1, check_hf_output_dir, check_output_dir, check_source, choose_task_model,
     huggingface_to_albert_tf, tf1_to_albert_tf, to_huggingface)
-from albert_tf.checkpoints.files import (  # noqa: E402
-    CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME, resolve_checkpoint_path)
+from albert_tf.checkpoints.files import CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME  # noqa: E402
 from albert_tf.checkpoints.hf_format import SPM_FILE, WRITTEN_FILES, read_hf_config  # noqa: E402
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
-from albert_tf.tasks.classification.heads_record import HEADS_FILE, recorded_heads  # noqa: E402
+from albert_tf.files.run_manifest import MANIFEST_NAME, manifest_path  # noqa: E402
+from albert_tf.tasks.classification.heads_record import is_recorded, recorded_heads  # noqa: E402
 from albert_tf.tasks.classification.model import (  # noqa: E402
     EARLY_EXIT_SCOPE, AlbertClassifierModel)
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
@@ -185,17 +186,24 @@ def main(argv: list[str]) -> None:
 
 
 def heads_record(source: str, flag: str) -> str | None:
-    """The path of the classifier_heads.json beside ``--<flag>=source`` when the source is an
-    albert_tf checkpoint (run_classifier records there what kind of classifier its checkpoints
-    are), or None: an input of the conversion."""
+    """The run directory of ``--<flag>=source`` when the source is an albert_tf checkpoint whose
+    run manifest records what kind of classifier its checkpoints are (run_classifier's), or
+    None."""
     if flag != "checkpoint":
         return None
     try:
         directory = os.path.dirname(resolve_checkpoint_path(source))
     except FileNotFoundError:
         return None  # reported by the conversion
-    path = os.path.join(directory, HEADS_FILE)
-    return path if tf.io.gfile.exists(path) else None
+    return directory if is_recorded(directory) else None
+
+
+def _manifest_beside(source: str, flag: str) -> str | None:
+    """The run manifest beside an albert_tf --checkpoint that records its kind of classifier (an
+    input of the conversion), or None."""
+    directory = heads_record(source, flag)
+    path = directory and manifest_path(directory)
+    return path if path and tf.io.gfile.exists(path) else None
 
 
 def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
@@ -207,12 +215,12 @@ def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
     if type(model) is not AlbertClassifierModel or model.early_exit is not None:
         return model
     record = heads_record(source, flag)
-    if record is None or recorded_heads(os.path.dirname(record)) != "shared":
+    if record is None or recorded_heads(record) != "shared":
         return model
     where = ("a TF1 checkpoint keeps them under these names, which run_classifier.py --early_exit "
              "--early_exit_heads=shared reads so" if target == "reference" else
              "the Hugging Face format has no place for them")
-    print(f"{os.path.dirname(record)} records shared early-exit heads ({HEADS_FILE}): "
+    print(f"{record} records shared early-exit heads ({MANIFEST_NAME}): "
           f"output_weights and output_bias are the classifier of every layer; {where}.")
     return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 
@@ -227,13 +235,13 @@ def check_source_format() -> None:
 
 
 def check_heads_record() -> None:
-    """Reads the classifier_heads.json beside an albert_tf --checkpoint before any work, so a
-    malformed record stops the command at once (HeadsMismatch naming it)."""
+    """Reads the kind of classifier the run manifest beside an albert_tf --checkpoint records
+    before any work, so a malformed record stops the command at once (HeadsMismatch naming it)."""
     values = flags.FLAGS
     flag, _ = _parsed_source_and_target()
     record = heads_record(values[flag].value, flag)
     if record is not None:
-        recorded_heads(os.path.dirname(record))
+        recorded_heads(record)
 
 
 def run_files() -> RunFiles:
@@ -251,7 +259,7 @@ def run_files() -> RunFiles:
             pass  # reported by the conversion
     read = inputs((f"--{flag}", source), ("--albert_config_file", values.albert_config_file),
                   ("--spm_model_file", values.spm_model_file),
-                  (f"{HEADS_FILE} beside --{flag}", heads_record(values[flag].value, flag)))
+                  (f"{MANIFEST_NAME} beside --{flag}", _manifest_beside(values[flag].value, flag)))
     if target == "huggingface":
         return RunFiles(read, new_directories=(NewDirectory(
             "--output_dir", values.output_dir, WRITTEN_FILES, values.overwrite),))

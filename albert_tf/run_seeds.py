@@ -14,8 +14,8 @@ TensorFlow loads and any seed runs (its --flagfile files read too). The seed ``S
 directory already holds ``best_results.json`` (its sweep finished) is not run again; a seed run
 that fails stops the driver, naming the seed, and a rerun resumes it. At the end
 ``<output_dir>/seed_results.json`` holds every seed's best results and the median of each metric
-(albert_tf/evaluation/seed_results.py), and the table is printed. ``<output_dir>/seed_recipe.json``
-records the recipe: a rerun with another one stops before any seed runs
+(albert_tf/evaluation/seed_results.py), and the table is printed. The run manifest of
+``--output_dir`` records the recipe: a rerun with another one stops before any seed runs
 (albert_tf/evaluation/seed_recipe.py), since it would take the other recipe's seeds as its own.
 """
 
@@ -148,7 +148,7 @@ from albert_tf.evaluation.best_checkpoint import BEST_RESULTS_FILE  # noqa: E402
 from albert_tf.evaluation.seed_results import (  # noqa: E402
     SEED_DIRECTORY_PREFIX, SEED_RESULTS_FILE, format_seed_results, seed_directory, summarize_seeds,
     write_seed_results)
-from albert_tf.evaluation.seed_recipe import RECIPE_FILE, check_recipe, record_recipe  # noqa: E402
+from albert_tf.evaluation.seed_recipe import check_recipe, record_recipe  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
     RunFiles, WorkDirectory, check_run_files, fixed_outputs)
 
@@ -191,12 +191,11 @@ def main(argv: list[str]) -> None:
 
 
 def run_files() -> RunFiles:
-    """What the driver writes in --output_dir: the seeds' directories, seed_results.json and the
-    record of its recipe (each seed's run checks its own files)."""
+    """What the driver writes in --output_dir: the seeds' directories and seed_results.json (and
+    its run manifest, which records its recipe; each seed's run checks its own files)."""
     output_dir = WorkDirectory("--output_dir", flags.FLAGS.output_dir)
     return RunFiles(outputs=fixed_outputs(output_dir, [SEED_RESULTS_FILE,
-                                                       SEED_DIRECTORY_PREFIX + "[-0-9]*"])
-                    + fixed_outputs(output_dir, [RECIPE_FILE], needs_record=False),
+                                                       SEED_DIRECTORY_PREFIX + "[-0-9]*"]),
                     work_directories=(output_dir,))
 
 

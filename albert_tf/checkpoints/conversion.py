@@ -38,8 +38,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
-                                         is_object_based_checkpoint, resolve_checkpoint_path,
-                                         write_checkpoint_state)
+                                         is_object_based_checkpoint, write_checkpoint_state)
 from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_files, is_hf_directory,
                                              load_hf_checkpoint, unrepresented_names,
                                              write_hf_directory)
@@ -47,6 +46,7 @@ from albert_tf.checkpoints.hf_names import check_representable, keras_hub_differ
 from albert_tf.checkpoints.hf_tokenizer import check_supported
 from albert_tf.checkpoints.object_format import (checkpoint_root, load_object_checkpoint,
                                                  object_variable_paths, stored_model_variables)
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path
 from albert_tf.checkpoints.report import LoadReport
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import canonical_name, is_ignored_name, tf1_variable_map

@@ -1,10 +1,11 @@
 """Checkpoint files on disk, whatever the format: names, prefixes, the ``checkpoint`` state file.
 
-- ``resolve_checkpoint_path``: a prefix from a prefix, a directory of checkpoints (its latest) or a
-  SavedModel directory (its ``variables/variables``), its index and data shards present
-  (``check_data_shards``); ``is_object_based_checkpoint`` tells albert_tf's own format from the
-  reference's TF1 one.
+- ``not_a_checkpoint_message``: why a path names no checkpoint; ``check_data_shards``: a
+  checkpoint's data shards are all there; ``is_object_based_checkpoint`` tells albert_tf's own
+  format from the reference's TF1 one. (What a path given as a checkpoint names, a run directory
+  included: albert_tf/checkpoints/run_directory.py.)
 - ``write_checkpoint_state``: points a directory's ``checkpoint`` file at one prefix, atomically.
+- ``checkpoint_fingerprint``: which checkpoint a prefix holds, the same after a rename or copy.
 - ``list_checkpoints``, ``checkpoint_files``, ``copy_checkpoint``, ``rename_checkpoint``,
   ``remove_checkpoint``: the ``model.ckpt-<step>`` checkpoints of a run and their files, moved in an
   order (index last on arrival, first on removal) so a reader never sees an index without its data.
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -23,35 +25,13 @@ from albert_tf.errors.user_error import MissingFileError
 from albert_tf.files.atomic import atomic_write_text
 
 TF2_CHECKPOINT_NAME = "model.ckpt"
+BEST_CHECKPOINT_NAME = TF2_CHECKPOINT_NAME + "-best"  # the checkpoint a run's sweep chose
 CHECKPOINT_STATE_FILE = "checkpoint"  # names the latest checkpoint of a directory
 SAVED_MODEL_FILE = "saved_model.pb"
 SAVED_MODEL_VARIABLES = ("variables", "variables")  # the checkpoint prefix inside a SavedModel
 
 
-def resolve_checkpoint_path(path: str) -> str:
-    """A checkpoint prefix from a prefix, a directory of checkpoints (its latest) or a SavedModel
-    directory; FileNotFoundError naming the path otherwise. It looks at names only (the index
-    file): ``check_data_shards`` checks the data before a checkpoint is read.
-
-    A SavedModel's ``variables/variables`` is an object-based checkpoint rooted at the exported
-    module: albert_tf's exports keep their task model in the attribute ``model``, so it reads like
-    a checkpoint of ``tf.train.Checkpoint(model=...)``.
-    """
-    if tf.io.gfile.isdir(path):
-        if tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
-            prefix = os.path.join(path, *SAVED_MODEL_VARIABLES)
-        else:
-            prefix = tf.train.latest_checkpoint(path)
-            if prefix is None:
-                raise MissingFileError(f"No checkpoint found in directory {path}.")
-    else:
-        prefix = path
-    if not tf.io.gfile.exists(prefix + ".index"):
-        raise MissingFileError(_not_a_checkpoint_message(prefix))
-    return prefix
-
-
-def _not_a_checkpoint_message(path: str) -> str:
+def not_a_checkpoint_message(path: str) -> str:
     """Why ``path`` names no checkpoint. A file of a checkpoint (its ``.index``, a data shard or a
     TF1 ``.meta`` graph) is the likeliest mistake: the message gives the prefix; any other existing
     file is named as such (not "does not exist", which the user can see is false)."""
@@ -117,6 +97,18 @@ def list_checkpoints(directory: str) -> list[tuple[int, str]]:
         if match:
             found.append((int(match.group(1)), path[:-len(".index")]))
     return sorted(found)
+
+
+def checkpoint_fingerprint(prefix: str) -> str:
+    """A digest of the checkpoint ``prefix`` (hex): its index file, which holds the checksum of
+    every tensor's bytes, and the size of each data shard. Reading the index alone keeps it cheap
+    for checkpoints of gigabytes; a rename or a copy keeps it."""
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(prefix + ".index", "rb") as handle:
+        digest.update(handle.read())
+    for path in checkpoint_files(prefix)[:-1]:
+        digest.update(f"{path[len(prefix):]}:{tf.io.gfile.stat(path).length};".encode())
+    return digest.hexdigest()
 
 
 def checkpoint_files(prefix: str) -> list[str]:

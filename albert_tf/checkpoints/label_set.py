@@ -1,34 +1,22 @@
-"""The label set a run directory's checkpoints were trained for, kept beside them.
+"""The label set a run directory's checkpoints were trained for, recorded in its run manifest.
 
 A task's output layer means something only with its labels: class ids and their names (GLUE, the
 user's own classes), NER's tags, RACE's answer letters, SQuAD's version. The first run in an output
-directory writes ``label_list.json`` = {"task_type": ..., "labels": [names in id order] or null,
-"task": the data the checkpoints are trained on, where one label set fits several (e.g. GLUE's
-SST-2 and WNLI both have the labels 0 and 1)}; every later run there (resumed training, evaluation,
-prediction, export) reads it and refuses another task type, label set or task
-(``LabelSetMismatch``), so a prediction can never name classes or tags the checkpoints were not
-trained for, and a run of one task never resumes, evaluates or predicts with another task's
-checkpoints. A label file without "task" (written before it was recorded) is checked on its task
-type and labels only.
+directory records {"task_type": ..., "labels": [names in id order] or null, "task": the data the
+checkpoints are trained on, where one label set fits several (e.g. GLUE's SST-2 and WNLI both have
+the labels 0 and 1)} as the record ``LABEL_SET`` (albert_tf/files/run_manifest.py); every later run
+there (resumed training, evaluation, prediction, export) checks it first, so a prediction can never
+name classes or tags the checkpoints were not trained for, and a run of one task never resumes,
+evaluates or predicts with another task's checkpoints. A record without "task" (an earlier
+version's label_list.json) is checked on its task type and labels only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
+from typing import Any
 
-import tensorflow as tf
-
-from albert_tf.errors.user_error import UserError
-from albert_tf.files.atomic import atomic_write_text
-
-LABEL_FILE = "label_list.json"
-
-
-class LabelSetMismatch(UserError, ValueError):
-    """This run's label set or task type differs from the one its output directory was trained
-    with."""
+from albert_tf.files.run_manifest import Record, RunManifest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,51 +41,32 @@ class LabelSet:
         return ((self.task_type, self.labels) == (stored.task_type, stored.labels)
                 and (self.task is None or stored.task is None or self.task == stored.task))
 
+    def to_record(self) -> dict[str, Any]:
+        return {"task_type": self.task_type,
+                "labels": None if self.labels is None else list(self.labels), "task": self.task}
 
-def label_file_path(output_dir: str) -> str:
-    return os.path.join(output_dir, LABEL_FILE)
-
-
-def read_label_set(output_dir: str) -> LabelSet | None:
-    """The label set stored in ``output_dir``, or None when there is no label file."""
-    path = label_file_path(output_dir)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as handle:
-        text = handle.read()
-    try:
-        stored = json.loads(text)
-        task_type, labels, task = stored["task_type"], stored["labels"], stored.get("task")
-        if not isinstance(task_type, str):
-            raise TypeError("task_type must be a string")
-        if task is not None and not isinstance(task, str):
-            raise TypeError("task must be a string")
-        if labels is not None and not all(isinstance(label, str) for label in labels):
-            raise TypeError("labels must be strings")
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise LabelSetMismatch(f"{path}: expected {{\"task_type\": ..., \"labels\": [...] or "
-                               f"null}} ({error}); it was written by a run in this "
-                               "directory") from None
-    return LabelSet(task_type, None if labels is None else tuple(labels), task)
+    @classmethod
+    def from_record(cls, value: Any) -> "LabelSet":
+        """The label set of a recorded value; ValueError when it is not one."""
+        try:
+            task_type, labels, task = value["task_type"], value["labels"], value.get("task")
+        except (TypeError, KeyError, AttributeError):
+            raise ValueError(f"not a label set: {value!r}") from None
+        if not isinstance(task_type, str) or (task is not None and not isinstance(task, str)) or (
+                labels is not None and not all(isinstance(label, str) for label in labels)):
+            raise ValueError(f"not a label set: {value!r}")
+        return cls(task_type, None if labels is None else tuple(labels), task)
 
 
-def write_label_set(output_dir: str, label_set: LabelSet) -> str:
-    """Writes ``label_list.json`` atomically; returns its path."""
-    path = label_file_path(output_dir)
-    labels = None if label_set.labels is None else list(label_set.labels)
-    recorded = {"task_type": label_set.task_type, "labels": labels}
-    if label_set.task is not None:
-        recorded["task"] = label_set.task
-    atomic_write_text(path, json.dumps(recorded, indent=1) + "\n")
-    return path
+def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
+    this, stored = LabelSet.from_record(value), LabelSet.from_record(recorded)
+    return None if this.fits(stored) else (stored.describe(), this.describe())
 
 
-def check_label_set(output_dir: str, label_set: LabelSet, source: str) -> None:
-    """LabelSetMismatch when ``output_dir`` holds a label file with another task type, label set
-    or task than this run's (taken from ``source``, named in the message)."""
-    stored = read_label_set(output_dir)
-    if stored is not None and not label_set.fits(stored):
-        raise LabelSetMismatch(
-            f"{label_file_path(output_dir)}: the run in this directory was trained as "
-            f"{stored.describe()}; this run has {label_set.describe()} ({source}). Use another "
-            "--output_dir, or the same labels and task")
+LABEL_SET = Record("label_set", "checkpoints trained for", _difference)
+
+
+def recorded_label_set(manifest: RunManifest) -> LabelSet | None:
+    """The label set ``manifest`` records; None when it records none."""
+    value = manifest.record(LABEL_SET.key)
+    return None if value is None else LabelSet.from_record(value)

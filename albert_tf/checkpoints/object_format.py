@@ -25,7 +25,8 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf.checkpoints.config_beside import check_config_beside
-from albert_tf.checkpoints.files import check_data_shards, resolve_checkpoint_path
+from albert_tf.checkpoints.files import check_data_shards
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path
 from albert_tf.checkpoints.report import (CheckpointMismatchError, LoadReport, model_description,
                                           shape_mismatch_error)
 from albert_tf.checkpoints.tf1_names import group_zero_name, tf1_variable_map

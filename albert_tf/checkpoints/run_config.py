@@ -1,57 +1,63 @@
-"""The config a run's checkpoints were trained with, kept beside them as
-``<output_dir>/albert_config.json``.
+"""The config a run's checkpoints were trained with: the record ``CONFIG`` of its run manifest,
+and ``albert_config.json`` beside them.
 
-run_pretraining writes it when training starts, so a run directory says what it holds (the results
-tables read the sharing strategy, the embedding size and the parameter count from it), and a resume
-with another architecture stops before any work, naming the keys that differ, instead of failing
-inside the restore. Dropout rates may change between runs of one directory.
+A training run records its config when training starts, so a run directory says what it holds
+(the results tables read the sharing strategy, the embedding size and the parameter count from
+it), and a resume with another architecture stops before any work, naming the keys that differ,
+instead of failing inside the restore. Dropout rates may change between runs of one directory.
+The run also writes the config as ``albert_config.json`` (where there is none), as a released
+model's directory has it, for the commands a user gives that directory to; what runs check is the
+manifest's record.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
-from albert_tf.models.config import AlbertConfig, ConfigError
+from albert_tf.files.run_manifest import Record, read_manifest
+from albert_tf.models.config import AlbertConfig
 
 RUN_CONFIG_FILE = "albert_config.json"
 # Keys a run may change on resume: they are not part of the checkpoint's shapes or structure.
 _RESUMABLE_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
+def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
+    """The keys in which two configs (as dicts) differ, outside the dropout rates; keys with class
+    defaults (cross_layer_sharing) count whether or not a file spells them out."""
+    this, stored = AlbertConfig.from_dict(value), AlbertConfig.from_dict(recorded)
+    keys = set(this.to_dict()) | set(stored.to_dict()) | {"cross_layer_sharing"}
+    differing = sorted(key for key in keys if key not in _RESUMABLE_KEYS
+                       and getattr(this, key, None) != getattr(stored, key, None))
+    if not differing:
+        return None
+    show = lambda config: ", ".join(f"{key}={getattr(config, key, None)!r}"  # noqa: E731
+                                    for key in differing)
+    return show(stored), show(this)
+
+
+CONFIG = Record("config", "checkpoints trained with the config", _difference)
+
+
 def run_config_path(output_dir: str) -> str:
-    """Where the run's config is kept."""
+    """Where the run's config file is kept."""
     return os.path.join(output_dir, RUN_CONFIG_FILE)
 
 
 def recorded_config(output_dir: str) -> AlbertConfig | None:
-    """The config recorded in ``output_dir``; None when no run recorded one."""
+    """The config recorded in ``output_dir``'s run manifest, else its ``albert_config.json`` (a
+    released model's directory); None when there is neither."""
+    value = read_manifest(output_dir).record(CONFIG.key)
+    if value is not None:
+        return AlbertConfig.from_dict(value)
     path = run_config_path(output_dir)
     return AlbertConfig.from_json_file(path) if tf.io.gfile.exists(path) else None
 
 
-def check_run_config(output_dir: str, config: AlbertConfig, config_file: str) -> None:
-    """ConfigError (a ValueError) naming the differing keys, ``config_file`` and ``output_dir``
-    when the directory records another architecture than ``config``."""
-    recorded = recorded_config(output_dir)
-    if recorded is None:
-        return
-    # Keys with class defaults (cross_layer_sharing) count whether or not a file spells them out.
-    keys = set(config.to_dict()) | set(recorded.to_dict()) | {"cross_layer_sharing"}
-    differing = sorted(key for key in keys if key not in _RESUMABLE_KEYS
-                       and getattr(config, key, None) != getattr(recorded, key, None))
-    if differing:
-        details = ", ".join(f"{key} {getattr(config, key, None)!r} (recorded "
-                            f"{getattr(recorded, key, None)!r})" for key in differing)
-        raise ConfigError(f"{config_file} differs from the config {output_dir} was trained with "
-                          f"({RUN_CONFIG_FILE}): {details}; use that config or another "
-                          "output directory.")
-
-
-def record_run_config(output_dir: str, config: AlbertConfig, config_file: str) -> None:
-    """Writes ``config`` to ``<output_dir>/albert_config.json`` (atomically) unless the directory
-    records one already; another architecture is refused (``check_run_config``)."""
-    check_run_config(output_dir, config, config_file)
-    if recorded_config(output_dir) is None:
+def write_config_file(output_dir: str, config: AlbertConfig) -> None:
+    """Writes ``albert_config.json`` in ``output_dir`` unless there is one."""
+    if not tf.io.gfile.exists(run_config_path(output_dir)):
         config.to_json_file(run_config_path(output_dir))

@@ -21,7 +21,8 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import (check_data_shards, is_object_based_checkpoint,
-                                         resolve_checkpoint_path, write_checkpoint_state)
+                                         write_checkpoint_state)
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path
 from albert_tf.checkpoints.report import CheckpointMismatchError, LoadReport, shape_mismatch_error
 from albert_tf.checkpoints.tf1_names import (canonical_name, group_zero_name, is_ignored_name,
                                              tf1_variable_map)

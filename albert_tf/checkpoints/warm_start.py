@@ -19,7 +19,8 @@ import functools
 import keras
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import is_object_based_checkpoint, resolve_checkpoint_path
+from albert_tf.checkpoints.files import is_object_based_checkpoint
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path
 from albert_tf.checkpoints.hf_format import is_hf_directory, load_hf_checkpoint
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import LoadReport

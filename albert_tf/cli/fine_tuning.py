@@ -7,11 +7,13 @@ The driver runs the procedure every script used to spell itself:
    (albert_tf/cli/training_run.py's ``run_files`` plus the task's ``files``) and checked in one
    pre-flight check (albert_tf/files/run_files.py); a run that predicts or exports without its own
    sweep needs an earlier run's model.ckpt-best; the locks of --output_dir taken;
-2. the config and the tokenizer; the task's data read and checked (``load_data``), its label set
-   checked against the one recorded in --output_dir and recorded at the first run (with what else
-   the task records, ``record``); every feature
+2. the config and the tokenizer; the task's data read and checked (``load_data``); its label set,
+   config and what else the task records (``records``) checked against the run manifest of
+   --output_dir (albert_tf/files/run_manifest.py) and recorded by the first run; every feature
    file the run reads built (or found in the cache) before the first training step;
-3. --do_train: warm start from --init_checkpoint (or resume), train on the training features,
+3. --do_train: a run whose training is finished says so in one line and trains nothing; else warm
+   start from --init_checkpoint (or resume from the last trained step), train on the training
+   features,
    every epoch in a new order drawn from --input_seed (albert_tf/training/input_pipeline.py),
    each batch cut to its longest example (--length_buckets, the task's ``sequence_features``;
    with --use_xla to the shortest of a fixed set of lengths that holds it, XLA compiling once per
@@ -34,18 +36,17 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.label_set import (LabelSet, check_label_set, read_label_set,
-                                             write_label_set)
-from albert_tf.checkpoints.run_config import record_run_config
+from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
 from albert_tf.checkpoints.warm_start import CheckpointSource
 from albert_tf.cli import training_run
 from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
-from albert_tf.evaluation.best_checkpoint import restore_best_checkpoint, run_checkpoint_sweep
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy
-from albert_tf.evaluation.eval_data_record import check_and_record_eval_data
+from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_checkpoint,
+                                                  run_checkpoint_sweep)
+from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy, check_eval_data
 from albert_tf.files.run_files import (Input, RunFiles, WorkDirectory, check_run_files,
                                        fixed_outputs)
+from albert_tf.files.run_manifest import Record, read_manifest, require_record
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import (ParseFn, needs_static_batches,
@@ -94,15 +95,13 @@ class FineTuningRun:
 class FineTuningHooks:
     """What a fine-tuning script declares: its task's files, data, model, evaluation and outputs.
 
-    Subclasses set ``run_outputs`` (the fixed names they write in --output_dir), ``run_records``
-    (the fixed names of the records they write there only where absent) and implement
+    Subclasses set ``run_outputs`` (the fixed names they write in --output_dir) and implement
     ``files``, ``load_data``, ``training_task``, ``prepare_features``, ``training_data``,
     ``eval_sets``, ``selection_metric`` and the outputs their flags offer (``predict``, ``export``,
     ``export_tflite``).
     """
 
     run_outputs: tuple[str, ...] = ()
-    run_records: tuple[str, ...] = ()
     # The features of the task's records whose last axis is the sequence (its records'
     # SEQUENCE_FEATURES): what a batch cut to its length bucket cuts.
     sequence_features: tuple[str, ...] = ()
@@ -140,10 +139,11 @@ class FineTuningHooks:
     def training_task(self, run: FineTuningRun, label_set: LabelSet) -> Task:
         raise NotImplementedError
 
-    def record(self, run: FineTuningRun) -> None:
-        """Records in --output_dir what the task's checkpoints are besides the config and the
-        label set (run_classifier: its kind of classifier); the chief runs it after the label set
-        is recorded, on every run."""
+    def records(self, run: FineTuningRun) -> dict[Record, tuple[object, str]]:
+        """What the task's checkpoints are besides the config and the label set, recorded in the
+        run manifest of --output_dir ({record: (value, where it comes from)}; run_classifier: its
+        kind of classifier); checked, then recorded where absent, on every run."""
+        return {}
 
     def schedule(self, run: FineTuningRun) -> tuple[int, int]:
         """(training steps, warmup steps); by default the flags'."""
@@ -193,8 +193,7 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
     strategy = training_run.strategy_of(settings.strategy)  # multi-worker: before any other op
     init = (training_run.init_checkpoint_source(settings)
             if hooks.reads_init_checkpoint(settings) else None)
-    files = (training_run.run_files(settings, init, hooks.evaluates(settings), hooks.run_outputs,
-                                    hooks.run_records)
+    files = (training_run.run_files(settings, init, hooks.evaluates(settings), hooks.run_outputs)
              + hooks.files(settings))
     check_run_files(files)
     hooks.check(settings, init)
@@ -208,22 +207,26 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
         tokenizer = training_run.load_tokenizer(settings, config)
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         run = FineTuningRun(settings, files, config, tokenizer, init, buckets=buckets)
-        label_set, source = hooks.load_data(run, read_label_set(settings.output_dir))
-        check_label_set(settings.output_dir, label_set, source)
+        manifest = read_manifest(settings.output_dir)
+        label_set, source = hooks.load_data(run, recorded_label_set(manifest))
+        records = {LABEL_SET: (label_set.to_record(), source), **hooks.records(run)}
+        for record, (value, where) in records.items():
+            require_record(manifest, record, value, where)
         steps, warmup = hooks.schedule(run)
+        finished = settings.do_train and training_run.finished_line(
+            settings.output_dir, steps, hooks.selection_metric)
         run.trainer = training_run.build_trainer(
             settings, hooks.training_task(run, label_set), steps, warmup, evaluates,
             length_split=LengthSplit(buckets) if buckets is not None else None)
         hooks.prepare_features(run)
         if evaluates and run.trainer.chief:
-            _check_eval_data(run, hooks)
+            check_eval_data(settings.output_dir, eval_data_of(hooks.eval_sets(run)),
+                            hooks.sweep_policy(settings))
         if run.trainer.chief:
-            if read_label_set(settings.output_dir) is None:
-                write_label_set(settings.output_dir, label_set)
-            if settings.do_train:
-                record_run_config(settings.output_dir, config, settings.albert_config_file)
-            hooks.record(run)
-        if settings.do_train:
+            training_run.record_run(settings, config, records)
+        if finished:
+            print(finished)
+        elif settings.do_train:
             _train(run, hooks.training_data(run))
         best = _sweep(run, hooks) if evaluates else None
         if settings.do_predict or settings.export_dir or settings.tflite_file:
@@ -278,16 +281,6 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
         raise UserError(f"--group_by_length needs batches of several lengths, which this run does "
                         f"not have ({reason}).")
     return None, f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason})."
-
-
-def _check_eval_data(run: FineTuningRun, hooks: FineTuningHooks) -> None:
-    """Before training: a sweep that would resume an earlier one's state in --output_dir refuses
-    other evaluation data than that sweep's (albert_tf/evaluation/eval_data_record.py), so the
-    mistake stops the run before training rather than after it. A sweep without such a state
-    (SQuAD's, RACE's) evaluates every checkpoint again and records its data itself."""
-    state_file = hooks.sweep_policy(run.settings).state_file
-    if state_file:
-        check_and_record_eval_data(run.settings.output_dir, hooks.eval_sets(run), state_file)
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:

@@ -15,15 +15,17 @@ from typing import Iterator
 import tensorflow as tf
 
 from albert_tf.checkpoints.config_beside import check_config_beside
-from albert_tf.checkpoints.files import CHECKPOINT_STATE_FILE
-from albert_tf.checkpoints.label_set import LABEL_FILE
-from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, check_run_config, run_config_path
+from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, CHECKPOINT_STATE_FILE
+from albert_tf.checkpoints.run_config import (CONFIG, RUN_CONFIG_FILE, run_config_path,
+                                              write_config_file)
+from albert_tf.checkpoints.run_directory import trained_checkpoint
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
 from albert_tf.files import run_lock
 from albert_tf.files.paths import absolute_path, path_identity
+from albert_tf.files.run_manifest import Record, add_records, read_manifest, require_record
 from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
                                        fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig
@@ -51,17 +53,16 @@ def output_directory(settings: RunSettings) -> WorkDirectory:
 
 
 def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, sweeps: bool,
-              run_outputs: tuple[str, ...] = (), run_records: tuple[str, ...] = ()) -> RunFiles:
+              run_outputs: tuple[str, ...] = ()) -> RunFiles:
     """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
-    ``--output_dir`` with the trainer's and the sweep's files, the label set, the lock files, the
-    script's ``run_outputs`` and ``run_records`` (names there; records are written only where
-    absent, and read and checked otherwise), ``--cached_dir``, ``--export_dir`` and
-    ``--tflite_file``. Every fixed name is declared whatever the run's actions, so no output of any
-    run ever lands on a file another run of the directory owns; those that only training or the
-    checkpoint sweep (``sweeps``) writes are ``touched`` only then, so a run that only predicts or
-    exports reads a ``model.ckpt-best`` the user put there. The config the run records
-    (albert_tf/checkpoints/run_config.py) is written only where absent, so it is no output of a
-    run given it as --albert_config_file (resuming from its own record)."""
+    ``--output_dir`` with the trainer's and the sweep's files, the lock files, the script's
+    ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir`` and ``--tflite_file`` (and
+    the run manifest of --output_dir, albert_tf/files/run_manifest.py). Every fixed name is
+    declared whatever the run's actions, so no output of any run ever lands on a file another run
+    of the directory owns; those that only training or the checkpoint sweep (``sweeps``) writes are
+    ``touched`` only then, so a run that only predicts or exports reads a ``model.ckpt-best`` the
+    user put there. The config file a training run writes (albert_tf/checkpoints/run_config.py) is
+    written only where absent, so it is no output of a run given it as --albert_config_file."""
     output_dir = output_directory(settings)
     directories = (output_dir,)
     if settings.cached_dir != settings.output_dir:
@@ -76,7 +77,6 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                + fixed_outputs(output_dir, [EVAL_LOGS], is_directory=True, touched=sweeps)
                + fixed_outputs(output_dir, SWEEP_OUTPUTS, touched=sweeps)
                + fixed_outputs(output_dir, run_outputs)
-               + fixed_outputs(output_dir, [LABEL_FILE, *run_records], needs_record=False)
                + fixed_outputs(output_dir, [] if _reads_run_config(settings)
                                else [RUN_CONFIG_FILE], touched=settings.do_train,
                                needs_record=False)
@@ -168,8 +168,37 @@ def load_config(settings: RunSettings) -> AlbertConfig:
     """The config of --albert_config_file, checked to fit --max_seq_length and to be the one the run
     in --output_dir recorded, if it recorded one (albert_tf/checkpoints/run_config.py)."""
     config = config_for_length(settings.albert_config_file, settings.max_seq_length)
-    check_run_config(settings.output_dir, config, settings.albert_config_file)
+    require_record(read_manifest(settings.output_dir), CONFIG, config.to_dict(),
+                   settings.albert_config_file)
     return config
+
+
+def finished_line(output_dir: str, num_train_steps: int, selection_metric: str) -> str | None:
+    """The line saying that the training of ``output_dir`` is finished (its last trained step is
+    at or past ``num_train_steps``), with its best checkpoint; None while there is training to do.
+    A rerun of a finished run trains nothing: it evaluates nothing new and redoes only what it is
+    asked to predict or export."""
+    trained = trained_checkpoint(output_dir)
+    if trained is None or trained[0] < num_train_steps:
+        return None
+    line = f"The run in {output_dir} is finished at step {trained[0]} (of {num_train_steps})"
+    best = read_manifest(output_dir).best
+    if best is not None:
+        key = selection_metric if selection_metric in best["metrics"] else best["selection_metric"]
+        line += (f"; its best checkpoint: step {best['step']}, {key} "
+                 f"{best['metrics'][key]:.4f} ({BEST_CHECKPOINT_NAME})")
+    return line + ". Nothing to train."
+
+
+def record_run(settings: RunSettings, config: AlbertConfig,
+               records: dict[Record, tuple[object, str]]) -> None:
+    """Records in the run manifest of --output_dir what its checkpoints are (``records``: {record:
+    (value, where it comes from)}, checked against what it records), with the config when the run
+    trains (also written as albert_config.json beside the checkpoints)."""
+    if settings.do_train:
+        records = {**records, CONFIG: (config.to_dict(), settings.albert_config_file)}
+        write_config_file(settings.output_dir, config)
+    add_records(settings.output_dir, records)
 
 
 def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,

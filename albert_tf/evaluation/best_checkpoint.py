@@ -14,23 +14,21 @@ import json
 import os
 from typing import Sequence
 
-import tensorflow as tf
-
+from albert_tf.checkpoints.run_directory import settled_best
 from albert_tf.errors.user_error import MissingFileError
-from albert_tf.evaluation.eval_data_record import check_and_record_eval_data
 from albert_tf.evaluation.checkpoint_sweep import (BEST_PREFIX, BEST_TRIAL_FILE, SweepPolicy,
                                                    sweep_checkpoints)
+from albert_tf.files import run_lock
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 
-# The best checkpoint's metrics, written by every sweep: {"selection_metric": key, "best_step": step,
-# "metrics": {name: value}} (a resumed sweep whose best came earlier reads them back from
-# eval_results.txt: only the key's value if that file lost the best's block).
+# The best checkpoint's metrics, written by every sweep from the run manifest's record of it:
+# {"selection_metric": key, "best_step": step, "metrics": {name: value}}.
 BEST_RESULTS_FILE = "best_results.json"
-# What a sweep writes into the output_dir besides the checkpoints (names and glob patterns; a
-# named evaluation's results files carry its name).
-SWEEP_OUTPUTS = ("eval_results*.txt", "best_results*.json", BEST_TRIAL_FILE, "eval_data*.json")
+# What a sweep writes into the output_dir besides the checkpoints and the manifest (names and glob
+# patterns; a named evaluation's results files carry its name).
+SWEEP_OUTPUTS = ("eval_results*.txt", "best_results*.json", BEST_TRIAL_FILE)
 
 
 def results_file_names(results_name: str = "") -> tuple[str, str]:
@@ -52,10 +50,11 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     """
     output_dir = trainer.config.output_dir
     results_file, best_results_file = results_file_names(results_name)
-    check_and_record_eval_data(output_dir, eval_sets, policy.state_file, results_name)
     evaluate = functools.partial(trainer.evaluate_checkpoint, eval_sets=eval_sets)
-    best_step, best = sweep_checkpoints(output_dir, evaluate, selection_key,
-                                        results_file=results_file, policy=policy)
+    best_step, best = sweep_checkpoints(
+        output_dir, evaluate, selection_key, results_file=results_file, policy=policy,
+        evaluation=results_name, eval_data=eval_data_of(eval_sets),
+        training_alive=lambda: run_lock.is_held(output_dir, run_lock.TRAINING))
     trainer.write_eval_summaries(best, best_step)
     results = {"selection_metric": selection_key, "best_step": int(best_step),
                "metrics": {name: float(value) for name, value in best.items()}}
@@ -67,22 +66,30 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     return best_step, best
 
 
-def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval") -> str:
-    """The prefix of ``model.ckpt-best`` in ``output_dir``.
+def eval_data_of(eval_sets: Sequence[EvalSet]) -> dict[str, str]:
+    """What identifies the data of each evaluation set that says it ({name: source})."""
+    return {eval_set.name: eval_set.source for eval_set in eval_sets if eval_set.source}
+
+
+def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval",
+                           repair: bool = False) -> str:
+    """The prefix of the best checkpoint of ``output_dir`` (``settled_best``: model.ckpt-best,
+    checked against the run manifest; ``repair``: a run holding the directory completes the move
+    of a best a stopped sweep chose).
 
     Raises MissingFileError (a FileNotFoundError) when no sweep has selected it yet, naming
     ``selecting_flag``, the flag of the script's sweep.
     """
-    best_prefix = os.path.join(output_dir, BEST_PREFIX)
-    if not tf.io.gfile.exists(best_prefix + ".index"):
-        raise MissingFileError(f"{best_prefix} does not exist: prediction and export use the best "
-                               f"checkpoint, which {selecting_flag} selects; add {selecting_flag} "
-                               "(or run it first).")
+    best_prefix = settled_best(output_dir, repair=repair)
+    if best_prefix is None:
+        raise MissingFileError(f"{os.path.join(output_dir, BEST_PREFIX)} does not exist: "
+                               "prediction and export use the best checkpoint, which "
+                               f"{selecting_flag} selects; add {selecting_flag} (or run it first).")
     return best_prefix
 
 
 def restore_best_checkpoint(trainer: Trainer) -> str:
-    """Loads ``model.ckpt-best`` of the output_dir into the model; returns its prefix."""
-    best_prefix = best_checkpoint_prefix(trainer.config.output_dir)
+    """Loads the best checkpoint of the output_dir into the model; returns its prefix."""
+    best_prefix = best_checkpoint_prefix(trainer.config.output_dir, repair=True)
     trainer.restore_weights(best_prefix)
     return best_prefix

@@ -7,8 +7,8 @@ checkpoint) or stopped before writing anything would leave those directories beh
 a run had started there. ``make_directories`` records the local directories it creates (each
 missing ancestor too); ``remove_those_left_empty``, called by the error boundary when a command
 ends with an error or a stop, removes the ones still empty, deepest first. A directory that
-existed before, or that holds anything but the output record the check wrote
-(albert_tf/files/output_record.py), is never touched; paths of other file systems (``gs://``)
+existed before, or that holds anything but the run manifest the check wrote
+(albert_tf/files/run_manifest.py), is never touched; paths of other file systems (``gs://``)
 are created but not recorded.
 """
 
@@ -18,7 +18,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.files.output_record import RECORD_NAME
+from albert_tf.files.run_manifest import MANIFEST_NAME
 
 # Local directories created by ``make_directories`` during this command, in creation order.
 _created: list[str] = []
@@ -44,12 +44,12 @@ def forget() -> None:
 
 def remove_those_left_empty() -> None:
     """Removes the recorded directories that are still empty, deepest first, then forgets them.
-    A directory holding only the output record the pre-flight check wrote into it counts as
+    A directory holding only the run manifest the pre-flight check wrote into it counts as
     empty."""
     for path in sorted(set(_created), key=len, reverse=True):
         try:
-            if os.listdir(path) == [RECORD_NAME]:
-                os.remove(os.path.join(path, RECORD_NAME))
+            if os.listdir(path) == [MANIFEST_NAME]:
+                os.remove(os.path.join(path, MANIFEST_NAME))
             os.rmdir(path)  # only an empty directory goes
         except OSError:
             pass

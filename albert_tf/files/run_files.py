@@ -15,9 +15,9 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
   ``.index`` or a data shard): it belongs to a run;
 - a directory written whole that holds anything but what the command wrote there earlier (and even
   that only when the user asked to replace it), naming what it holds;
-- a file or directory under a fixed name of the run that albert_tf did not write: the directory's
-  output record (albert_tf/files/output_record.py) does not list the name. Once every check
-  passed, the record lists all the run's fixed names there;
+- a file or directory under a fixed name of the run that albert_tf did not write: the owned names
+  of the directory's run manifest (albert_tf/files/run_manifest.py) do not list the name. Once
+  every check passed, the manifest lists all the run's fixed names there;
 - directories that cannot be created or written, outputs whose place is taken by a directory.
 
 Because a command's fixed names are declared whatever its actions, a file one run of a command
@@ -38,9 +38,9 @@ from typing import Iterable
 import tensorflow as tf
 
 from albert_tf.files.created_directories import make_directories
-from albert_tf.files.output_record import (RECORD_NAME, add_to_record, record_path,
-                                           recorded_names)
 from albert_tf.files.paths import OutputPathError, absolute_path, path_identity
+from albert_tf.files.run_manifest import (MANIFEST_NAME, manifest_path, read_manifest,
+                                          update_manifest)
 
 # Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
 # replaces one of them (they belong to a run).
@@ -67,10 +67,10 @@ class Output:
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
     files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
     a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
-    ``needs_record``: False for a fixed name the command takes for its own without the directory's
-    output record: a name no user's file would bear (a hidden lock, a cache file named by a
-    digest), or a record the command writes only where absent and otherwise reads and checks
-    (``label_list.json``, ``albert_config.json``), so that it never replaces one. ``touched``: False
+    ``needs_record``: False for a fixed name the command takes for its own without the owned names
+    of the directory's run manifest: a name no user's file would bear (a hidden lock, a cache file
+    named by a digest), or a file the command writes only where absent (``albert_config.json``),
+    so that it never replaces one. ``touched``: False
     for a fixed name this run neither writes, replaces nor deletes (declared all the same, so that
     no other output lands on it), e.g. the checkpoints of a run that only predicts from the
     ``model.ckpt-best`` the user put there: a file under it need not be albert_tf's, and the run
@@ -124,15 +124,15 @@ class RunFiles:
                           for field in dataclasses.fields(self)))
 
     def declared(self, path: str) -> str:
-        """``path`` itself when it is a declared output (one file, or one of a family, or the output
-        record the check writes beside fixed names); KeyError otherwise: a command writes only what
+        """``path`` itself when it is a declared output (one file, or one of a family, or the run
+        manifest beside fixed names); KeyError otherwise: a command writes only what
         it declared, which is what the check guarded."""
         for output in self.outputs:
             if (_in_family(path, output) if output.family
                     else path_identity(path) == path_identity(output.path)):
                 return path
             if output.fixed and path_identity(path) == path_identity(
-                    record_path(_parent(output.path))):
+                    manifest_path(_parent(output.path))):
                 return path
         raise KeyError(f"{path} is not among the declared outputs")
 
@@ -354,7 +354,7 @@ def _present_names(directory: str) -> list[str]:
 
 
 def _is_earlier_run_directory(directory: str, present: list[str], outputs: list[Output]) -> bool:
-    """Whether ``directory`` (which has no output record) is a run directory of an earlier
+    """Whether ``directory`` (which records no owned names) is a run directory of an earlier
     version: it holds a training run's ``checkpoint`` state file, or one of the run's fixed names
     is a directory that holds one (run_seeds' ``seed_<S>``: its parent holds no checkpoint)."""
     state_file = CHECKPOINT_FILE_PATTERNS[0]
@@ -368,10 +368,9 @@ def _is_earlier_run_directory(directory: str, present: list[str], outputs: list[
 
 def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
     """Refuses a file or directory of ``directory`` under one of the run's fixed names that the
-    directory's output record does not list (see albert_tf/files/output_record.py). A directory
-    without a record that is an earlier version's run directory (``_is_earlier_run_directory``)
-    holds the run's names."""
-    recorded = recorded_names(directory)
+    owned names of the directory's run manifest do not list. A directory that records none and is
+    an earlier version's run directory (``_is_earlier_run_directory``) holds the run's names."""
+    recorded = read_manifest(directory).owned_names
     present = _present_names(directory)
     if recorded is None and _is_earlier_run_directory(directory, present, outputs):
         return
@@ -388,14 +387,14 @@ def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
                             else f"the run writes its {name} there, replacing what is there")
             raise OutputPathError(
                 f"{output.within} {directory!r} holds {found[0]!r}{more}, which albert_tf did not "
-                f"write there (its record {RECORD_NAME} does not list it): {what_happens}. Move "
+                f"write there (its {MANIFEST_NAME} does not list it): {what_happens}. Move "
                 f"it elsewhere, or use another {output.within}")
 
 
 def check_run_files(files: RunFiles) -> None:
     """The pre-flight check of a command's declaration (see the module doc): OutputPathError (a
     UserError) naming the paths, before anything is written. Creates the work directories and,
-    once every check passed, records the run's fixed names in each directory's output record."""
+    once every check passed, records the run's fixed names in each directory's run manifest."""
     _check_outputs_spare_inputs(files)
     _check_outputs_apart(files)
     _check_flag_outputs_spare_checkpoints(files)
@@ -404,5 +403,13 @@ def check_run_files(files: RunFiles) -> None:
     for directory, outputs in by_directory.items():
         _check_fixed_names_are_ours(directory, outputs)
     for directory, outputs in by_directory.items():
-        add_to_record(directory, [os.path.basename(output.path) for output in outputs
-                                  if output.needs_record])
+        _own(directory, {os.path.basename(output.path) for output in outputs
+                         if output.needs_record})
+
+
+def _own(directory: str, names: set[str]) -> None:
+    """Adds ``names`` to the owned names of ``directory``'s run manifest (none: nothing written,
+    so that a directory the run writes no fixed name in gets no manifest)."""
+    if names and not names <= (read_manifest(directory).owned_names or frozenset()):
+        update_manifest(directory, lambda content: content.update(
+            owned_names=sorted(set(content["owned_names"] or ()) | names)))

@@ -170,9 +170,10 @@ def _in_use_error(directory: str, what: str, path: str,
 
 
 @contextlib.contextmanager
-def _directory_flock(directory: str) -> Iterator[None]:
+def directory_flock(directory: str) -> Iterator[None]:
     """Holds ``flock`` on ``directory`` in the block, so that processes of this machine examine and
-    take its locks one at a time; nothing where the file system has no flock."""
+    take its locks (or update its run manifest) one at a time; nothing where the file system has
+    no flock."""
     try:
         descriptor = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -220,7 +221,7 @@ def _take_over(path: str, current: Holder) -> None:
 
 
 def _acquire_local(path: str, holder: Holder, directory: str, what: str) -> None:
-    with _directory_flock(directory):
+    with directory_flock(directory):
         while not _create_exclusive(path, holder.to_text()):
             current = _read(path)
             if current is None:
@@ -260,6 +261,13 @@ def acquire(directory: str, role: str, cluster: dict[str, Any] | None = None,
     else:
         _acquire_remote(path, holder, directory, what)
     return RunLock(path, holder)
+
+
+def is_held(directory: str, role: str) -> bool:
+    """Whether a run holds the lock of ``role`` in ``directory``: a lock that is not stale (one of
+    another machine always counts; an unreadable one too)."""
+    current = _read(lock_path(directory, role))
+    return current is not None and (isinstance(current, str) or not current.is_stale())
 
 
 def check_lock_of_cluster(directory: str, role: str, cluster: dict[str, Any],

@@ -62,8 +62,9 @@ class EvalSet:
     context: whatever the task's ``reduce`` needs besides the outputs (None for pretraining).
     max_steps: evaluate at most this many batches (None: all).
     source: what the set's data are, e.g. its feature file's name (changes with the data and the
-      feature settings); recorded by the sweep, which refuses to resume on other data
-      (albert_tf/evaluation/eval_data_record.py). None: not recorded.
+      feature settings); recorded in the sweep's state in the run manifest
+      (albert_tf/evaluation/checkpoint_sweep.py), which does not resume on other data. None: not
+      recorded.
     """
 
     name: str

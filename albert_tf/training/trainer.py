@@ -13,8 +13,10 @@ any tf.distribute strategy:
   differ much in length runs as parts sorted by length, each cut to its own length; their
   gradients add up to the batch's (the same normalizers), with less work on padding;
 - checkpoints (model, optimizer, step, dropout seed) every ``save_checkpoints_steps`` in
-  ``output_dir`` as ``model.ckpt-<step>``; a run restarts from the latest one, replaying the
-  (seeded) input up to the step it reached so the data order is that of an uninterrupted run;
+  ``output_dir`` as ``model.ckpt-<step>``, each recorded as the last trained one in the run
+  manifest; a run restarts from that one (never from random weights where a trained model is),
+  replaying the (seeded) input up to the step it reached so the data order is that of an
+  uninterrupted run;
   dropout masks are stateless, a function of the run's dropout seed, the step, the replica and the
   micro-batch (``dropout_seed``), so a resumed run ends with the same weights, bit for bit, as an
   uninterrupted one;
@@ -45,8 +47,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME, list_checkpoints
+from albert_tf.checkpoints.files import TF2_CHECKPOINT_NAME
 from albert_tf.checkpoints.object_format import require_same_model, require_same_optimizer
+from albert_tf.checkpoints.run_directory import (holds_trained_model, record_trained,
+                                                 trained_checkpoint)
 from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import reading_records
@@ -81,6 +85,10 @@ class NonFiniteLossError(UserError, RuntimeError):
 
     A user error: the user's settings (learning rate, warmup, precision) or data cause it, and the
     message says which to change; its traceback would show only the training loop."""
+
+
+class TrainedModelError(UserError, RuntimeError):
+    """The output directory holds a trained model but nothing to resume its training from."""
 
 
 class RunConfigError(UserError, ValueError):
@@ -250,6 +258,11 @@ class Trainer:
             message = f"Resumed from {latest} at step {self.global_step}.{note}"
             if init_checkpoint:
                 message += " (--init_checkpoint is used only when output_dir has no checkpoint.)"
+        elif (held := holds_trained_model(self.config.output_dir)) is not None:
+            raise TrainedModelError(
+                f"{self.config.output_dir} holds {held}, but no checkpoint to continue its "
+                "training from: training here would start again from other weights. Restore the "
+                "run's checkpoints, or train in another --output_dir")
         elif init_checkpoint:
             message = self.warm_start(init_checkpoint, init_from_group0, config_file)
         else:
@@ -258,16 +271,11 @@ class Trainer:
         return message
 
     def latest_checkpoint(self) -> str | None:
-        """The checkpoint to resume from: the state file's, else the newest ``model.ckpt-<step>``.
-
-        The fallback covers a state file that names a checkpoint the GLUE sweep renamed to
-        ``model.ckpt-best`` or deleted.
-        """
-        latest = tf.train.latest_checkpoint(self.config.output_dir)
-        if latest is None:
-            numbered = list_checkpoints(self.config.output_dir)
-            latest = numbered[-1][1] if numbered else None
-        return latest
+        """The checkpoint to resume from: the last trained one the run manifest records (its
+        ``model.ckpt-<step>``, or model.ckpt-best where the sweep renamed it), None when there is
+        none (albert_tf/checkpoints/run_directory.py)."""
+        trained = trained_checkpoint(self.config.output_dir)
+        return trained[1] if trained else None
 
     def warm_start(self, init_checkpoint: CheckpointSource, init_from_group0: bool = False,
                    config_file: str | None = None) -> str:
@@ -434,6 +442,8 @@ class Trainer:
                         f"time left {format_duration(left)}")
             if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
                 saved = self.manager.save(checkpoint_number=step)
+                if self.chief:
+                    record_trained(config.output_dir, step, saved)
                 self._log(f"Saved checkpoint {saved}")
         self._log(f"Graphs traced for the training loop: "
                   f"{self._train_loop.experimental_get_tracing_count()} (every batch length)")

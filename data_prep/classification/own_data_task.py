@@ -3,9 +3,9 @@ from a ``GlueTask`` (name, labels, metrics, selection metric, eval sets) plus th
 
 ``load_own_data`` reads and checks every given file before any work: the columns are resolved
 from the first file (train, else dev, else test); the label set is ``--labels``, else the
-training file's labels (sorted), else the ``label_list.json`` of the output directory (a run
-without --train_file); it must equal the one stored in the output directory, if any
-(the driver checks it: albert_tf/checkpoints/label_set.py); then the dev and test labels must belong to it.
+training file's labels (sorted), else the one the output directory's run manifest records (a run
+without --train_file); it must equal the one recorded there, if any (the driver checks it:
+albert_tf/checkpoints/label_set.py); then the dev and test labels must belong to it.
 Metrics: classification: ``eval_accuracy`` and ``class_report`` (macro-F1, per-class precision,
 recall, F1, support, predicted count), the best checkpoint chosen by accuracy (the reference's
 GLUE choice) or macro-F1; regression: Pearson (the selection metric, as STS-B), Spearman, MSE.
@@ -118,11 +118,11 @@ class OwnDataTask:
 def load_own_data(files: dict[str, str], reader: OwnDataReader,
                   given_labels: Sequence[str] | None = None,
                   stored_labels: Sequence[str] | None = None, selection: str = "accuracy",
-                  label_file: str = "label_list.json") -> OwnDataTask:
+                  label_file: str = "run_manifest.json") -> OwnDataTask:
     """Reads and checks every file of ``files`` ({"train"|"dev"|"test": path}); see the module doc.
 
     ``stored_labels``: the labels recorded by an earlier run in the output directory, in
-    ``label_file`` (None when there is none). Raises OwnDataError (a file's mistake; a single
+    ``label_file`` (its run manifest; None when it records none). Raises OwnDataError (a file's mistake; a single
     class) or SettingsError, a ValueError (no label set can be found, a selection metric that does
     not fit the task type, --labels that are not distinct).
     """
@@ -152,8 +152,8 @@ def load_own_data(files: dict[str, str], reader: OwnDataReader,
                 source = f"the labels of {files['train']}"
         if labels is None:
             if stored_labels is None:
-                raise SettingsError(f"no label set: {label_file} does not exist "
-                                    "(--do_train with --train_file writes it); give --train_file "
+                raise SettingsError(f"no label set: {label_file} records none (a run with "
+                                    "--do_train and --train_file records it); give --train_file "
                                     "or --labels")
             labels, source = list(stored_labels), label_file
         if len(labels) < 2:

@@ -1,5 +1,5 @@
-"""The kind of classifier an output directory's checkpoints are, kept beside them as
-``<output_dir>/classifier_heads.json`` = {"early_exit": null | "separate" | "shared"}.
+"""The kind of classifier an output directory's checkpoints are: the record ``HEADS`` of its run
+manifest (albert_tf/files/run_manifest.py), null (ordinary), "separate" or "shared".
 
 run_classifier's checkpoints do not all say what they are: a model with shared early-exit heads
 (``--early_exit --early_exit_heads=shared``) has exactly an ordinary classifier's variables, so
@@ -7,40 +7,31 @@ evaluating an ordinary run's checkpoints with ``--early_exit`` would report inte
 that were never trained, and the reverse would serve without the patience the run was trained
 for. The first run in a directory records its kind; every later run there (resumed training,
 evaluation, prediction, export) must have the same, or stops before any work with one line
-naming the flags and what the directory holds (``HeadsMismatch``). A directory written before
-this record existed is recorded by its next run, as that run says, once its checkpoints agree
-with that run's flags as far as they can tell: separate heads or not (shared heads and an
-ordinary classifier have the same variables).
+naming what the directory holds. A directory that records no kind (written before it was
+recorded) is recorded by its next run, as that run says, once its checkpoints agree with that
+run's flags as far as they can tell: separate heads or not (shared heads and an ordinary
+classifier have the same variables).
 
 ``recorded_heads`` also tells the checkpoint converter that a classifier's head is every layer's.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from typing import Any
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import list_checkpoints
+from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, list_checkpoints
 from albert_tf.checkpoints.warm_start import unreadable_checkpoint
 from albert_tf.errors.user_error import UserError
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
-from albert_tf.files.atomic import atomic_write_text
-from albert_tf.files.json_objects import read_json_object
+from albert_tf.files.run_manifest import Record, read_manifest, require_record
 from albert_tf.tasks.classification.model import EARLY_EXIT_HEADS, EXIT_CLASSIFIER
-
-HEADS_FILE = "classifier_heads.json"
-_KEY = "early_exit"
 
 
 class HeadsMismatch(UserError, ValueError):
-    """This run's early-exit setting differs from the one its output directory was trained
-    with, or the record is unreadable."""
-
-
-def heads_path(output_dir: str) -> str:
-    return os.path.join(output_dir, HEADS_FILE)
+    """This run's early-exit setting differs from what its output directory's checkpoints are,
+    or the record is not one."""
 
 
 def describe(heads: str | None) -> str:
@@ -50,36 +41,37 @@ def describe(heads: str | None) -> str:
     return f"with --early_exit --early_exit_heads={heads}"
 
 
-def is_recorded(output_dir: str) -> bool:
-    return tf.io.gfile.exists(heads_path(output_dir))
+def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
+    return None if value == recorded else (describe(recorded), describe(value))
+
+
+HEADS = Record("classifier_heads", "a classifier trained", _difference)
 
 
 def recorded_heads(output_dir: str) -> str | None:
     """The early-exit heads recorded in ``output_dir`` (None: ordinary, or no record; see
-    ``is_recorded``). HeadsMismatch for a record that is not ours."""
-    path = heads_path(output_dir)
-    if not tf.io.gfile.exists(path):
-        return None
-    heads = read_json_object(path, HeadsMismatch, path).get(_KEY, "")
+    ``is_recorded``). HeadsMismatch for a record that is not one."""
+    heads = read_manifest(output_dir).record(HEADS.key)
     if heads is not None and heads not in EARLY_EXIT_HEADS:
-        raise HeadsMismatch(f"{path}: expected {{\"{_KEY}\": null, \"separate\" or \"shared\"}}; "
-                            "it is written by run_classifier in its --output_dir.")
+        raise HeadsMismatch(f"{output_dir}: the recorded classifier_heads {heads!r} is not null, "
+                            "\"separate\" or \"shared\"; run_classifier records it")
     return heads
 
 
+def is_recorded(output_dir: str) -> bool:
+    return read_manifest(output_dir).has_record(HEADS.key)
+
+
 def check_heads(output_dir: str, heads: str | None) -> None:
-    """HeadsMismatch when ``output_dir`` records another kind of classifier than ``heads``
-    (this run's: None or one of ``EARLY_EXIT_HEADS``); without a record, when the directory's
-    checkpoints have separate heads and this run has not, or the reverse."""
-    if not is_recorded(output_dir):
+    """RunManifestError when ``output_dir`` records another kind of classifier than ``heads``
+    (this run's: None or one of ``EARLY_EXIT_HEADS``); without a record, HeadsMismatch when the
+    directory's checkpoints have separate heads and this run has not, or the reverse."""
+    manifest = read_manifest(output_dir)
+    if not manifest.has_record(HEADS.key):
         _check_unrecorded(output_dir, heads)
         return
-    stored = recorded_heads(output_dir)
-    if stored != heads:
-        raise HeadsMismatch(
-            f"--output_dir={output_dir} holds a classifier trained {describe(stored)} "
-            f"({HEADS_FILE}); this run is {describe(heads)}. Give the early-exit flags it was "
-            "trained with, or use another --output_dir.")
+    recorded_heads(output_dir)
+    require_record(manifest, HEADS, heads, "its early-exit flags")
 
 
 def _check_unrecorded(output_dir: str, heads: str | None) -> None:
@@ -88,7 +80,7 @@ def _check_unrecorded(output_dir: str, heads: str | None) -> None:
     run would record its own kind and fail on that checkpoint only later, and a corrected run
     would then be refused by that false record."""
     prefixes = [prefix for _, prefix in list_checkpoints(output_dir)]
-    best = os.path.join(output_dir, BEST_PREFIX)
+    best = os.path.join(output_dir, BEST_CHECKPOINT_NAME)
     if tf.io.gfile.exists(best + ".index"):
         prefixes.append(best)
     if not prefixes:
@@ -101,12 +93,7 @@ def _check_unrecorded(output_dir: str, heads: str | None) -> None:
     if separate != (heads == "separate"):
         held = "with" if separate else "without"
         raise HeadsMismatch(
-            f"--output_dir={output_dir} has no {HEADS_FILE} and its checkpoint {prefixes[-1]} is "
-            f"of a classifier {held} separate early-exit heads; this run is {describe(heads)}. "
-            f"Give the early-exit flags it was trained with, or use another --output_dir.")
-
-
-def record_heads(path: str, heads: str | None) -> None:
-    """Writes ``HEADS_FILE`` at ``path`` (in --output_dir, atomically) unless there is one."""
-    if not tf.io.gfile.exists(path):
-        atomic_write_text(path, json.dumps({_KEY: heads}) + "\n")
+            f"--output_dir={output_dir} records no kind of classifier and its checkpoint "
+            f"{prefixes[-1]} is of a classifier {held} separate early-exit heads; this run is "
+            f"{describe(heads)}. Give the early-exit flags it was trained with, or use another "
+            "--output_dir.")

@@ -12,24 +12,18 @@ Labels, the reference's ``next_sentence_labels``: 0 = segment B follows A in the
 order; NSP: the actual next text), 1 = B was swapped with A (SOP) or taken from a random document
 (NSP; SOP data holds such negatives too, for chunks of a single sentence).
 
-A run records its objective in ``<output_dir>/sentence_objective.json``; resuming that directory
-with another objective is refused, since the checkpoints' head and optimizer state were trained
-for the recorded one.
+A run records its objective in its run manifest (the record ``OBJECTIVE``); resuming that
+directory with another objective is refused, since the checkpoints' head and optimizer state were
+trained for the recorded one.
 """
 
 from __future__ import annotations
 
-import json
-import os
-
-import tensorflow as tf
-
 from albert_tf.errors.user_error import UserError
-from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.run_manifest import Record, read_manifest
 
 SENTENCE_OBJECTIVES = ("sop", "nsp", "none")
 SENTENCE_TASKS = ("sop", "nsp")
-OBJECTIVE_FILE = "sentence_objective.json"
 
 # The metric names of the sentence task an evaluation set holds: the reference's for SOP, BERT's
 # run_pretraining's for NSP.
@@ -37,8 +31,7 @@ _METRIC_PREFIX = {"sop": "sentence_order", "nsp": "next_sentence"}
 
 
 class SentenceObjectiveError(UserError, ValueError):
-    """An output directory was trained with another sentence objective, or records one in a file
-    that is not an objective file."""
+    """An output directory records a sentence objective that is not one."""
 
 
 def require_objective(objective: str) -> str:
@@ -70,36 +63,20 @@ def evaluation_name(objective: str, eval_sentence_task: str | None) -> str:
     return eval_sentence_task
 
 
+def _difference(value: str, recorded: str) -> tuple[str, str] | None:
+    return None if value == recorded else (f"--sentence_objective={recorded}",
+                                           f"--sentence_objective={value}")
+
+
+OBJECTIVE = Record("sentence_objective", "checkpoints trained with", _difference)
+
+
 def recorded_objective(output_dir: str) -> str | None:
-    """The objective recorded in ``output_dir`` (None when no run recorded one)."""
-    path = os.path.join(output_dir, OBJECTIVE_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as handle:
-        text = handle.read()
+    """The objective recorded in ``output_dir`` (None when no run recorded one);
+    SentenceObjectiveError for a record that is not one."""
+    recorded = read_manifest(output_dir).record(OBJECTIVE.key)
     try:
-        return require_objective(json.loads(text)["sentence_objective"])
-    except (ValueError, KeyError, TypeError):
-        raise SentenceObjectiveError(f"{path}: expected {{\"sentence_objective\": one of "
-                                     f"{', '.join(SENTENCE_OBJECTIVES)}}}, got "
-                                     f"{text.strip()!r}.") from None
-
-
-def check_objective(output_dir: str, objective: str, flag: str = "--sentence_objective") -> None:
-    """SentenceObjectiveError (a ValueError) naming both objectives and ``output_dir`` when the
-    directory was trained with another objective than ``objective``."""
-    recorded = recorded_objective(output_dir)
-    if recorded is not None and recorded != require_objective(objective):
-        raise SentenceObjectiveError(f"{flag}={objective}, but {output_dir} was trained with "
-                                     f"{flag}={recorded} (recorded in {OBJECTIVE_FILE}); rerun "
-                                     f"with {flag}={recorded} or use another output directory.")
-
-
-def record_objective(output_dir: str, objective: str) -> None:
-    """Writes ``objective`` to ``<output_dir>/sentence_objective.json`` (atomically) unless the
-    directory already records it; a directory recording another one is refused (check_objective).
-    """
-    check_objective(output_dir, objective)
-    if recorded_objective(output_dir) is None:
-        atomic_write_text(os.path.join(output_dir, OBJECTIVE_FILE),
-                          json.dumps({"sentence_objective": objective}) + "\n")
+        return None if recorded is None else require_objective(recorded)
+    except ValueError:
+        raise SentenceObjectiveError(f"{output_dir}: the recorded sentence objective {recorded!r} "
+                                     f"is not one of {', '.join(SENTENCE_OBJECTIVES)}") from None

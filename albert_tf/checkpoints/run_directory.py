@@ -1,0 +1,170 @@
+"""The checkpoints of a run directory, as its manifest (albert_tf/files/run_manifest.py) knows them.
+
+- ``trained_checkpoint``: where the last trained step is, the checkpoint a rerun resumes from: its
+  ``model.ckpt-<step>``, or ``model.ckpt-best`` once the sweep renamed it there (a directory of an
+  earlier version, without a manifest, is read from its checkpoints and TF's ``checkpoint`` state
+  file); ``record_trained`` records it after each save.
+- ``settled_best``: ``model.ckpt-best``, checked to hold the checkpoint the manifest's best
+  describes (its fingerprint); one whose move there a stopped sweep did not finish is moved now.
+- ``resolve_checkpoint_path``: what a path given as a checkpoint names: a prefix, a SavedModel
+  directory, or a run directory (its best checkpoint, else its last trained one).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import tensorflow as tf
+from google.protobuf import text_format
+
+from albert_tf.checkpoints.files import (BEST_CHECKPOINT_NAME, SAVED_MODEL_FILE,
+                                         SAVED_MODEL_VARIABLES, TF2_CHECKPOINT_NAME,
+                                         checkpoint_fingerprint, copy_checkpoint,
+                                         list_checkpoints, not_a_checkpoint_message)
+from albert_tf.errors.user_error import MissingFileError, UserError
+from albert_tf.files.run_manifest import (MANIFEST_NAME, RunManifest, read_manifest,
+                                          update_manifest)
+
+_STEP = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)$")
+
+
+class RunDirectoryError(UserError, ValueError):
+    """A run directory's checkpoints are not what its manifest says (files removed or replaced by
+    hand): the message names them and what to do."""
+
+
+def best_prefix(directory: str) -> str:
+    return os.path.join(directory, BEST_CHECKPOINT_NAME)
+
+
+def _exists(prefix: str) -> bool:
+    return tf.io.gfile.exists(prefix + ".index")
+
+
+def _state_file_step(directory: str) -> int | None:
+    """The step of the checkpoint TF's ``checkpoint`` state file names (None without one, or
+    when the file is not one)."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (ValueError, tf.errors.OpError, text_format.ParseError):
+        return None
+    match = state and _STEP.search(os.path.basename(state.model_checkpoint_path))
+    return int(match.group(1)) if match else None
+
+
+def trained_checkpoint(directory: str,
+                       manifest: RunManifest | None = None) -> tuple[int, str] | None:
+    """(step, prefix) of the last trained checkpoint of ``directory``; None when it has none.
+    RunDirectoryError when the manifest records a trained step whose checkpoint is gone (never a
+    silent restart from an older checkpoint or from random weights)."""
+    manifest = manifest or read_manifest(directory)
+    best = manifest.best
+    if manifest.trained is not None:
+        step = manifest.trained["step"]
+        prefix = os.path.join(directory, manifest.trained["checkpoint"])
+        if _exists(prefix):
+            return step, prefix
+        if best is not None and best["step"] == step and _exists(best_prefix(directory)):
+            return step, best_prefix(directory)  # renamed by a sweep stopped before recording it
+        raise RunDirectoryError(
+            f"{directory} was trained to step {step} ({MANIFEST_NAME}), but its checkpoint "
+            f"{prefix} is gone: the run cannot continue from it, and training again would start "
+            "from other weights. Restore the checkpoint, or use another --output_dir")
+    found = list_checkpoints(directory)
+    state_step = _state_file_step(directory)
+    renamed = state_step is not None and state_step not in dict(found)
+    sweep_best = manifest.sweep().get("best_step", best and best["step"])
+    if renamed and sweep_best == state_step and _exists(best_prefix(directory)):
+        found.append((state_step, best_prefix(directory)))  # an earlier version's renamed best
+    return max(found) if found else None
+
+
+def record_trained(directory: str, step: int, prefix: str) -> None:
+    """Records that training reached ``step``, its checkpoint at ``prefix`` (in ``directory``)."""
+    def change(content: dict) -> None:
+        content["trained"] = {"step": int(step), "checkpoint": os.path.basename(prefix)}
+
+    update_manifest(directory, change)
+
+
+def holds_trained_model(directory: str) -> str | None:
+    """What in ``directory`` is a trained model (None: nothing): a run that finds no checkpoint to
+    resume from there must not train from scratch over it."""
+    manifest = read_manifest(directory)
+    if manifest.trained is not None:
+        return f"a run trained to step {manifest.trained['step']} ({MANIFEST_NAME})"
+    if _exists(best_prefix(directory)):
+        return f"its best checkpoint {best_prefix(directory)}"
+    return None
+
+
+def settled_best(directory: str, repair: bool = True) -> str | None:
+    """The prefix of the checkpoint the manifest's best describes (checked by its fingerprint):
+    ``model.ckpt-best``; None when there is neither a recorded best nor a model.ckpt-best.
+
+    A checkpoint that a stopped sweep chose but had not yet moved there (its ``model.ckpt-<step>``
+    has the recorded fingerprint) is copied there now with ``repair`` (a run holding the
+    directory), else returned where it is. A directory of an earlier version records no
+    fingerprint: its model.ckpt-best is taken as its best (and recorded, with ``repair``). Any other
+    model.ckpt-best is refused (RunDirectoryError): results would describe other weights. A
+    model.ckpt-best without a recorded best (the user's, in a directory albert_tf did not train)
+    is returned as it is."""
+    manifest = read_manifest(directory)
+    best, target = manifest.best, best_prefix(directory)
+    if best is None:
+        return target if _exists(target) else None
+    held = checkpoint_fingerprint(target) if _exists(target) else None
+    if best.get("fingerprint") is None and held is not None:
+        if repair:
+            update_manifest(directory, lambda content: content["best"].update(fingerprint=held))
+        return target
+    if held is not None and held == best["fingerprint"]:
+        return target
+    source = os.path.join(directory, f"{TF2_CHECKPOINT_NAME}-{best['step']}")
+    if _exists(source) and checkpoint_fingerprint(source) == best["fingerprint"]:
+        if not repair:
+            return source
+        copy_checkpoint(source, target)
+        print(f"Copied {source}, the best checkpoint its sweep chose, to {target}.")
+        return target
+    score = best["metrics"].get(best["selection_metric"])
+    raise RunDirectoryError(
+        f"{target} is not the checkpoint the sweep of {directory} chose (step {best['step']}, "
+        f"{best['selection_metric']} {score}; {MANIFEST_NAME}): "
+        + ("it is gone" if held is None else "its files were replaced since") + ", so its "
+        "results would describe other weights. Restore it, or evaluate again in another "
+        "--output_dir")
+
+
+def resolve_checkpoint_path(path: str) -> str:
+    """A checkpoint prefix from a prefix, a SavedModel directory or a run directory (its best
+    checkpoint, else its last trained one); FileNotFoundError naming the path
+    otherwise. It looks at names only (the index file): ``check_data_shards`` checks the data
+    before a checkpoint is read.
+
+    A SavedModel's ``variables/variables`` is an object-based checkpoint rooted at the exported
+    module: albert_tf's exports keep their task model in the attribute ``model``, so it reads like
+    a checkpoint of ``tf.train.Checkpoint(model=...)``.
+    """
+    if not tf.io.gfile.isdir(path):
+        prefix = path
+    elif tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
+        prefix = os.path.join(path, *SAVED_MODEL_VARIABLES)
+    else:
+        prefix = _directory_checkpoint(path)
+    if not _exists(prefix):
+        raise MissingFileError(not_a_checkpoint_message(prefix))
+    return prefix
+
+
+def _directory_checkpoint(directory: str) -> str:
+    """The checkpoint a run directory given as a checkpoint stands for: its best, else its last
+    trained one (the commands name the prefix they read, which says which)."""
+    best = settled_best(directory, repair=False)
+    if best is not None:
+        return best
+    trained = trained_checkpoint(directory)
+    if trained is None:
+        raise MissingFileError(f"No checkpoint found in directory {directory}.")
+    return trained[1]

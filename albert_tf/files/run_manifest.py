@@ -1,0 +1,191 @@
+"""What a run directory holds, in one file: ``<directory>/run_manifest.json``, owned by this module.
+
+Every later run of a directory relies on what the earlier ones left there: which task and labels
+its checkpoints were trained for, with which config, heads and objective; on which data its sweep
+evaluated them; which step training reached and where that checkpoint is; which checkpoint the
+sweep chose, what it scored and which files it was. Kept in one file, those facts cannot disagree
+(they did, when the TF ``checkpoint`` state file still named a checkpoint the sweep had renamed).
+The manifest is a JSON object::
+
+    {"format": 1,
+     "owned_names": [the fixed names and patterns albert_tf writes in this directory],
+     "records":     {what the checkpoints are: "label_set", "config", "classifier_heads",
+                     "early_exit", "sentence_objective", "seed_recipe", ...},
+     "trained":     {"step": last trained step, "checkpoint": the file prefix holding it},
+     "sweeps":      {evaluation name ("" = the run's own): {"eval_data": {set: feature file},
+                     "last_step": last evaluated step, "best_step": ..., "best_value": ...}},
+     "best":        {"step", "selection_metric", "metrics", "fingerprint", "evaluation"}}
+
+``read_manifest`` reads it, or, in a directory of an earlier version (which kept these facts in
+separate files: label_list.json, albert_config.json, classifier_heads.json,
+sentence_objective.json, eval_data*.json, seed_recipe.json, best_trial.txt, best_results*.json and
+the output record .albert_tf_outputs.json), builds the same from those files
+(albert_tf/files/earlier_layouts.py); the next ``update_manifest`` writes it, so that run upgrades
+the directory. ``update_manifest`` changes it atomically, one process of this machine at a time.
+``require_record`` is the one check of a record, with the one mismatch message.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from albert_tf.errors.user_error import UserError
+from albert_tf.files import earlier_layouts
+from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.json_objects import read_json_object
+from albert_tf.files.run_lock import directory_flock
+
+MANIFEST_NAME = "run_manifest.json"
+_FORMAT = 1
+_SECTIONS = {"owned_names": list, "records": dict, "trained": dict, "sweeps": dict, "best": dict}
+
+
+class RunManifestError(UserError, ValueError):
+    """A manifest that is not one albert_tf wrote, or a run that does not fit what its directory
+    holds: the message names the directory, the record, both values and what to do."""
+
+
+def _json_difference(value: Any, recorded: Any) -> tuple[str, str] | None:
+    if value == recorded:
+        return None
+    return json.dumps(recorded), json.dumps(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One fact a directory records about its checkpoints: its ``key`` in "records", how messages
+    name what the directory holds (``noun``: "checkpoints trained with the config"), and
+    ``difference(value, recorded)``: None when a run's value fits the recorded one, else how to
+    show (the recorded, this run's) in the message (by default: equal JSON values fit)."""
+
+    key: str
+    noun: str
+    difference: Callable[[Any, Any], tuple[str, str] | None] = _json_difference
+
+
+@dataclasses.dataclass(frozen=True)
+class RunManifest:
+    """A directory's manifest as read (see the module doc); ``exists``: False when the directory
+    has no manifest (a new directory, or one of an earlier version: then the sections hold what
+    its earlier files say)."""
+
+    directory: str
+    content: dict
+    exists: bool
+
+    @property
+    def owned_names(self) -> frozenset[str] | None:
+        """The fixed names albert_tf wrote here; None when nothing says (a directory albert_tf
+        never wrote, or one of an earlier version before its output record)."""
+        names = self.content.get("owned_names")
+        return None if names is None else frozenset(names)
+
+    def record(self, key: str) -> Any:
+        """The recorded value of ``key``; None when none is recorded."""
+        return self.content["records"].get(key)
+
+    def has_record(self, key: str) -> bool:
+        return key in self.content["records"]
+
+    @property
+    def trained(self) -> dict | None:
+        """{"step", "checkpoint"} of the last trained step, or None before any."""
+        return self.content.get("trained") or None
+
+    def sweep(self, evaluation: str = "") -> dict:
+        """The state of the sweep named ``evaluation`` ({} before its first checkpoint)."""
+        return dict(self.content["sweeps"].get(evaluation, {}))
+
+    @property
+    def best(self) -> dict | None:
+        """{"step", "selection_metric", "metrics", "fingerprint", "evaluation"} of the checkpoint
+        model.ckpt-best holds, or None before any sweep chose one."""
+        return self.content.get("best") or None
+
+
+def manifest_path(directory: str) -> str:
+    return tf.io.gfile.join(directory, MANIFEST_NAME)
+
+
+def _empty() -> dict:
+    return {"format": _FORMAT, "owned_names": None, "records": {}, "trained": None, "sweeps": {},
+            "best": None}
+
+
+def _checked(path: str, content: dict) -> dict:
+    """``content`` with every section, each of its type; RunManifestError naming the file."""
+    if content.get("format") != _FORMAT:
+        raise RunManifestError(f"{path}: format {content.get('format')!r} is not one this version "
+                               f"of albert_tf reads ({_FORMAT}); it is written by albert_tf")
+    full = _empty()
+    for section, kind in _SECTIONS.items():
+        value = content.get(section)
+        if value is not None and not isinstance(value, kind):
+            raise RunManifestError(f"{path}: \"{section}\" must be a JSON "
+                                   f"{'list' if kind is list else 'object'}; it is written by "
+                                   "albert_tf (remove it only if albert_tf did not write it)")
+        if value is not None:
+            full[section] = value
+    return full
+
+
+def read_manifest(directory: str) -> RunManifest:
+    """The manifest of ``directory`` (see ``RunManifest``; a directory that does not exist has an
+    empty one)."""
+    path = manifest_path(directory)
+    if tf.io.gfile.exists(path):
+        content = _checked(path, read_json_object(path, RunManifestError,
+                                                  f"The run manifest {path}"))
+        return RunManifest(directory, content, exists=True)
+    content = _empty()
+    if tf.io.gfile.isdir(directory):
+        content.update(earlier_layouts.read_earlier_layout(directory))
+    return RunManifest(directory, content, exists=False)
+
+
+def update_manifest(directory: str, change: Callable[[dict], None]) -> RunManifest:
+    """Applies ``change`` (which edits the manifest's content in place) to the manifest of
+    ``directory`` as it is now, and writes it atomically; processes of this machine update one at
+    a time (a training job and its separate evaluation job both update it). Returns the result."""
+    with directory_flock(directory):
+        manifest = read_manifest(directory)
+        content = copy.deepcopy(manifest.content)
+        change(content)
+        if content != manifest.content or not manifest.exists:
+            atomic_write_text(manifest_path(directory),
+                              json.dumps(content, indent=1, sort_keys=True) + "\n")
+    return RunManifest(directory, content, exists=True)
+
+
+def require_record(manifest: RunManifest, record: Record, value: Any, source: str,
+                   what: str = "--output_dir") -> None:
+    """RunManifestError when ``manifest`` records another ``record`` than ``value`` (this run's,
+    from ``source``, e.g. "--task_name=RTE"), naming the directory, both values and what to do."""
+    if not manifest.has_record(record.key):
+        return
+    difference = record.difference(value, manifest.record(record.key))
+    if difference is not None:
+        raise RunManifestError(
+            f"{what}={manifest.directory} holds {record.noun} {difference[0]} "
+            f"({MANIFEST_NAME}); this run has {difference[1]} ({source}). Give the run's own "
+            f"settings to continue it, or use another {what}")
+
+
+def add_records(directory: str, values: dict[Record, tuple[Any, str]]) -> RunManifest:
+    """Checks each ``(value, source)`` of ``values`` against the manifest of ``directory``
+    (``require_record``), then records those not recorded yet; a recorded value is never
+    replaced."""
+    manifest = read_manifest(directory)
+    for record, (value, source) in values.items():
+        require_record(manifest, record, value, source)
+
+    def add(content: dict) -> None:
+        for record, (value, _) in values.items():
+            content["records"].setdefault(record.key, value)
+
+    return update_manifest(directory, add)
