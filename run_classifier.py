@@ -77,8 +77,9 @@ flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_p
                      "--export_dir and --tflite_file run this many layers (fixed depth) instead "
                      "of stopping by patience.", lower_bound=1)
 flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
-                   "score that moves by less than this between layers counts as unchanged.",
-                   lower_bound=0.0)
+                   "score that moves by less than this between layers counts as unchanged; "
+                   "recorded in --output_dir by its first run, whose value later runs there use "
+                   "(another is refused).", lower_bound=0.0)
 flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen on "
                    "dev maximises the selection metric (x 100) minus this many points times the "
                    "fraction of the layers after the first that it runs: it loses at most this "
@@ -167,10 +168,10 @@ from albert_tf.cli.training_run import load_config  # noqa: E402
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
+from albert_tf.files.run_manifest import MANIFEST_NAME, Record, read_manifest  # noqa: E402
 from albert_tf.tasks.classification.early_exit import (  # noqa: E402
-    DEFAULT_REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings, ExitPolicy, layer_key,
-    results_of, stopped_layers, write_results)
-from albert_tf.files.run_manifest import MANIFEST_NAME, Record  # noqa: E402
+    DEFAULT_REGRESSION_THRESHOLD, REGRESSION_THRESHOLD, RESULTS_FILE, EarlyExitSettings,
+    ExitPolicy, layer_key, results_of, stopped_layers, write_results)
 from albert_tf.tasks.classification.heads_record import HEADS, check_heads  # noqa: E402
 from albert_tf.tasks.classification.metrics import class_key, format_class_report  # noqa: E402
 from albert_tf.tasks.classification.records import (  # noqa: E402
@@ -216,7 +217,9 @@ class ClassifierSettings:
                    tuple(FLAGS.labels) if FLAGS.labels else None, FLAGS.task_type,
                    FLAGS.selection_metric, None if math.isnan(threshold) else threshold,
                    EarlyExitSettings(FLAGS.early_exit_heads, FLAGS.patience,
-                                     FLAGS.inference_layers, FLAGS.regression_threshold,
+                                     FLAGS.inference_layers,
+                                     FLAGS.regression_threshold
+                                     if FLAGS["regression_threshold"].present else None,
                                      FLAGS.patience_tolerance
                                      if FLAGS["patience_tolerance"].present else None)
                    if FLAGS.early_exit else None)
@@ -258,7 +261,17 @@ class ClassifierHooks(FineTuningHooks):
                 early.check_depth(num_layers)  # (the policy checks it first)
 
     def records(self, run: FineTuningRun) -> dict[Record, tuple[object, str]]:
-        return {HEADS: (self.heads, "its early-exit flags")}
+        """Its kind of classifier; an early-exit regression's --regression_threshold (not given:
+        the recorded one, which its table and chosen patience were made with)."""
+        records = {HEADS: (self.heads, "its early-exit flags")}
+        early = self.own.early_exit
+        if early and self.task.is_regression:
+            if early.regression_threshold is None:
+                recorded = read_manifest(run.settings.output_dir).record(REGRESSION_THRESHOLD.key)
+                early = dataclasses.replace(early, regression_threshold=recorded)
+                self.own = dataclasses.replace(self.own, early_exit=early)
+            records[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
+        return records
 
     @property
     def own_files(self) -> bool:
@@ -318,7 +331,7 @@ class ClassifierHooks(FineTuningHooks):
         return ClassifierTask(run.config, task.metric_kinds, task.num_labels, task.is_regression,
                               class_names=task.labels if self.own_files else None,
                               early_exit=self.heads,
-                              regression_threshold=(early.regression_threshold if early
+                              regression_threshold=(early.threshold if early
                                                     else DEFAULT_REGRESSION_THRESHOLD))
 
     def parse(self, run: FineTuningRun):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from albert_tf.files.run_manifest import Record, RunManifest
+from albert_tf.files.run_manifest import Record, RunManifest, RunManifestError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,12 @@ LABEL_SET = Record("label_set", "checkpoints trained for", _difference)
 
 
 def recorded_label_set(manifest: RunManifest) -> LabelSet | None:
-    """The label set ``manifest`` records; None when it records none."""
+    """The label set ``manifest`` records; None when it records none (RunManifestError naming
+    the file for a record that is not one)."""
     value = manifest.record(LABEL_SET.key)
-    return None if value is None else LabelSet.from_record(value)
+    try:
+        return None if value is None else LabelSet.from_record(value)
+    except ValueError as error:
+        raise RunManifestError(f"{manifest.where(LABEL_SET.key)}: expected {{\"task_type\": ..., "
+                               f"\"labels\": [...] or null}} ({error}); it was written by a run "
+                               "in this directory") from None

@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from albert_tf.files.run_manifest import Record, read_manifest
-from albert_tf.models.config import AlbertConfig
+from albert_tf.models.config import AlbertConfig, ConfigError
 
 RUN_CONFIG_FILE = "albert_config.json"
 # Keys a run may change on resume: they are not part of the checkpoint's shapes or structure.
@@ -50,9 +50,13 @@ def run_config_path(output_dir: str) -> str:
 def recorded_config(output_dir: str) -> AlbertConfig | None:
     """The config recorded in ``output_dir``'s run manifest, else its ``albert_config.json`` (a
     released model's directory); None when there is neither."""
-    value = read_manifest(output_dir).record(CONFIG.key)
+    manifest = read_manifest(output_dir)
+    value = manifest.record(CONFIG.key)
     if value is not None:
-        return AlbertConfig.from_dict(value)
+        try:
+            return AlbertConfig.from_dict(value)
+        except (ValueError, TypeError) as error:
+            raise ConfigError(f"{manifest.where(CONFIG.key)}: {error}") from None
     path = run_config_path(output_dir)
     return AlbertConfig.from_json_file(path) if tf.io.gfile.exists(path) else None
 

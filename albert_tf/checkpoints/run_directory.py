@@ -159,12 +159,16 @@ def resolve_checkpoint_path(path: str) -> str:
 
 
 def _directory_checkpoint(directory: str) -> str:
-    """The checkpoint a run directory given as a checkpoint stands for: its best, else its last
-    trained one (the commands name the prefix they read, which says which)."""
+    """The checkpoint a directory given as a checkpoint stands for: a run directory's best, else
+    its last trained one (the commands name the prefix they read, which says which); else the one
+    its ``checkpoint`` state file names (a reference TF1 checkpoint's directory)."""
     best = settled_best(directory, repair=False)
     if best is not None:
         return best
     trained = trained_checkpoint(directory)
-    if trained is None:
+    if trained is not None:
+        return trained[1]
+    latest = tf.train.latest_checkpoint(directory)  # a directory of other checkpoints (TF1)
+    if latest is None:
         raise MissingFileError(f"No checkpoint found in directory {directory}.")
-    return trained[1]
+    return latest

@@ -56,6 +56,11 @@ def _read_json(path: str) -> Any:
                                  "run directory: restore it or use another directory") from None
 
 
+def record_file(key: str) -> str:
+    """The file an earlier version kept the record ``key`` in."""
+    return _RECORD_FILES[key][0]
+
+
 def _records(directory: str, present: set[str]) -> dict[str, Any]:
     records = {}
     for key, (name, inner) in _RECORD_FILES.items():
@@ -68,6 +73,9 @@ def _records(directory: str, present: set[str]) -> dict[str, Any]:
                 raise EarlierLayoutError(f"{path}: expected {{\"{inner}\": ...}}; albert_tf wrote "
                                          "it in this run directory")
             value = value[inner]
+        elif not isinstance(value, dict):
+            raise EarlierLayoutError(f"{path} must hold a JSON object; albert_tf wrote it in this "
+                                     "run directory")
         records[key] = value
     return records
 

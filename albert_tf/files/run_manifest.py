@@ -92,6 +92,13 @@ class RunManifest:
     def has_record(self, key: str) -> bool:
         return key in self.content["records"]
 
+    def where(self, key: str) -> str:
+        """The file the record ``key`` was read from (messages name it): the manifest, or the file
+        of an earlier version's layout."""
+        if self.exists:
+            return manifest_path(self.directory)
+        return tf.io.gfile.join(self.directory, earlier_layouts.record_file(key))
+
     @property
     def trained(self) -> dict | None:
         """{"step", "checkpoint"} of the last trained step, or None before any."""

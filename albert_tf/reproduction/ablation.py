@@ -4,11 +4,11 @@
 
 What a run directory gives (``read_pretraining_run``):
 
-- the architecture from ``albert_config.json`` (run_pretraining records it): embedding size E,
-  ``cross_layer_sharing`` and the parameter count as the paper counts it (embeddings +
-  transformer, no pooler, no heads);
-- the sentence objective from ``sentence_objective.json`` (absent: sop, the only objective before
-  albert_tf recorded it);
+- the architecture from the config its run manifest records (or its ``albert_config.json``):
+  embedding size E, ``cross_layer_sharing`` and the parameter count as the paper counts it
+  (embeddings + transformer, no pooler, no heads);
+- the sentence objective its run manifest (or an earlier version's ``sentence_objective.json``)
+  records (none: sop, the only objective before albert_tf recorded it);
 - the intrinsic accuracies (percent) from the sweeps' ``best_results*.json``: the masked LM and the
   sentence task of the run's own evaluation (``best_results.json``), and the other sentence task
   from the named evaluation (``best_results_nsp.json`` / ``best_results_sop.json``, written by

@@ -36,6 +36,7 @@ import tensorflow as tf
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
+from albert_tf.files.run_manifest import Record
 
 # The key prefix of every early-exit result (eval_results.txt, TensorBoard, best_results.json).
 PREFIX = "early_exit"
@@ -214,7 +215,9 @@ class EarlyExitSettings:
 
     heads: ``EARLY_EXIT_HEADS`` of the model. patience / inference_layers: how --do_predict and
     --export_dir stop (at most one given; neither: the patience chosen on dev).
-    regression_threshold: a regression's "unchanged". tolerance_points: --patience_tolerance, the
+    regression_threshold: a regression's "unchanged" (None: not given; the one the run directory
+    records, else ``DEFAULT_REGRESSION_THRESHOLD``; ``threshold``). tolerance_points:
+    --patience_tolerance, the
     dev-metric points the chosen patience may trade for skipping all layers after the first
     (``choose_patience``); None when not given: the sweep chooses with
     ``DEFAULT_TOLERANCE_POINTS``, prediction and export take the patience the sweep chose.
@@ -223,8 +226,14 @@ class EarlyExitSettings:
     heads: str
     patience: int | None = None
     inference_layers: int | None = None
-    regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+    regression_threshold: float | None = None
     tolerance_points: float | None = None
+
+    @property
+    def threshold(self) -> float:
+        """A regression's "unchanged", the default where none was given or recorded."""
+        return (DEFAULT_REGRESSION_THRESHOLD if self.regression_threshold is None
+                else self.regression_threshold)
 
     @property
     def sweep_tolerance(self) -> float:
@@ -246,11 +255,21 @@ class EarlyExitSettings:
         given). UserError for a depth the model has not."""
         self.check_depth(num_layers)
         if self.inference_layers is not None:
-            return ExitPolicy.fixed_depth(self.inference_layers, num_layers,
-                                          self.regression_threshold)
+            return ExitPolicy.fixed_depth(self.inference_layers, num_layers, self.threshold)
         patience = (self.patience if self.patience is not None
                     else read_chosen_patience(results_path, self.tolerance_points))
-        return ExitPolicy(patience, num_layers, self.regression_threshold)
+        return ExitPolicy(patience, num_layers, self.threshold)
+
+
+def _threshold_difference(value: float, recorded: float) -> tuple[str, str] | None:
+    return None if value == recorded else (f"--regression_threshold={recorded}",
+                                           f"--regression_threshold={value}")
+
+
+# The threshold a regression's early-exit table, chosen patience and exports were made with:
+# predictions and exports with another one would not stop as the table says.
+REGRESSION_THRESHOLD = Record("regression_threshold", "early-exit decisions made with",
+                              _threshold_difference)
 
 
 # The early-exit results of the best checkpoint, written by the sweep into --output_dir:

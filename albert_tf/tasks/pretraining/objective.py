@@ -74,9 +74,10 @@ OBJECTIVE = Record("sentence_objective", "checkpoints trained with", _difference
 def recorded_objective(output_dir: str) -> str | None:
     """The objective recorded in ``output_dir`` (None when no run recorded one);
     SentenceObjectiveError for a record that is not one."""
-    recorded = read_manifest(output_dir).record(OBJECTIVE.key)
-    try:
-        return None if recorded is None else require_objective(recorded)
-    except ValueError:
-        raise SentenceObjectiveError(f"{output_dir}: the recorded sentence objective {recorded!r} "
-                                     f"is not one of {', '.join(SENTENCE_OBJECTIVES)}") from None
+    manifest = read_manifest(output_dir)
+    recorded = manifest.record(OBJECTIVE.key)
+    if recorded is None or (isinstance(recorded, str) and recorded in SENTENCE_OBJECTIVES):
+        return recorded
+    raise SentenceObjectiveError(f"{manifest.where(OBJECTIVE.key)}: the recorded sentence "
+                                 f"objective {recorded!r} is not one of "
+                                 f"{', '.join(SENTENCE_OBJECTIVES)}")
