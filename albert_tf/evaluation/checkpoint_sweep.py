@@ -302,8 +302,13 @@ def _rename_best(directory: str, best_step: int, log: Callable[[str], None]) -> 
     source = os.path.join(directory, f"{TF2_CHECKPOINT_NAME}-{best_step}")
     target = os.path.join(directory, BEST_PREFIX)
     best = read_manifest(directory).best
-    if not tf.io.gfile.exists(source + ".index") or best is None or (
-            checkpoint_fingerprint(source) != best["fingerprint"]):
+    if not tf.io.gfile.exists(source + ".index") or best is None:
+        return
+    recorded = best.get("fingerprint")
+    if recorded is None:  # an earlier version's sweep, stopped before its rename
+        if tf.io.gfile.exists(target + ".index"):
+            return
+    elif checkpoint_fingerprint(source) != recorded:
         return
     rename_checkpoint(source, target)
     log(f"Renamed {source} to {target}.")
