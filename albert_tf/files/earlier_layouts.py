@@ -11,8 +11,9 @@ Before the manifest, a run directory kept each fact in a file of its own:
   sweep's "name = value" blocks): the sweeps' states;
 - ``best_results[_<name>].json`` ``{"selection_metric", "best_step", "metrics"}``: the best.
 
-``read_earlier_layout`` turns what a directory holds of those into the manifest's sections; the
-files stay where they are (the manifest written by the directory's next run supersedes them). The
+``read_earlier_layout`` turns what a directory holds of those into the manifest's sections (in a
+directory that holds one of ``_MARKERS``: elsewhere those names are the user's files); the files
+stay where they are (the manifest written by the directory's next run supersedes them). The
 best's fingerprint is not known (None): the first run of the new version takes model.ckpt-best as
 it finds it. The last trained step is read from the checkpoints themselves
 (albert_tf/checkpoints/run_directory.py).
@@ -38,6 +39,9 @@ _RECORD_FILES = {  # record key: (file, the key inside it; None: the whole objec
 }
 OUTPUT_RECORD = ".albert_tf_outputs.json"
 BEST_TRIAL_FILE = "best_trial.txt"
+# What every run directory of an earlier version holds one of: the output record, TF's checkpoint
+# state file (every training run), run_seeds' recipe.
+_MARKERS = {OUTPUT_RECORD, "checkpoint", "seed_recipe.json"}
 _NAMED = re.compile(r"^(eval_data|best_results|eval_results)(?:_(?P<name>.+))?\.(json|txt)$")
 _STEP_LINE = re.compile(r"^global_step = ([0-9.eE+-]+)$", re.MULTILINE)
 
@@ -132,6 +136,8 @@ def read_earlier_layout(directory: str) -> dict[str, Any]:
     """The manifest sections an earlier version's files in ``directory`` hold (see the module
     doc); empty for a directory without them."""
     present = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
+    if not present & _MARKERS:
+        return {}  # no run directory of albert_tf: its files are the user's
     content: dict[str, Any] = {"records": _records(directory, present)}
     if OUTPUT_RECORD in present:
         names = (_read_json(os.path.join(directory, OUTPUT_RECORD)) or {}).get("fixed_names")
