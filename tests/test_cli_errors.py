@@ -364,23 +364,36 @@ def test_the_sweep_waits_no_longer_than_max_wait_seconds(tmp_path):
     best_step, _ = sweep_checkpoints(
         str(tmp_path), lambda prefix: {"acc": 0.5}, "acc", log=lambda message: None,
         policy=SweepPolicy(until_step=100, poll_seconds=60, max_wait_seconds=5),
-        sleep=sleeps.append)
+        sleep=sleeps.append, training_alive=lambda: True)
     assert best_step == 10 and sum(sleeps) == 5 and sleeps == [5]
 
 
 def test_the_sweep_says_when_no_checkpoint_exists_yet_and_how_long_it_waits(tmp_path):
     # An eval job on a mistyped --output_dir said "Waiting for checkpoints after step -1" and
     # waited an hour (the default --max_eval_wait_secs) without saying so.
+    # While a training run holds the directory, the sweep waits for its checkpoints and says so.
     lines = []
     with pytest.raises(FileNotFoundError, match="No model.ckpt-<step> checkpoint"):
         sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 0.5}, "acc", log=lines.append,
                           policy=SweepPolicy(until_step=100, poll_seconds=60,
-                                             max_wait_seconds=90), sleep=lambda seconds: None)
-    waiting = (f"No model.ckpt-<step> checkpoint in {tmp_path} yet: waiting for a training run "
+                                             max_wait_seconds=90), sleep=lambda seconds: None,
+                          training_alive=lambda: True)
+    waiting = (f"No model.ckpt-<step> checkpoint in {tmp_path} yet: waiting for the training run "
                "there to write them (until step 100); giving up after {} s more without one "
                "(--max_eval_wait_secs).")
     assert lines[:2] == [waiting.format(90), waiting.format(30)]
     assert not any("step -1" in line for line in lines)
+    # With no training run there, none will come: it stops at once, without waiting.
+    lines.clear()
+    sleeps = []
+    with pytest.raises(FileNotFoundError) as raised:
+        sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 0.5}, "acc", log=lines.append,
+                          policy=SweepPolicy(until_step=100, poll_seconds=60,
+                                             max_wait_seconds=90), sleep=sleeps.append)
+    assert str(raised.value) == (
+        f"No model.ckpt-<step> checkpoint in {tmp_path} to evaluate, and no training run holds "
+        "it; train first (--do_train), or start this evaluation job after the training job.")
+    assert sleeps == [] and not any("waiting" in line for line in lines)
 
 
 # -- the scripts, as a user runs them (in this process: tests/command_runner.py) ------------------

@@ -12,6 +12,7 @@ from absl import logging
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
+from albert_tf.files.run_manifest import read_manifest
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
@@ -123,14 +124,18 @@ def test_a_fine_tuning_run_records_its_config_and_a_rerun_with_other_heads_is_re
     result = run_command("run_classifier.py", *common, f"--albert_config_file={config_file}",
                          f"--output_dir={output_dir}", "--do_train")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert AlbertConfig.from_dict(read_manifest(str(output_dir)).record("config")).to_dict() == (
+        tiny_config().to_dict())
+    # Also written beside the checkpoints, as a released model's directory has it.
     assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).to_dict() == (
         tiny_config().to_dict())
 
     other_heads = write_config(tmp_path / "heads.json", tiny_config(num_attention_heads=4))
     result = run_command("run_classifier.py", *common, f"--albert_config_file={other_heads}",
                          f"--output_dir={output_dir}", "--do_train", "--train_step=2")
-    assert_one_line_error(result, "run_classifier", f"{other_heads} differs from the config "
-                          f"{output_dir} was trained with", "num_attention_heads 4 (recorded 2)")
+    assert_one_line_error(result, "run_classifier", f"--output_dir={output_dir} holds checkpoints "
+                          "trained with the config num_attention_heads=2 (run_manifest.json); this "
+                          f"run has num_attention_heads=4 ({other_heads})")
     assert not (output_dir / "model.ckpt-2.index").exists()
     result = run_command("run_classifier.py", *common,
                          f"--albert_config_file={output_dir / 'albert_config.json'}",

@@ -14,7 +14,9 @@ from albert_tf.checkpoints.conversion import (ConversionError, albert_tf_to_tf1,
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.convert_checkpoint import HEAD_NAMES, TASK_HEADS
+from albert_tf.files.run_manifest import add_records
 from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.classification.heads_record import HEADS
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
@@ -217,8 +219,9 @@ def perturbed_early_exit(cfg, heads):
 def test_the_command_says_a_classifier_is_every_layers_when_its_run_records_shared_heads(
         tmp_path):
     """A shared-heads run's checkpoint holds an ordinary classifier's variables; its directory's
-    classifier_heads.json tells the command, whose outputs then say the head is every layer's (the
-    TF1 export keeps it under output_weights / output_bias; the Hugging Face one leaves it out)."""
+    record (its run manifest, or an earlier version's classifier_heads.json) tells the command,
+    whose outputs then say the head is every layer's (the TF1 export keeps it under output_weights
+    / output_bias; the Hugging Face one leaves it out)."""
     cfg = small_config()
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(cfg.to_json_string())
@@ -246,3 +249,8 @@ def test_the_command_says_a_classifier_is_every_layers_when_its_run_records_shar
     (tmp_path / "run" / "classifier_heads.json").write_text('{"early_exit": null}\n')
     out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}", "--overwrite")
     assert "every layer" not in out and "pretraining heads only): output_weights, output_bias." in out
+    # A run of this version records it in its run manifest.
+    (tmp_path / "run" / "classifier_heads.json").unlink()
+    add_records(str(tmp_path / "run"), {HEADS: ("shared", "its early-exit flags")})
+    out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}", "--overwrite")
+    assert every_layer in out

@@ -1,6 +1,7 @@
 """convert_checkpoint on a hostile user's inputs: an output directory holding the user's files
 under the names the conversion writes, a config that reads only part of the checkpoint's encoder,
-a SentencePiece model of another vocabulary, a malformed classifier_heads.json beside the source.
+a SentencePiece model of another vocabulary, a malformed record of the kind of classifier beside
+the source (its run manifest, or an earlier version's classifier_heads.json).
 Each is refused in one line before anything is written, the user's files untouched."""
 
 import os
@@ -10,6 +11,7 @@ import pytest
 from albert_tf.checkpoints.conversion import albert_tf_to_tf1, tf1_to_albert_tf
 from albert_tf.checkpoints.hf_format import write_hf_directory
 from albert_tf.checkpoints.report import CheckpointMismatchError
+from albert_tf.files.run_manifest import update_manifest
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -133,6 +135,22 @@ def test_the_classifier_heads_record_beside_the_source_is_an_input_read_before_a
     assert result.returncode == 0, result.stderr[-2000:]
     note = next(line for line in result.stdout.splitlines() if "records shared" in line)
     assert "TF1" not in note and "Hugging Face format has no place for them" in note
+
+
+def test_the_run_manifest_beside_the_source_is_read_before_any_work(tmp_path):
+    """A run of this version records its kind of classifier in its run manifest: a record that is
+    not one stops the conversion in one line before the checkpoint is read."""
+    cfg = small_config()
+    config_file = tmp_path / "config.json"
+    config_file.write_text(cfg.to_json_string())
+    run = tmp_path / "run"
+    save_object_checkpoint(AlbertClassifierModel(cfg, 3), run)
+    update_manifest(str(run), lambda content: content["records"].update(classifier_heads="many"))
+    result = convert(f"--albert_config_file={config_file}", f"--checkpoint={run}",
+                     f"--output_dir={tmp_path / 'out'}")
+    assert_one_line_error(result, f"{run}: the recorded classifier_heads 'many' is not null")
+    assert result.stdout == ""
+    assert not os.path.exists(tmp_path / "out") or not os.listdir(tmp_path / "out")
 
 
 @pytest.mark.parametrize("suffix", [".index", ".data-00000-of-00001", ".meta"])

@@ -547,34 +547,53 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
 
 def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
     from albert_tf.checkpoints.warm_start import UnreadableCheckpointError
-    from albert_tf.tasks.classification.heads_record import (HEADS_FILE, HeadsMismatch,
-                                                             check_heads, is_recorded,
-                                                             record_heads, recorded_heads)
+    from albert_tf.files.earlier_layouts import EarlierLayoutError
+    from albert_tf.files.run_manifest import RunManifestError, add_records, update_manifest
+    from albert_tf.tasks.classification.heads_record import (HEADS, HeadsMismatch, check_heads,
+                                                             is_recorded, recorded_heads)
+
+    def describe(heads):
+        return ("without --early_exit" if heads is None
+                else f"with --early_exit --early_exit_heads={heads}")
 
     for heads, others in ((None, ("separate", "shared")), ("separate", (None, "shared")),
                           ("shared", (None, "separate"))):
         directory = tmp_path / str(heads)
         directory.mkdir()
         check_heads(str(directory), "shared")  # nothing recorded: nothing to check
-        record_heads(str(directory / HEADS_FILE), heads)
-        record_heads(str(directory / HEADS_FILE), "separate" if heads is None else None)  # kept
+        assert not is_recorded(str(directory))
+        add_records(str(directory), {HEADS: (heads, "its early-exit flags")})
+        with pytest.raises(RunManifestError):  # another kind is never recorded over it
+            add_records(str(directory), {HEADS: ("separate" if heads is None else None, "x")})
         assert is_recorded(str(directory)) and recorded_heads(str(directory)) == heads
         check_heads(str(directory), heads)
         for other in others:
-            with pytest.raises(HeadsMismatch, match="--early_exit") as raised:
+            with pytest.raises(RunManifestError, match="--early_exit") as raised:
                 check_heads(str(directory), other)
-            message = str(raised.value)
-            assert message.startswith(f"--output_dir={directory} holds a classifier trained ")
-            trained = ("without --early_exit" if heads is None
-                       else f"with --early_exit --early_exit_heads={heads}")
-            assert f"trained {trained} ({HEADS_FILE})" in message
+            assert str(raised.value) == (
+                f"--output_dir={directory} holds a classifier trained {describe(heads)} "
+                f"(run_manifest.json); this run has {describe(other)} (its early-exit flags). "
+                "Give the run's own settings to continue it, or use another --output_dir")
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": "many"}')
-    with pytest.raises(HeadsMismatch, match="expected"):
+    update_manifest(str(tmp_path / "bad"),
+                    lambda content: content["records"].update(classifier_heads="many"))
+    with pytest.raises(HeadsMismatch, match="the recorded classifier_heads 'many' is not null"):
         check_heads(str(tmp_path / "bad"), None)
-    (tmp_path / "bad" / HEADS_FILE).write_text('{"early_exit": ')
-    with pytest.raises(HeadsMismatch, match=f"{HEADS_FILE} is not valid JSON"):
-        check_heads(str(tmp_path / "bad"), None)
+    # A directory of an earlier version (TF's checkpoint state file): its classifier_heads.json.
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-2"\n')
+    (earlier / "classifier_heads.json").write_text('{"early_exit": "shared"}')
+    assert recorded_heads(str(earlier)) == "shared"
+    with pytest.raises(RunManifestError, match="holds a classifier trained with --early_exit "
+                                               "--early_exit_heads=shared"):
+        check_heads(str(earlier), None)
+    (earlier / "classifier_heads.json").write_text('{"early_exit": "many"}')
+    with pytest.raises(HeadsMismatch, match="the recorded classifier_heads 'many' is not null"):
+        check_heads(str(earlier), None)
+    (earlier / "classifier_heads.json").write_text('{"early_exit": ')
+    with pytest.raises(EarlierLayoutError, match="classifier_heads.json is not valid JSON"):
+        check_heads(str(earlier), None)
     # Without a record the checkpoint is read: a truncated one is named, not TensorFlow's error.
     (tmp_path / "truncated").mkdir()
     (tmp_path / "truncated" / "model.ckpt-best.index").write_bytes(b"")
@@ -587,9 +606,9 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
     (None, (None, "shared"), ("separate",)), ("separate", ("separate",), (None, "shared"))])
 def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path, trained,
                                                                          agreeing, refused):
-    """A directory written before classifier_heads.json existed: a run whose flags disagree with
-    its checkpoint about separate heads is refused (it used to record its own flags, fail on the
-    checkpoint later, and leave a false record that refused the corrected run); the others pass
+    """A directory written before the kind of classifier was recorded: a run whose flags disagree
+    with its checkpoint about separate heads is refused (it used to record its own flags, fail on
+    the checkpoint later, and leave a false record that refused the corrected run); the others pass
     (ordinary and shared heads have the same variables: the checkpoint cannot tell them apart)."""
     from albert_tf.tasks.classification.heads_record import HeadsMismatch, check_heads
 
@@ -603,7 +622,7 @@ def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path
             check_heads(str(tmp_path), heads)
         held = "with" if trained else "without"
         assert str(raised.value).startswith(
-            f"--output_dir={tmp_path} has no classifier_heads.json and its checkpoint "
+            f"--output_dir={tmp_path} records no kind of classifier and its checkpoint "
             f"{tmp_path / 'model.ckpt-best'} is of a classifier {held} separate early-exit heads")
 
 
@@ -627,37 +646,66 @@ def tiny_own_data_run(tmp_path):
 
 def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_trained_with(
         tmp_path):
-    """An ordinary run records {"early_exit": null}; evaluating its checkpoints with --early_exit
-    (shared heads: the same variables, untrained internal classifiers) is refused before any work,
-    in one line naming the flags and the record, the directory untouched; so is a directory
-    trained with separate heads evaluated without --early_exit, or with shared heads."""
-    import json
+    """An ordinary run records its kind (null) in its run manifest; evaluating its checkpoints with
+    --early_exit (shared heads: the same variables, untrained internal classifiers) is refused
+    before any work, in one line naming the flags and the record, the directory untouched; so is a
+    directory trained with separate heads evaluated without --early_exit, or with shared heads."""
     import os
 
+    from albert_tf.files.run_manifest import read_manifest, update_manifest
     from tests.command_runner import run_command
 
     _, output_dir, flags = tiny_own_data_run(tmp_path)
     trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval",
                           "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    assert json.loads((output_dir / "classifier_heads.json").read_text()) == {"early_exit": None}
+    manifest = read_manifest(str(output_dir))
+    assert manifest.has_record("classifier_heads") and manifest.record("classifier_heads") is None
     before = sorted(os.listdir(output_dir))
     refused = run_command("run_classifier.py", *flags, "--do_eval", "--early_exit",
                           "--early_exit_heads=shared")
     assert refused.error_line() == (
         f"run_classifier: error: --output_dir={output_dir} holds a classifier trained without "
-        "--early_exit (classifier_heads.json); this run is with --early_exit "
-        "--early_exit_heads=shared. Give the early-exit flags it was trained with, or use another "
-        "--output_dir.")
+        "--early_exit (run_manifest.json); this run has with --early_exit "
+        "--early_exit_heads=shared (its early-exit flags). Give the run's own settings to "
+        "continue it, or use another --output_dir")
     assert sorted(os.listdir(output_dir)) == before
-    (output_dir / "classifier_heads.json").write_text('{"early_exit": "separate"}\n')
-    for other, named in ((["--do_eval"], "this run is without --early_exit"),
+    assert read_manifest(str(output_dir)).content == manifest.content
+    update_manifest(str(output_dir),
+                    lambda content: content["records"].update(classifier_heads="separate"))
+    for other, named in ((["--do_eval"], "this run has without --early_exit"),
                          (["--do_train", "--early_exit", "--early_exit_heads=shared"],
-                          "this run is with --early_exit --early_exit_heads=shared")):
+                          "this run has with --early_exit --early_exit_heads=shared")):
         refused = run_command("run_classifier.py", *flags, *other)
         assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
         assert named in refused.error_line()
     assert sorted(os.listdir(output_dir)) == before
+
+
+def test_an_early_exit_regression_records_its_threshold(tmp_path):
+    """The chosen patience of an early-exit regression is made with its --regression_threshold:
+    the first run records it; a later run without the flag uses it, one with another is refused
+    in one line before any work."""
+    from albert_tf.files.run_manifest import read_manifest
+    from tests.command_runner import run_command
+
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    train.write_text("text,label\ngood film,0.9\nbad film,0.1\nfine film,0.7\nawful,0.0\n")
+    flags = [*flags, "--task_type=regression", "--early_exit"]
+    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=1",
+                          "--regression_threshold=0.2")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert read_manifest(str(output_dir)).record("regression_threshold") == 0.2
+    evaluated = run_command("run_classifier.py", *flags, "--do_eval")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    before = read_manifest(str(output_dir)).content["records"]
+    refused = run_command("run_classifier.py", *flags, "--do_eval", "--regression_threshold=0.3")
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={output_dir} holds early-exit decisions made with "
+        "--regression_threshold=0.2 (run_manifest.json); this run has --regression_threshold=0.3 "
+        "(--regression_threshold). Give the run's own settings to continue it, or use another "
+        "--output_dir")
+    assert read_manifest(str(output_dir)).content["records"] == before
 
 
 @pytest.mark.parametrize("output", ["--do_predict", "--tflite_file"])

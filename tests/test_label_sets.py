@@ -1,39 +1,81 @@
-"""Every task records its label (or tag) set in --output_dir at its first run and checks it on
-every later run (albert_tf/checkpoints/label_set.py, through the driver): a prediction can never
-name classes or tags the checkpoints were not trained for, and a run that only evaluates,
-predicts or exports needs no training file."""
+"""Every task records its label (or tag) set in the run manifest of --output_dir at its first run
+and checks it on every later run (albert_tf/checkpoints/label_set.py, through the driver): a
+prediction can never name classes or tags the checkpoints were not trained for, and a run that only
+evaluates, predicts or exports needs no training file. A directory of an earlier version keeps its
+label set in label_list.json, which is read the same way."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
-from albert_tf.checkpoints.label_set import (LabelSet, LabelSetMismatch, check_label_set,
-                                             read_label_set, write_label_set)
-from albert_tf.tasks.classification.heads_record import heads_path, record_heads
+from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
+from albert_tf.files.earlier_layouts import EarlierLayoutError
+from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
+                                          require_record, update_manifest)
+from albert_tf.tasks.classification.heads_record import HEADS
 from tests import shared_setup, spm_fixtures
 from tests.command_runner import run_command
 from tests.test_run_ner import SEQ, STRIDE, TRAIN_CONLL
 
 
-def test_a_label_set_is_written_once_and_checked(tmp_path):
-    assert read_label_set(str(tmp_path)) is None
+def _recorded(directory) -> LabelSet | None:
+    return recorded_label_set(read_manifest(str(directory)))
+
+
+def _check(directory, label_set: LabelSet, source: str) -> None:
+    require_record(read_manifest(str(directory)), LABEL_SET, label_set.to_record(), source)
+
+
+def test_a_label_set_is_recorded_once_and_checked(tmp_path):
+    assert _recorded(tmp_path) is None
     tags = LabelSet("token_classification", ("O", "B-LOC"))
-    write_label_set(str(tmp_path), tags)
-    assert read_label_set(str(tmp_path)) == tags
-    check_label_set(str(tmp_path), tags, "the tags of train.conll")
+    add_records(str(tmp_path), {LABEL_SET: (tags.to_record(), "the tags of train.conll")})
+    assert _recorded(tmp_path) == tags
+    _check(tmp_path, tags, "the tags of train.conll")
     for other in (LabelSet("token_classification", ("O", "B-PER")), LabelSet("classification",
                                                                               ("O", "B-LOC"))):
-        with pytest.raises(LabelSetMismatch, match=r"label_list.json: the run in this directory "
-                                                   r"was trained as a token_classification with "
-                                                   r"labels \['O', 'B-LOC'\]; this run has .* "
-                                                   r"\(the tags of x\)"):
-            check_label_set(str(tmp_path), other, "the tags of x")
+        with pytest.raises(RunManifestError, match=(
+                f"--output_dir={re.escape(str(tmp_path))} holds checkpoints trained for a "
+                r"token_classification with labels \['O', 'B-LOC'\] \(run_manifest.json\); this "
+                r"run has .* \(the tags of x\)\. Give the run's own settings to continue it, or "
+                r"use another --output_dir$")):
+            _check(tmp_path, other, "the tags of x")
+        # Recording another one is refused the same way; the recorded one stays.
+        with pytest.raises(RunManifestError, match="holds checkpoints trained for"):
+            add_records(str(tmp_path), {LABEL_SET: (other.to_record(), "the tags of x")})
+        assert _recorded(tmp_path) == tags
+    update_manifest(str(tmp_path), lambda content: content["records"].update(label_set=[1, 2]))
+    with pytest.raises(RunManifestError, match=r"run_manifest.json: expected"):
+        _recorded(tmp_path)
+
+
+def earlier_run_directory(directory) -> None:
+    """What every run directory an earlier version trained holds: TF's checkpoint state file
+    (elsewhere a label_list.json is the user's file, not a record)."""
+    (directory / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-2"\n')
+
+
+def test_an_earlier_versions_label_file_is_read_and_checked(tmp_path):
+    """label_list.json of a directory an earlier version trained is its label set."""
+    earlier_run_directory(tmp_path)
+    (tmp_path / "label_list.json").write_text(
+        '{"task_type": "token_classification", "labels": ["O", "B-LOC"]}')
+    tags = LabelSet("token_classification", ("O", "B-LOC"))
+    assert _recorded(tmp_path) == tags
+    with pytest.raises(RunManifestError, match=r"holds checkpoints trained for a "
+                                               r"token_classification with labels \['O', "
+                                               r"'B-LOC'\]"):
+        _check(tmp_path, LabelSet("token_classification", ("O", "B-PER")), "the tags of x")
     (tmp_path / "label_list.json").write_text("[1, 2]")
-    with pytest.raises(LabelSetMismatch, match="expected"):
-        read_label_set(str(tmp_path))
+    with pytest.raises(EarlierLayoutError, match=r"label_list.json must hold a JSON object"):
+        _recorded(tmp_path)
+    # Where no earlier version ran, a label_list.json is the user's file: no record.
+    (tmp_path / "checkpoint").unlink()
+    assert _recorded(tmp_path) is None
 
 
 def test_a_label_set_records_its_task_and_refuses_another_with_the_same_labels(tmp_path):
@@ -41,24 +83,28 @@ def test_a_label_set_records_its_task_and_refuses_another_with_the_same_labels(t
     SST-2 directory resumed SST-2's checkpoints, reported SST-2's dev score as its own and
     predicted WNLI with SST-2's model."""
     sst2 = LabelSet("classification", ("0", "1"), "sst-2")
-    write_label_set(str(tmp_path), sst2)
-    assert json.loads((tmp_path / "label_list.json").read_text())["task"] == "sst-2"
-    assert read_label_set(str(tmp_path)) == sst2
-    check_label_set(str(tmp_path), sst2, "--task_name=sst-2")
-    with pytest.raises(LabelSetMismatch, match=r"trained as a classification with labels "
-                                               r"\['0', '1'\] \(task sst-2\); this run has a "
+    add_records(str(tmp_path), {LABEL_SET: (sst2.to_record(), "--task_name=sst-2")})
+    manifest = json.loads((tmp_path / "run_manifest.json").read_text())
+    assert manifest["records"]["label_set"]["task"] == "sst-2"
+    assert _recorded(tmp_path) == sst2
+    _check(tmp_path, sst2, "--task_name=sst-2")
+    with pytest.raises(RunManifestError, match=r"holds checkpoints trained for a classification "
+                                               r"with labels \['0', '1'\] \(task sst-2\) "
+                                               r"\(run_manifest.json\); this run has a "
                                                r"classification with labels \['0', '1'\] \(task "
                                                r"wnli\) \(--task_name=wnli\)"):
-        check_label_set(str(tmp_path), LabelSet("classification", ("0", "1"), "wnli"),
-                        "--task_name=wnli")
+        _check(tmp_path, LabelSet("classification", ("0", "1"), "wnli"), "--task_name=wnli")
     # A label file written before the task was recorded is checked on its labels only.
-    (tmp_path / "label_list.json").write_text('{"task_type": "classification", "labels": ["0", '
-                                              '"1"]}')
-    check_label_set(str(tmp_path), LabelSet("classification", ("0", "1"), "wnli"), "x")
-    (tmp_path / "label_list.json").write_text('{"task_type": "classification", "labels": null, '
-                                              '"task": 3}')
-    with pytest.raises(LabelSetMismatch, match="task must be a string"):
-        read_label_set(str(tmp_path))
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    earlier_run_directory(earlier)
+    (earlier / "label_list.json").write_text('{"task_type": "classification", "labels": ["0", '
+                                             '"1"]}')
+    _check(earlier, LabelSet("classification", ("0", "1"), "wnli"), "x")
+    (earlier / "label_list.json").write_text('{"task_type": "classification", "labels": null, '
+                                             '"task": 3}')
+    with pytest.raises(RunManifestError, match=r"label_list.json: expected .*not a label set"):
+        _recorded(earlier)
 
 
 def test_glue_tasks_that_share_a_model_record_one_task():
@@ -77,23 +123,30 @@ def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path)
     (data / "test.tsv").write_text("index\tsentence1\tsentence2\n0\tA b.\tC d.\n")
     out = tmp_path / "out"
     out.mkdir()
-    write_label_set(str(out), LabelSet("classification", ("0", "1"), "sst-2"))
-    record_heads(heads_path(str(out)), None)  # an ordinary classifier's run
+    add_records(str(out), {
+        LABEL_SET: (LabelSet("classification", ("0", "1"), "sst-2").to_record(), "x"),
+        HEADS: (None, "x")})  # an ordinary classifier's run
     (out / "model.ckpt-best.index").write_bytes(b"")
-    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)
+              if name != "run_manifest.json"}
+    recorded_before = read_manifest(str(out)).content
     refused = run_command("run_classifier.py", "--task_name=wnli",
                           f"--data_dir={tmp_path / 'glue'}",
                           f"--albert_config_file={tmp_path / 'config.json'}",
                           f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
                           f"--output_dir={out}", "--max_seq_length=32", "--do_predict")
     assert refused.error_line() == (
-        f"run_classifier: error: {out / 'label_list.json'}: the run in this directory was trained "
-        "as a classification with labels ['0', '1'] (task sst-2); this run has a classification "
-        "with labels ['0', '1'] (task wnli) (--task_name=wnli). Use another --output_dir, or the "
-        "same labels and task")
+        f"run_classifier: error: --output_dir={out} holds checkpoints trained for a "
+        "classification with labels ['0', '1'] (task sst-2) (run_manifest.json); this run has a "
+        "classification with labels ['0', '1'] (task wnli) (--task_name=wnli). Give the run's own "
+        "settings to continue it, or use another --output_dir")
     after = {name: (out / name).read_bytes() for name in os.listdir(out)
-             if not name.startswith(".albert_tf")}
+             if not name.startswith(".albert_tf") and name != "run_manifest.json"}
     assert after == before
+    # The manifest gains at most the names the run declared (its pre-flight check): no record.
+    recorded_after = read_manifest(str(out)).content
+    assert {key: value for key, value in recorded_after.items() if key != "owned_names"} == {
+        key: value for key, value in recorded_before.items() if key != "owned_names"}
 
 
 def ner_flags(tmp_path) -> list[str]:
@@ -111,9 +164,10 @@ def test_run_ner_records_its_tags_and_later_runs_use_them_without_a_training_fil
     trained = run_command("run_ner.py", *flags, f"--train_file={train}", f"--eval_file={train}",
                           "--do_train", "--do_eval", "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    recorded = json.loads((tmp_path / "out" / "label_list.json").read_text())
+    recorded = read_manifest(str(tmp_path / "out")).record("label_set")
     assert recorded == {"task_type": "token_classification",
-                        "labels": ["O", "B-LOC", "B-ORG", "B-PER", "I-PER"]}
+                        "labels": ["O", "B-LOC", "B-ORG", "B-PER", "I-PER"], "task": None}
+    assert not (tmp_path / "out" / "label_list.json").exists()
     predicted = run_command("run_ner.py", *flags, f"--predict_file={train}", "--do_predict")
     assert predicted.returncode == 0, predicted.stderr[-3000:]
     lines = (tmp_path / "out" / "predictions.conll").read_text().splitlines()
@@ -125,8 +179,8 @@ def test_run_ner_records_its_tags_and_later_runs_use_them_without_a_training_fil
     refused = run_command("run_ner.py", *flags, f"--train_file={renamed}",
                           f"--predict_file={train}", "--do_predict")
     assert refused.error_line().startswith(
-        f"run_ner: error: {tmp_path / 'out' / 'label_list.json'}: the run in this directory was "
-        "trained as a token_classification with labels ['O', 'B-LOC', ")
+        f"run_ner: error: --output_dir={tmp_path / 'out'} holds checkpoints trained for a "
+        "token_classification with labels ['O', 'B-LOC', ")
     assert f"(the tags of {renamed})" in refused.error_line()
     assert sorted(os.listdir(tmp_path / "out")) == before
 
@@ -139,5 +193,5 @@ def test_run_ner_without_a_tag_set_asks_for_a_training_file(tmp_path):
     result = run_command("run_ner.py", *ner_flags(tmp_path), f"--predict_file={predict}",
                          "--do_predict")
     assert result.error_line() == (
-        f"run_ner: error: no tag set: {tmp_path / 'out' / 'label_list.json'} does not hold the "
-        "tags of a tagger (the run with --do_train writes it); give --train_file")
+        f"run_ner: error: no tag set: {tmp_path / 'out' / 'run_manifest.json'} does not record "
+        "the tags of a tagger (the run with --do_train records them); give --train_file")

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter
 
-from albert_tf.checkpoints.label_set import (LabelSet, LabelSetMismatch, check_label_set,
-                                             read_label_set, write_label_set)
+from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
+from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
+                                          require_record)
 from albert_tf.tasks.classification.metrics import class_key, class_report
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.classification.features import (GlueFeatureSettings, build_features,
@@ -141,22 +142,26 @@ def test_label_sets_from_training_flag_and_output_dir(tmp_path):
     with pytest.raises(ValueError, match="a regression's best checkpoint is chosen by Pearson"):
         load_own_data({"train": train}, reader(task_type="regression"), selection="macro_f1")
     # Without --train_file the labels are those the output directory recorded.
-    label_file = os.path.join(out, "label_list.json")
-    with pytest.raises(ValueError, match="no label set: .*label_list.json does not exist"):
+    label_file = os.path.join(out, "run_manifest.json")
+    with pytest.raises(ValueError, match="no label set: .*run_manifest.json records none"):
         load_own_data({"test": dev}, reader(), label_file=label_file)
     recorded = ["neg", "neutral", "pos"]
     assert load_own_data({"test": dev}, reader(), stored_labels=recorded).labels == recorded
     # A label set (or task type) differing from the recorded one is refused.
     os.makedirs(out)
-    write_label_set(out, LabelSet("classification", tuple(recorded)))
+    add_records(out, {LABEL_SET: (LabelSet("classification", tuple(recorded)).to_record(), "x")})
     task = load_own_data({"train": train}, reader())
-    with pytest.raises(LabelSetMismatch, match=r"trained as a classification with labels "
-                       r"\['neg', 'neutral', 'pos'\]; this run has a classification with labels "
-                       r"\['neg', 'pos'\] \(the labels of"):
-        check_label_set(out, LabelSet("classification", tuple(task.labels)), task.label_source)
-    with pytest.raises(LabelSetMismatch, match="this run has a regression"):
-        check_label_set(out, LabelSet("regression"), "regression")
-    assert read_label_set(out) == LabelSet("classification", tuple(recorded))
+
+    def check_label_set(label_set, source):
+        require_record(read_manifest(out), LABEL_SET, label_set.to_record(), source)
+
+    with pytest.raises(RunManifestError, match=r"trained for a classification with labels "
+                       r"\['neg', 'neutral', 'pos'\] \(run_manifest.json\); this run has a "
+                       r"classification with labels \['neg', 'pos'\] \(the labels of"):
+        check_label_set(LabelSet("classification", tuple(task.labels)), task.label_source)
+    with pytest.raises(RunManifestError, match="this run has a regression"):
+        check_label_set(LabelSet("regression"), "regression")
+    assert recorded_label_set(read_manifest(out)) == LabelSet("classification", tuple(recorded))
     with pytest.raises(OwnDataError, match="one class only"):
         load_own_data({"train": write(tmp_path / "one.csv", "text,label\na,x\n")}, reader())
 
@@ -301,6 +306,9 @@ def test_sst2_as_csv_equals_the_glue_path(tmp_path, sst2_own):
         for key in ("global_step", "eval_accuracy", "eval_loss"):
             assert own_block[key] == glue_block[key]
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
+    own_sweep, glue_sweep = (read_manifest(str(out)).sweep() for out in (own_out, glue_out))
+    for key in ("last_step", "best_step", "best_value"):
+        assert own_sweep[key] == glue_sweep[key]
 
 
 @pytest.mark.subprocess  # the exports load in fresh processes
@@ -310,7 +318,7 @@ def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
     own_out, export_dir = own_dir / "out", own_dir / "export"
     assert "own_data train: 32 examples (negative " in stdout
     assert "macro-F1" in stdout  # the best checkpoint's class table
-    assert json.loads((own_out / "label_list.json").read_text()) == {
+    assert read_manifest(str(own_out)).record("label_set") == {
         "task_type": "classification", "labels": ["negative", "positive"], "task": "own_data"}
     # eval_results.txt: per-class counts of the real dev set; macro-F1 from the per-class F1s.
     dev_labels = [row[1] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]]
@@ -349,7 +357,7 @@ def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
         assert (export_dir / variant / "assets.extra" / "labels.txt").read_text() == \
             "negative\npositive\n"
 
-    # A later predict-only run takes the label set from label_list.json: the same predictions.
+    # A later predict-only run takes the recorded label set: the same predictions.
     submitted = (own_out / "submit_results.tsv").read_text()
     (own_out / "submit_results.tsv").unlink()
     run_classifier(f"--test_file={files['test']}", "--text_column=review", "--do_predict",
@@ -382,7 +390,7 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
         for key in ("global_step", "pearson", "spearman", "MSE", "eval_loss"):
             assert own_block[key] == glue_block[key]
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
-    assert json.loads((own_out / "label_list.json").read_text()) == {
+    assert read_manifest(str(own_out)).record("label_set") == {
         "task_type": "regression", "labels": None, "task": "own_data"}
 
 
@@ -399,12 +407,13 @@ def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
     assert not output_dir.exists()  # nothing written: the directory it made is gone too
     # A run in a directory trained with another label set is refused, naming both.
     output_dir.mkdir()
-    write_label_set(str(output_dir), LabelSet("classification", ("neg", "neutral", "pos")))
+    add_records(str(output_dir), {LABEL_SET: (
+        LabelSet("classification", ("neg", "neutral", "pos")).to_record(), "x")})
     result = run_classifier(f"--train_file={train}", *flags, "--nodo_eval", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert (f"run_classifier: error: {output_dir}/label_list.json: the run in this directory was "
-            "trained as a classification with labels ['neg', 'neutral', 'pos']; this run has a "
-            "classification with labels ['neg', 'pos']") in result.stderr
+    assert (f"run_classifier: error: --output_dir={output_dir} holds checkpoints trained for a "
+            "classification with labels ['neg', 'neutral', 'pos'] (run_manifest.json); this run "
+            "has a classification with labels ['neg', 'pos']") in result.stderr
     assert not [n for n in os.listdir(output_dir) if n.startswith("model.ckpt")]
 
 
@@ -460,14 +469,15 @@ def test_own_files_give_the_glue_records(tmp_path, task_dir, task_name):
 @pytest.mark.requires_shared_data
 def test_tflite_model_of_a_run_on_own_files(tmp_path, sst2_own):
     """The TFLite model of the best checkpoint gives the run's probabilities; its class ids map to
-    the user's names through label_list.json (the TFLite model itself carries no strings)."""
+    the user's names through the recorded label set (the TFLite model itself carries no
+    strings)."""
     import tensorflow as tf
 
     from albert_tf.tasks.classification.model import AlbertClassifierModel
     from albert_tf.tasks.classification.serving import export_classifier_tflite
     own_dir, _, _ = sst2_own
     out = own_dir / "out"
-    labels = read_label_set(str(out)).labels
+    labels = recorded_label_set(read_manifest(str(out))).labels
     model = AlbertClassifierModel(shared_setup.tiny_config(max_position_embeddings=SEQ),
                                   len(labels))
     tf.train.Checkpoint(model=model).read(str(out / "model.ckpt-best")).expect_partial()

@@ -14,7 +14,7 @@ import statistics
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints.run_config import record_run_config
+from albert_tf.checkpoints.run_config import CONFIG, write_config_file
 from albert_tf.evaluation.best_checkpoint import run_checkpoint_sweep
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.models.config import AlbertConfig
@@ -23,7 +23,8 @@ from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_tabl
                                                format_difference, paper_average, read_task_scores)
 from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
 from albert_tf.reproduction.published import published_model, published_rows, released_models
-from albert_tf.tasks.pretraining.objective import evaluation_name, record_objective
+from albert_tf.files.run_manifest import add_records
+from albert_tf.tasks.pretraining.objective import OBJECTIVE, evaluation_name
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training import optimization
 from albert_tf.training.task import EvalSet
@@ -252,12 +253,19 @@ def test_table_command_mistakes_are_one_line(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # The pretraining ablation tables, from tiny runs made here.
 
+def record_run(run_dir, config, objective):
+    """What run_pretraining records before training: the objective and the config in the run
+    manifest, the config also as albert_config.json beside the checkpoints."""
+    add_records(run_dir, {OBJECTIVE: (objective, "--sentence_objective"),
+                          CONFIG: (config.to_dict(), "config.json")})
+    write_config_file(run_dir, config)
+
+
 def pretrain(run_dir, config, objective, records):
     """A 2-step run with run_pretraining's records (config, objective) and evaluations on SOP and
     NSP records, the own one unnamed."""
     os.makedirs(run_dir, exist_ok=True)
-    record_objective(run_dir, objective)
-    record_run_config(run_dir, config, "config.json")
+    record_run(run_dir, config, objective)
     run_config = RunConfig(output_dir=run_dir, train_batch_size=8, num_train_steps=2,
                            save_checkpoints_steps=2, iterations_per_loop=2, seed=1)
     trainer = Trainer(tf.distribute.get_strategy(), PretrainingTask(config, objective),
@@ -352,8 +360,7 @@ def test_ablation_tables_from_pretraining_runs(tmp_path, pretraining_records,
 def write_run(run_dir, config, objective, own, other):
     """A run directory as run_pretraining leaves it, with hand-written evaluation results."""
     os.makedirs(run_dir)
-    record_objective(str(run_dir), objective)
-    record_run_config(str(run_dir), config, "config.json")
+    record_run(str(run_dir), config, objective)
     own_task, other_task = ("nsp", "sop") if objective == "nsp" else ("sop", "nsp")
     write_results(run_dir, own, "best_results.json" if objective != "none"
                   else f"best_results_{own_task}.json", "masked_lm_accuracy")
@@ -371,6 +378,7 @@ def test_albert_base_runs_get_the_papers_cells(tmp_path):
     write_run(tmp_path / "mlm", base["all"], "none",
               {"masked_lm_accuracy": 0.56, "sentence_order_accuracy": 0.52},
               {"masked_lm_accuracy": 0.54, "next_sentence_accuracy": 0.51})
+    os.remove(tmp_path / "mlm" / "albert_config.json")  # the run manifest's record is the config
     result = paper_tables(f"--pretraining_runs={tmp_path}/*", f"--output={tmp_path}/tables")
     assert result.returncode == 0, result.stderr
     tables = json.loads((tmp_path / "tables.json").read_text())["ablation"]

@@ -32,7 +32,7 @@ import pytest
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE
 from albert_tf.cli import fine_tuning
 from albert_tf.files import run_files as run_files_module
-from albert_tf.files.output_record import RECORD_NAME
+from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.files.run_files import NewDirectory, Output, RunFiles, check_run_files
 from tests.command_runner import run_command
 from tests.shared_setup import tiny_config
@@ -277,8 +277,11 @@ def earlier_checkpoint(output_dir: str) -> list[str]:
 
 
 def earlier_run(output_dir: str) -> list[str]:
-    """Every file a training run leaves in its output directory."""
+    """Every file a training run leaves in its output directory (its run manifest, and the label
+    file of an earlier version's run)."""
     return earlier_checkpoint(output_dir) + [
+        write(f"{output_dir}/{MANIFEST_NAME}", '{"format": 1, "records": {"label_set": '
+                                               '{"task_type": "x", "labels": null}}}\n'),
         write(f"{output_dir}/label_list.json", '{"task_type": "x", "labels": null}\n'),
         write(f"{output_dir}/eval_results.txt"), write(f"{output_dir}/best_results.json")]
 
@@ -355,7 +358,7 @@ def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
     """A file the user keeps in the directory given as --output_dir under a name the run writes
     there (a released model's model.ckpt-best.index, notes called eval_results.txt) was replaced,
     renamed or deleted as if an earlier run had written it. Every such name of every command with
-    one: refused in one line naming it, nothing on disk changed (no output record either)."""
+    one: refused in one line naming it, nothing on disk changed (no run manifest either)."""
     root = str(tmp_path)
     flags = case.build(root)
     declared = declaration(monkeypatch, case, flags)
@@ -368,4 +371,4 @@ def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
         assert_refused(case, flags, root, path)
         shutil.rmtree(os.path.dirname(path))
     check_run_files(declared)  # without them the run goes ahead, and records its names
-    assert RECORD_NAME in os.listdir(os.path.dirname(member(fixed[0])))
+    assert MANIFEST_NAME in os.listdir(os.path.dirname(member(fixed[0])))

@@ -7,6 +7,7 @@ CPUs: tests/test_distributed_training.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.files.output_record import RECORD_NAME
+from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.models.layers import dropout, dropout_seed_scope
 from albert_tf.training.trainer import dropout_seed
 from tests.command_runner import run_command
@@ -117,6 +118,17 @@ def run_script(script: str, args: list[str]):
     return result
 
 
+def copy_killed_run_manifest(full, resumed, step: int) -> None:
+    """Writes in ``resumed`` the run manifest a run of ``full`` killed after its checkpoint at
+    ``step`` left: its owned names and records (written before training), ``step`` as its last
+    trained one, no sweep yet."""
+    manifest = json.loads((full / MANIFEST_NAME).read_text())
+    assert manifest["trained"]["checkpoint"] != f"model.ckpt-{step}"  # the full run went on
+    manifest.update(trained={"step": step, "checkpoint": f"model.ckpt-{step}"}, sweeps={},
+                    best=None)
+    (resumed / MANIFEST_NAME).write_text(json.dumps(manifest))
+
+
 def resume_difference(tmp_path, script: str, flags: list[str], last_step: int,
                       resume_step: int) -> float:
     """Trains ``script`` to ``last_step`` in one run, then again from a copy of that run's
@@ -128,7 +140,7 @@ def resume_difference(tmp_path, script: str, flags: list[str], last_step: int,
     resumed.mkdir()
     for path in full.glob(f"model.ckpt-{resume_step}.*"):
         shutil.copy(path, resumed / path.name)
-    shutil.copy(full / RECORD_NAME, resumed / RECORD_NAME)  # the killed run wrote it first
+    copy_killed_run_manifest(full, resumed, resume_step)
     output = run_script(script, [*flags, f"--output_dir={resumed}"]).stdout
     assert f"model.ckpt-{resume_step} at step {resume_step}." in output
     want = checkpoint_tensors(str(full / f"model.ckpt-{last_step}"))

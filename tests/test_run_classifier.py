@@ -13,7 +13,9 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
+from albert_tf.checkpoints.files import checkpoint_fingerprint
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
+from albert_tf.files.run_manifest import read_manifest
 from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.text_packing import pair_lengths
 from albert_tf.tasks.classification.model import AlbertClassifierModel
@@ -174,11 +176,18 @@ def test_glue_sweep_deletes_renames_and_resumes(tmp_path):
     assert [block[-1] for block in blocks] == ["best = -1", "best = 0.5", "best = 0.7", "best = 0.7",
                                                "best = 0.7"]
 
-    # Training goes on (as with train_step raised): a resumed sweep evaluates only the new ones and
-    # waits for the last, which appears while it sleeps.
-    (tmp_path / "model.ckpt-best.index").rename(tmp_path / "model.ckpt-500.index")
-    (tmp_path / "model.ckpt-best.data-00000-of-00001").rename(
-        tmp_path / "model.ckpt-500.data-00000-of-00001")
+    # The sweep's state is the run manifest's (best_trial.txt is the reference's output only).
+    manifest = read_manifest(str(tmp_path))
+    assert manifest.sweep() == {"eval_data": None, "last_step": 500, "best_step": 500,
+                                "best_value": 0.8, "best_metrics": {
+                                    "eval_accuracy": 0.8, "eval_loss": 1.0 - 0.8,
+                                    "global_step": 500}}
+    assert manifest.best["step"] == 500 and manifest.best["fingerprint"] == (
+        checkpoint_fingerprint(str(tmp_path / "model.ckpt-best")))
+
+    # Training goes on (as with train_step raised): a resumed sweep evaluates only the new ones and,
+    # while the training run holds the directory, waits for the last, which appears while it
+    # sleeps.
     fake_checkpoint(tmp_path, 600)
     sleeps = []
 
@@ -189,9 +198,10 @@ def test_glue_sweep_deletes_renames_and_resumes(tmp_path):
     evaluated.clear()
     best_step, _ = sweep_checkpoints(str(tmp_path), evaluate, "eval_accuracy", log=lambda m: None,
                                      policy=SweepPolicy.glue(train_step=700, poll_seconds=5),
-                                     sleep=sleep)
+                                     sleep=sleep, training_alive=lambda: True)
     assert evaluated == [600, 700] and sleeps == [5] and best_step == 500
     assert (tmp_path / "best_trial.txt").read_text() == "700:500:0.8"
+    assert read_manifest(str(tmp_path)).sweep()["last_step"] == 700
     assert len(blocks_of(tmp_path / "eval_results.txt")) == 7  # earlier results kept
     remaining = sorted(p.name for p in tmp_path.glob("*.index"))
     assert remaining == ["model.ckpt-600.index", "model.ckpt-700.index", "model.ckpt-best.index"]
@@ -200,8 +210,9 @@ def test_glue_sweep_deletes_renames_and_resumes(tmp_path):
 
 def test_a_resumed_sweep_whose_best_came_earlier_returns_all_its_metrics(tmp_path):
     """A rerun after the sweep ended (or a resumed one whose best came earlier) returns the best's
-    metrics as that sweep wrote them in eval_results.txt, every one, not just the selection metric:
-    they become best_results.json, TensorBoard's and run_classifier's early-exit results again."""
+    metrics as that sweep recorded them, every one, not just the selection metric:
+    they become best_results.json, TensorBoard's and run_classifier's early-exit results again.
+    They are kept in the run manifest with the sweep's state."""
     metrics = {10: {"eval_accuracy": 0.75, "eval_loss": 0.1 + 0.2, "class/a = b/f1": 0.5},
                20: {"eval_accuracy": 0.5, "eval_loss": 0.9, "class/a = b/f1": 0.25}}
     for step in metrics:
@@ -216,8 +227,9 @@ def test_a_resumed_sweep_whose_best_came_earlier_returns_all_its_metrics(tmp_pat
     fake_checkpoint(tmp_path, 30)  # a later checkpoint, not better
     metrics[30] = metrics[20]
     assert sweep(policy=SweepPolicy.glue(train_step=30, max_wait_seconds=0)) == first
-    (tmp_path / "eval_results.txt").write_text("")  # the results lost: the selection metric only
-    assert sweep() == (10, {"eval_accuracy": 0.75})
+    # The best's metrics are the run manifest's: eval_results.txt lost, they are all still there.
+    (tmp_path / "eval_results.txt").write_text("")
+    assert sweep() == first
 
 
 def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):
@@ -226,7 +238,7 @@ def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):
     best_step, _ = sweep_checkpoints(
         str(tmp_path), lambda prefix: {"pearson": 0.3}, "pearson", log=lambda m: None,
         policy=SweepPolicy.glue(train_step=50, poll_seconds=60, max_wait_seconds=120),
-        sleep=sleeps.append)
+        sleep=sleeps.append, training_alive=lambda: True)
     assert best_step == 10 and sleeps == [60, 60]
     assert (tmp_path / "model.ckpt-best.index").exists()
     # Pretraining's flavour: one pass, best copied, its own summary line.
@@ -241,6 +253,103 @@ def test_glue_sweep_gives_up_waiting_and_default_sweep_is_one_pass(tmp_path):
     assert blocks_of(other / "eval_results.txt")[1][-1] == "best acc = 1.0 (step 1)"
     with pytest.raises(FileNotFoundError, match="No model.ckpt"):
         sweep_checkpoints(str(tmp_path / "pretraining" / "empty"), lambda p: {}, "acc")
+
+
+def test_the_best_checkpoint_is_the_one_the_sweep_chose_or_refused(tmp_path):
+    """model.ckpt-best is checked against the fingerprint the sweep recorded: replaced files are
+    refused (its results would describe other weights); a best the sweep chose but a stop kept
+    from reaching model.ckpt-best is found by its fingerprint and moved there."""
+    from albert_tf.checkpoints.run_directory import RunDirectoryError, settled_best
+    from albert_tf.evaluation.best_checkpoint import best_checkpoint_prefix
+
+    for step in (1, 2):
+        fake_checkpoint(tmp_path, step)
+    sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 1.0 / int(prefix[-1])}, "acc",
+                      log=lambda m: None)
+    best = str(tmp_path / "model.ckpt-best")
+    assert settled_best(str(tmp_path)) == best == best_checkpoint_prefix(str(tmp_path))
+    for path in tmp_path.glob("model.ckpt-best.*"):
+        path.unlink()  # as if stopped between recording the best and copying it
+    assert settled_best(str(tmp_path), repair=False) == str(tmp_path / "model.ckpt-1")
+    assert settled_best(str(tmp_path)) == best
+    assert (tmp_path / "model.ckpt-best.index").read_text() == "step 1"
+    (tmp_path / "model.ckpt-best.index").write_text("step 2")  # replaced by hand
+    assert best_checkpoint_prefix(str(tmp_path)) == str(tmp_path / "model.ckpt-1")  # the chosen
+    for path in tmp_path.glob("model.ckpt-1.*"):
+        path.unlink()
+    with pytest.raises(RunDirectoryError, match=r"model.ckpt-best is not the checkpoint the sweep "
+                                                r"of .* chose \(step 1, acc 1.0; "
+                                                r"run_manifest.json\): its files were replaced"):
+        best_checkpoint_prefix(str(tmp_path))
+
+
+def test_a_glue_sweep_waits_only_while_a_training_run_holds_the_directory(tmp_path):
+    """--do_eval beside training polls for the checkpoints still to come; with no training run
+    holding the directory none will come: the sweep evaluates what is there and ends (one more
+    look first), and with no checkpoint at all it stops at once, saying why."""
+    fake_checkpoint(tmp_path, 10)
+    sleeps, lines, looks = [], [], []
+
+    def training_alive():
+        looks.append(1)
+        return False
+
+    best_step, _ = sweep_checkpoints(
+        str(tmp_path), lambda prefix: {"pearson": 0.3}, "pearson", log=lines.append,
+        policy=SweepPolicy.glue(train_step=50, poll_seconds=60), sleep=sleeps.append,
+        training_alive=training_alive)
+    assert best_step == 10 and sleeps == [] and looks
+    assert (f"No training run holds {tmp_path}: evaluated its checkpoints up to step 10 (step 50 "
+            "will not come).") in lines
+    assert (tmp_path / "model.ckpt-best.index").read_text() == "step 10"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"No model.ckpt-<step> checkpoint in .*, and no "
+                                                r"training run holds it"):
+        sweep_checkpoints(str(empty), lambda p: {}, "acc", log=lambda m: None,
+                          policy=SweepPolicy.glue(train_step=50), sleep=sleeps.append)
+    assert sleeps == []
+    # While a training run holds it, an empty directory is waited on (up to the limit).
+    with pytest.raises(FileNotFoundError, match="No model.ckpt"):
+        sweep_checkpoints(str(empty), lambda p: {}, "acc", log=lambda m: None,
+                          policy=SweepPolicy.glue(train_step=50, poll_seconds=60,
+                                                  max_wait_seconds=60),
+                          sleep=sleeps.append, training_alive=lambda: True)
+    assert sleeps == [60]
+
+
+def test_a_finished_run_trains_nothing_and_a_longer_one_resumes_from_its_last_step(tmp_path):
+    """A rerun of a finished run says so in one line (with its best checkpoint) and trains and
+    evaluates nothing; a rerun with more steps resumes from the last trained step, also where the
+    sweep renamed that checkpoint to model.ckpt-best."""
+    from tests.test_early_exit import tiny_own_data_run
+
+    _, output_dir, flags = tiny_own_data_run(tmp_path)
+    run = functools.partial(run_command, "run_classifier.py", *flags, "--do_train", "--do_eval",
+                            "--save_checkpoints_steps=1")
+    first = run("--train_step=2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Evaluated" in first.stdout + first.stderr
+    manifest = read_manifest(str(output_dir))
+    assert manifest.trained["step"] == 2
+    best = manifest.best
+    files = {path.name: path.read_bytes() for path in output_dir.iterdir() if path.is_file()
+             and path.name != "run_manifest.json" and not path.name.startswith(".albert_tf")}
+    again = run("--train_step=2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (f"The run in {output_dir} is finished at step 2 (of 2); its best checkpoint: step "
+            f"{best['step']}, eval_accuracy {best['metrics']['eval_accuracy']:.4f} "
+            "(model.ckpt-best). Nothing to train.") in again.stdout
+    assert "Evaluated" not in again.stdout + again.stderr
+    assert {path.name: path.read_bytes() for path in output_dir.iterdir() if path.is_file()
+            and path.name != "run_manifest.json" and not path.name.startswith(".albert_tf")
+            and path.name in files} == files
+    assert not (output_dir / "model.ckpt-3.index").exists()
+    longer = run("--train_step=3")
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    trained = os.path.join(str(output_dir), manifest.trained["checkpoint"])
+    assert f"Resumed from {trained} at step 2." in longer.stdout
+    assert read_manifest(str(output_dir)).trained["step"] == 3
 
 
 # -- run_classifier.py ----------------------------------------------------------------------------

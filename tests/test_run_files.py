@@ -10,10 +10,16 @@ import re
 import pytest
 
 from albert_tf.files import created_directories
-from albert_tf.files.output_record import RECORD_NAME, OutputRecordError, recorded_names
+from albert_tf.files.earlier_layouts import EarlierLayoutError
 from albert_tf.files.paths import OutputPathError
 from albert_tf.files.run_files import (Input, NewDirectory, Output, RunFiles, WorkDirectory,
                                        check_run_files, fixed_outputs)
+from albert_tf.files.run_manifest import MANIFEST_NAME, RunManifestError, read_manifest
+
+
+def recorded_names(directory: str) -> frozenset[str] | None:
+    """The fixed names the run manifest of ``directory`` says albert_tf wrote there."""
+    return read_manifest(directory).owned_names
 
 
 def spellings(tmp_path, target):
@@ -217,7 +223,7 @@ def test_declared_finds_the_outputs_of_a_declaration(tmp_path):
 
 
 def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
-    """The first run that finds a fixed name free records it (.albert_tf_outputs.json); later runs
+    """The first run that finds a fixed name free records it (run_manifest.json); later runs
     then take what is there under that name for an earlier run's output. A user's file under a
     name no run recorded is refused, by name for one file, with the family's consequence for a
     family."""
@@ -253,6 +259,7 @@ def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
     check_run_files(RunFiles(outputs=fixed_outputs(mine, ["rte_*_????????.tf_record*"],
                                                    needs_record=False), work_directories=(mine,)))
     assert recorded_names(mine.path) is None  # nothing to record, no record written
+    assert not (tmp_path / "albert_base" / MANIFEST_NAME).exists()
 
 
 def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
@@ -296,13 +303,40 @@ def test_a_run_seeds_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_pa
                                  work_directories=(mine,)))
 
 
-def test_an_unreadable_output_record_is_named(tmp_path):
+def test_an_unreadable_record_of_owned_names_is_named(tmp_path):
     run = WorkDirectory("--output_dir", str(tmp_path))
-    (tmp_path / RECORD_NAME).write_text('{"fixed_names": "checkpoint"}')
-    with pytest.raises(OutputRecordError, match=rf"^The output record .*{RECORD_NAME} must hold a "
-                                                r"list of names under \"fixed_names\""):
+    (tmp_path / MANIFEST_NAME).write_text('{"format": 1, "owned_names": "checkpoint"}')
+    with pytest.raises(RunManifestError, match=rf"^.*{MANIFEST_NAME}: \"owned_names\" must be a "
+                                               r"JSON list"):
         check_run_files(RunFiles(outputs=fixed_outputs(run, ["checkpoint"]),
                                  work_directories=(run,)))
+    # An earlier version's output record, likewise.
+    earlier = WorkDirectory("--output_dir", str(tmp_path / "earlier"))
+    (tmp_path / "earlier").mkdir()
+    (tmp_path / "earlier" / ".albert_tf_outputs.json").write_text('{"fixed_names": "checkpoint"}')
+    with pytest.raises(EarlierLayoutError, match=r"^.*\.albert_tf_outputs\.json: expected "
+                                                 r"\{\"fixed_names\": \[\.\.\.\]\}"):
+        check_run_files(RunFiles(outputs=fixed_outputs(earlier, ["checkpoint"]),
+                                 work_directories=(earlier,)))
+
+
+def test_the_output_record_of_an_earlier_version_is_read(tmp_path):
+    """A directory whose names an earlier version recorded in .albert_tf_outputs.json: those files
+    are the run's; its next run records them (and its own) in the run manifest."""
+    run = WorkDirectory("--output_dir", str(tmp_path))
+    (tmp_path / ".albert_tf_outputs.json").write_text('{"fixed_names": ["eval_results.txt"]}')
+    (tmp_path / "eval_results.txt").write_text("an earlier run's\n")
+    check_run_files(RunFiles(outputs=fixed_outputs(run, ["eval_results.txt", "predictions.json"]),
+                             work_directories=(run,)))
+    assert read_manifest(str(tmp_path)).exists
+    assert recorded_names(str(tmp_path)) == {"eval_results.txt", "predictions.json"}
+    other = WorkDirectory("--output_dir", str(tmp_path / "other"))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / ".albert_tf_outputs.json").write_text('{"fixed_names": []}')
+    (tmp_path / "other" / "eval_results.txt").write_text("my notes\n")
+    with pytest.raises(OutputPathError, match=r"holds 'eval_results.txt', which albert_tf did not"):
+        check_run_files(RunFiles(outputs=fixed_outputs(other, ["eval_results.txt"]),
+                                 work_directories=(other,)))
 
 
 def test_a_directory_the_check_created_is_removed_with_its_record_when_the_command_fails(
@@ -310,7 +344,7 @@ def test_a_directory_the_check_created_is_removed_with_its_record_when_the_comma
     run = WorkDirectory("--output_dir", str(tmp_path / "new" / "run"))
     created_directories.forget()
     check_run_files(RunFiles(outputs=fixed_outputs(run, ["checkpoint"]), work_directories=(run,)))
-    assert os.listdir(run.path) == [RECORD_NAME]
+    assert os.listdir(run.path) == [MANIFEST_NAME]
     created_directories.remove_those_left_empty()  # what the error boundary does on an error
     assert os.listdir(tmp_path) == []
 

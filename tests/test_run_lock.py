@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from albert_tf.files import run_lock
-from albert_tf.files.output_record import RECORD_NAME
+from albert_tf.files.run_manifest import MANIFEST_NAME, read_manifest
 from albert_tf.files.processes import process_start_time
 from tests.command_runner import run_command
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH, REPO_ROOT,
@@ -208,9 +208,11 @@ def test_each_script_refuses_a_directory_another_run_trains_in(tmp_path, script,
         "2024-05-01T12:00:00+00:00 (python run_x.py --output_dir=out); wait for it or use "
         "another --output_dir")
     assert open(path).read() == before
-    # Nothing written but the output record, which lists the names albert_tf runs write there
-    # (the holder's run wrote the same).
-    assert sorted(set(os.listdir(output_dir)) - {RECORD_NAME}) == [os.path.basename(path)]
+    # Nothing written but the run manifest's owned names, which list the names albert_tf runs
+    # write there (the holder's run wrote the same): no record of what the checkpoints are.
+    assert sorted(set(os.listdir(output_dir)) - {MANIFEST_NAME}) == [os.path.basename(path)]
+    if (output_dir / MANIFEST_NAME).exists():
+        assert read_manifest(str(output_dir)).content["records"] == {}
 
 
 @pytest.mark.subprocess  # the holder is a live process

@@ -10,6 +10,7 @@ import statistics
 import pytest
 
 from albert_tf.evaluation.seed_results import seed_directory, summarize_seeds
+from albert_tf.files.run_manifest import read_manifest, update_manifest
 from tests.command_runner import run_command
 from tests.shared_setup import EN8K_MODEL
 from tests.task_harness import glue_sample
@@ -89,13 +90,17 @@ def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_pa
     assert json.loads((output_dir / "seed_results.json").read_text()) == summary
 
     # The table command's RTE cell is that median, beside the paper's (xxlarge, 1.5M steps) 89.2.
-    # The seeds recorded their tiny config, which the table refuses to compare with xxlarge's
-    # numbers; without the records (runs of earlier versions) it reads the cells.
+    # The seeds recorded their tiny config (in each seed's run manifest, and as albert_config.json
+    # beside the checkpoints), which the table refuses to compare with xxlarge's numbers; without
+    # the records (runs of earlier versions) it reads the cells.
     table = run_command("-m albert_tf.paper_tables", f"--runs_dir={tmp_path / 'runs'}",
                         "--model=v1_xxlarge", f"--output={tmp_path / 'table'}")
     assert "seed_1/albert_config.json: num_hidden_layers 2" in table.error_line()
     for seed in (1, 2):
-        os.remove(os.path.join(seed_directory(str(output_dir), seed), "albert_config.json"))
+        directory = seed_directory(str(output_dir), seed)
+        assert read_manifest(directory).record("config")["num_hidden_layers"] == 2
+        os.remove(os.path.join(directory, "albert_config.json"))
+        update_manifest(directory, lambda content: content["records"].pop("config"))
     table = run_command("-m albert_tf.paper_tables", f"--runs_dir={tmp_path / 'runs'}",
                         "--model=v1_xxlarge", f"--output={tmp_path / 'table'}")
     assert table.returncode == 0, table.stderr
@@ -132,19 +137,34 @@ def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "done earlier" in result.stdout  # an old directory: recorded by this run
-    assert json.loads((tmp_path / "seed_recipe.json").read_text()) == {"recipe": first}
+    assert read_manifest(str(tmp_path)).record("seed_recipe") == first
+    assert not (tmp_path / "seed_recipe.json").exists()
     results = (tmp_path / "seed_results.json").read_bytes()
 
     other = [*first[:1], "--task_name=mrpc", *first[2:]]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *other)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip() == (
-        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of another recipe "
-        f"(seed_recipe.json: {' '.join(first)}); this run's is {' '.join(other)}. Its finished "
-        "seeds would be taken as this recipe's: rerun that recipe to resume it, or use another "
-        "--output_dir.")
+        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of the recipe "
+        f"{' '.join(first)} (run_manifest.json); this run has {' '.join(other)} (the arguments "
+        "after --). Give the run's own settings to continue it, or use another --output_dir")
     assert (tmp_path / "seed_results.json").read_bytes() == results
     assert run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first).returncode == 0
+
+
+def test_an_earlier_versions_recorded_recipe_is_checked(tmp_path):
+    """seed_recipe.json of a directory an earlier version ran the seeds in is its recipe; the
+    message names that file, where the directory records it (it has no run_manifest.json)."""
+    first = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
+    (tmp_path / "seed_recipe.json").write_text(json.dumps({"recipe": first}))
+    other = [*first[:1], "--task_name=mrpc", *first[2:]]
+    result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *other)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of the recipe "
+        f"{' '.join(first)} (seed_recipe.json); this run has {' '.join(other)} (the arguments "
+        "after --). Give the run's own settings to continue it, or use another --output_dir")
+    assert sorted(os.listdir(tmp_path)) == ["seed_recipe.json"]
 
 
 def test_a_seed_given_twice_is_refused_before_any_seed_runs(tmp_path):

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE, check_run_config, record_run_config
+from albert_tf.checkpoints.run_config import CONFIG, RUN_CONFIG_FILE, recorded_config
+from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
+                                          require_record, update_manifest)
 from albert_tf.models.config import AlbertConfig
-from albert_tf.tasks.pretraining.objective import (OBJECTIVE_FILE, SENTENCE_OBJECTIVES,
-                                                   check_objective, record_objective)
+from albert_tf.tasks.pretraining.objective import (OBJECTIVE, SENTENCE_OBJECTIVES,
+                                                   SentenceObjectiveError, recorded_objective)
 from albert_tf.tasks.pretraining.task import PretrainingTask, model_inputs, pretraining_dataset_fn
 from albert_tf.training import optimization
 from albert_tf.training.task import EvalSet
@@ -127,33 +129,60 @@ def test_evaluation_names_the_sentence_accuracy_by_its_records(
 
 
 def test_the_recorded_objective_refuses_another(tmp_path):
-    record_objective(str(tmp_path), "nsp")
-    assert json.load(open(tmp_path / OBJECTIVE_FILE)) == {"sentence_objective": "nsp"}
-    check_objective(str(tmp_path), "nsp")
-    record_objective(str(tmp_path), "nsp")  # the same objective again: kept
-    with pytest.raises(ValueError) as raised:
-        check_objective(str(tmp_path), "sop")
-    assert str(raised.value) == (
-        f"--sentence_objective=sop, but {tmp_path} was trained with --sentence_objective=nsp "
-        f"(recorded in {OBJECTIVE_FILE}); rerun with --sentence_objective=nsp or use another "
-        "output directory.")
-    (tmp_path / OBJECTIVE_FILE).write_text('{"sentence_objective": "mlm"}')
-    with pytest.raises(ValueError, match="expected .*sop, nsp, none"):
-        check_objective(str(tmp_path), "sop")
+    source = "--sentence_objective"
+    add_records(str(tmp_path), {OBJECTIVE: ("nsp", source)})
+    assert read_manifest(str(tmp_path)).record("sentence_objective") == "nsp"
+    assert recorded_objective(str(tmp_path)) == "nsp"
+    require_record(read_manifest(str(tmp_path)), OBJECTIVE, "nsp", source)
+    add_records(str(tmp_path), {OBJECTIVE: ("nsp", source)})  # the same objective again: kept
+    for refuse in (lambda: require_record(read_manifest(str(tmp_path)), OBJECTIVE, "sop", source),
+                   lambda: add_records(str(tmp_path), {OBJECTIVE: ("sop", source)})):
+        with pytest.raises(RunManifestError) as raised:
+            refuse()
+        assert str(raised.value) == (
+            f"--output_dir={tmp_path} holds checkpoints trained with --sentence_objective=nsp "
+            "(run_manifest.json); this run has --sentence_objective=sop (--sentence_objective). "
+            "Give the run's own settings to continue it, or use another --output_dir")
+    assert recorded_objective(str(tmp_path)) == "nsp"
+    update_manifest(str(tmp_path),
+                    lambda content: content["records"].update(sentence_objective="mlm"))
+    with pytest.raises(SentenceObjectiveError) as raised:
+        recorded_objective(str(tmp_path))
+    assert str(raised.value) == (f"{tmp_path / 'run_manifest.json'}: the recorded sentence "
+                                 "objective 'mlm' is not one of sop, nsp, none")
+
+
+def test_an_earlier_versions_objective_file_is_read_and_checked(tmp_path):
+    """sentence_objective.json of a directory an earlier version trained (it holds TF's checkpoint
+    state file) is its objective."""
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-2"\n')
+    (tmp_path / "sentence_objective.json").write_text('{"sentence_objective": "nsp"}')
+    assert recorded_objective(str(tmp_path)) == "nsp"
+    with pytest.raises(RunManifestError, match=r"holds checkpoints trained with "
+                                               r"--sentence_objective=nsp"):
+        require_record(read_manifest(str(tmp_path)), OBJECTIVE, "sop", "--sentence_objective")
+    (tmp_path / "sentence_objective.json").write_text('{"sentence_objective": "mlm"}')
+    with pytest.raises(SentenceObjectiveError) as raised:
+        recorded_objective(str(tmp_path))
+    assert str(raised.value) == (f"{tmp_path / 'sentence_objective.json'}: the recorded sentence "
+                                 "objective 'mlm' is not one of sop, nsp, none")
 
 
 def test_the_recorded_config_refuses_another_architecture_but_not_other_dropout(tmp_path):
-    record_run_config(str(tmp_path), tiny_config(), "first.json")
-    record_run_config(str(tmp_path), tiny_config(hidden_dropout_prob=0.1,
-                                                 attention_probs_dropout_prob=0.1), "drop.json")
-    assert json.load(open(tmp_path / RUN_CONFIG_FILE))["hidden_dropout_prob"] == 0.0  # kept
-    with pytest.raises(ValueError) as raised:
-        check_run_config(str(tmp_path), tiny_config(cross_layer_sharing="ffn", vocab_size=9),
-                         "other.json")
+    add_records(str(tmp_path), {CONFIG: (tiny_config().to_dict(), "first.json")})
+    add_records(str(tmp_path), {CONFIG: (tiny_config(hidden_dropout_prob=0.1,
+                                                     attention_probs_dropout_prob=0.1).to_dict(),
+                                         "drop.json")})
+    assert recorded_config(str(tmp_path)).hidden_dropout_prob == 0.0  # kept
+    with pytest.raises(RunManifestError) as raised:
+        require_record(read_manifest(str(tmp_path)), CONFIG,
+                       tiny_config(cross_layer_sharing="ffn", vocab_size=9).to_dict(),
+                       "other.json")
     assert str(raised.value) == (
-        f"other.json differs from the config {tmp_path} was trained with ({RUN_CONFIG_FILE}): "
-        "cross_layer_sharing 'ffn' (recorded 'all'), vocab_size 9 (recorded 8000); use that "
-        "config or another output directory.")
+        f"--output_dir={tmp_path} holds checkpoints trained with the config "
+        "cross_layer_sharing='all', vocab_size=8000 (run_manifest.json); this run has "
+        "cross_layer_sharing='ffn', vocab_size=9 (other.json). Give the run's own settings to "
+        "continue it, or use another --output_dir")
 
 
 def run_pretraining(tmp_path, records, *extra):
@@ -173,7 +202,12 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
     first = run_pretraining(tmp_path, pretraining_records, "--sentence_objective=none",
                             "--num_train_steps=2", "--do_eval", "--eval_sentence_task=sop")
     assert first.returncode == 0, first.stderr
-    assert json.load(open(output_dir / OBJECTIVE_FILE)) == {"sentence_objective": "none"}
+    manifest = read_manifest(str(output_dir))
+    assert manifest.record("sentence_objective") == "none"
+    assert not (output_dir / "sentence_objective.json").exists()
+    assert (AlbertConfig.from_dict(manifest.record("config")).to_dict()
+            == tiny_config().to_dict())
+    # The config is also written beside the checkpoints, as a released model's directory has it.
     assert (AlbertConfig.from_json_file(str(output_dir / RUN_CONFIG_FILE)).to_dict()
             == tiny_config().to_dict())
     # An MLM-only run has no sentence task of its own: its evaluations are named by their records.
@@ -188,9 +222,10 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
                               "--num_train_steps=4")
     assert resumed.returncode == 1
     assert resumed.stderr.strip().splitlines() == [
-        f"run_pretraining: error: --sentence_objective=nsp, but {output_dir} was trained with "
-        f"--sentence_objective=none (recorded in {OBJECTIVE_FILE}); rerun with "
-        "--sentence_objective=none or use another output directory."]
+        f"run_pretraining: error: --output_dir={output_dir} holds checkpoints trained with "
+        "--sentence_objective=none (run_manifest.json); this run has --sentence_objective=nsp "
+        "(--sentence_objective). Give the run's own settings to continue it, or use another "
+        "--output_dir"]
     assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-2")  # no step taken
 
     wider = tmp_path / "wider.json"
@@ -199,9 +234,9 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
                                    "--num_train_steps=4", f"--albert_config_file={wider}")
     assert other_config.returncode == 1
     assert other_config.stderr.strip().splitlines() == [
-        f"run_pretraining: error: {wider} differs from the config {output_dir} was trained with "
-        f"({RUN_CONFIG_FILE}): hidden_size 48 (recorded 32); use that config or another output "
-        "directory."]
+        f"run_pretraining: error: --output_dir={output_dir} holds checkpoints trained with the "
+        "config hidden_size=32 (run_manifest.json); this run has hidden_size=48 "
+        f"({wider}). Give the run's own settings to continue it, or use another --output_dir"]
 
     evaluated = run_pretraining(tmp_path, pretraining_records, "--sentence_objective=none",
                                 "--num_train_steps=2", "--nodo_train", "--do_eval",

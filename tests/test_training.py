@@ -9,16 +9,20 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints.report import CheckpointMismatchError
+from albert_tf.checkpoints.run_directory import RunDirectoryError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
+from albert_tf.files.run_manifest import read_manifest
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.task import ClassifierTask
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training import optimization
 from albert_tf.training.task import EvalSet
-from albert_tf.training.trainer import NonFiniteLossError, RunConfig, Trainer
+from albert_tf.training.trainer import (NonFiniteLossError, RunConfig, TrainedModelError,
+                                        Trainer)
 from tests import numpy_albert
 from tests.shared_setup import (REFERENCE_MAX_PREDICTIONS, REFERENCE_RECORDS, REFERENCE_SEQ_LENGTH,
                                 tiny_config)
@@ -189,14 +193,55 @@ def test_bfloat16_with_xla_trains(tmp_path):
         keras.mixed_precision.set_global_policy("float32")
 
 
-def test_resume_falls_back_to_newest_checkpoint_when_state_names_a_renamed_one(tmp_path):
+def test_resume_continues_from_the_last_trained_checkpoint_the_sweep_renamed(tmp_path):
+    """The GLUE sweep renames its best checkpoint to model.ckpt-best; where that was the last
+    trained one, a rerun resumed from an older checkpoint (the TF state file named the renamed
+    one), losing the steps after it. The run manifest records the checkpoint under its new name."""
+    first = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2, iterations_per_loop=2)
+    first.train(synthetic_dataset_fn())
+    assert read_manifest(str(tmp_path)).trained == {"step": 4, "checkpoint": "model.ckpt-4"}
+    sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 0.9 if prefix.endswith("4") else 0.5},
+                      "acc", log=lambda m: None, policy=SweepPolicy.glue(train_step=4))
+    assert not (tmp_path / "model.ckpt-4.index").exists()
+    assert read_manifest(str(tmp_path)).trained == {"step": 4, "checkpoint": "model.ckpt-best"}
+    resumed = make_trainer(tmp_path, steps=6, save_checkpoints_steps=2)
+    assert resumed.latest_checkpoint().endswith("model.ckpt-best")
+    assert "Resumed from" in resumed.initialize() and resumed.global_step == 4
+
+
+def test_an_earlier_versions_renamed_last_checkpoint_is_resumed_and_a_lost_one_refused(tmp_path):
+    """A directory of an earlier version (no manifest): its best_trial.txt says which step
+    model.ckpt-best is, the TF state file which step was trained last. A checkpoint renamed by
+    hand (not by the sweep) is refused: no silent restart from an older checkpoint."""
     first = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2, iterations_per_loop=2)
     first.train(synthetic_dataset_fn())
     for suffix in (".index", ".data-00000-of-00001"):  # what the GLUE sweep's rename does
         os.rename(tmp_path / f"model.ckpt-4{suffix}", tmp_path / f"model.ckpt-best{suffix}")
-    resumed = make_trainer(tmp_path, steps=4, save_checkpoints_steps=2)
-    assert resumed.latest_checkpoint().endswith("model.ckpt-2")
-    assert "Resumed from" in resumed.initialize() and resumed.global_step == 2
+    with pytest.raises(RunDirectoryError, match=r"was trained to step 4 \(run_manifest.json\), "
+                                                r"but its checkpoint .*model.ckpt-4 is gone"):
+        make_trainer(tmp_path, steps=4, save_checkpoints_steps=2).latest_checkpoint()
+    (tmp_path / "run_manifest.json").unlink()  # as an earlier version left it
+    (tmp_path / "best_trial.txt").write_text("4:4:0.9")
+    resumed = make_trainer(tmp_path, steps=6, save_checkpoints_steps=2)
+    assert resumed.latest_checkpoint().endswith("model.ckpt-best")
+    assert "Resumed from" in resumed.initialize() and resumed.global_step == 4
+
+
+def test_training_from_scratch_over_a_trained_model_is_refused(tmp_path):
+    """A directory holding a best checkpoint but nothing to resume from (its numbered checkpoints
+    gone): training there would start again from other weights beside it."""
+    first = make_trainer(tmp_path, steps=2, save_checkpoints_steps=2, iterations_per_loop=2)
+    first.train(synthetic_dataset_fn())
+    for suffix in (".index", ".data-00000-of-00001"):
+        os.rename(tmp_path / f"model.ckpt-2{suffix}", tmp_path / f"model.ckpt-best{suffix}")
+    (tmp_path / "run_manifest.json").unlink()
+    (tmp_path / "checkpoint").unlink()
+    again = make_trainer(tmp_path, steps=2)
+    assert again.latest_checkpoint() is None
+    with pytest.raises(TrainedModelError, match=rf"{tmp_path} holds its best checkpoint "
+                                                r".*model.ckpt-best, but no checkpoint to continue "
+                                                r"its training from"):
+        again.initialize()
 
 
 def test_warm_start_from_another_tasks_checkpoint_reports_the_heads_left_random(tmp_path):

@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.files.output_record import RECORD_NAME
 from albert_tf.training import input_pipeline
 from albert_tf.training.input_pipeline import EpochOrder, record_train_dataset_fn
 from tests.command_runner import run_command
 from tests.shared_setup import DROPOUT, EN8K_MODEL, GLUE_DIR, tiny_config
+from tests.test_resume_dropout import copy_killed_run_manifest
 
 # -- the pipeline ---------------------------------------------------------------------------------
 
@@ -322,8 +322,7 @@ def test_run_classifier_on_a_sorted_file_resumes_exactly(tmp_path, monkeypatch, 
     resumed.mkdir()
     for path in full.glob("model.ckpt-3.*"):
         shutil.copy(path, resumed / path.name)
-    shutil.copy(full / "label_list.json", resumed / "label_list.json")
-    shutil.copy(full / RECORD_NAME, resumed / RECORD_NAME)  # the killed run wrote it first
+    copy_killed_run_manifest(full, resumed, 3)
     result = run_command("run_classifier.py", *flags, f"--output_dir={resumed}")
     assert result.returncode == 0, result.stderr[-4000:]
     assert "model.ckpt-3 at step 3." in result.stdout

@@ -17,9 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints.files import check_data_shards, resolve_checkpoint_path
+from albert_tf.checkpoints.files import check_data_shards
+from albert_tf.checkpoints.run_directory import resolve_checkpoint_path
 from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
 from albert_tf.errors.user_error import MissingFileError, UserError
+from albert_tf.files.run_manifest import read_manifest
 from albert_tf.files.text_lines import (iter_file_lines, line_number_at, split_lines,
                                         tab_or_line_break)
 from albert_tf.tasks.classification.task import write_predictions as write_classifier_predictions
@@ -447,7 +449,7 @@ def test_run_classifier_refuses_repeated_test_ids_before_any_work(tmp_path, mode
     assert result.error_line() == (f"run_classifier: error: {test}:3: column 'id': id 'a' appears "
                                    "twice, on lines 1 and 3; ids must be unique: they name the "
                                    "predictions in submit_results.tsv")
-    assert not (out / "label_list.json").exists()
+    assert not read_manifest(str(out)).has_record("label_set")
 
 
 def test_run_ner_reads_a_raw_line_separator_in_a_token(tmp_path, model_flags):
