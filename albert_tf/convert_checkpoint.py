@@ -128,8 +128,9 @@ from albert_tf.files.run_files import (  # noqa: E402
     NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
-from albert_tf.files.run_manifest import MANIFEST_NAME, manifest_path  # noqa: E402
-from albert_tf.tasks.classification.heads_record import is_recorded, recorded_heads  # noqa: E402
+from albert_tf.files.run_manifest import MANIFEST_NAME, manifest_path, read_manifest  # noqa: E402
+from albert_tf.tasks.classification.heads_record import (  # noqa: E402
+    HEADS, is_recorded, recorded_heads)
 from albert_tf.tasks.classification.model import (  # noqa: E402
     EARLY_EXIT_SCOPE, AlbertClassifierModel)
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel  # noqa: E402
@@ -220,7 +221,8 @@ def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
     where = ("a TF1 checkpoint keeps them under these names, which run_classifier.py --early_exit "
              "--early_exit_heads=shared reads so" if target == "reference" else
              "the Hugging Face format has no place for them")
-    print(f"{record} records shared early-exit heads ({MANIFEST_NAME}): "
+    print(f"{record} records shared early-exit heads "
+          f"({os.path.basename(read_manifest(record).where(HEADS.key))}): "
           f"output_weights and output_bias are the classifier of every layer; {where}.")
     return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 

@@ -200,6 +200,6 @@ def run_files() -> RunFiles:
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, checks=[lambda: check_run_files(run_files()),
-                                     lambda: check_recipe(flags.FLAGS.output_dir, _RECIPE)],
+    error_boundary.run(main, checks=[lambda: check_recipe(flags.FLAGS.output_dir, _RECIPE),
+                                     lambda: check_run_files(run_files())],
                        flags_parser=_parse, when_stopped=SEEDS_STOPPED)

@@ -148,7 +148,8 @@ def test_the_run_manifest_beside_the_source_is_read_before_any_work(tmp_path):
     update_manifest(str(run), lambda content: content["records"].update(classifier_heads="many"))
     result = convert(f"--albert_config_file={config_file}", f"--checkpoint={run}",
                      f"--output_dir={tmp_path / 'out'}")
-    assert_one_line_error(result, f"{run}: the recorded classifier_heads 'many' is not null")
+    assert_one_line_error(result, f"{run}/run_manifest.json: the recorded kind of classifier "
+                                  "'many' is not null")
     assert result.stdout == ""
     assert not os.path.exists(tmp_path / "out") or not os.listdir(tmp_path / "out")
 

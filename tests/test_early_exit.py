@@ -572,12 +572,13 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
                 check_heads(str(directory), other)
             assert str(raised.value) == (
                 f"--output_dir={directory} holds a classifier trained {describe(heads)} "
-                f"(run_manifest.json); this run has {describe(other)} (its early-exit flags). "
-                "Give the run's own settings to continue it, or use another --output_dir")
+                f"(run_manifest.json); this run has a classifier {describe(other)} (its "
+                "early-exit flags). Give the run's own settings to continue it, or use another "
+                "--output_dir")
     (tmp_path / "bad").mkdir()
     update_manifest(str(tmp_path / "bad"),
                     lambda content: content["records"].update(classifier_heads="many"))
-    with pytest.raises(HeadsMismatch, match="the recorded classifier_heads 'many' is not null"):
+    with pytest.raises(HeadsMismatch, match="the recorded kind of classifier 'many' is not null"):
         check_heads(str(tmp_path / "bad"), None)
     # A directory of an earlier version (TF's checkpoint state file): its classifier_heads.json.
     earlier = tmp_path / "earlier"
@@ -589,7 +590,8 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
                                                "--early_exit_heads=shared"):
         check_heads(str(earlier), None)
     (earlier / "classifier_heads.json").write_text('{"early_exit": "many"}')
-    with pytest.raises(HeadsMismatch, match="the recorded classifier_heads 'many' is not null"):
+    with pytest.raises(HeadsMismatch, match="classifier_heads.json: the recorded kind of "
+                                            "classifier 'many' is not null"):
         check_heads(str(earlier), None)
     (earlier / "classifier_heads.json").write_text('{"early_exit": ')
     with pytest.raises(EarlierLayoutError, match="classifier_heads.json is not valid JSON"):
@@ -666,16 +668,16 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
                           "--early_exit_heads=shared")
     assert refused.error_line() == (
         f"run_classifier: error: --output_dir={output_dir} holds a classifier trained without "
-        "--early_exit (run_manifest.json); this run has with --early_exit "
+        "--early_exit (run_manifest.json); this run has a classifier with --early_exit "
         "--early_exit_heads=shared (its early-exit flags). Give the run's own settings to "
         "continue it, or use another --output_dir")
     assert sorted(os.listdir(output_dir)) == before
     assert read_manifest(str(output_dir)).content == manifest.content
     update_manifest(str(output_dir),
                     lambda content: content["records"].update(classifier_heads="separate"))
-    for other, named in ((["--do_eval"], "this run has without --early_exit"),
+    for other, named in ((["--do_eval"], "this run has a classifier without --early_exit"),
                          (["--do_train", "--early_exit", "--early_exit_heads=shared"],
-                          "this run has with --early_exit --early_exit_heads=shared")):
+                          "this run has a classifier with --early_exit --early_exit_heads=shared")):
         refused = run_command("run_classifier.py", *flags, *other)
         assert "trained with --early_exit --early_exit_heads=separate" in refused.error_line()
         assert named in refused.error_line()

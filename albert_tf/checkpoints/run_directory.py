@@ -81,9 +81,11 @@ def trained_checkpoint(directory: str,
 
 
 def record_trained(directory: str, step: int, prefix: str) -> None:
-    """Records that training reached ``step``, its checkpoint at ``prefix`` (in ``directory``)."""
+    """Records that training reached ``step``, its checkpoint at ``prefix`` (in ``directory``),
+    unless a later step is recorded already (a training job beside this evaluation job)."""
     def change(content: dict) -> None:
-        content["trained"] = {"step": int(step), "checkpoint": os.path.basename(prefix)}
+        if (content.get("trained") or {}).get("step", -1) <= step:
+            content["trained"] = {"step": int(step), "checkpoint": os.path.basename(prefix)}
 
     update_manifest(directory, change)
 

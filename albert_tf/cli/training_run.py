@@ -24,6 +24,7 @@ from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
 from albert_tf.files import run_lock
+from albert_tf.files.earlier_layouts import RECORD_FILE_NAMES
 from albert_tf.files.paths import absolute_path, path_identity
 from albert_tf.files.run_manifest import Record, add_records, read_manifest, require_record
 from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
@@ -80,7 +81,8 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                + fixed_outputs(output_dir, [] if _reads_run_config(settings)
                                else [RUN_CONFIG_FILE], touched=settings.do_train,
                                needs_record=False)
-               + fixed_outputs(output_dir, lock_names, needs_record=False))
+               + fixed_outputs(output_dir, lock_names, needs_record=False)
+               + fixed_outputs(output_dir, RECORD_FILE_NAMES, needs_record=False, touched=False))
     if settings.tflite_file:
         outputs += (Output("--tflite_file", settings.tflite_file),)
     read = inputs(("--albert_config_file", settings.albert_config_file),

@@ -44,7 +44,7 @@ from albert_tf.checkpoints.files import (BEST_CHECKPOINT_NAME, TF2_CHECKPOINT_NA
 from albert_tf.checkpoints.run_directory import settled_best
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import atomic_write_text
-from albert_tf.files.run_manifest import MANIFEST_NAME, read_manifest, update_manifest
+from albert_tf.files.run_manifest import read_manifest, update_manifest
 
 BEST_PREFIX = BEST_CHECKPOINT_NAME
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -102,7 +102,8 @@ def check_eval_data(directory: str, eval_data: Mapping[str, str], policy: SweepP
     start afresh (nothing recorded, or, for a policy that is not ``resumable_only``, other data).
     EvalDataChanged (naming both) for a ``resumable_only`` policy and other data: the resumed sweep
     would report a best checkpoint chosen on the earlier data as this run's."""
-    state = read_manifest(directory).sweep(evaluation)
+    manifest = read_manifest(directory)
+    state = manifest.sweep(evaluation)
     recorded = state.get("eval_data")
     if "last_step" not in state:
         return False
@@ -111,7 +112,7 @@ def check_eval_data(directory: str, eval_data: Mapping[str, str], policy: SweepP
     if not policy.resumable_only:
         return False
     raise EvalDataChanged(
-        f"{os.path.join(directory, MANIFEST_NAME)}: the checkpoints in this directory were "
+        f"{manifest.where_sweep(evaluation)}: the checkpoints in this directory were "
         f"evaluated on {_describe(recorded)}; this run evaluates {_describe(eval_data)} (another "
         "evaluation file, or other feature settings such as --max_seq_length). Resuming its sweep "
         "would report a best checkpoint chosen on the earlier data. Give the earlier evaluation "

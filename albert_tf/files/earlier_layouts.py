@@ -12,8 +12,8 @@ Before the manifest, a run directory kept each fact in a file of its own:
 - ``best_results[_<name>].json`` ``{"selection_metric", "best_step", "metrics"}``: the best.
 
 ``read_earlier_layout`` turns what a directory holds of those into the manifest's sections (in a
-directory that holds one of ``_MARKERS``: elsewhere those names are the user's files); the files
-stay where they are (the manifest written by the directory's next run supersedes them). The
+directory that holds one of ``_MARKERS``: elsewhere names such as best_results.json are the
+user's files); the files stay where they are (the manifest written by the directory's next run supersedes them). The
 best's fingerprint is not known (None): the first run of the new version takes model.ckpt-best as
 it finds it. The last trained step is read from the checkpoints themselves
 (albert_tf/checkpoints/run_directory.py).
@@ -40,8 +40,10 @@ _RECORD_FILES = {  # record key: (file, the key inside it; None: the whole objec
 OUTPUT_RECORD = ".albert_tf_outputs.json"
 BEST_TRIAL_FILE = "best_trial.txt"
 # What every run directory of an earlier version holds one of: the output record, TF's checkpoint
-# state file (every training run), run_seeds' recipe.
-_MARKERS = {OUTPUT_RECORD, "checkpoint", "seed_recipe.json"}
+# state file (every training run), or a record file no user's file is named like.
+_MARKERS = {OUTPUT_RECORD, "checkpoint", BEST_TRIAL_FILE,
+            *(_RECORD_FILES[key][0] for key in ("classifier_heads", "sentence_objective",
+                                                "seed_recipe"))}
 _NAMED = re.compile(r"^(eval_data|best_results|eval_results)(?:_(?P<name>.+))?\.(json|txt)$")
 _STEP_LINE = re.compile(r"^global_step = ([0-9.eE+-]+)$", re.MULTILINE)
 
@@ -63,6 +65,17 @@ def _read_json(path: str) -> Any:
 def record_file(key: str) -> str:
     """The file an earlier version kept the record ``key`` in."""
     return _RECORD_FILES[key][0]
+
+
+# The files earlier versions wrote in a run directory that this one writes no more: declared by the
+# commands all the same, so that no output named by a flag lands on one.
+RECORD_FILE_NAMES = (*(name for name, _ in _RECORD_FILES.values() if name != "albert_config.json"),
+                     OUTPUT_RECORD, "eval_data*.json")
+
+
+def eval_data_file(evaluation: str = "") -> str:
+    """The file an earlier version kept the evaluation data of the sweep ``evaluation`` in."""
+    return f"eval_data_{evaluation}.json" if evaluation else "eval_data.json"
 
 
 def _records(directory: str, present: set[str]) -> dict[str, Any]:

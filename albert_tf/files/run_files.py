@@ -395,6 +395,7 @@ def check_run_files(files: RunFiles) -> None:
     """The pre-flight check of a command's declaration (see the module doc): OutputPathError (a
     UserError) naming the paths, before anything is written. Creates the work directories and,
     once every check passed, records the run's fixed names in each directory's run manifest."""
+    files = files + RunFiles(outputs=_manifests(files))
     _check_outputs_spare_inputs(files)
     _check_outputs_apart(files)
     _check_flag_outputs_spare_checkpoints(files)
@@ -405,6 +406,19 @@ def check_run_files(files: RunFiles) -> None:
     for directory, outputs in by_directory.items():
         _own(directory, {os.path.basename(output.path) for output in outputs
                          if output.needs_record})
+
+
+def _manifests(files: RunFiles) -> tuple[Output, ...]:
+    """The run manifest of every directory the run writes fixed names in that it records there:
+    an output of the run too, so that no other output lands on it."""
+    found: dict[tuple, Output] = {}
+    for output in files.outputs:
+        if output.fixed and output.needs_record:
+            directory = _parent(output.path)
+            found.setdefault(path_identity(directory), Output(
+                f"{MANIFEST_NAME} (written in {output.within})", manifest_path(directory),
+                within=output.within, needs_record=False))
+    return tuple(found.values())
 
 
 def _own(directory: str, names: set[str]) -> None:

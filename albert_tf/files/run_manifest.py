@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 from typing import Any, Callable
 
 import tensorflow as tf
@@ -98,6 +99,12 @@ class RunManifest:
         if self.exists:
             return manifest_path(self.directory)
         return tf.io.gfile.join(self.directory, earlier_layouts.record_file(key))
+
+    def where_sweep(self, evaluation: str = "") -> str:
+        """The file the state of the sweep ``evaluation`` was read from (see ``where``)."""
+        if self.exists:
+            return manifest_path(self.directory)
+        return tf.io.gfile.join(self.directory, earlier_layouts.eval_data_file(evaluation))
 
     @property
     def trained(self) -> dict | None:
@@ -179,7 +186,8 @@ def require_record(manifest: RunManifest, record: Record, value: Any, source: st
     if difference is not None:
         raise RunManifestError(
             f"{what}={manifest.directory} holds {record.noun} {difference[0]} "
-            f"({MANIFEST_NAME}); this run has {difference[1]} ({source}). Give the run's own "
+            f"({os.path.basename(manifest.where(record.key))}); this run has {difference[1]} "
+            f"({source}). Give the run's own "
             f"settings to continue it, or use another {what}")
 
 

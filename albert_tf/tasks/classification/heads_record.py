@@ -42,7 +42,7 @@ def describe(heads: str | None) -> str:
 
 
 def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
-    return None if value == recorded else (describe(recorded), describe(value))
+    return None if value == recorded else (describe(recorded), f"a classifier {describe(value)}")
 
 
 HEADS = Record("classifier_heads", "a classifier trained", _difference)
@@ -51,10 +51,12 @@ HEADS = Record("classifier_heads", "a classifier trained", _difference)
 def recorded_heads(output_dir: str) -> str | None:
     """The early-exit heads recorded in ``output_dir`` (None: ordinary, or no record; see
     ``is_recorded``). HeadsMismatch for a record that is not one."""
-    heads = read_manifest(output_dir).record(HEADS.key)
+    manifest = read_manifest(output_dir)
+    heads = manifest.record(HEADS.key)
     if heads is not None and heads not in EARLY_EXIT_HEADS:
-        raise HeadsMismatch(f"{output_dir}: the recorded classifier_heads {heads!r} is not null, "
-                            "\"separate\" or \"shared\"; run_classifier records it")
+        raise HeadsMismatch(f"{manifest.where(HEADS.key)}: the recorded kind of classifier "
+                            f"{heads!r} is not null, \"separate\" or \"shared\"; run_classifier "
+                            "records it")
     return heads
 
 
