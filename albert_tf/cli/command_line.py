@@ -16,7 +16,8 @@ so that ``--help`` and a flag mistake are answered in a fraction of a second ins
   first, then the shared ones by group, then absl's logging flags, and exits with status 0 (also
   when its reader stops early, ``--help | head``: the rest is discarded, no traceback);
 - a misspelt flag or a bad value ends in ``<program>: error: <absl's message, with its "Did you
-  mean" suggestion>`` and exit status 1;
+  mean" suggestion>`` and exit status 1; so does a float flag given ``nan`` or ``inf``
+  (``check_finite_floats``), in every command;
 - TensorFlow is then imported with the lines its C++ libraries print while loading (oneDNN notices,
   "Could not find cuda drivers", a CUDA "failed call to cuInit" error on machines without a GPU)
   held back, and ``TF_CPP_MIN_LOG_LEVEL`` defaults to 2 (TensorFlow's C++ INFO and WARNING lines
@@ -35,6 +36,7 @@ Imported as a module (by tests), ``parse_before_imports`` does nothing.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -110,7 +112,9 @@ def parse_before_imports(module_name: str,
     (exit 0), parses the flags with ``parser`` and runs ``checks`` (functions of the flags alone
     that raise ``app.UsageError``; a mistake: one line, exit 1), exits 0 there for absl's
     ``--only_check_args`` (a job script's flags checked in a fraction of a second), then imports
-    TensorFlow quietly. Does nothing for an imported module."""
+    TensorFlow quietly. Does nothing for an imported module.
+
+    Every float flag given is checked to be finite (``check_finite_floats``) before ``checks``."""
     if module_name != "__main__":
         return
     _stop_at_once_while_starting()
@@ -119,13 +123,30 @@ def parse_before_imports(module_name: str,
         print_and_exit(help_text(sys.modules["__main__"].__doc__))
     parser(sys.argv)
     try:
-        for check in checks:
+        for check in (check_finite_floats, *checks):
             check()
     except app.UsageError as error:
         exit_with_message(str(error))
     if flags.FLAGS["only_check_args"].value:
         sys.exit(0)
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
+
+
+def check_finite_floats() -> None:
+    """UsageError ``flag --<name>=nan: expected a finite value`` for a float flag given NaN or an
+    infinity (``nan``, ``inf``, ``-inf``, in any case), in every command, whatever the flag's own
+    range check: NaN passes every comparison (absl's ``lower_bound`` lets it through, and a
+    run went on with it, e.g. run_classifier's --patience_tolerance chose an arbitrary patience
+    and wrote NaN into a JSON file), and no float flag of albert_tf gives either a meaning. Only
+    a value given (on the command line or in a --flagfile) is checked: a default may be NaN for
+    "unset" (run_classifier's --threshold_to_export), but NaN given explicitly is refused like
+    any other non-finite value."""
+    values = flags.FLAGS
+    for name in values:
+        flag = values[name]
+        if (flag.present and isinstance(flag.parser, flags.FloatParser)
+                and not math.isfinite(flag.value)):
+            raise app.UsageError(f"flag --{flag.name}={flag.value}: expected a finite value")
 
 
 def _stop_at_once_while_starting() -> None:
