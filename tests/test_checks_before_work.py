@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from albert_tf.tasks.classification.recipes import GLUE_TASK_NAMES
+from albert_tf.tasks.classification.recipes import GLUE_TASK_NAMES, REGRESSION_TASKS
 from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
@@ -216,6 +216,8 @@ def test_a_commands_flag_mistake_is_refused_before_any_work(tmp_path, module, ar
 def test_the_glue_task_names_known_before_tensorflow_are_data_preps_tasks():
     from data_prep.classification.glue_tasks import GLUE_TASKS
     assert sorted(GLUE_TASK_NAMES) == sorted(GLUE_TASKS)
+    assert sorted(REGRESSION_TASKS) == sorted(
+        name for name, task in GLUE_TASKS.items() if task.is_regression)
 
 
 # ------------------------------------------------------------------------------------------------
