@@ -118,7 +118,7 @@ _SQUAD_COMMON = ("--doc_stride=128 --max_query_length=64 --warmup_proportion=0.1
                  "--save_checkpoints_steps=1000 --do_lower_case")
 _RACE = ("--train_batch_size=32 --train_step=12000 --warmup_step=1000 --max_seq_length=512 "
          "--max_qa_length=128 --save_checkpoints_steps=100 --dropout_prob=0.1 --optimizer=adamw "
-         "--do_lower_case")
+         "--do_lower_case --do_train --do_eval")
 
 
 @pytest.mark.subprocess
