@@ -28,8 +28,10 @@ Ctrl-C and SIGTERM while the command starts (its flags parsed, TensorFlow and th
 imported), before the error boundary runs its main (albert_tf/cli/error_boundary.py), end it at
 once with one line, ``<program>: stopped by SIGTERM while starting; nothing was written``, and
 the shell's status of such a stop (130, 143): no traceback of the import they interrupted (Ctrl-C)
-and not a silent exit (SIGTERM). ``start_up_over`` gives both signals back their handlers; a
-signal the command was started with ignored (``nohup``, a shell's background job) stays ignored.
+and not a silent exit (SIGTERM). ``start_up_over`` gives both signals back their handlers, but
+for one the error boundary has set already (its SIGTERM handler, set first so that no SIGTERM
+meets the default action in between); a signal the command was started with ignored (``nohup``,
+a shell's background job) stays ignored while it starts.
 
 Imported as a module (by tests), ``parse_before_imports`` does nothing.
 """
@@ -166,11 +168,19 @@ def _stopped_while_starting(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
+def handler_before_start_up(signum: int) -> Any:
+    """The handler signal ``signum`` had before the command started (what it is now if the
+    start-up left it alone)."""
+    return _handlers_before_start_up.get(signum, signal.getsignal(signum))
+
+
 def start_up_over() -> None:
-    """Ctrl-C and SIGTERM get back the handlers they had before the command started (the error
-    boundary calls it before its checks and main, and then handles them itself)."""
+    """Ctrl-C and SIGTERM get back the handlers they had before the command started, unless a
+    handler was set in place of the start-up one since: the error boundary sets its SIGTERM
+    handler first, then calls this before its checks and main, and handles both from then on."""
     for signum, handler in _handlers_before_start_up.items():
-        signal.signal(signum, handler)
+        if signal.getsignal(signum) is _stopped_while_starting:
+            signal.signal(signum, handler)
     _handlers_before_start_up.clear()
 
 
