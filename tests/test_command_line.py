@@ -264,7 +264,8 @@ def test_a_nan_default_is_not_a_value_given():
     it passes the checks, one giving nan is refused."""
     job = ("--task_name=rte", "--data_dir=glue", "--do_train", "--output_dir=out",
            "--albert_config_file=config.json", "--spm_model_file=30k-clean.model")
-    assert command_runner.run_command("run_classifier.py", *job, "--only_check_args").returncode == 0
+    accepted = command_runner.run_command("run_classifier.py", *job, "--only_check_args")
+    assert accepted.returncode == 0, accepted.stderr
     refused = command_runner.run_command("run_classifier.py", *job, "--threshold_to_export=NaN",
                                          "--only_check_args")
     assert refused.error_line() == ("run_classifier: error: flag --threshold_to_export=nan: "

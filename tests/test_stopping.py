@@ -137,7 +137,8 @@ def test_sigterm_while_a_training_script_loads_is_one_line_and_leaves_no_tempora
     assert written[0].startswith(".sst-2_train_")
     assert returncode == 143, stderr
     assert "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1] == f"run_classifier: stopped by SIGTERM; {TRAINING_STOPPED}"
+    assert stderr.strip().splitlines()[-1] == (
+        f"run_classifier: stopped by SIGTERM; {TRAINING_STOPPED}")
     assert temporaries(output_dir) == [] and not list(output_dir.glob("model.ckpt-*"))
 
 
