@@ -31,8 +31,8 @@ import os
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
-from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, glue_recipe,
-                                                    unknown_task_message)
+from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, REGRESSION_TASKS,
+                                                    glue_recipe, unknown_task_message)
 
 FLAGS = flags.FLAGS
 
@@ -143,15 +143,29 @@ def check_flags() -> None:
 
 
 def check_early_exit() -> None:
-    """The early-exit flags need --early_exit; --patience and --inference_layers are two ways
-    of stopping (give one)."""
+    """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
+    be ignored on a classification, whose prediction is unchanged when its class is); --patience
+    and --inference_layers are two ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in _EARLY_EXIT_FLAGS:
             if FLAGS[name].present:
                 raise app.UsageError(f"--{name} applies to --early_exit models only.")
+    if FLAGS["regression_threshold"].present and not is_regression():
+        task = ("your files are a classification (--task_type=classification)" if uses_own_files()
+                else f"--task_name={FLAGS.task_name} is a classification")
+        raise app.UsageError("--regression_threshold applies to a regression (--task_type="
+                             f"regression on your files, or --task_name=sts-b); {task}.")
     if FLAGS.patience is not None and FLAGS.inference_layers is not None:
         raise app.UsageError("--patience stops each example when its prediction settles, "
                              "--inference_layers at a fixed depth: give one or the other.")
+
+
+def is_regression() -> bool:
+    """Whether the run is a regression: your files with --task_type=regression, or the GLUE task
+    STS-B."""
+    if uses_own_files():
+        return FLAGS.task_type == "regression"
+    return FLAGS.task_name.lower() in REGRESSION_TASKS
 
 
 # --help, flag mistakes: before TensorFlow loads
@@ -459,4 +473,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED)

@@ -208,4 +208,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED)

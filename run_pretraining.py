@@ -175,13 +175,14 @@ def main(argv):
         elif settings.do_train:
             trainer.initialize(init, settings.init_from_group0,
                                config_file=settings.albert_config_file)
-            trainer.train(pretraining_dataset_fn(list(own.train_files), settings.max_seq_length,
-                                                 own.max_predictions_per_seq, is_training=True,
-                                                 seed=settings.input_seed))
+            with error_boundary.sigterm_ends_at_once():
+                trainer.train(pretraining_dataset_fn(
+                    list(own.train_files), settings.max_seq_length, own.max_predictions_per_seq,
+                    is_training=True, seed=settings.input_seed))
         if settings.do_eval:
             evaluate(trainer, settings, own)
     print(f"Checkpoints and TensorBoard logs (train/, eval/) are in {trainer.config.output_dir}")
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED)

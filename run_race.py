@@ -1,9 +1,11 @@
 """Fine-tunes ALBERT on RACE (4-way multiple choice) with the reference's flags and defaults.
 
-The defaults are the paper's recipe for the v2 models (--print_recipe prints it on one line;
---print_recipe --recipe_model_version=v1 the v1 models', which differs in the learning rate); the
-encoder's dropout comes from the config. --do_train and --do_eval are on by default, as in the
-reference.
+The defaults are the paper's recipe for the v2 models (--print_recipe prints it on one line, with
+--do_train --do_eval; --print_recipe --recipe_model_version=v1 the v1 models', which differs in the
+learning rate); the encoder's dropout comes from the config. --do_train, --do_eval and --do_predict
+are off by default, as in the other scripts: give the steps to run (the reference's run_race turns
+--do_train and --do_eval on, so that its --do_predict alone would first train on toward
+--train_step).
 
 - --do_train trains from --init_checkpoint (resuming from the latest checkpoint in --output_dir);
 - --do_eval evaluates every checkpoint on the dev split, reporting accuracy for all questions and
@@ -40,7 +42,7 @@ flags.DEFINE_integer("num_keep_checkpoint", 5, "[Reference flag, unused] Every c
 flag_definitions.define(
     *flag_definitions.FINE_TUNING_FLAGS, "task_name", "train_step", "warmup_step", "dropout_prob",
     "max_qa_length", "middle_only", "high_only", "skip_invalid",
-    task_name="race", do_train=True, do_eval=True, learning_rate=1e-5, train_step=12000,
+    task_name="race", learning_rate=1e-5, train_step=12000,
     warmup_step=1000, save_checkpoints_steps=100, keep_checkpoint_max=0)
 flags.DEFINE_enum("recipe_model_version", "v2", list(MODEL_VERSIONS), "[albert_tf] The recipe "
                   "--print_recipe prints: the paper's for the v1 models (learning rate 2e-5) or "
@@ -201,4 +203,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED)

@@ -61,8 +61,7 @@ flag_definitions.define(
 flag_definitions.check_ranges(
     num_train_epochs=flag_definitions.POSITIVE, warmup_proportion=flag_definitions.FRACTION,
     n_best_size=flag_definitions.AT_LEAST_ONE, max_answer_length=flag_definitions.AT_LEAST_ONE,
-    start_n_top=flag_definitions.AT_LEAST_ONE, end_n_top=flag_definitions.AT_LEAST_ONE,
-    null_score_diff_threshold=flag_definitions.FINITE)
+    start_n_top=flag_definitions.AT_LEAST_ONE, end_n_top=flag_definitions.AT_LEAST_ONE)
 flag_definitions.check_tflite_flags()
 flags.register_multi_flags_validator(
     ["tflite_file", "version_2_with_negative"],
@@ -272,4 +271,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED, catch_sigterm=False)
+    error_boundary.run(main, when_stopped=error_boundary.TRAINING_STOPPED)

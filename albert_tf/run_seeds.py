@@ -38,9 +38,9 @@ flag_definitions.check_seed_list()
 # The flags the driver sets for each seed; the recipe given after -- must leave them out.
 DRIVER_FLAGS = ("output_dir", "seed", "input_seed")
 # Each script run_seeds runs: the flag of its checkpoint sweep, which writes the best_results.json
-# that run_seeds summarises, and that flag's default.
-SWEEP_FLAGS = {"run_classifier": ("do_eval", False), "run_race": ("do_eval", True),
-               "run_squad": ("do_predict", False), "run_ner": ("do_eval", False)}
+# that run_seeds summarises (off by default in every script).
+SWEEP_FLAGS = {"run_classifier": "do_eval", "run_race": "do_eval", "run_squad": "do_predict",
+               "run_ner": "do_eval"}
 _TRUE, _FALSE = ("true", "t", "1"), ("false", "f", "0")
 
 
@@ -77,10 +77,10 @@ def _script_name(recipe: list[str]) -> str:
     return os.path.splitext(os.path.basename(recipe[0]))[0]
 
 
-def _flag_value(flag_arguments: list[str], name: str, default: bool) -> bool:
+def _flag_value(flag_arguments: list[str], name: str) -> bool:
     """The value of the boolean flag ``name`` the recipe sets (the last setting counts, as in
-    absl); ``default`` when it sets none."""
-    value = default
+    absl); False (its default) when it sets none."""
+    value = False
     for argument in flag_arguments:
         given, has_value, text = argument.lstrip("-").partition("=")
         if given == f"no{name}" and not has_value:
@@ -117,8 +117,8 @@ def recipe_command(recipe: list[str]) -> list[str]:
         if name in DRIVER_FLAGS:
             raise app.UsageError(f"the recipe sets --{name}, which run_seeds sets for each seed: "
                                  "leave it out")
-    sweep_flag, default = SWEEP_FLAGS[script]
-    if not _flag_value(flag_arguments, sweep_flag, default):
+    sweep_flag = SWEEP_FLAGS[script]
+    if not _flag_value(flag_arguments, sweep_flag):
         other = "do_eval" if sweep_flag == "do_predict" else None
         hint = (f" ({script} has no --{other}: its sweep is --{sweep_flag})"
                 if other and any(argument.lstrip("-").split("=", 1)[0] == other

@@ -5,8 +5,8 @@
 #
 # The recipe's flags: RACE_RECIPES of albert_tf/tasks/multiple_choice/recipes.py, printed by
 # run_race.py --print_recipe --recipe_model_version=MODEL_VERSION: v2 (the default, for the v2
-# models: learning rate 1e-5) or v1 (the v1 models: 2e-5). The encoder's dropout comes from the
-# config.
+# models: learning rate 1e-5) or v1 (the v1 models: 2e-5), with --do_train --do_eval; the script
+# adds --do_predict. The encoder's dropout comes from the config.
 #
 # Usage:
 #   scripts/run_race.sh INIT_CHECKPOINT ALBERT_CONFIG SPM_MODEL DATA_DIR OUTPUT_DIR
@@ -35,4 +35,4 @@ echo "== RACE (${MODEL_VERSION:-v2} recipe): ${recipe[*]}"
 # shellcheck disable=SC2086  # EXTRA_FLAGS is a list of flags
 "${PYTHON}" run_race.py "${recipe[@]}" \
   --init_checkpoint="$1" --albert_config_file="$2" --spm_model_file="$3" --data_dir="$4" \
-  --output_dir="$5" --do_train --do_eval --do_predict ${EXTRA_FLAGS:-}
+  --output_dir="$5" --do_predict ${EXTRA_FLAGS:-}

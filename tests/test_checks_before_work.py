@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from albert_tf.tasks.classification.recipes import GLUE_TASK_NAMES
-from tests.command_runner import run_command, run_subprocess
+from albert_tf.tasks.classification.recipes import GLUE_TASK_NAMES, REGRESSION_TASKS
+from tests.command_runner import command_flags, run_command, run_subprocess
 from tests.shared_setup import REPO_ROOT, subprocess_env
 
 MODEL = ("--albert_config_file=albert_base/albert_config.json",
@@ -73,8 +73,8 @@ NO_SWEEP = ("the recipe runs {script} without --{flag}, so no seed would write b
     (["run_classifier.py", "--do_eval", "--do_train", "--nodo_eval"], "run_classifier", "do_eval",
      ""),
     (["run_ner.py", "--do_train", "--do_eval=false"], "run_ner", "do_eval", ""),
-    (["run_race.py", "--nodo_eval"], "run_race", "do_eval", ""),  # on by default
-    (["run_race.py", "-do_eval=0"], "run_race", "do_eval", ""),
+    (["run_race.py", "--do_train"], "run_race", "do_eval", ""),
+    (["run_race.py", "--do_eval", "-do_eval=0"], "run_race", "do_eval", ""),
     (["run_squad.py", "--do_train", "--do_eval"], "run_squad", "do_predict",
      " (run_squad has no --do_eval: its sweep is --do_predict)"),
     (["-m", "run_squad", "--do_train"], "run_squad", "do_predict", ""),
@@ -123,18 +123,21 @@ def test_other_recipe_mistakes_are_one_line_before_any_seed(tmp_path, recipe, me
     assert not (tmp_path / "out").exists()
 
 
-def test_each_scripts_sweep_flag_and_its_default_are_the_scripts_own():
+def test_each_scripts_sweep_flag_is_the_scripts_own_and_every_action_is_off_by_default():
+    """run_seeds takes a sweep flag left out as off: every fine-tuning script's actions are off
+    by default (run_race's too, unlike the reference's, whose --do_predict alone trained first)."""
     # Read from the source: importing the command would define its flags in absl's registry.
     source = open(os.path.join(REPO_ROOT, "albert_tf", "run_seeds.py"), encoding="utf-8").read()
     assignment = next(node for node in ast.parse(source).body if isinstance(node, ast.Assign)
                       and getattr(node.targets[0], "id", "") == "SWEEP_FLAGS")
     sweep_flags = ast.literal_eval(assignment.value)
     assert sorted(sweep_flags) == ["run_classifier", "run_ner", "run_race", "run_squad"]
-    for script, (flag, default) in sweep_flags.items():
-        text = run_command(f"{script}.py", "--help").stdout
-        entry = text.split(f"\n  --[no]{flag}:", 1)[1].split("\n  --", 1)[0]
-        assert f"(default: '{'true' if default else 'false'}')" in " ".join(entry.split()), script
-    assert "  --[no]do_eval:" not in run_command("run_squad.py", "--help").stdout
+    for script, flag in sweep_flags.items():
+        defined = command_flags(f"{script}.py")
+        assert flag in defined, script
+        actions = [name for name in ("do_train", "do_eval", "do_predict") if name in defined]
+        assert [defined[name].default for name in actions] == [False] * len(actions), script
+    assert "do_eval" not in command_flags("run_squad.py")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -162,7 +165,7 @@ RUN_FILES = ("--output_dir={tmp}/out", *MODEL)
     ("run_squad.py", ["--predict_file=dev.json", "--do_predict",
                       "--strategy=multi_worker_mirrored"],
      "--do_predict with --strategy=multi_worker_mirrored: the checkpoint sweep runs in one"),
-    ("run_race.py", ["--data_dir=race", "--max_seq_length=64", "--max_qa_length=62"],
+    ("run_race.py", ["--data_dir=race", "--do_train", "--max_seq_length=64", "--max_qa_length=62"],
      "--max_seq_length=64 is too short: [CLS], two [SEP] and --max_qa_length=62 question+option "
      "pieces need at least 65."),
     ("run_ner.py", ["--train_file=train.conll", "--do_train", "--max_seq_length=2"],
@@ -216,6 +219,8 @@ def test_a_commands_flag_mistake_is_refused_before_any_work(tmp_path, module, ar
 def test_the_glue_task_names_known_before_tensorflow_are_data_preps_tasks():
     from data_prep.classification.glue_tasks import GLUE_TASKS
     assert sorted(GLUE_TASK_NAMES) == sorted(GLUE_TASKS)
+    assert sorted(REGRESSION_TASKS) == sorted(
+        name for name, task in GLUE_TASKS.items() if task.is_regression)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,13 +6,17 @@ in a fraction of a second, before TensorFlow loads, but the last)."""
 
 from __future__ import annotations
 
+import glob
 import math
+import os
 
 import pytest
 from absl import flags
 
 from albert_tf.cli import command_line, flag_definitions
-from tests.command_runner import run_subprocess
+from tests import command_runner
+from tests.command_runner import command_flags, run_subprocess
+from tests.shared_setup import REPO_ROOT
 
 # Every command, as its user starts it (the script or -m module), one of its own flags and one
 # shared flag; the key is the name it prints in its messages.
@@ -78,6 +82,7 @@ def test_a_misspelt_flag_is_one_line_with_a_suggestion_before_tensorflow_loads(n
     ("run_squad", "--num_train_epochs=inf", "flag --num_train_epochs=inf: expected a finite value > 0"),
     ("run_squad", "--train_batch_size=0", "flag --train_batch_size=0: expected a finite value >= 1"),
     ("run_classifier", "--learning_rate=nan", "flag --learning_rate=nan: expected a finite value > 0"),
+    ("run_classifier", "--patience_tolerance=nan", "flag --patience_tolerance=nan: expected a finite value"),
     ("run_race", "--dropout_prob=1", "flag --dropout_prob=1.0: expected a finite value in [0, 1)"),
     ("run_pretraining", "--save_checkpoints_steps=0", "expected a finite value >= 1"),
     ("create_pretraining_data", "--masked_lm_prob=1.5", "expected a finite value in [0, 1]"),
@@ -113,7 +118,7 @@ _SQUAD_COMMON = ("--doc_stride=128 --max_query_length=64 --warmup_proportion=0.1
                  "--save_checkpoints_steps=1000 --do_lower_case")
 _RACE = ("--train_batch_size=32 --train_step=12000 --warmup_step=1000 --max_seq_length=512 "
          "--max_qa_length=128 --save_checkpoints_steps=100 --dropout_prob=0.1 --optimizer=adamw "
-         "--do_lower_case")
+         "--do_lower_case --do_train --do_eval")
 
 
 @pytest.mark.subprocess
@@ -206,11 +211,65 @@ def test_every_shared_flag_is_in_one_help_group_and_numeric_ones_have_a_range():
     (flag_definitions.POSITIVE, [1e-9, 3.0], [0.0, -1.0, math.inf, math.nan]),
     (flag_definitions.PROBABILITY, [0.0, 0.5], [1.0, -0.1, math.nan]),
     (flag_definitions.FRACTION, [0.0, 1.0], [1.01, -0.01]),
-    (flag_definitions.FINITE, [-5.0, 0.0, 7.5], [math.inf, -math.inf, math.nan]),
 ])
 def test_ranges_accept_and_refuse(valid, accepted, refused):
     assert all(valid.accepts(value) for value in accepted)
     assert not any(valid.accepts(value) for value in refused)
+
+
+def commands_in_the_repository() -> set[str]:
+    """Every command as its user starts it (the scripts at the root, ``-m <module>`` of albert_tf
+    and data_prep): the modules that parse their command line with parse_before_imports."""
+    commands = {os.path.basename(path) for path in glob.glob(os.path.join(REPO_ROOT, "run_*.py"))}
+    for package in ("albert_tf", "data_prep"):
+        for path in glob.glob(os.path.join(REPO_ROOT, package, "*.py")):
+            with open(path, encoding="utf-8") as source:
+                if "command_line.parse_before_imports(__name__" in source.read():
+                    module = os.path.splitext(os.path.basename(path))[0]
+                    commands.add(f"-m {package}.{module}")
+    return commands
+
+
+def test_commands_lists_every_command():
+    assert {command for command, _, _ in COMMANDS.values()} == commands_in_the_repository()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_float_flag_refuses_nan_and_infinities(name):
+    """No float flag of any command gives NaN or an infinity a meaning: each is refused when the
+    command line is parsed, naming the flag (run_classifier --patience_tolerance=nan used to
+    choose an arbitrary patience, --regression_threshold=inf was taken)."""
+    command = COMMANDS[name][0]
+    defined = command_flags(command)
+    float_flags = [flag for flag, value in defined.items()
+                   if isinstance(value.parser, flags.FloatParser)]
+    # Every string flag without a default gets one, so that absl's required flags are given and
+    # the float's refusal is the message.
+    strings = [f"--{flag}=x" for flag, value in defined.items()
+               if type(value.parser) is flags.ArgumentParser and value.default is None]
+    for flag in float_flags:
+        for given, value in (("nan", "nan"), ("inf", "inf"), ("-Infinity", "-inf")):
+            result = command_runner.run_command(command, *strings, f"--{flag}={given}")
+            message = result.error_line()
+            assert result.stderr.strip() == message, (flag, given)
+            # (-inf below absl's lower_bound is refused by absl: "-inf is not a non-negative
+            # number".)
+            assert message.startswith(f"{name}: error: flag --{flag}="), (flag, given)
+            assert (f"--{flag}={value}: expected a finite value" in message
+                    or value == "-inf" and "not a non-negative number" in message), message
+
+
+def test_a_nan_default_is_not_a_value_given():
+    """run_classifier's --threshold_to_export is NaN by default (no threshold): a run without
+    it passes the checks, one giving nan is refused."""
+    job = ("--task_name=rte", "--data_dir=glue", "--do_train", "--output_dir=out",
+           "--albert_config_file=config.json", "--spm_model_file=30k-clean.model")
+    accepted = command_runner.run_command("run_classifier.py", *job, "--only_check_args")
+    assert accepted.returncode == 0, accepted.stderr
+    refused = command_runner.run_command("run_classifier.py", *job, "--threshold_to_export=NaN",
+                                         "--only_check_args")
+    assert refused.error_line() == ("run_classifier: error: flag --threshold_to_export=nan: "
+                                    "expected a finite value")
 
 
 def test_the_splits_flag_values_match_the_readers():

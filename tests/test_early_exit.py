@@ -440,6 +440,32 @@ def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("task, refused_because", [
+    (["--task_name=rte", "--data_dir=glue"], "--task_name=rte is a classification"),
+    (["--task_name=SST-2", "--data_dir=glue"], "--task_name=SST-2 is a classification"),
+    (["--train_file=train.csv"], "your files are a classification (--task_type=classification)"),
+    (["--train_file=train.csv", "--task_type=classification"],
+     "your files are a classification (--task_type=classification)"),
+    (["--task_name=STS-B", "--data_dir=glue"], None),
+    (["--train_file=train.csv", "--task_type=regression"], None),
+])
+def test_regression_threshold_is_refused_on_a_classification(task, refused_because):
+    """--regression_threshold says when a regression's score is unchanged: on a classification
+    it would be ignored, so it is refused with the flags, as the other early-exit flags that do
+    not apply."""
+    from tests.command_runner import run_command
+
+    result = run_command("run_classifier.py", *task, "--albert_config_file=config.json",
+                         "--spm_model_file=x.model", "--output_dir=out", "--do_train",
+                         "--early_exit", "--regression_threshold=0.2", "--only_check_args")
+    if refused_because is None:
+        assert (result.returncode, result.stderr) == (0, "")
+    else:
+        assert result.error_line() == (
+            "run_classifier: error: --regression_threshold applies to a regression "
+            f"(--task_type=regression on your files, or --task_name=sts-b); {refused_because}.")
+
+
 @pytest.mark.requires_shared_data
 def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_runs):
     """The harness's RTE run with --early_exit (3 layers): the sweep's table for both checkpoints,

@@ -140,7 +140,8 @@ def test_run_race_refuses_its_own_output_dir_as_init_checkpoint(tmp_path):
         for level in ("middle", "high"):
             a_file(tmp_path / "race" / "RACE" / split / level / "1.txt", b"{}")
     result = run_command("run_race.py", *model_flags(tmp_path), f"--data_dir={tmp_path / 'race'}",
-                         f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}")
+                         f"--output_dir={output_dir}", f"--init_checkpoint={output_dir}",
+                         "--do_train", "--do_eval")
     assert error_line(result, "run_race").startswith(
         f"--output_dir '{output_dir}' holds the input --init_checkpoint "
         f"'{output_dir}/model.ckpt-3': ")

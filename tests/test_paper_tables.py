@@ -418,6 +418,9 @@ def test_the_plan_covers_every_task_with_the_papers_recipes_and_its_commands_par
     assert all("--seeds=1,2,3" in command for command in glue)
     assert "--learning_rate=3e-05" in glue[3] and "--train_step=800" in glue[3]  # RTE's recipe
     assert "--learning_rate=1e-05" in commands[10]  # RACE, v2 recipe
+    # It trains, sweeps and predicts (run_race's actions are off by default), each said once.
+    assert [flag for flag in commands[10] if flag.startswith("--do_")] == [
+        "--do_lower_case", "--do_train", "--do_eval", "--do_predict"]
     assert "--learning_rate=2e-05" in shlex.split(reproduction_plan(paths, "v1_base")[-3])
     assert commands[-1][-3:] == [f"--runs_dir={tmp_path}/runs", "--model=v2_base",
                                  f"--output={tmp_path}/runs/downstream_table"]

@@ -96,7 +96,7 @@ def race_data(root: str) -> str:
 
 def race(root: str) -> dict[str, str]:
     return {**model_files(root), "data_dir": race_data(root), "output_dir": f"{root}/out",
-            "do_predict": "", "export_dir": f"{root}/export"}
+            "do_train": "", "do_eval": "", "do_predict": "", "export_dir": f"{root}/export"}
 
 
 def pretraining(root: str) -> dict[str, str]:

@@ -82,7 +82,8 @@ def test_squad_race_and_ner_recipes():
 
 def test_run_race_defaults_are_the_v2_recipe():
     """run_race.py's defaults are the reference's, which are the v2 recipe: every valued flag of
-    the recipe is the default --help prints."""
+    the recipe is the default --help prints. Its actions are not (off, as in every script): the
+    recipe gives them, so that it is a complete run."""
     result = run_command("run_race.py", "--help")
     help_text = " ".join(result.stdout.split())
     defaults = {name: re.search(rf"--{name}: .*?\(default: '([^']*)'\)", help_text).group(1)
@@ -90,3 +91,8 @@ def test_run_race_defaults_are_the_v2_recipe():
     assert [f"--{name}={value}" for name, value in defaults.items()] == [
         flag for flag in RACE_RECIPES["v2"].flags() if "=" in flag]
     assert "--do_lower_case" in RACE_RECIPES["v2"].flags()  # a default too
+    for version in MODEL_VERSIONS:
+        assert RACE_RECIPES[version].flags()[-2:] == ["--do_train", "--do_eval"]
+    for action in ("do_train", "do_eval"):
+        assert re.search(rf"--\[no\]{action}: .*?\(default: '(\w+)'\)",
+                         help_text).group(1) == "false", action

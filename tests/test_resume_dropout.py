@@ -203,6 +203,6 @@ def test_run_race_resumes_exactly(tmp_path):
         os.symlink(os.path.join(SHARED_DATA_DIR, "race", "RACE", "dev"), data_dir / "RACE" / split)
     flags = [f"--data_dir={data_dir}", f"--albert_config_file={write_config(tmp_path)}",
              f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=96", "--max_qa_length=24",
-             "--nodo_eval", "--train_step=7", "--warmup_step=1", "--train_batch_size=4",
+             "--do_train", "--train_step=7", "--warmup_step=1", "--train_batch_size=4",
              "--learning_rate=1e-3", "--dropout_prob=0.3", *LOOP]
     assert resume_difference(tmp_path, "run_race.py", flags, 7, 3) == 0.0

@@ -176,7 +176,7 @@ SCRIPT_FLAGS = {
     "run_pretraining.py": ["--albert_config_file={tmp}/cfg.json", "--input_file={tmp}/x.tfrecord"],
     "run_classifier.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.csv"],
     "run_squad.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.json"],
-    "run_race.py": [*MODEL_FLAGS, "--data_dir={tmp}/race"],
+    "run_race.py": [*MODEL_FLAGS, "--do_train", "--do_eval", "--data_dir={tmp}/race"],
     "run_ner.py": [*MODEL_FLAGS, "--do_train", "--train_file={tmp}/x.conll"],
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import EN8K_MODEL, SHARED_DATA_DIR, tiny_config
+from tests.task_harness import arguments
 
 RACE_DEV = os.path.join(SHARED_DATA_DIR, "race", "RACE", "dev")
 SEQ, QA = 96, 24
@@ -89,8 +91,30 @@ def test_train_sweep_predict_with_a_reference_checkpoint(task_runs):
 
 
 @pytest.mark.requires_shared_data
+def test_do_predict_alone_on_a_finished_run_predicts_and_trains_no_further(tmp_path, task_runs):
+    """--do_train and --do_eval are off by default, as in every script: --do_predict alone on a
+    copy of the harness's finished run predicts the test split with its model.ckpt-best; no
+    training toward --train_step, no sweep (the reference's defaults would do both)."""
+    run = task_runs.get("race")
+    output_dir, cached_dir = tmp_path / "out", tmp_path / "cache"
+    shutil.copytree(run.output_dir, output_dir)
+    shutil.copytree(run.cached_dir, cached_dir)
+    (output_dir / "test_predictions.json").unlink()
+    before = sorted(path.name for path in output_dir.iterdir())
+    flags = {name: value for name, value in run.flags.items()
+             if name not in ("do_train", "do_eval", "do_predict", "export_dir", "init_checkpoint")}
+    flags.update(output_dir=str(output_dir), cached_dir=str(cached_dir), train_step="4")
+    result = run_race(*arguments(flags), "--do_predict")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(path.name for path in output_dir.iterdir()) == sorted(
+        [*before, "test_predictions.json"])
+    assert json.loads((output_dir / "test_predictions.json").read_text()) == json.loads(
+        (run.output_dir / "test_predictions.json").read_text())
+
+
+@pytest.mark.requires_shared_data
 def test_level_flags_and_mistakes_are_clear_errors(tmp_path, race_dir):
-    flags = common_flags(tmp_path, race_dir)
+    flags = [*common_flags(tmp_path, race_dir), "--do_train"]
     result = run_race(*flags, "--middle_only", "--high_only")
     assert result.returncode == 1 and "exclude each other" in result.stderr
     result = run_race(*flags, "--task_name=mnli")
@@ -109,7 +133,8 @@ def test_a_missing_split_stops_the_run_before_training(tmp_path, missing_split):
     for split in ("train", "dev", "test"):
         if split != missing_split:
             os.symlink(RACE_DEV, data_dir / "RACE" / split)
-    result = run_race(*common_flags(tmp_path, data_dir), "--do_predict", "--train_step=2",
+    result = run_race(*common_flags(tmp_path, data_dir), "--do_train", "--do_eval",
+                      "--do_predict", "--train_step=2",
                       "--save_checkpoints_steps=1", "--train_batch_size=4")
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
@@ -119,7 +144,7 @@ def test_a_missing_split_stops_the_run_before_training(tmp_path, missing_split):
 
 @pytest.mark.requires_shared_data
 def test_predict_without_eval_and_no_best_checkpoint_stops_before_training(tmp_path, race_dir):
-    result = run_race(*common_flags(tmp_path, race_dir), "--nodo_eval", "--do_predict",
+    result = run_race(*common_flags(tmp_path, race_dir), "--do_train", "--do_predict",
                       "--train_step=2")
     assert result.returncode == 1 and "model.ckpt-best does not exist" in result.stderr
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
@@ -144,9 +169,9 @@ def test_run_race_sh_passes_the_papers_recipe(tmp_path, model_version, learning_
         "run_race.py", f"--learning_rate={learning_rate}", "--train_batch_size=32",
         "--train_step=12000", "--warmup_step=1000", "--max_seq_length=512", "--max_qa_length=128",
         "--save_checkpoints_steps=100", "--dropout_prob=0.1", "--optimizer=adamw",
-        "--do_lower_case", "--init_checkpoint=ckpt", "--albert_config_file=cfg.json",
-        "--spm_model_file=sp.model", "--data_dir=data", "--output_dir=out", "--do_train",
-        "--do_eval", "--do_predict", "--strategy=mirrored"]
+        "--do_lower_case", "--do_train", "--do_eval", "--init_checkpoint=ckpt",
+        "--albert_config_file=cfg.json", "--spm_model_file=sp.model", "--data_dir=data",
+        "--output_dir=out", "--do_predict", "--strategy=mirrored"]
     bad = run_subprocess(script, "ckpt", timeout=60, PYTHON=str(stub))
     assert bad.returncode == 2 and "INIT_CHECKPOINT" in bad.stderr
     if model_version is None:  # an unknown version stops the script before any run
@@ -167,7 +192,8 @@ def test_a_tiny_model_memorises_the_sample(tmp_path, race_dir):
                       f"--spm_model_file={EN8K_MODEL}", f"--output_dir={tmp_path / 'out'}",
                       "--max_seq_length=128", "--max_qa_length=32", "--train_step=200",
                       "--warmup_step=10", "--save_checkpoints_steps=200", "--train_batch_size=8",
-                      "--learning_rate=2e-3", "--dropout_prob=0", "--seed=1")
+                      "--learning_rate=2e-3", "--dropout_prob=0", "--seed=1", "--do_train",
+                      "--do_eval")
     assert result.returncode == 0, result.stderr[-4000:]
     (block,) = [line for line in (tmp_path / "out" / "eval_results.txt").read_text().splitlines()
                 if line.startswith("eval_accuracy")]

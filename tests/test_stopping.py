@@ -12,6 +12,8 @@ from typing import Callable, TypeVar
 
 import pytest
 
+from albert_tf.cli.error_boundary import TRAINING_STOPPED
+from albert_tf.files.atomic import is_temporary_path
 from tests.shared_setup import (EN8K_MODEL, REPO_ROOT, SHARED_DATA_DIR, child_pids,
                                 ctrl_c_enabled, is_alive, subprocess_env, tiny_config, wait_for,
                                 write_repeated_squad)
@@ -85,7 +87,7 @@ def loading_tensorflow(pid: int) -> bool:
               "--spm_model_file={tmp}/x.model", "--cached_dir={tmp}/out"]),
     ("run_classifier", ["run_classifier.py", "--task_name=rte", "--data_dir={tmp}/glue",
                         "--albert_config_file={tmp}/x.json", "--spm_model_file={tmp}/x.model",
-                        "--output_dir={tmp}/out", "--do_train"]),  # SIGTERM's default action later
+                        "--output_dir={tmp}/out", "--do_train"]),
 ])
 def test_a_stop_while_tensorflow_loads_is_one_line(tmp_path, how, status, program, command):
     # It used to end silently (SIGTERM, status 143) or with the traceback of the import (Ctrl-C).
@@ -111,6 +113,33 @@ def endless_training(tmp_path) -> list[str]:
             f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
             "--train_step=100000", "--save_checkpoints_steps=2", "--iterations_per_loop=1",
             "--train_batch_size=2"]
+
+
+def temporaries(directory) -> list[str]:
+    """The temporary files of unfinished writes in ``directory`` (albert_tf/files/atomic.py)."""
+    return [name for name in (os.listdir(directory) if os.path.isdir(directory) else [])
+            if is_temporary_path(name)]
+
+
+@pytest.mark.subprocess  # SIGTERM
+@pytest.mark.requires_shared_data
+def test_sigterm_while_a_training_script_loads_is_one_line_and_leaves_no_temporary(tmp_path):
+    """A training script stopped after TensorFlow loaded but before its training loop (here while
+    it writes SST-2's 60,614 training features) stops as on Ctrl-C: the temporary feature file
+    removed, one line, status 143. It used to end silently, the temporary left behind: the error
+    boundary gave SIGTERM its default action from its start, not from the training loop's."""
+    output_dir = tmp_path / "out"
+    process = start(["run_classifier.py", *endless_training(tmp_path),
+                     f"--output_dir={output_dir}"])
+    written, returncode, stderr = stop_when(
+        process, lambda: temporaries(output_dir), 300, "the training features' temporary file",
+        "SIGTERM")
+    assert written[0].startswith(".sst-2_train_")
+    assert returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"run_classifier: stopped by SIGTERM; {TRAINING_STOPPED}")
+    assert temporaries(output_dir) == [] and not list(output_dir.glob("model.ckpt-*"))
 
 
 @pytest.mark.subprocess  # SIGTERM

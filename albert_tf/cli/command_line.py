@@ -16,7 +16,8 @@ so that ``--help`` and a flag mistake are answered in a fraction of a second ins
   first, then the shared ones by group, then absl's logging flags, and exits with status 0 (also
   when its reader stops early, ``--help | head``: the rest is discarded, no traceback);
 - a misspelt flag or a bad value ends in ``<program>: error: <absl's message, with its "Did you
-  mean" suggestion>`` and exit status 1;
+  mean" suggestion>`` and exit status 1; so does a float flag given ``nan`` or ``inf``
+  (``check_finite_floats``), in every command;
 - TensorFlow is then imported with the lines its C++ libraries print while loading (oneDNN notices,
   "Could not find cuda drivers", a CUDA "failed call to cuInit" error on machines without a GPU)
   held back, and ``TF_CPP_MIN_LOG_LEVEL`` defaults to 2 (TensorFlow's C++ INFO and WARNING lines
@@ -27,14 +28,17 @@ Ctrl-C and SIGTERM while the command starts (its flags parsed, TensorFlow and th
 imported), before the error boundary runs its main (albert_tf/cli/error_boundary.py), end it at
 once with one line, ``<program>: stopped by SIGTERM while starting; nothing was written``, and
 the shell's status of such a stop (130, 143): no traceback of the import they interrupted (Ctrl-C)
-and not a silent exit (SIGTERM). ``start_up_over`` gives both signals back their handlers; a
-signal the command was started with ignored (``nohup``, a shell's background job) stays ignored.
+and not a silent exit (SIGTERM). ``start_up_over`` gives both signals back their handlers, but
+for one the error boundary has set already (its SIGTERM handler, set first so that no SIGTERM
+meets the default action in between); a signal the command was started with ignored (``nohup``,
+a shell's background job) stays ignored while it starts.
 
 Imported as a module (by tests), ``parse_before_imports`` does nothing.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -110,7 +114,9 @@ def parse_before_imports(module_name: str,
     (exit 0), parses the flags with ``parser`` and runs ``checks`` (functions of the flags alone
     that raise ``app.UsageError``; a mistake: one line, exit 1), exits 0 there for absl's
     ``--only_check_args`` (a job script's flags checked in a fraction of a second), then imports
-    TensorFlow quietly. Does nothing for an imported module."""
+    TensorFlow quietly. Does nothing for an imported module.
+
+    Every float flag given is checked to be finite (``check_finite_floats``) before ``checks``."""
     if module_name != "__main__":
         return
     _stop_at_once_while_starting()
@@ -119,13 +125,30 @@ def parse_before_imports(module_name: str,
         print_and_exit(help_text(sys.modules["__main__"].__doc__))
     parser(sys.argv)
     try:
-        for check in checks:
+        for check in (check_finite_floats, *checks):
             check()
     except app.UsageError as error:
         exit_with_message(str(error))
     if flags.FLAGS["only_check_args"].value:
         sys.exit(0)
     import_tensorflow_quietly(verbose=flags.FLAGS["verbosity"].value >= 1)
+
+
+def check_finite_floats() -> None:
+    """UsageError ``flag --<name>=nan: expected a finite value`` for a float flag given NaN or an
+    infinity (``nan``, ``inf``, ``-inf``, in any case), in every command, whatever the flag's own
+    range check: NaN passes every comparison (absl's ``lower_bound`` lets it through, and a
+    run went on with it, e.g. run_classifier's --patience_tolerance chose an arbitrary patience
+    and wrote NaN into a JSON file), and no float flag of albert_tf gives either a meaning. Only
+    a value given (on the command line or in a --flagfile) is checked: a default may be NaN for
+    "unset" (run_classifier's --threshold_to_export), but NaN given explicitly is refused like
+    any other non-finite value."""
+    values = flags.FLAGS
+    for name in values:
+        flag = values[name]
+        if (flag.present and isinstance(flag.parser, flags.FloatParser)
+                and not math.isfinite(flag.value)):
+            raise app.UsageError(f"flag --{flag.name}={flag.value}: expected a finite value")
 
 
 def _stop_at_once_while_starting() -> None:
@@ -145,11 +168,19 @@ def _stopped_while_starting(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
+def handler_before_start_up(signum: int) -> Any:
+    """The handler signal ``signum`` had before the command started (what it is now if the
+    start-up left it alone)."""
+    return _handlers_before_start_up.get(signum, signal.getsignal(signum))
+
+
 def start_up_over() -> None:
-    """Ctrl-C and SIGTERM get back the handlers they had before the command started (the error
-    boundary calls it before its checks and main, and then handles them itself)."""
+    """Ctrl-C and SIGTERM get back the handlers they had before the command started, unless a
+    handler was set in place of the start-up one since: the error boundary sets its SIGTERM
+    handler first, then calls this before its checks and main, and handles both from then on."""
     for signum, handler in _handlers_before_start_up.items():
-        signal.signal(signum, handler)
+        if signal.getsignal(signum) is _stopped_while_starting:
+            signal.signal(signum, handler)
     _handlers_before_start_up.clear()
 
 

@@ -31,9 +31,11 @@ the shell's tools do; --help and --print_recipe end with status 0 then
 Ctrl-C and SIGTERM (``kill``, a job scheduler's stop) end the same way in every command: the
 cleanup runs, one line ``<program>: stopped by SIGTERM; <what is left>``, exit status 130 (Ctrl-C)
 or 143 (SIGTERM); before main, while the command starts, albert_tf/cli/command_line.py stops it
-the same way at once (``... stopped by SIGTERM while starting; nothing was written``). The
-training scripts leave SIGTERM its default action (``catch_sigterm=False``): the process ends at
-once, its checkpoints are complete files and its run lock is recognised as stale by the next run.
+the same way at once (``... stopped by SIGTERM while starting; nothing was written``), and the
+boundary's SIGTERM handler replaces that one directly, so that no SIGTERM meets the default action
+(a silent exit) in between. Only within ``sigterm_ends_at_once`` (a training script's training
+loop) does SIGTERM keep its default action: the process ends at once, its checkpoints are
+complete files and its run lock is recognised as stale by the next run.
 
 ``run`` also silences TensorFlow's Python INFO lines (e.g. each checkpoint save's "Sharding callback
 duration"), which would interleave with the progress display; ``--verbosity=1`` keeps them. Checks
@@ -83,7 +85,7 @@ _NOISE_LINE = re.compile(r"^(\s*\[\[.*|Graph execution error:|Detected at node .
 # The exit status of a command whose stdout reader stopped reading (| head): 128 + SIGPIPE.
 STDOUT_CLOSED_STATUS = 141
 
-# What a training script leaves when stopped by Ctrl-C (SIGTERM ends it at once, catch_sigterm=False).
+# What a training script leaves when stopped (SIGTERM within its training loop ends it at once).
 TRAINING_STOPPED = ("the checkpoints saved so far are kept; rerun the same command to resume from "
                     "the latest")
 
@@ -99,8 +101,25 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def sigterm_stops_like_ctrl_c() -> Iterator[None]:
-    """Within the block SIGTERM raises ``Terminated``."""
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    """Within the block SIGTERM raises ``Terminated``; after it, SIGTERM has the handler it had
+    before the command started. Entered while the command starts, it replaces the start-up handler
+    (albert_tf/cli/command_line.py) at once, which ``command_line.start_up_over`` then leaves."""
+    previous = command_line.handler_before_start_up(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def sigterm_ends_at_once() -> Iterator[None]:
+    """Within the block SIGTERM has its default action: the process ends at once, without the
+    cleanup and the line of a stop. For long TensorFlow calls, a training script's training loop:
+    Python runs a signal handler only between bytecodes, so a stop would wait until the running
+    call returns (up to --iterations_per_loop steps later). Its checkpoints are complete files and
+    the next run takes over its run lock as stale. The handler before comes back after the block."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         yield
     finally:
@@ -109,35 +128,31 @@ def sigterm_stops_like_ctrl_c() -> Iterator[None]:
 
 def run(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
         flags_parser: Callable[[list[str]], list[str]] = command_line.parse_flags,
-        when_stopped: str = "no partial output was left", catch_sigterm: bool = True) -> None:
+        when_stopped: str = "no partial output was left") -> None:
     """``app.run(main)`` behind the error boundary; ``checks`` run first, after flag parsing.
 
     ``flags_parser``: absl's parsing by default (an unknown flag is a one-line error); it returns
     the arguments that ``main`` receives. The command parsed its flags before importing TensorFlow
     (albert_tf/cli/command_line.py); absl parses them again here, with the same result.
-    ``when_stopped``: what a stop by Ctrl-C or SIGTERM leaves, said after "stopped by ...;".
-    ``catch_sigterm=False`` leaves SIGTERM its default action, ending the process at once: Python
-    runs a signal handler only between bytecodes, so a training loop inside one TensorFlow call
-    would stop only when that call returns (up to --iterations_per_loop steps later)."""
-    app.run(guarded(main, checks, when_stopped, catch_sigterm), flags_parser=flags_parser)
+    ``when_stopped``: what a stop by Ctrl-C or SIGTERM leaves, said after "stopped by ...;"."""
+    app.run(guarded(main, checks, when_stopped), flags_parser=flags_parser)
 
 
 def guarded(main: Callable[[list[str]], Any], checks: Sequence[Callable[[], None]] = (),
-            when_stopped: str = "no partial output was left",
-            catch_sigterm: bool = True) -> Callable[[list[str]], Any]:
+            when_stopped: str = "no partial output was left") -> Callable[[list[str]], Any]:
     """``main`` wrapped for ``app.run``: quiet TensorFlow logging, ``checks``, then ``main``; a user
     error exits with status 1 after one line on stderr, a bug after its traceback and a line asking
     to report it (see the module doc). Ctrl-C and SIGTERM stop the run the same way (``finally``
     blocks run, temporary outputs are removed), print ``<program>: stopped by Ctrl-C;
     <when_stopped>`` and exit with the shell's status for such a stop (130, SIGTERM 143), without a
-    traceback (SIGTERM only with ``catch_sigterm``)."""
+    traceback; SIGTERM within ``sigterm_ends_at_once`` ends the process at once."""
 
     def guarded_main(argv: list[str]) -> Any:
-        command_line.start_up_over()  # Ctrl-C and SIGTERM: handled here from now on
-        quiet_tensorflow_logging()
+        quiet_tensorflow_logging()  # (a stop here is still the start-up's: command_line.py)
         created_directories.forget()
         try:
-            with sigterm_stops_like_ctrl_c() if catch_sigterm else contextlib.nullcontext():
+            with sigterm_stops_like_ctrl_c():  # SIGTERM: from the start-up handler to this one
+                command_line.start_up_over()  # Ctrl-C: KeyboardInterrupt again, handled below
                 for check in checks:
                     check()
                 result = main(argv)

@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
 from albert_tf.checkpoints.warm_start import CheckpointSource
-from albert_tf.cli import training_run
+from albert_tf.cli import error_boundary, training_run
 from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_checkpoint,
@@ -245,7 +245,8 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
 
 def _train(run: FineTuningRun, data: TrainingData) -> None:
     """--do_train: warm start from --init_checkpoint (or resume the run in --output_dir), then
-    train on the records, every epoch in a new order drawn from --input_seed."""
+    train on the records, every epoch in a new order drawn from --input_seed; a SIGTERM while it
+    trains ends the process at once (error_boundary.sigterm_ends_at_once)."""
     settings, trainer = run.settings, run.trainer
     print(f"{data.description}, batch {settings.train_batch_size}, "
           f"{trainer.config.num_train_steps} steps")
@@ -254,9 +255,10 @@ def _train(run: FineTuningRun, data: TrainingData) -> None:
         print(trainer.length_split.describe(replica_batch))
     trainer.initialize(run.init_checkpoint, settings.init_from_group0,
                        config_file=settings.albert_config_file)
-    trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed,
-                                          buckets=run.buckets,
-                                          grouped=settings.group_by_length))
+    with error_boundary.sigterm_ends_at_once():
+        trainer.train(record_train_dataset_fn(data.path, data.parse, seed=settings.input_seed,
+                                              buckets=run.buckets,
+                                              grouped=settings.group_by_length))
 
 
 def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,

@@ -49,7 +49,8 @@ def _enum(default: str, values: tuple[str, ...], help_text: str) -> FlagSpec:
 class Range:
     """The values a numeric flag accepts: finite, from ``low`` to ``high`` (each end included unless
     ``low_open`` / ``high_open``). Checked when the command line is parsed, so a value out of range
-    is a one-line flag error before any work."""
+    is a one-line flag error before any work. (A float flag without a range is checked finite all
+    the same: command_line.check_finite_floats.)"""
 
     low: float
     high: float = math.inf
@@ -67,8 +68,6 @@ class Range:
     def describe(self) -> str:
         """E.g. "expected a finite value >= 1" or "expected a finite value in [0, 1)"."""
         low = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
-        if math.isinf(self.low) and math.isinf(self.high):
-            return "expected a finite value"
         if math.isinf(self.high):
             return f"expected a finite value {low}"
         return (f"expected a finite value in {'(' if self.low_open else '['}{self.low:g}, "
@@ -80,7 +79,6 @@ NOT_NEGATIVE = Range(0)
 POSITIVE = Range(0, low_open=True)
 PROBABILITY = Range(0, 1, high_open=True)  # a dropout rate: 1 would drop everything
 FRACTION = Range(0, 1)
-FINITE = Range(-math.inf)
 
 
 def check_ranges(flag_values: flags.FlagValues = flags.FLAGS, **ranges: Range) -> None:

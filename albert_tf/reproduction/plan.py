@@ -106,8 +106,7 @@ def reproduction_plan(paths: PlanPaths, model: str, seeds: tuple[int, ...] = (1,
                     "predicted.")
         plan.append(_line([python, "run_race.py", *race_recipe(model.split("_")[0]).flags(),
                            f"--data_dir={paths.value('race_dir')}", *_model_flags(paths),
-                           f"--output_dir={runs}/race", "--do_train", "--do_eval",
-                           "--do_predict"]))
+                           f"--output_dir={runs}/race", "--do_predict"]))
     plan.append("# The table (Markdown and JSON), beside the published numbers:")
     plan.append(_line([python, "-m", "albert_tf.paper_tables", f"--runs_dir={runs}",
                        f"--model={model}", f"--output={runs}/downstream_table"]))

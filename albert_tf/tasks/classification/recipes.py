@@ -51,6 +51,9 @@ PREDICT_ONLY_TASKS = ("ax",)
 # Every GLUE --task_name (data_prep/classification/glue_tasks.py's GLUE_TASKS, tested equal), known
 # here without TensorFlow so that the commands refuse an unknown one before it loads.
 GLUE_TASK_NAMES = (*GLUE_RECIPES, *PREDICT_ONLY_TASKS)
+# The GLUE tasks that are a regression (glue_tasks' is_regression, tested equal), known here without
+# TensorFlow so that run_classifier refuses its regression-only flags on the others before it loads.
+REGRESSION_TASKS = ("sts-b",)
 
 
 def unknown_task_message(task_name: str) -> str:
