@@ -5,6 +5,9 @@ file, or no config beside, loads as before."""
 
 from __future__ import annotations
 
+import re
+import types
+
 import numpy as np
 import pytest
 from absl import logging
@@ -12,6 +15,8 @@ from absl import logging
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
+from albert_tf.checkpoints.warm_start import CheckpointSource
+from albert_tf.cli import training_run
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
@@ -58,6 +63,51 @@ def test_a_config_that_differs_where_the_weights_cannot_tell_is_refused(
             r".*\)\. The weights fit both")):
         load(model, prefix, config_file=mine)
     assert all(np.array_equal(weight.numpy(), old) for weight, old in zip(model.weights, before))
+
+
+@pytest.mark.parametrize("overrides, shaped, unseen", [
+    (dict(num_attention_heads=4, hidden_size=16, intermediate_size=20),
+     "hidden_size=16 (beside it: 12), intermediate_size=20 (beside it: 16)",
+     "num_attention_heads=4 (beside it: 3)"),
+    (dict(hidden_act="relu", vocab_size=40, num_hidden_groups=4),
+     "vocab_size=40 (beside it: 30), num_hidden_groups=4 (beside it: 2)",
+     "hidden_act='relu' (beside it: 'gelu')"),
+])
+def test_a_config_that_also_differs_where_the_weights_show_is_named_so(
+        tmp_path, checkpoint_with_config, overrides, shaped, unseen):
+    """Other heads or activation and other shapes: the message said "The weights fit both",
+    which they do not; it names the keys the shapes show first."""
+    load, prefix = checkpoint_with_config
+    mine = write_config(tmp_path / "mine.json", small_config(**overrides))
+    model = AlbertPretrainingModel(small_config(**overrides))
+    run_model(model, model.config)
+    with pytest.raises(CheckpointMismatchError) as raised:
+        load(model, prefix, config_file=mine)
+    message = str(raised.value)
+    assert re.match(rf"^the model of {mine} does not match .*released/albert_config.json, the "
+                    rf"config beside checkpoint .*: it differs in keys the weights' shapes show, "
+                    rf"{re.escape(shaped)}, so the weights cannot fit both, and in "
+                    rf"{re.escape(unseen)}\. Use .*albert_config.json if it is the checkpoint's "
+                    "config, or correct it if it is not.$", message), message
+    assert "fit both," not in message.replace("cannot fit both", "")
+
+
+def test_groups_grown_from_group0_are_not_named_as_the_difference(tmp_path,
+                                                                  checkpoint_with_config):
+    """--init_from_group0 changes the number of groups on purpose: other heads are the difference
+    named, and the weights fit both, by the loaders and by a fine-tuning run's check before work."""
+    load, prefix = checkpoint_with_config
+    overrides = dict(num_attention_heads=4, num_hidden_groups=4)
+    mine = write_config(tmp_path / "mine.json", small_config(**overrides))
+    model = AlbertPretrainingModel(small_config(**overrides))
+    run_model(model, model.config)
+    heads_only = r": num_attention_heads=4 \(beside it: 3\)\. The weights fit both"
+    with pytest.raises(CheckpointMismatchError, match=heads_only):
+        load(model, prefix, init_from_group0=True, config_file=mine)
+    settings = types.SimpleNamespace(albert_config_file=mine, init_from_group0=True)
+    with pytest.raises(CheckpointMismatchError, match=heads_only):
+        training_run.check_init_checkpoint_config(settings, CheckpointSource(prefix, prefix),
+                                                  model.config)
 
 
 def test_the_config_beside_itself_or_an_equal_one_loads(tmp_path, checkpoint_with_config):
