@@ -1,9 +1,14 @@
 """The config beside a checkpoint (albert_tf/checkpoints/config_beside.py): a config that differs
 from it where the weights cannot tell (attention heads, activation) is refused by every loader of
-reference TF1 and albert_tf checkpoints, naming both files; another depth is warned of; the same
-file, or no config beside, loads as before."""
+reference TF1 and albert_tf checkpoints, naming both files (and first the keys the weights do
+show, when those differ too); another depth is warned of by a warm start and refused by a conversion
+or an export; the same file, or no config beside, loads as before (a conversion or an export then
+says in one line what it took unchecked)."""
 
 from __future__ import annotations
+
+import re
+import types
 
 import numpy as np
 import pytest
@@ -13,7 +18,10 @@ from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.report import CheckpointMismatchError
 from albert_tf.checkpoints.tf1_format import load_tf1_checkpoint
 from albert_tf.files.run_manifest import read_manifest
+from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
+from albert_tf.cli import training_run
 from albert_tf.models.config import AlbertConfig
+from albert_tf.tasks.pretraining.hub_export import load_pretraining_weights
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
 from tests.command_runner import run_command
@@ -59,6 +67,51 @@ def test_a_config_that_differs_where_the_weights_cannot_tell_is_refused(
             r".*\)\. The weights fit both")):
         load(model, prefix, config_file=mine)
     assert all(np.array_equal(weight.numpy(), old) for weight, old in zip(model.weights, before))
+
+
+@pytest.mark.parametrize("overrides, shaped, unseen", [
+    (dict(num_attention_heads=4, hidden_size=16, intermediate_size=20),
+     "hidden_size=16 (beside it: 12), intermediate_size=20 (beside it: 16)",
+     "num_attention_heads=4 (beside it: 3)"),
+    (dict(hidden_act="relu", vocab_size=40, num_hidden_groups=4),
+     "vocab_size=40 (beside it: 30), num_hidden_groups=4 (beside it: 2)",
+     "hidden_act='relu' (beside it: 'gelu')"),
+])
+def test_a_config_that_also_differs_where_the_weights_show_is_named_so(
+        tmp_path, checkpoint_with_config, overrides, shaped, unseen):
+    """Other heads or activation and other shapes: the message said "The weights fit both",
+    which they do not; it names the keys the shapes show first."""
+    load, prefix = checkpoint_with_config
+    mine = write_config(tmp_path / "mine.json", small_config(**overrides))
+    model = AlbertPretrainingModel(small_config(**overrides))
+    run_model(model, model.config)
+    with pytest.raises(CheckpointMismatchError) as raised:
+        load(model, prefix, config_file=mine)
+    message = str(raised.value)
+    assert re.match(rf"^the model of {mine} does not match .*released/albert_config.json, the "
+                    rf"config beside checkpoint .*: it differs in keys the weights' shapes show, "
+                    rf"{re.escape(shaped)}, so the weights cannot fit both, and in "
+                    rf"{re.escape(unseen)}\. Use .*albert_config.json if it is the checkpoint's "
+                    "config, or correct it if it is not.$", message), message
+    assert "fit both," not in message.replace("cannot fit both", "")
+
+
+def test_groups_grown_from_group0_are_not_named_as_the_difference(tmp_path,
+                                                                  checkpoint_with_config):
+    """--init_from_group0 changes the number of groups on purpose: other heads are the difference
+    named, and the weights fit both, by the loaders and by a fine-tuning run's check before work."""
+    load, prefix = checkpoint_with_config
+    overrides = dict(num_attention_heads=4, num_hidden_groups=4)
+    mine = write_config(tmp_path / "mine.json", small_config(**overrides))
+    model = AlbertPretrainingModel(small_config(**overrides))
+    run_model(model, model.config)
+    heads_only = r": num_attention_heads=4 \(beside it: 3\)\. The weights fit both"
+    with pytest.raises(CheckpointMismatchError, match=heads_only):
+        load(model, prefix, init_from_group0=True, config_file=mine)
+    settings = types.SimpleNamespace(albert_config_file=mine, init_from_group0=True)
+    with pytest.raises(CheckpointMismatchError, match=heads_only):
+        training_run.check_init_checkpoint_config(settings, CheckpointSource(prefix, prefix),
+                                                  model.config)
 
 
 def test_the_config_beside_itself_or_an_equal_one_loads(tmp_path, checkpoint_with_config):
@@ -146,3 +199,61 @@ def test_a_fine_tuning_run_records_its_config_and_a_rerun_with_other_heads_is_re
                          f"--init_checkpoint={output_dir}", f"--output_dir={tmp_path / 'next'}",
                          "--do_train")
     assert_one_line_error(result, "run_classifier", "num_attention_heads=4 (beside it: 2)")
+
+
+# The flag of convert_checkpoint that takes each kind of checkpoint of ``checkpoint_with_config``.
+CONVERSION_FLAGS = {load_tf1_checkpoint: "--tf1_checkpoint", load_object_checkpoint: "--checkpoint"}
+
+
+@pytest.mark.parametrize("key, value", [("num_hidden_layers", 8), ("num_attention_heads", 4),
+                                        ("hidden_act", "relu")])
+@pytest.mark.parametrize("target", ["", "--to=huggingface"])
+def test_a_conversion_refuses_a_config_the_weights_cannot_tell_from_the_one_beside(
+        tmp_path, checkpoint_with_config, key, value, target):
+    """A conversion's output is meant to be the checkpoint's model (a Hugging Face config.json
+    records the depth, heads and activation given): another depth is refused too, not only warned
+    of as a warm start does, before anything is written."""
+    load, prefix = checkpoint_with_config
+    mine = write_config(tmp_path / "mine.json", small_config(**{key: value}))
+    output_dir = tmp_path / "out"
+    result = run_command("-m albert_tf.convert_checkpoint", f"{CONVERSION_FLAGS[load]}={prefix}",
+                         f"--albert_config_file={mine}", f"--output_dir={output_dir}",
+                         *[flag for flag in (target,) if flag])
+    assert_one_line_error(result, "convert_checkpoint", f"the model of {mine} does not match",
+                          f"{key}={value!r} (beside it: ", "The weights fit both")
+    assert not output_dir.exists()
+
+
+def test_an_export_refuses_another_depth_than_the_config_beside(tmp_path, checkpoint_with_config):
+    load, prefix = checkpoint_with_config
+    deeper = write_config(tmp_path / "deeper.json", small_config(num_hidden_layers=8))
+    model = AlbertPretrainingModel(small_config(num_hidden_layers=8))
+    with pytest.raises(CheckpointMismatchError, match=r"num_hidden_layers=8 \(beside it: 4\)"):
+        load_pretraining_weights(model, resolve_checkpoint_source(prefix), deeper)
+
+
+def test_without_a_config_beside_a_conversion_and_an_export_say_what_they_took_unchecked(
+        tmp_path, checkpoint_with_config, capsys):
+    """No albert_config.json beside the checkpoint: the depth, heads and activation come from
+    --albert_config_file alone, and one line says so, naming them and the file (the conversion
+    and the export go ahead); with one beside, no such line."""
+    load, prefix = checkpoint_with_config
+    mine = write_config(tmp_path / "mine.json", small_config())
+    unchecked = (f"Unchecked: num_hidden_layers=4, num_attention_heads=3, hidden_act='gelu' are "
+                 f"taken from {mine}: the weights cannot show them, and there is no "
+                 f"{tmp_path / 'released' / 'albert_config.json'} beside checkpoint {prefix} to "
+                 "compare them with.")
+    for checked in (True, False):
+        if not checked:
+            (tmp_path / "released" / "albert_config.json").unlink()
+        output_dir = tmp_path / f"out_{checked}"
+        result = run_command("-m albert_tf.convert_checkpoint",
+                             f"{CONVERSION_FLAGS[load]}={prefix}", f"--albert_config_file={mine}",
+                             f"--output_dir={output_dir}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        lines = [line for line in result.stdout.splitlines() if "nchecked" in line]
+        assert lines == ([] if checked else [unchecked]), result.stdout
+    capsys.readouterr()
+    load_pretraining_weights(AlbertPretrainingModel(small_config()),
+                             resolve_checkpoint_source(prefix), mine)
+    assert unchecked in capsys.readouterr().out.splitlines()

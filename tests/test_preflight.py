@@ -36,6 +36,7 @@ from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.files.run_files import NewDirectory, Output, RunFiles, check_run_files
 from tests.command_runner import run_command
 from tests.shared_setup import tiny_config
+from tests.test_run_files import users_checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,12 +260,16 @@ def snapshot(root: str) -> dict[str, str]:
     return found
 
 
-def assert_refused(case: Case, flags: dict[str, str], root: str, naming: str) -> None:
+def assert_refused(case: Case, flags: dict[str, str], root: str, naming: str,
+                   *or_naming: str) -> None:
+    """The command is refused in one line naming ``naming`` (or one of ``or_naming``), and
+    nothing below ``root`` changed."""
     before = snapshot(root)
     result = run_command(case.command, *arguments(flags))
     assert result.returncode == 1, (flags, result.stdout[-1500:], result.stderr[-1500:])
     line = result.error_line()
-    assert os.path.basename(naming.rstrip("/")) in line, (naming, line)
+    assert any(os.path.basename(name.rstrip("/")) in line for name in (naming, *or_naming)), (
+        naming, line)
     assert snapshot(root) == before, line
 
 
@@ -350,15 +355,25 @@ def users_file(path: str, is_directory: bool) -> None:
     write(os.path.join(path, "mine.txt") if is_directory else path, "the user's own\n")
 
 
+# The files of each kind of checkpoint of the user's (tests/test_run_files.py's users_checkpoint).
+USERS_CHECKPOINT_FILES = {None: (), "reference": ("checkpoint", "model.ckpt-123"),
+                          "other program": ("checkpoint", "ckpt-1")}
+
+
+@pytest.mark.parametrize("beside", USERS_CHECKPOINT_FILES)
 @pytest.mark.parametrize("case", [case for case in CASES if case.build in (
     classifier, ner, squad, race, pretraining, conversion, seeds)],
     ids=lambda case: case.build.__name__)
 def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
-        tmp_path, monkeypatch, case):
+        tmp_path, monkeypatch, case, beside):
     """A file the user keeps in the directory given as --output_dir under a name the run writes
     there (a released model's model.ckpt-best.index, notes called eval_results.txt) was replaced,
     renamed or deleted as if an earlier run had written it. Every such name of every command with
-    one: refused in one line naming it, nothing on disk changed (no run manifest either)."""
+    one: refused in one line naming it, nothing on disk changed (no run manifest either).
+    ``beside``: the directory holds a checkpoint of the user's too, with its 'checkpoint' state
+    file (a reference run's TF1 one, another program's): it was taken for a run directory of an
+    earlier version, and every name there for the run's (run_pretraining --do_train --do_eval
+    replaced the user's eval_results.txt and checkpoint)."""
     root = str(tmp_path)
     flags = case.build(root)
     declared = declaration(monkeypatch, case, flags)
@@ -368,7 +383,9 @@ def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
     for output in fixed:
         path = member(output)
         users_file(path, output.is_directory)
-        assert_refused(case, flags, root, path)
+        if beside:
+            users_checkpoint(os.path.dirname(path), beside)
+        assert_refused(case, flags, root, path, *USERS_CHECKPOINT_FILES[beside])
         shutil.rmtree(os.path.dirname(path))
     check_run_files(declared)  # without them the run goes ahead, and records its names
     assert MANIFEST_NAME in os.listdir(os.path.dirname(member(fixed[0])))

@@ -15,6 +15,7 @@ from albert_tf.evaluation.seed_results import (RunResultsError, read_best_result
                                                read_seed_results_file, seed_directory,
                                                summarize_seeds)
 from tests.command_runner import run_command
+from tests.test_run_files import earlier_runs_checkpoint
 
 BEST = {"selection_metric": "eval_accuracy", "best_step": 300,
         "metrics": {"eval_accuracy": 0.75, "eval_loss": 0.5}}
@@ -167,10 +168,11 @@ def run_seeds_summary(output_dir):
 
 def finished_seed(output_dir, seed: int, best) -> str:
     """A seed's run directory as a finished run leaves it: its best_results.json (``best``), and
-    the 'checkpoint' state file of every training run (by which run_seeds knows the directory for
-    its own without the output record of a run_seeds run); returns the results file."""
+    the checkpoint and 'checkpoint' state file of every training run (by which run_seeds knows the
+    directory for its own without the output record of a run_seeds run); returns the results
+    file."""
     directory = seed_directory(str(output_dir), seed)
-    write(os.path.join(directory, "checkpoint"), 'model_checkpoint_path: "model.ckpt-best"\n')
+    earlier_runs_checkpoint(directory)
     return write(os.path.join(directory, "best_results.json"), best)
 
 

@@ -8,12 +8,15 @@ import os
 import re
 
 import pytest
+import tensorflow as tf
 
 from albert_tf.files import created_directories
 from albert_tf.files.earlier_layouts import EarlierLayoutError
 from albert_tf.files.paths import OutputPathError
 from albert_tf.files.run_files import (Input, NewDirectory, Output, RunFiles, WorkDirectory,
                                        check_run_files, fixed_outputs)
+from tests.test_checkpoints import save_object_checkpoint
+from tests.tf1_fixtures import write_reference_checkpoint
 from albert_tf.files.run_manifest import MANIFEST_NAME, RunManifestError, read_manifest
 
 
@@ -262,17 +265,32 @@ def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
     assert not (tmp_path / "albert_base" / MANIFEST_NAME).exists()
 
 
+def earlier_runs_checkpoint(directory, step: int = 3) -> str:
+    """What every training run of albert_tf leaves in its directory: an object-based
+    model.ckpt-<step> and the 'checkpoint' state file naming it; returns its prefix."""
+    return save_object_checkpoint(tf.Variable(1.0), str(directory), step)
+
+
 def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
     """Versions before the record left no record, but every training run left its 'checkpoint'
-    state file: a directory holding one is an earlier run's, and its names are recorded now."""
+    state file naming its own checkpoint there: a directory holding one is an earlier run's, and
+    its names are recorded now."""
     run = WorkDirectory("--output_dir", str(tmp_path / "run"))
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    earlier_runs_checkpoint(tmp_path / "run")
     (tmp_path / "run" / "eval_results.txt").write_text("an earlier run's\n")
-    files = RunFiles(outputs=fixed_outputs(run, ["checkpoint", "eval_results.txt"]),
+    files = RunFiles(outputs=fixed_outputs(run, ["checkpoint", "eval_results.txt",
+                                                 "model.ckpt-*"]),
                      work_directories=(run,))
     check_run_files(files)
-    assert recorded_names(run.path) == {"checkpoint", "eval_results.txt"}
+    assert recorded_names(run.path) == {"checkpoint", "eval_results.txt", "model.ckpt-*"}
+    # A run that only predicts there touches no checkpoint, but its checkpoints still name it.
+    predicting = WorkDirectory("--output_dir", str(tmp_path / "predicting"))
+    earlier_runs_checkpoint(tmp_path / "predicting")
+    (tmp_path / "predicting" / "predictions.json").write_text("an earlier run's\n")
+    check_run_files(RunFiles(outputs=fixed_outputs(predicting, ["model.ckpt-*"], touched=False)
+                             + fixed_outputs(predicting, ["predictions.json"]),
+                             work_directories=(predicting,)))
+    assert recorded_names(predicting.path) == {"predictions.json"}
     # A file called 'checkpoint' that is no checkpoint state file proves nothing.
     other = WorkDirectory("--output_dir", str(tmp_path / "other"))
     (tmp_path / "other").mkdir()
@@ -282,13 +300,58 @@ def test_a_run_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
                                  work_directories=(other,)))
 
 
+def users_checkpoint(directory, kind: str) -> None:
+    """A 'checkpoint' state file of the user's in ``directory`` and what it names: ``kind``
+    "reference" (a TF1 run's, the reference's or an Estimator's: model.ckpt-123, name-based),
+    "other program" (object-based, but CheckpointManager's own name ckpt-<n>) or "absent" (a
+    checkpoint that is not there)."""
+    os.makedirs(directory, exist_ok=True)
+    if kind == "reference":
+        write_reference_checkpoint(os.path.join(directory, "model.ckpt"), {"w": (2,)})
+    elif kind == "other program":
+        tf.train.CheckpointManager(tf.train.Checkpoint(w=tf.Variable(1.0)), str(directory),
+                                   max_to_keep=None).save(checkpoint_number=1)
+    else:
+        with open(os.path.join(directory, "checkpoint"), "w", encoding="utf-8") as handle:
+            handle.write('model_checkpoint_path: "model.ckpt-3"\n')
+
+
+@pytest.mark.parametrize("kind", ["reference", "other program", "absent"])
+def test_a_users_checkpoint_does_not_make_a_directory_an_earlier_runs(tmp_path, kind):
+    """A directory of the user's holding a 'checkpoint' state file of its own and notes called
+    eval_results.txt was taken for an earlier version's run directory: every fixed name there was
+    the run's, and run_pretraining --do_train --do_eval replaced both. Only a state file naming
+    an albert_tf checkpoint of the run's names there marks a run directory."""
+    run = WorkDirectory("--output_dir", str(tmp_path / "mine"))
+    users_checkpoint(run.path, kind)
+    (tmp_path / "mine" / "eval_results.txt").write_text("my notes\n")
+    before = sorted(os.listdir(run.path))
+    with pytest.raises(OutputPathError, match=r"holds 'eval_results.txt', which albert_tf did "
+                                              r"not write there"):
+        check_run_files(RunFiles(outputs=fixed_outputs(run, ["eval_results.txt", "checkpoint",
+                                                             "model.ckpt-*"]),
+                                 work_directories=(run,)))
+    assert sorted(os.listdir(run.path)) == before  # no record either
+
+
+@pytest.mark.parametrize("kind", ["reference", "absent"])
+def test_a_users_checkpoint_in_a_seed_folder_does_not_make_an_earlier_run_seeds_directory(
+        tmp_path, kind):
+    """A folder seed_<S> of the user's holding a TF1 checkpoint, or a state file alone, is no
+    seed's run (the folder bearing the run's name, an albert_tf checkpoint of any name is)."""
+    seeds = WorkDirectory("--output_dir", str(tmp_path / "seeds"))
+    users_checkpoint(os.path.join(seeds.path, "seed_1"), kind)
+    with pytest.raises(OutputPathError, match=r"holds 'seed_1', which albert_tf did not"):
+        check_run_files(RunFiles(outputs=fixed_outputs(seeds, ["seed_[-0-9]*"]),
+                                 work_directories=(seeds,)))
+
+
 def test_a_run_seeds_directory_of_an_earlier_version_is_taken_as_the_runs(tmp_path):
     """run_seeds' --output_dir holds no checkpoint itself, its seed_<S> run directories do: a rerun
     resuming an earlier version's seeds was refused ('holds seed_1, which albert_tf did not
     write'), and the message told the user to move the finished seeds away."""
     seeds = WorkDirectory("--output_dir", str(tmp_path / "rte"))
-    (tmp_path / "rte" / "seed_1").mkdir(parents=True)
-    (tmp_path / "rte" / "seed_1" / "checkpoint").write_text('model_checkpoint_path: "m-4"\n')
+    earlier_runs_checkpoint(tmp_path / "rte" / "seed_1", step=4)
     (tmp_path / "rte" / "seed_2").mkdir()  # a seed that failed before its first checkpoint
     files = RunFiles(outputs=fixed_outputs(seeds, ["seed_results.json", "seed_[-0-9]*"]),
                      work_directories=(seeds,))

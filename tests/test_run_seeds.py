@@ -15,6 +15,7 @@ from tests.command_runner import run_command
 from tests.shared_setup import EN8K_MODEL
 from tests.task_harness import glue_sample
 from tests.test_run_classifier import blocks_of, write_config
+from tests.test_run_files import earlier_runs_checkpoint
 
 
 def write_best_results(directory, key, metrics, step=4):
@@ -130,9 +131,9 @@ def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own
     """Finished seeds are skipped on a rerun, so the directory records its recipe: another
     recipe there stops before any seed runs, naming both, and the earlier results stay. The
     directory is one of an earlier version (no output record, no seed_recipe.json): its seed's
-    run directory holds the `checkpoint` state file every training run leaves."""
+    run directory holds the checkpoint and `checkpoint` state file every training run leaves."""
     write_best_results(seed_directory(str(tmp_path), 1), "eval_accuracy", {"eval_accuracy": 0.5})
-    (tmp_path / "seed_1" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-4"\n')
+    earlier_runs_checkpoint(tmp_path / "seed_1", step=4)
     first = ["run_classifier.py", "--task_name=rte", "--data_dir=glue", "--do_train", "--do_eval"]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -9,12 +9,14 @@ format (the library of ``python -m albert_tf.convert_checkpoint``).
   directory (albert_tf/checkpoints/hf_format.py), with the SentencePiece model when given.
 
 All load the source into the model they are given, print the load report and require the whole
-encoder. Only what the source holds is written: a head the source lacks is left out of the output,
-never written with its random initial values; a source variable the model lacks is named as
-dropped. ``choose_task_model`` picks the model from the source's head variables among the task
-models the command lists (``TaskHead``: pretraining, classifier, SQuAD v1 and v2, RACE), so a
-fine-tuned checkpoint's head is carried under the reference's names (``output_weights`` /
-``output_bias``, ``cls/squad/*``, ``start_logits/*`` ...).
+encoder. The config of a TF1 or albert_tf source is checked against the one beside it where the
+weights cannot show it, its depth included, or said to be taken unchecked when there is none
+(albert_tf/checkpoints/config_beside.py). Only what the source holds is written: a head the
+source lacks is left out of the output, never written with its random initial values; a source
+variable the model lacks is named as dropped. ``choose_task_model`` picks the model from the
+source's head variables among the task models the command lists (``TaskHead``: pretraining,
+classifier, SQuAD v1 and v2, RACE), so a fine-tuned checkpoint's head is carried under the
+reference's names (``output_weights`` / ``output_bias``, ``cls/squad/*``, ``start_logits/*`` ...).
 
 The Hugging Face format holds the encoder and the pretraining heads only: another head is named
 as left out. It cannot hold a ``cross_layer_sharing`` other than ``all`` (a
@@ -37,6 +39,7 @@ from typing import Callable, Mapping, Sequence
 import keras
 import tensorflow as tf
 
+from albert_tf.checkpoints.config_beside import check_config_of_conversion
 from albert_tf.checkpoints.files import (CHECKPOINT_STATE_FILE, TF2_CHECKPOINT_NAME,
                                          is_object_based_checkpoint, write_checkpoint_state)
 from albert_tf.checkpoints.hf_format import (CONFIG_FILE, SPM_FILE, foreign_files, is_hf_directory,
@@ -279,8 +282,7 @@ def tf1_to_albert_tf(model: AlbertTaskModel, tf1_checkpoint: str, output_dir: st
     the source holds completely are written; the ``checkpoint`` state file then names the output.
     """
     output_prefix = check_output_dir(output_dir, ALBERT_TF_OUTPUT, overwrite)
-    source = _source(tf1_checkpoint, "tf1_checkpoint", object_based=False)
-    report = load_tf1_checkpoint(model, source, init_from_group0, config_file)
+    report = _load_source(model, tf1_checkpoint, "tf1_checkpoint", init_from_group0, config_file)
     _report_load(report, model, output_prefix, config_file)
     parts, left_out = _complete_parts(model, report)
     if left_out:
@@ -302,13 +304,12 @@ def albert_tf_to_tf1(model: AlbertTaskModel, checkpoint: str, output_dir: str,
     the source holds.
     """
     output_prefix = check_output_dir(output_dir, TF1_OUTPUT, overwrite)
-    source = _source(checkpoint, "checkpoint", object_based=True)
-    report = load_object_checkpoint(model, source, init_from_group0, config_file)
+    report = _load_source(model, checkpoint, "checkpoint", init_from_group0, config_file)
     _report_load(report, model, output_prefix, config_file)
     if report.missing:
         print(f"Left out of {output_prefix} (not in the source): {', '.join(report.missing)}.")
     export_tf1_checkpoint(model, output_prefix, only=report.loaded)
-    return source, output_prefix, len(report.loaded)
+    return report.checkpoint, output_prefix, len(report.loaded)
 
 
 def check_hf_output_dir(output_dir: str, overwrite: bool) -> None:
@@ -336,11 +337,14 @@ def check_hf_output_dir(output_dir: str, overwrite: bool) -> None:
 def _load_source(model: AlbertTaskModel, path: str, flag: str, init_from_group0: bool,
                  config_file: str | None) -> LoadReport:
     """Loads ``--<flag>=path`` (tf1_checkpoint, checkpoint or hf_checkpoint) into ``model``,
-    refusing a source of another format than the flag's."""
+    refusing a source of another format than the flag's, and a config that is not the one beside
+    a TF1 or albert_tf checkpoint where the weights cannot show it (``check_config_of_conversion``;
+    a Hugging Face directory's config.json is compared by its loader)."""
     if flag == HF_SOURCE_FLAG:
         return load_hf_checkpoint(model, check_source(path, flag), init_from_group0, config_file)
     object_based = flag == "checkpoint"
     source = _source(path, flag, object_based)
+    check_config_of_conversion(source, model.config, config_file, init_from_group0)
     loader = load_object_checkpoint if object_based else load_tf1_checkpoint
     return loader(model, source, init_from_group0, config_file)
 

@@ -175,7 +175,7 @@ def load_object_checkpoint(model: keras.Model, path: str, init_from_group0: bool
     """
     path = resolve_checkpoint_path(path)
     check_data_shards(path)
-    check_config_beside(path, model.config, config_file)
+    check_config_beside(path, model.config, config_file, init_from_group0)
     reader = tf.train.load_checkpoint(path)
     report, assignments = _match_object_checkpoint(model, reader, path, init_from_group0,
                                                    config_file)

@@ -40,7 +40,7 @@ def load_tf1_checkpoint(model: keras.Model, path: str, init_from_group0: bool = 
     """
     path = resolve_checkpoint_path(path)
     check_data_shards(path)
-    check_config_beside(path, model.config, config_file)
+    check_config_beside(path, model.config, config_file, init_from_group0)
     if is_object_based_checkpoint(path):
         raise CheckpointMismatchError(
             f"{path} is an albert_tf (object-based) checkpoint, not a reference TF1 checkpoint; "

@@ -213,7 +213,8 @@ def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: Checkpo
     on what the weights do not show (albert_tf/checkpoints/config_beside.py; the warm start checks
     again)."""
     if init_checkpoint is not None and not init_checkpoint.hugging_face:
-        check_config_beside(init_checkpoint.path, config, settings.albert_config_file)
+        check_config_beside(init_checkpoint.path, config, settings.albert_config_file,
+                            settings.init_from_group0)
 
 
 def load_tokenizer(settings: RunSettings, config: AlbertConfig) -> FullTokenizer:

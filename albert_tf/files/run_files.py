@@ -16,8 +16,10 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
 - a directory written whole that holds anything but what the command wrote there earlier (and even
   that only when the user asked to replace it), naming what it holds;
 - a file or directory under a fixed name of the run that albert_tf did not write: the owned names
-  of the directory's run manifest (albert_tf/files/run_manifest.py) do not list the name. Once
-  every check passed, the manifest lists all the run's fixed names there;
+  of the directory's run manifest (albert_tf/files/run_manifest.py) do not list the name, and the
+  directory is no run directory of a version before the record (its ``checkpoint`` state file
+  names no albert_tf checkpoint of the run there: a user's state file proves nothing). Once every
+  check passed, the manifest lists all the run's fixed names there;
 - directories that cannot be created or written, outputs whose place is taken by a directory.
 
 Because a command's fixed names are declared whatever its actions, a file one run of a command
@@ -45,6 +47,8 @@ from albert_tf.files.run_manifest import (MANIFEST_NAME, manifest_path, read_man
 # Names of the files a checkpoint is made of, wherever it lies: an output named by a flag never
 # replaces one of them (they belong to a run).
 CHECKPOINT_FILE_PATTERNS = ("checkpoint", "*.index", "*.data-[0-9]*-of-[0-9]*")
+# The key under which tf.train.Checkpoint stores its object graph (a TF1 checkpoint has none).
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,11 +344,11 @@ def _check_writable(files: RunFiles) -> None:
 
 
 def _fixed_outputs_by_directory(files: RunFiles) -> dict[str, list[Output]]:
-    """The fixed names the run touches, grouped by their directory (each a work directory, which
-    the check created)."""
+    """The fixed names of the run, touched or not, grouped by their directory (each a work
+    directory, which the check created)."""
     by_directory: dict[str, list[Output]] = {}
     for output in files.outputs:
-        if output.fixed and output.touched and tf.io.gfile.isdir(_parent(output.path)):
+        if output.fixed and tf.io.gfile.isdir(_parent(output.path)):
             by_directory.setdefault(_parent(output.path), []).append(output)
     return by_directory
 
@@ -353,30 +357,56 @@ def _present_names(directory: str) -> list[str]:
     return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
 
 
+def _holds_a_run_checkpoint(directory: str, names: list[str] | None) -> bool:
+    """Whether the ``checkpoint`` state file of ``directory`` names a checkpoint that lies there,
+    was written through an object graph (``tf.train.Checkpoint``, as albert_tf's runs write
+    theirs) and, unless ``names`` is None, bears one of those names (glob patterns). A state file
+    alone proves nothing: a user's directory of a reference or Estimator run, of another program's
+    checkpoints, or of a state file written by hand, holds one too."""
+    if not _is_checkpoint_file(tf.io.gfile.join(directory, CHECKPOINT_FILE_PATTERNS[0])):
+        return False
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return False
+    prefix = state.model_checkpoint_path
+    if (path_identity(_parent(prefix)) != path_identity(directory)
+            or not tf.io.gfile.exists(prefix + ".index")
+            or (names is not None and not any(fnmatch.fnmatchcase(os.path.basename(prefix), name)
+                                              for name in names))):
+        return False
+    try:
+        return tf.train.load_checkpoint(prefix).has_tensor(_OBJECT_GRAPH)
+    except tf.errors.OpError:
+        return False  # an index that is not one
+
+
 def _is_earlier_run_directory(directory: str, present: list[str], outputs: list[Output]) -> bool:
     """Whether ``directory`` (which records no owned names) is a run directory of an earlier
-    version: it holds a training run's ``checkpoint`` state file, or one of the run's fixed names
-    is a directory that holds one (run_seeds' ``seed_<S>``: its parent holds no checkpoint)."""
-    state_file = CHECKPOINT_FILE_PATTERNS[0]
-    if _is_checkpoint_file(tf.io.gfile.join(directory, state_file)):
+    version: its ``checkpoint`` state file names one of the run's own checkpoints there (of a
+    family of checkpoints the run declares in it, e.g. ``model.ckpt-*``), or one of the run's fixed
+    names is a directory whose state file names a checkpoint of a run there (run_seeds'
+    ``seed_<S>``: its parent holds no checkpoint). See ``_holds_a_run_checkpoint``."""
+    families = [os.path.basename(output.path) for output in outputs if output.family]
+    if _holds_a_run_checkpoint(directory, families):
         return True
     patterns = [os.path.basename(output.path) for output in outputs]
-    return any(_is_checkpoint_file(tf.io.gfile.join(directory, name, state_file))
+    return any(_holds_a_run_checkpoint(tf.io.gfile.join(directory, name), None)
                for name in present
                if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns))
 
 
 def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
-    """Refuses a file or directory of ``directory`` under one of the run's fixed names that the
-    owned names of the directory's run manifest do not list. A directory that records none and is
-    an earlier version's run directory (``_is_earlier_run_directory``) holds the run's names."""
+    """Refuses a file or directory of ``directory`` under one of the run's fixed names that it
+    touches and that the owned names of the directory's run manifest do not list. A directory
+    that records none and is an earlier version's run directory (``_is_earlier_run_directory``,
+    which looks at every fixed name of the run, touched or not) holds the run's names."""
     recorded = read_manifest(directory).owned_names
     present = _present_names(directory)
     if recorded is None and _is_earlier_run_directory(directory, present, outputs):
         return
     for output in outputs:
         name = os.path.basename(output.path)
-        if not output.needs_record or name in (recorded or ()):
+        if not (output.touched and output.needs_record) or name in (recorded or ()):
             continue
         found = [present_name for present_name in present
                  if fnmatch.fnmatchcase(present_name, name)]
@@ -405,7 +435,7 @@ def check_run_files(files: RunFiles) -> None:
         _check_fixed_names_are_ours(directory, outputs)
     for directory, outputs in by_directory.items():
         _own(directory, {os.path.basename(output.path) for output in outputs
-                         if output.needs_record})
+                         if output.touched and output.needs_record})
 
 
 def _manifests(files: RunFiles) -> tuple[Output, ...]:

@@ -49,6 +49,7 @@ import types
 
 import tensorflow as tf
 
+from albert_tf.checkpoints.config_beside import check_config_of_conversion
 from albert_tf.checkpoints.warm_start import (CheckpointSource, load_checkpoint,
                                               resolve_checkpoint_source)
 from albert_tf.errors.user_error import UserError
@@ -279,7 +280,11 @@ def load_pretraining_weights(model: AlbertPretrainingModel, source: CheckpointSo
     load report); returns a description. Raises HubExportError when the heads are missing (e.g. a
     fine-tuned checkpoint): the ``sop`` and ``mlm`` signatures would be random;
     CheckpointMismatchError (naming ``config_file``) when the checkpoint's encoder is not the
-    model's, in a shape, a missing variable or one the model has no place for."""
+    model's, in a shape, a missing variable or one the model has no place for, or when the config
+    beside a TF1 or albert_tf checkpoint sets another depth, number of heads or activation (the
+    export runs the config's; ``check_config_of_conversion``, which says so when none is there)."""
+    if not source.hugging_face:
+        check_config_of_conversion(source.path, model.config, config_file)
     report = load_checkpoint(model, source, config_file=config_file)
     print(report.format())
     report.require_same_encoder(config_file)
