@@ -363,7 +363,8 @@ def earlier_layout(case: TaskRun, flags: Flags, output_dir: pathlib.Path) -> Non
             path.unlink()  # renamed to model.ckpt-best
     _write(output_dir / "checkpoint", STATE_FILE_TEXT)
 
-    names = set((_json(output_dir / ".albert_tf_outputs.json") or {}).get("fixed_names", ()))
+    names = set((_json(output_dir / ".albert_tf_outputs.json") or {}).get("fixed_names", ())
+                or manifest.get("owned_names") or ())
     names = {name for name in names if "manifest" not in name} | set(RECORDED_NAMES)
     _write(output_dir / ".albert_tf_outputs.json",
            json.dumps({"fixed_names": sorted(names)}, indent=1) + "\n")
@@ -593,12 +594,12 @@ class Outcome:
             self.no_waiting()
             self.expect(1 in eval_steps(self.output_dir), "model.ckpt-1 not evaluated")
             self.manifest(trained_step=1, best_step=1)
-        elif action in ("predict", "export"):
+        elif action == "predict" or (action == "export" and not case.hub_export):
             self.refused(f"--{case.sweep_action}", BEST)
-        elif action == "convert":
+        else:  # convert_checkpoint, export_hub: the run directory's last trained checkpoint
             self.exit_status(0)
             self.expect(re.search(r"last trained|step 1\b|model\.ckpt-1\b", self.output),
-                        "the conversion does not say it converted the last trained checkpoint")
+                        "the command does not say it read the last trained checkpoint")
 
     def check_finished(self) -> None:
         action, state = self.cell.action, self.cell.state
