@@ -166,9 +166,10 @@ def main(argv):
             settings.num_warmup_steps, evaluates=settings.do_eval)
         finished = settings.do_train and training_run.finished_line(
             settings.output_dir, settings.num_train_steps, SELECTION_METRIC)
-        if settings.do_train and trainer.chief:
-            training_run.record_run(settings, config,
-                                    {OBJECTIVE: (own.sentence_objective, "--sentence_objective")})
+        if trainer.chief:
+            training_run.record_run(settings, config, {
+                OBJECTIVE: (own.sentence_objective, "--sentence_objective")} if settings.do_train
+                else {})
         if finished:
             print(finished)
         elif settings.do_train:

@@ -18,7 +18,7 @@ from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, CHECKPOINT_STATE_FILE
 from albert_tf.checkpoints.run_config import (CONFIG, RUN_CONFIG_FILE, run_config_path,
                                               write_config_file)
-from albert_tf.checkpoints.run_directory import trained_checkpoint
+from albert_tf.checkpoints.run_directory import record_trained, trained_checkpoint
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
@@ -194,11 +194,15 @@ def record_run(settings: RunSettings, config: AlbertConfig,
                records: dict[Record, tuple[object, str]]) -> None:
     """Records in the run manifest of --output_dir what its checkpoints are (``records``: {record:
     (value, where it comes from)}, checked against what it records), with the config when the run
-    trains (also written as albert_config.json beside the checkpoints)."""
+    trains (also written as albert_config.json beside the checkpoints); an earlier version's
+    directory also gets its last trained step, read from its checkpoints."""
     if settings.do_train:
         records = {**records, CONFIG: (config.to_dict(), settings.albert_config_file)}
         write_config_file(settings.output_dir, config)
-    add_records(settings.output_dir, records)
+    manifest = add_records(settings.output_dir, records)
+    trained = manifest.trained is None and trained_checkpoint(settings.output_dir, manifest)
+    if trained:
+        record_trained(settings.output_dir, *trained)
 
 
 def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,
