@@ -13,6 +13,8 @@ is apart from its --output_dir, so both declarations are exercised.
 
 tests/test_task_contract.py asserts all that for every entry; the per-script test files read the
 runs' outputs for their own assertions (``TaskRuns.get``: one run per task and test session).
+tests/run_states.py runs each entry's commands (``task_flags``, ``with_steps``, ``only_actions``,
+``export_command``, ``convert_command``) on its run directory in each state it can be in.
 
 A new task: one ``TaskRun`` in ``RUNS`` (its name, its script, a function making its inputs and
 returning its flags, the prediction files it leaves in --output_dir); ``test_every_script_is_in_the_
@@ -63,6 +65,8 @@ class TaskRun:
     hub_export: the export is ``-m albert_tf.export_hub`` of the run's model.ckpt-best (pretraining)
     instead of --export_dir.
     shared_data: the inputs come from the shared test data (skipped without it).
+    states: the run-state test (tests/run_states.py) runs the script's commands on copies of this
+    run's directory in each of its states (False: a variant of a script another entry covers).
     """
 
     name: str
@@ -73,6 +77,19 @@ class TaskRun:
     tflite: bool = False
     hub_export: bool = False
     shared_data: bool = False
+    states: bool = True
+
+    @property
+    def sweep_action(self) -> str:
+        """The flag of the task's sweep: --do_eval, or run_squad's --do_predict."""
+        return "do_eval" if "do_eval" in self.actions else "do_predict"
+
+    @property
+    def predict_action(self) -> str | None:
+        """The flag that predicts from model.ckpt-best without sweeping (None: the sweep is the
+        prediction, as run_squad's, or the task has none, as pretraining)."""
+        return ("do_predict" if "do_predict" in self.actions and self.sweep_action != "do_predict"
+                else None)
 
 
 # -- the inputs of each task ------------------------------------------------------------------------
@@ -266,7 +283,8 @@ def pretraining(root: pathlib.Path) -> Flags:
 
 RUNS = [
     TaskRun("glue_rte", "run_classifier.py", glue_rte,
-            ("test_results.tsv", "submit_results.tsv"), tflite=True, shared_data=True),
+            ("test_results.tsv", "submit_results.tsv"), tflite=True, shared_data=True,
+            states=False),  # run_classifier's states: own_regression and glue_early_exit
     TaskRun("glue_early_exit", "run_classifier.py", glue_early_exit,
             ("test_results.tsv", "submit_results.tsv", "exit_layers.tsv",
              "early_exit_results.json"), tflite=True, shared_data=True),
@@ -277,7 +295,8 @@ RUNS = [
             actions=("do_train", "do_predict"), tflite=True, shared_data=True),
     TaskRun("squad_v2", "run_squad.py", squad_v2,
             ("predictions.json", "nbest_predictions.json", "null_odds.json"),
-            actions=("do_train", "do_predict"), shared_data=True),
+            actions=("do_train", "do_predict"), shared_data=True,
+            states=False),  # run_squad's states: squad_v1
     TaskRun("race", "run_race.py", race, ("test_predictions.json", "predict_results.txt"),
             shared_data=True),
     TaskRun("pretraining", "run_pretraining.py", pretraining, (),
@@ -378,26 +397,78 @@ def run_declared(root: pathlib.Path, command: str, flags: Flags) -> Command:
     return Command(command, flags, result, seen[0], effects)
 
 
-def run_task(case: TaskRun, root: pathlib.Path) -> TaskRunResult:
-    """Makes the inputs of ``case`` below ``root`` and runs it (see the module doc)."""
+def task_flags(case: TaskRun, root: pathlib.Path, exports: bool = True) -> Flags:
+    """Makes the inputs of ``case`` below ``root`` and returns the flags of its script's run (see
+    the module doc): --output_dir root/out, --cached_dir root/cache, the actions and (with
+    ``exports``) --export_dir root/export and, where the task has one, --tflite_file
+    root/model.tflite."""
     if case.shared_data:
         require_shared_data()
     flags = {**case.make(root), "output_dir": str(root / "out")}
     if not case.hub_export:  # a fine-tuning script (features cached)
         flags["cached_dir"] = str(root / "cache")
     flags.update({action: "" for action in case.actions})
-    if not case.hub_export:
+    if not case.hub_export and exports:
         flags["export_dir"] = str(root / "export")
-    if case.tflite:
+    if case.tflite and exports:
         flags["tflite_file"] = str(root / "model.tflite")
+    return flags
+
+
+def hub_export_flags(flags: Flags, checkpoint: str, export_path: str) -> Flags:
+    """The flags of ``-m albert_tf.export_hub`` exporting ``checkpoint`` of a pretraining run of
+    ``flags`` to ``export_path``."""
+    return {"albert_config_file": flags["albert_config_file"],
+            "spm_model_file": spm_fixtures.cached_tiny_spm(), "checkpoint": checkpoint,
+            "export_path": export_path}
+
+
+def run_task(case: TaskRun, root: pathlib.Path) -> TaskRunResult:
+    """Makes the inputs of ``case`` below ``root`` and runs it (see the module doc)."""
+    flags = task_flags(case, root)
     commands = [run_declared(root, case.script, flags)]
     if case.hub_export:
-        commands.append(run_declared(root, "-m albert_tf.export_hub", {
-            "albert_config_file": flags["albert_config_file"],
-            "spm_model_file": spm_fixtures.cached_tiny_spm(),
-            "checkpoint": str(root / "out" / "model.ckpt-best"),
-            "export_path": str(root / "export")}))
+        commands.append(run_declared(root, "-m albert_tf.export_hub", hub_export_flags(
+            flags, str(root / "out" / "model.ckpt-best"), str(root / "export"))))
     return TaskRunResult(case, root, flags, commands)
+
+
+# -- other commands of a task's run directory (tests/run_states.py) ------------------------------
+
+def with_steps(flags: Flags, steps: int) -> Flags:
+    """``flags`` training ``steps`` steps instead of two: --train_step, --num_train_steps, or
+    (run_squad: int(questions / batch * epochs) steps, two at the entry's epochs)
+    --num_train_epochs scaled by steps / 2."""
+    if "train_step" in flags:
+        return {**flags, "train_step": str(steps)}
+    if "num_train_steps" in flags:
+        return {**flags, "num_train_steps": str(steps)}
+    return {**flags, "num_train_epochs": str(float(flags["num_train_epochs"]) * steps / 2)}
+
+
+def only_actions(case: TaskRun, flags: Flags, *actions: str) -> Flags:
+    """``flags`` doing ``actions`` only: the task's other actions set false (run_pretraining trains
+    by default), no --export_dir or --tflite_file."""
+    kept = {name: value for name, value in flags.items()
+            if name not in (*case.actions, "export_dir", "tflite_file")}
+    return {**kept, **{action: "" if action in actions else "false" for action in case.actions}}
+
+
+def export_command(case: TaskRun, flags: Flags, export_dir: pathlib.Path) -> tuple[str, Flags]:
+    """The command exporting the best model of the run of ``flags`` to ``export_dir`` alone: the
+    script with --export_dir (no other action), or export_hub of the run's directory."""
+    if case.hub_export:
+        return "-m albert_tf.export_hub", hub_export_flags(flags, flags["output_dir"],
+                                                           str(export_dir))
+    return case.script, {**only_actions(case, flags), "export_dir": str(export_dir)}
+
+
+def convert_command(flags: Flags, output_dir: pathlib.Path) -> tuple[str, Flags]:
+    """convert_checkpoint of the run directory of ``flags`` (--checkpoint=<its --output_dir>) to
+    the reference's format in ``output_dir``."""
+    return "-m albert_tf.convert_checkpoint", {
+        "checkpoint": flags["output_dir"], "to": "reference", "output_dir": str(output_dir),
+        "albert_config_file": flags["albert_config_file"]}
 
 
 def ancestors(path: str, root: pathlib.Path) -> list[str]:

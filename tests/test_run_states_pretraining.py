@@ -1,0 +1,18 @@
+"""Rerunning a command never undoes its work: run_pretraining's commands (with export_hub's and
+convert_checkpoint's) on its run directory in each state (tests/run_states.py: the states, the
+commands, the contract)."""
+
+import pytest
+
+from tests import run_states
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory):
+    return run_states.RunStates(tmp_path_factory)
+
+
+@pytest.mark.parametrize("cell",
+                         run_states.cells(lambda case: case.script == "run_pretraining.py"))
+def test_a_command_on_a_run_directory_keeps_its_work(cell, states):
+    states.check(cell)
