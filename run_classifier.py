@@ -394,7 +394,7 @@ class ClassifierHooks(FineTuningHooks):
     def write_early_exit_results(self, run: FineTuningRun, best: dict[str, float]) -> None:
         """early_exit_results.json: the best checkpoint's early-exit table and the patience
         chosen on dev by the selection metric (the task's first metric where the table has not
-        that one, e.g. macro-F1)."""
+        that one, e.g. macro-F1), with the step and fingerprint of the checkpoint it describes."""
         task = run.trainer.task
         key = self.selection_metric
         if layer_key(run.config.num_hidden_layers, key) not in best:
@@ -405,7 +405,9 @@ class ClassifierHooks(FineTuningHooks):
             print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose "
                   f"table eval_results.txt no longer holds; {path} keeps its results.")
             return
-        write_results(path, results)
+        best_checkpoint = read_manifest(run.settings.output_dir).best
+        write_results(path, dict(results, best_step=best_checkpoint["step"],
+                                 fingerprint=best_checkpoint["fingerprint"]))
         print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
               f"{results['tolerance_points']} points times the share of layers 2..L run) -> "
               f"{path}")

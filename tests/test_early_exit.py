@@ -285,6 +285,27 @@ def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_
         exits.EarlyExitSettings("separate", tolerance_points=0.0).policy(12, path)
 
 
+def test_a_chosen_patience_of_another_checkpoint_than_the_best_is_refused(tmp_path):
+    """early_exit_results.json names the checkpoint whose table it holds: when the run manifest's
+    best is another one (a later sweep chose it, and a stop came before the file was written
+    again), prediction and export refuse its patience instead of serving it for other weights."""
+    from albert_tf.files.run_manifest import update_manifest
+
+    path = str(tmp_path / exits.RESULTS_FILE)
+    results = exits.results_of(SST2_LIKE, "eval_accuracy", 2.0)
+    exits.write_results(path, dict(results, best_step=4, fingerprint="f4"))
+    assert exits.read_chosen_patience(path) == 3  # no manifest: nothing to hold it against
+    update_manifest(str(tmp_path), lambda content: content.update(
+        best={"step": 4, "fingerprint": "f4", "selection_metric": "eval_accuracy",
+              "metrics": {}}))
+    assert exits.EarlyExitSettings("separate").policy(12, path).patience == 3
+    update_manifest(str(tmp_path), lambda content: content["best"].update(step=6,
+                                                                          fingerprint="f6"))
+    with pytest.raises(exits.UserError, match=r"describes the checkpoint of step 4, not "
+                                              r"model.ckpt-best \(step 6\)"):
+        exits.EarlyExitSettings("separate").policy(12, path)
+
+
 def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_saves():
     """On random tables (metrics and mean layers increasing with noise): the chosen patience's
     loss against the full depth is at most tolerance x (L - mean layers) / (L - 1) points, so

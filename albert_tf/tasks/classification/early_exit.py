@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Callable, Mapping
 
 import numpy as np
@@ -36,7 +37,7 @@ import tensorflow as tf
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
-from albert_tf.files.run_manifest import Record
+from albert_tf.files.run_manifest import Record, read_manifest
 
 # The key prefix of every early-exit result (eval_results.txt, TensorBoard, best_results.json).
 PREFIX = "early_exit"
@@ -274,7 +275,8 @@ REGRESSION_THRESHOLD = Record("regression_threshold", "early-exit decisions made
 
 # The early-exit results of the best checkpoint, written by the sweep into --output_dir:
 # {"selection_metric": key, "patience": the chosen patience, "tolerance_points": ...,
-#  "num_layers": L, "table": {early_exit/... key: value}}.
+#  "num_layers": L, "table": {early_exit/... key: value}, "best_step", "fingerprint": the
+#  checkpoint it describes (the run manifest's best; a file naming another one is refused)}.
 RESULTS_FILE = "early_exit_results.json"
 
 
@@ -307,6 +309,12 @@ def read_chosen_patience(path: str, tolerance_points: float | None = None) -> in
                         "--do_eval with --early_exit; run it, or give --patience or "
                         "--inference_layers.")
     results = read_json_object(path, UserError, "the early-exit results")
+    best = read_manifest(os.path.dirname(path)).best
+    if results.get("fingerprint") and best and best.get("fingerprint") not in (
+            None, results["fingerprint"]):
+        raise UserError(f"{path} describes the checkpoint of step {results.get('best_step')}, not "
+                        f"model.ckpt-best (step {best['step']}): its patience was chosen for "
+                        "other weights; rerun --do_eval with --early_exit to choose it again.")
     patience = results.get("patience")
     if not isinstance(patience, int) or patience < 1:
         raise UserError(f"{path}: expected a patience >= 1, got {patience!r}.")
