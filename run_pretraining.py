@@ -141,7 +141,9 @@ def evaluate(trainer: Trainer, settings: RunSettings, own: PretrainingSettings) 
     eval_data = pretraining_dataset_fn(list(own.eval_files), settings.max_seq_length,
                                        own.max_predictions_per_seq, is_training=False)
     eval_set = EvalSet("", lambda: eval_data(settings.eval_batch_size, 0),
-                       context=own.eval_sentence_task, max_steps=own.max_eval_steps)
+                       context=own.eval_sentence_task, max_steps=own.max_eval_steps,
+                       source=f"{', '.join(own.eval_files)} ({own.max_eval_steps} batches of "
+                              f"{settings.eval_batch_size})")
     # Beside a training job (--nodo_train), poll for new checkpoints like the reference's eval loop.
     policy = (SweepPolicy() if settings.do_train else
               SweepPolicy(until_step=settings.num_train_steps,

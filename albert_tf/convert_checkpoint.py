@@ -210,7 +210,7 @@ def _manifest_beside(source: str, flag: str) -> str | None:
 def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
                              target: str = "reference") -> AlbertTaskModel:
     """The classifier of an albert_tf checkpoint whose run directory records shared early-exit
-    heads (classifier_heads.json) as such: the same variables, which the outputs then name as
+    heads (in its run manifest) as such: the same variables, which the outputs then name as
     every layer's classifier (a checkpoint alone cannot tell). Any other model as it is.
     ``target``: the format written, which the printed note describes."""
     if type(model) is not AlbertClassifierModel or model.early_exit is not None:

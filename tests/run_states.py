@@ -284,7 +284,8 @@ STATE_FILE_TEXT = ('model_checkpoint_path: "model.ckpt-2"\n'
                    'all_model_checkpoint_timestamps: 1795829718.7538953\n'
                    'all_model_checkpoint_timestamps: 1795829718.798517\n'
                    'last_preserved_timestamp: 1795829713.9766333\n')
-# The fixed names the output record of a sweeping run listed (albert_tf/files/output_record.py).
+# The fixed names an earlier version's output record (.albert_tf_outputs.json) of a sweeping run
+# listed (read by albert_tf/files/earlier_layouts.py).
 RECORDED_NAMES = (".worker_tmp", "best_results*.json", "best_trial.txt", "checkpoint", "eval",
                   "eval_data*.json", "eval_results*.txt", "model.ckpt-*", "train")
 

@@ -67,9 +67,9 @@ class GlueTask:
     def model_task(self) -> str:
         """The task whose training data the checkpoints this task evaluates or predicts with are
         trained on: MNLI's for mnli, mismnli (the same train file) and ax (predicted with an MNLI
-        model), the task itself otherwise. Recorded in an output directory's label_list.json, so
-        that a run of another task there is refused even when the labels are the same (SST-2 and
-        WNLI: 0 and 1)."""
+        model), the task itself otherwise. Recorded in the label set of an output directory's run
+        manifest, so that a run of another task there is refused even when the labels are the same
+        (SST-2 and WNLI: 0 and 1)."""
         return SHARED_MODELS.get(self.name, self.name)
 
     @property
