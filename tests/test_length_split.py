@@ -135,5 +135,8 @@ def test_training_on_split_batches_equals_training_on_whole_ones(tmp_path, case,
         if key != "examples_per_second":
             np.testing.assert_allclose(parts.history[-1][key], value, rtol=1e-5, atol=1e-6,
                                        err_msg=key)
+    # Three Adam steps at 1e-2 on sums taken in another order: float32 rounding moves a weight by
+    # a few 1e-6 (2.7e-6 seen on one machine's kernels, which failed the earlier 2e-6); a part
+    # left out or counted twice changes every gradient by that part's share.
     for a, b in zip(whole.model.trainable_variables, parts.model.trainable_variables):
-        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=2e-6, err_msg=a.path)
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, err_msg=a.path)

@@ -188,8 +188,8 @@ def feature_cache_files(settings: RunSettings, inputs: tuple[Input, ...],
 
 
 def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, float] | None:
-    """Runs one fine-tuning command (see the module doc); returns the sweep's best metrics (None
-    when the run did not sweep)."""
+    """Runs one fine-tuning command (see the module doc); returns the best checkpoint's metrics
+    (this run's sweep's, else an earlier one's; None when no sweep chose one)."""
     strategy = training_run.strategy_of(settings.strategy)  # multi-worker: before any other op
     init = (training_run.init_checkpoint_source(settings)
             if hooks.reads_init_checkpoint(settings) else None)
@@ -228,7 +228,7 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
             print(finished)
         elif settings.do_train:
             _train(run, hooks.training_data(run))
-        best = _sweep(run, hooks) if evaluates else None
+        best = _sweep(run, hooks) if evaluates else _recorded_best(settings.output_dir)
         if settings.do_predict or settings.export_dir or settings.tflite_file:
             restore_best_checkpoint(run.trainer)
         if settings.do_predict:
@@ -283,6 +283,14 @@ def _length_buckets(settings: RunSettings, hooks: FineTuningHooks,
         raise UserError(f"--group_by_length needs batches of several lengths, which this run does "
                         f"not have ({reason}).")
     return None, f"Batches padded to --max_seq_length={settings.max_seq_length} ({reason})."
+
+
+def _recorded_best(output_dir: str) -> dict[str, float] | None:
+    """The metrics of the best checkpoint an earlier sweep of ``output_dir`` chose (None: none
+    recorded), for a run that predicts from it without sweeping (RACE's predict_results.txt
+    reports its dev accuracy)."""
+    best = read_manifest(output_dir).best
+    return None if best is None else best["metrics"]
 
 
 def _sweep(run: FineTuningRun, hooks: FineTuningHooks) -> dict[str, float]:
