@@ -187,8 +187,7 @@ def require_record(manifest: RunManifest, record: Record, value: Any, source: st
         raise RunManifestError(
             f"{what}={manifest.directory} holds {record.noun} {difference[0]} "
             f"({os.path.basename(manifest.where(record.key))}); this run has {difference[1]} "
-            f"({source}). Give the run's own "
-            f"settings to continue it, or use another {what}")
+            f"({source}). Give the run's own settings to continue it, or use another {what}")
 
 
 def add_records(directory: str, values: dict[Record, tuple[Any, str]]) -> RunManifest:
