@@ -127,6 +127,14 @@ def test_recipe_mistakes_and_a_failed_seed_are_one_line(tmp_path):
         "run_seeds: error: the run of seed 7 failed (exit status 1)")
 
 
+def recipe_mismatch(directory, recorded: list[str], given: list[str], where: str) -> str:
+    """run_seeds' line refusing the recipe ``given`` in a directory that records ``recorded`` (in
+    the file ``where``)."""
+    return (f"run_seeds: error: --output_dir={directory} holds the seeds of the recipe "
+            f"{' '.join(recorded)} ({where}); this run has {' '.join(given)} (the arguments "
+            "after --). Give the run's own settings to continue it, or use another --output_dir")
+
+
 def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own(tmp_path):
     """Finished seeds are skipped on a rerun, so the directory records its recipe: another
     recipe there stops before any seed runs, naming both, and the earlier results stay. The
@@ -145,10 +153,7 @@ def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own
     other = [*first[:1], "--task_name=mrpc", *first[2:]]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *other)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip() == (
-        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of the recipe "
-        f"{' '.join(first)} (run_manifest.json); this run has {' '.join(other)} (the arguments "
-        "after --). Give the run's own settings to continue it, or use another --output_dir")
+    assert result.stderr.strip() == recipe_mismatch(tmp_path, first, other, "run_manifest.json")
     assert (tmp_path / "seed_results.json").read_bytes() == results
     assert run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first).returncode == 0
 
@@ -161,10 +166,7 @@ def test_an_earlier_versions_recorded_recipe_is_checked(tmp_path):
     other = [*first[:1], "--task_name=mrpc", *first[2:]]
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *other)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip() == (
-        f"run_seeds: error: --output_dir={tmp_path} holds the seeds of the recipe "
-        f"{' '.join(first)} (seed_recipe.json); this run has {' '.join(other)} (the arguments "
-        "after --). Give the run's own settings to continue it, or use another --output_dir")
+    assert result.stderr.strip() == recipe_mismatch(tmp_path, first, other, "seed_recipe.json")
     assert sorted(os.listdir(tmp_path)) == ["seed_recipe.json"]
 
 
