@@ -89,14 +89,13 @@ def check_flags() -> None:
 command_line.parse_before_imports(__name__, checks=[
     flag_checks.print_recipe(lambda: squad_recipe(FLAGS.version_2_with_negative)), check_flags])
 
-from albert_tf.checkpoints.files import list_checkpoints  # noqa: E402
+from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, list_checkpoints  # noqa: E402
 from albert_tf.checkpoints.label_set import LabelSet  # noqa: E402
 from albert_tf.checkpoints.warm_start import CheckpointSource  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.fine_tuning import (  # noqa: E402
     FineTuningHooks, FineTuningRun, TrainingData, feature_cache_files, run_fine_tuning)
 from albert_tf.cli.settings import RunSettings  # noqa: E402
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX  # noqa: E402
 from albert_tf.files.run_files import RunFiles  # noqa: E402
 from albert_tf.files.run_files import inputs as declared_inputs  # noqa: E402
 from albert_tf.tasks.question_answering.postprocessing import (  # noqa: E402
@@ -251,9 +250,9 @@ class SquadHooks(FineTuningHooks):
     def predict(self, run: FineTuningRun, dev_best: dict[str, float] | None) -> None:
         """The sweep leaves the files of the last evaluated checkpoint; write the best one's."""
         output_dir = run.trainer.config.output_dir
-        run.trainer.evaluate_checkpoint(os.path.join(output_dir, BEST_PREFIX),
+        run.trainer.evaluate_checkpoint(os.path.join(output_dir, BEST_CHECKPOINT_NAME),
                                         self.eval_sets(run))
-        print(f"Predictions of {BEST_PREFIX} in {output_dir}")
+        print(f"Predictions of {BEST_CHECKPOINT_NAME} in {output_dir}")
 
     def export(self, run: FineTuningRun) -> None:
         export_squad(run.trainer.model, run.settings.export_dir, run.tokenizer,

@@ -496,7 +496,7 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
     import json
     import pathlib
 
-    from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
+    from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
     from tests.task_harness import EARLY_EXIT_LAYERS, RTE_SEQ
     from tests.test_run_classifier import blocks_of, features_of
 
@@ -517,7 +517,7 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
 
     model = ClassifierTask(config(max_position_embeddings=RTE_SEQ), ("accuracy",), 2,
                            early_exit="separate").build_model()
-    tf.train.Checkpoint(model=model).read(str(output_dir / BEST_PREFIX)).expect_partial()
+    tf.train.Checkpoint(model=model).read(str(output_dir / BEST_CHECKPOINT_NAME)).expect_partial()
     _, test_inputs, _ = features_of("rte", pathlib.Path(run.flags["data_dir"]), "test")
     layer_logits = model(test_inputs, training=False)["layer_logits"].numpy()
     exit_at = exits.exit_layers(layer_logits, patience, False)

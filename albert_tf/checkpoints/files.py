@@ -86,17 +86,21 @@ def write_checkpoint_state(directory: str, name: str) -> None:
                       f"model_checkpoint_path: {entry}\nall_model_checkpoint_paths: {entry}\n")
 
 
-_STEP_PATTERN = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)\.index$")
+_STEP_PATTERN = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)$")
+
+
+def checkpoint_step(prefix: str) -> int | None:
+    """The step of a prefix named ``model.ckpt-<step>``; None for any other name (the best)."""
+    match = _STEP_PATTERN.search(os.path.basename(prefix))
+    return int(match.group(1)) if match else None
 
 
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
     """[(step, prefix)] of ``model.ckpt-<step>`` in ``directory``, ascending; best excluded."""
-    found = []
-    for path in tf.io.gfile.glob(os.path.join(directory, TF2_CHECKPOINT_NAME + "-*.index")):
-        match = _STEP_PATTERN.search(os.path.basename(path))
-        if match:
-            found.append((int(match.group(1)), path[:-len(".index")]))
-    return sorted(found)
+    prefixes = [path[:-len(".index")] for path in
+                tf.io.gfile.glob(os.path.join(directory, TF2_CHECKPOINT_NAME + "-*.index"))]
+    return sorted((checkpoint_step(prefix), prefix) for prefix in prefixes
+                  if checkpoint_step(prefix) is not None)
 
 
 def checkpoint_fingerprint(prefix: str) -> str:

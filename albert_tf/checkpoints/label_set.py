@@ -63,7 +63,7 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return None if this.fits(stored) else (stored.describe(), this.describe())
 
 
-LABEL_SET = Record("label_set", "checkpoints trained for", _difference)
+LABEL_SET = Record("label_set", "checkpoints trained for", compare=_difference)
 
 
 def recorded_label_set(manifest: RunManifest) -> LabelSet | None:

@@ -39,7 +39,7 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return show(stored), show(this)
 
 
-CONFIG = Record("config", "checkpoints trained with the config", _difference)
+CONFIG = Record("config", "checkpoints trained with the config", compare=_difference)
 
 
 def run_config_path(output_dir: str) -> str:

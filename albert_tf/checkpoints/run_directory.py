@@ -13,20 +13,17 @@
 from __future__ import annotations
 
 import os
-import re
 
 import tensorflow as tf
 from google.protobuf import text_format
 
 from albert_tf.checkpoints.files import (BEST_CHECKPOINT_NAME, SAVED_MODEL_FILE,
                                          SAVED_MODEL_VARIABLES, TF2_CHECKPOINT_NAME,
-                                         checkpoint_fingerprint, copy_checkpoint,
+                                         checkpoint_fingerprint, checkpoint_step, copy_checkpoint,
                                          list_checkpoints, not_a_checkpoint_message)
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.run_manifest import (MANIFEST_NAME, RunManifest, read_manifest,
                                           update_manifest)
-
-_STEP = re.compile(re.escape(TF2_CHECKPOINT_NAME) + r"-(\d+)$")
 
 
 class RunDirectoryError(UserError, ValueError):
@@ -49,8 +46,7 @@ def _state_file_step(directory: str) -> int | None:
         state = tf.train.get_checkpoint_state(directory)
     except (ValueError, tf.errors.OpError, text_format.ParseError):
         return None
-    match = state and _STEP.search(os.path.basename(state.model_checkpoint_path))
-    return int(match.group(1)) if match else None
+    return checkpoint_step(state.model_checkpoint_path) if state else None
 
 
 def trained_checkpoint(directory: str,
@@ -92,10 +88,8 @@ def record_trained(directory: str, step: int, prefix: str) -> None:
 
 def holds_trained_model(directory: str) -> str | None:
     """What in ``directory`` is a trained model (None: nothing): a run that finds no checkpoint to
-    resume from there must not train from scratch over it."""
-    manifest = read_manifest(directory)
-    if manifest.trained is not None:
-        return f"a run trained to step {manifest.trained['step']} ({MANIFEST_NAME})"
+    resume from there must not train from scratch over it. (A recorded last trained step without
+    its checkpoint is refused earlier, by ``trained_checkpoint``.)"""
     if _exists(best_prefix(directory)):
         return f"its best checkpoint {best_prefix(directory)}"
     return None

@@ -72,7 +72,7 @@ class CheckpointSource:
 
 def resolve_checkpoint_source(path: str) -> CheckpointSource:
     """What ``path`` names: a Hugging Face directory, else the checkpoint prefix of a prefix, a
-    directory of checkpoints (its latest) or a SavedModel. FileNotFoundError (a UserError) naming
+    run directory (its best checkpoint, else its last trained one) or a SavedModel. FileNotFoundError (a UserError) naming
     the path when it names no checkpoint."""
     if is_hf_directory(path):
         return CheckpointSource(path, path, hugging_face=True)

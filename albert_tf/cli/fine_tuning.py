@@ -36,6 +36,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
 from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
 from albert_tf.checkpoints.warm_start import CheckpointSource
 from albert_tf.cli import error_boundary, training_run
@@ -43,7 +44,7 @@ from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_checkpoint,
                                                   run_checkpoint_sweep)
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX, SweepPolicy, check_eval_data
+from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, check_eval_data
 from albert_tf.files.run_files import (Input, RunFiles, WorkDirectory, check_run_files,
                                        fixed_outputs)
 from albert_tf.files.run_manifest import Record, read_manifest, require_record
@@ -235,10 +236,11 @@ def run_fine_tuning(settings: RunSettings, hooks: FineTuningHooks) -> dict[str, 
             hooks.predict(run, best)
         if settings.export_dir:
             hooks.export(run)
-            print(f"Exported the SavedModel of {BEST_PREFIX} to {settings.export_dir}")
+            print(f"Exported the SavedModel of {BEST_CHECKPOINT_NAME} to {settings.export_dir}")
         if settings.tflite_file:
             path = hooks.export_tflite(run)
-            print(f"Wrote the TFLite model of {BEST_PREFIX} ({settings.tflite_quantization}, S="
+            print(f"Wrote the TFLite model of {BEST_CHECKPOINT_NAME} "
+                  f"({settings.tflite_quantization}, S="
                   f"{settings.max_seq_length}) to {path}")
     return best
 

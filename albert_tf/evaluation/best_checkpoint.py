@@ -14,12 +14,13 @@ import json
 import os
 from typing import Sequence
 
-from albert_tf.checkpoints.run_directory import settled_best
+from albert_tf.checkpoints.run_directory import best_prefix, settled_best
 from albert_tf.errors.user_error import MissingFileError
-from albert_tf.evaluation.checkpoint_sweep import (BEST_PREFIX, BEST_TRIAL_FILE, SweepPolicy,
+from albert_tf.evaluation.checkpoint_sweep import (SweepPolicy,
                                                    sweep_checkpoints)
 from albert_tf.files import run_lock
 from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.earlier_layouts import BEST_TRIAL_FILE
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 
@@ -61,7 +62,7 @@ def run_checkpoint_sweep(trainer: Trainer, eval_sets: Sequence[EvalSet], selecti
     atomic_write_text(os.path.join(output_dir, best_results_file),
                       json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(f"Best checkpoint: step {best_step}, {selection_key} {best[selection_key]:.4f} -> "
-          f"{os.path.join(output_dir, BEST_PREFIX)}; all results in "
+          f"{best_prefix(output_dir)}; all results in "
           f"{os.path.join(output_dir, results_file)}", flush=True)
     return best_step, best
 
@@ -80,16 +81,16 @@ def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval",
     Raises MissingFileError (a FileNotFoundError) when no sweep has selected it yet, naming
     ``selecting_flag``, the flag of the script's sweep.
     """
-    best_prefix = settled_best(output_dir, repair=repair)
-    if best_prefix is None:
-        raise MissingFileError(f"{os.path.join(output_dir, BEST_PREFIX)} does not exist: "
+    prefix = settled_best(output_dir, repair=repair)
+    if prefix is None:
+        raise MissingFileError(f"{best_prefix(output_dir)} does not exist: "
                                "prediction and export use the best checkpoint, which "
                                f"{selecting_flag} selects; add {selecting_flag} (or run it first).")
-    return best_prefix
+    return prefix
 
 
 def restore_best_checkpoint(trainer: Trainer) -> str:
     """Loads the best checkpoint of the output_dir into the model; returns its prefix."""
-    best_prefix = best_checkpoint_prefix(trainer.config.output_dir, repair=True)
-    trainer.restore_weights(best_prefix)
-    return best_prefix
+    prefix = best_checkpoint_prefix(trainer.config.output_dir, repair=True)
+    trainer.restore_weights(prefix)
+    return prefix

@@ -41,13 +41,12 @@ import tensorflow as tf
 from albert_tf.checkpoints.files import (BEST_CHECKPOINT_NAME, TF2_CHECKPOINT_NAME,
                                          checkpoint_fingerprint, copy_checkpoint,
                                          list_checkpoints, remove_checkpoint, rename_checkpoint)
-from albert_tf.checkpoints.run_directory import settled_best
+from albert_tf.checkpoints.run_directory import best_prefix, settled_best
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import atomic_write_text
+from albert_tf.files.earlier_layouts import BEST_TRIAL_FILE
 from albert_tf.files.run_manifest import read_manifest, update_manifest
 
-BEST_PREFIX = BEST_CHECKPOINT_NAME
-BEST_TRIAL_FILE = "best_trial.txt"
 
 
 _SEPARATOR = "=" * 50 + "\n"
@@ -202,7 +201,7 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
                      "fingerprint": checkpoint_fingerprint(prefix)}
                     if improved and keeps_best else None)
             if improved and keeps_best and not policy.rename_best:
-                copy_checkpoint(prefix, os.path.join(directory, BEST_PREFIX))
+                copy_checkpoint(prefix, best_prefix(directory))
             if policy.prune and _is_prunable(step, steps, state):  # at once, as the reference
                 remove_checkpoint(prefix)
             report += format_metrics(metrics) + policy.best_line.format(
@@ -214,7 +213,7 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
             log(f"Evaluated {prefix}: " + ", ".join(f"{k} = {v:.4g}" for k, v in
                                                      sorted(metrics.items()))
                 + ("" if not improved else " (new best)" if policy.rename_best or not keeps_best
-                   else f"  (new best, copied to {BEST_PREFIX})"))
+                   else f"  (new best, copied to {BEST_CHECKPOINT_NAME})"))
         if policy.until_step is None or state.last_step >= policy.until_step:
             break
         if evaluated_any:
@@ -301,7 +300,7 @@ def _rename_best(directory: str, best_step: int, log: Callable[[str], None]) -> 
     checkpoint of that step trained again later is another one, and stays where it is); the last
     trained checkpoint, if it was that one, is recorded under its new name."""
     source = os.path.join(directory, f"{TF2_CHECKPOINT_NAME}-{best_step}")
-    target = os.path.join(directory, BEST_PREFIX)
+    target = best_prefix(directory)
     best = read_manifest(directory).best
     if not tf.io.gfile.exists(source + ".index") or best is None:
         return
@@ -317,6 +316,6 @@ def _rename_best(directory: str, best_step: int, log: Callable[[str], None]) -> 
     def change(content: dict) -> None:
         trained = content.get("trained")
         if trained and trained["checkpoint"] == os.path.basename(source):
-            trained["checkpoint"] = BEST_PREFIX
+            trained["checkpoint"] = BEST_CHECKPOINT_NAME
 
     update_manifest(directory, change)

@@ -14,11 +14,7 @@ from __future__ import annotations
 from albert_tf.files.run_manifest import Record, add_records, read_manifest, require_record
 
 
-def _difference(value: list[str], recorded: list[str]) -> tuple[str, str] | None:
-    return None if value == recorded else (" ".join(recorded), " ".join(value))
-
-
-RECIPE = Record("seed_recipe", "the seeds of the recipe", _difference)
+RECIPE = Record("seed_recipe", "the seeds of the recipe", describe=" ".join)
 _SOURCE = "the arguments after --"
 
 

@@ -51,22 +51,25 @@ class RunManifestError(UserError, ValueError):
     holds: the message names the directory, the record, both values and what to do."""
 
 
-def _json_difference(value: Any, recorded: Any) -> tuple[str, str] | None:
-    if value == recorded:
-        return None
-    return json.dumps(recorded), json.dumps(value)
-
-
 @dataclasses.dataclass(frozen=True)
 class Record:
     """One fact a directory records about its checkpoints: its ``key`` in "records", how messages
-    name what the directory holds (``noun``: "checkpoints trained with the config"), and
-    ``difference(value, recorded)``: None when a run's value fits the recorded one, else how to
-    show (the recorded, this run's) in the message (by default: equal JSON values fit)."""
+    name what the directory holds (``noun``: "checkpoints trained with the config") and show a
+    value (``describe``), and, where a run's value may fit a recorded one it does not equal,
+    ``compare(value, recorded)``: None when it fits, else (the recorded, this run's) as the
+    message shows them."""
 
     key: str
     noun: str
-    difference: Callable[[Any, Any], tuple[str, str] | None] = _json_difference
+    describe: Callable[[Any], str] = json.dumps
+    compare: Callable[[Any, Any], tuple[str, str] | None] | None = None
+
+    def difference(self, value: Any, recorded: Any) -> tuple[str, str] | None:
+        """None when ``value`` fits ``recorded``, else how the message shows (recorded, value):
+        ``compare``'s answer, or, without one, equality and ``describe``."""
+        if self.compare is not None:
+            return self.compare(value, recorded)
+        return None if value == recorded else (self.describe(recorded), self.describe(value))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -262,15 +262,10 @@ class EarlyExitSettings:
         return ExitPolicy(patience, num_layers, self.threshold)
 
 
-def _threshold_difference(value: float, recorded: float) -> tuple[str, str] | None:
-    return None if value == recorded else (f"--regression_threshold={recorded}",
-                                           f"--regression_threshold={value}")
-
-
 # The threshold a regression's early-exit table, chosen patience and exports were made with:
 # predictions and exports with another one would not stop as the table says.
 REGRESSION_THRESHOLD = Record("regression_threshold", "early-exit decisions made with",
-                              _threshold_difference)
+                              describe="--regression_threshold={}".format)
 
 
 # The early-exit results of the best checkpoint, written by the sweep into --output_dir:

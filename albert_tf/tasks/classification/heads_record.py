@@ -45,7 +45,7 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return None if value == recorded else (describe(recorded), f"a classifier {describe(value)}")
 
 
-HEADS = Record("classifier_heads", "a classifier trained", _difference)
+HEADS = Record("classifier_heads", "a classifier trained", compare=_difference)
 
 
 def recorded_heads(output_dir: str) -> str | None:

@@ -53,7 +53,6 @@ from albert_tf.checkpoints.config_beside import check_config_of_conversion
 from albert_tf.checkpoints.warm_start import (CheckpointSource, load_checkpoint,
                                               resolve_checkpoint_source)
 from albert_tf.errors.user_error import UserError
-from albert_tf.evaluation.checkpoint_sweep import BEST_PREFIX
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving.input_checks import (IDS_LAYOUT, Conformer, gated, positions_checks,
@@ -261,13 +260,9 @@ class HubEncoderModule(tf.__internal__.tracking.AutoTrackable):
 
 
 def checkpoint_to_export(path: str) -> CheckpointSource:
-    """The checkpoint ``--checkpoint`` names, resolved once: a directory's ``model.ckpt-best`` when
-    it has one, else what ``resolve_checkpoint_source`` finds (its latest checkpoint, or the
-    variables of an export)."""
-    if tf.io.gfile.isdir(path):
-        best = os.path.join(path, BEST_PREFIX)
-        if tf.io.gfile.exists(best + ".index"):
-            path = best
+    """The checkpoint ``--checkpoint`` names, resolved once (``resolve_checkpoint_source``: a
+    run directory's best checkpoint, else its last trained one; or the variables of an
+    export)."""
     try:
         return resolve_checkpoint_source(path)
     except FileNotFoundError as err:

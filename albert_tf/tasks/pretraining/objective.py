@@ -63,12 +63,8 @@ def evaluation_name(objective: str, eval_sentence_task: str | None) -> str:
     return eval_sentence_task
 
 
-def _difference(value: str, recorded: str) -> tuple[str, str] | None:
-    return None if value == recorded else (f"--sentence_objective={recorded}",
-                                           f"--sentence_objective={value}")
-
-
-OBJECTIVE = Record("sentence_objective", "checkpoints trained with", _difference)
+OBJECTIVE = Record("sentence_objective", "checkpoints trained with",
+                   describe="--sentence_objective={}".format)
 
 
 def recorded_objective(output_dir: str) -> str | None:
