@@ -32,7 +32,7 @@ from typing import Callable
 
 import pytest
 
-from albert_tf.cli import fine_tuning
+from albert_tf.cli import driver
 from albert_tf.files import run_files as run_files_module
 from albert_tf.files.paths import path_identity
 from albert_tf.files.run_files import RunFiles
@@ -385,7 +385,7 @@ def run_declared(root: pathlib.Path, command: str, flags: Flags) -> Command:
     before = snapshot(root)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(run_files_module, "check_run_files", capture)
-        patch.setattr(fine_tuning, "check_run_files", capture)
+        patch.setattr(driver, "check_run_files", capture)
         result = run_command(command, *arguments(flags))
     after = snapshot(root)
     assert result.returncode == 0, (command, result.stdout[-3000:], result.stderr[-5000:])

@@ -30,7 +30,11 @@ import pytest
 from tests import shared_setup
 
 REPO_ROOT = pathlib.Path(shared_setup.REPO_ROOT)
-PACKAGES = ("albert_tf", "data_prep")
+PACKAGES = ("albert_tf", "data_prep", "task_specs")
+# The packages whose top-level modules are commands; task_specs/ holds the tasks' specs, which join
+# albert_tf's tasks with data_prep's feature builders (the run_*.py scripts use them).
+COMMAND_PACKAGES = ("albert_tf", "data_prep")
+SPECS = "task_specs"
 
 # The capability folders that hold no task and that tasks build on.
 ALBERT_TF_CORE = ("errors", "files", "models", "tokenization", "checkpoints", "training",
@@ -59,7 +63,7 @@ DATA_PREP_COMMAND_USES = ("albert_tf.cli.command_line", "albert_tf.cli.flag_defi
 # Never imported by data_prep, nor by anything data_prep imports from albert_tf (Keras, models,
 # the training stack), except the Keras-free modules DATA_PREP_USES names.
 KERAS_FOLDERS = ("albert_tf.models", "albert_tf.training", "albert_tf.cli.training_run",
-                 "albert_tf.cli.fine_tuning")
+                 "albert_tf.cli.driver", "albert_tf.cli.task_spec")
 
 
 def discover_modules(root: pathlib.Path, packages: tuple[str, ...]) -> dict[str, pathlib.Path]:
@@ -235,8 +239,9 @@ def task_of(module: str) -> str | None:
 
 
 def is_command(module: str, path: pathlib.Path) -> bool:
-    """A module directly in a package folder (not ``__init__``)."""
-    return len(module.split(".")) == 2 and path.name != "__init__.py"
+    """A module directly in the folder of albert_tf or data_prep (not ``__init__``)."""
+    parts = module.split(".")
+    return len(parts) == 2 and parts[0] in COMMAND_PACKAGES and path.name != "__init__.py"
 
 
 @pytest.fixture(scope="module")
@@ -312,12 +317,25 @@ def test_nothing_imports_a_command(project_graph, modules):
     assert not offending, "; ".join(offending)
 
 
+def test_only_the_scripts_use_the_task_specs_and_a_spec_joins_one_task(project_graph):
+    """task_specs/ sits above both packages: neither imports it; each spec module uses the task
+    folders (of albert_tf and data_prep) of one task at most."""
+    importers = [f"{module} imports {target}" for module, target in edges(project_graph)
+                 if target.split(".")[0] == SPECS and module.split(".")[0] != SPECS]
+    assert not importers, "; ".join(importers)
+    specs = [module for module in project_graph if module.split(".")[0] == SPECS]
+    assert "task_specs.classification" in specs
+    mixed = {module: sorted(tasks) for module in specs
+             if len(tasks := {task_of(target) for target in project_graph[module]} - {None}) > 1}
+    assert not mixed, mixed
+
+
 def test_top_level_modules_are_commands_and_folders_are_packages(modules):
     commands = [module for module, path in modules.items() if is_command(module, path)]
     assert "albert_tf.export_hub" in commands and "data_prep.create_pretraining_data" in commands
     not_commands = [module for module in commands if not has_main_block(modules[module])]
     assert not not_commands, f"top-level modules without a __main__ block: {not_commands}"
-    for package in PACKAGES:
+    for package in COMMAND_PACKAGES:
         folders = [path for path in (REPO_ROOT / package).rglob("*")
                    if path.is_dir() and path.name != "__pycache__"]
         assert folders and all((folder / "__init__.py").is_file() for folder in folders)

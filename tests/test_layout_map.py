@@ -18,7 +18,7 @@ import subprocess
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYOUT = "docs/layout.md"
-PACKAGES = ("albert_tf", "data_prep")
+PACKAGES = ("albert_tf", "data_prep", "task_specs")
 TREE_HEADING = "## The tree"
 TASK_TABLE_HEADING = "## One framework for every task"
 NAME = re.compile(r"[A-Za-z0-9_.-]+/?")
@@ -77,7 +77,7 @@ def layout_text() -> str:
 
 
 def package_folders() -> list[pathlib.Path]:
-    """Every package folder of albert_tf/ and data_prep/, the two packages included."""
+    """Every package folder of albert_tf/, data_prep/ and task_specs/, the packages included."""
     return sorted(init.parent for package in PACKAGES
                   for init in (REPO_ROOT / package).rglob("__init__.py"))
 

@@ -25,15 +25,14 @@ import os
 import re
 import shutil
 
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.cli import fine_tuning
+from albert_tf.cli import driver
+from albert_tf.cli.task_spec import Training
 from albert_tf.cli.settings import RunSettings
-from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import tfrecord_dataset
 from albert_tf.tasks.pretraining.task import pretraining_dataset_fn
 from albert_tf.training.input_pipeline import (RECORD_INDEX, record_eval_dataset,
@@ -103,10 +102,9 @@ def test_exact_lengths_cut_a_batch_to_its_longest_example():
 def _buckets_of_a_run(**settings) -> tuple[LengthBuckets | None, str]:
     """What the driver gives a run of a length-invariant task on this (non-TPU) machine: its
     buckets and the line the run prints about them."""
-    hooks = types.SimpleNamespace(sequence_features=SEQUENCE, length_invariant=lambda _: True)
-    return fine_tuning._length_buckets(
-        RunSettings(output_dir="out", cached_dir="out", max_seq_length=S, **settings), hooks,
-        tf.distribute.get_strategy())
+    return driver._length_buckets(
+        RunSettings(output_dir="out", cached_dir="out", max_seq_length=S, **settings),
+        Training(task=None, sequence_features=SEQUENCE), tf.distribute.get_strategy())
 
 
 def test_a_run_cuts_batches_exactly_without_xla_and_to_the_fixed_set_with_it():
@@ -116,8 +114,6 @@ def test_a_run_cuts_batches_exactly_without_xla_and_to_the_fixed_set_with_it():
     assert exact.lengths == bucket_lengths(S, exact=True)
     assert fixed.lengths == bucket_lengths(S)
     assert none is None
-    with pytest.raises(UserError, match="--group_by_length needs batches of several lengths"):
-        _buckets_of_a_run(length_buckets=False, group_by_length=True)
     assert [exact_line, fixed_line, none_line] == [
         f"Batches padded to their longest example (at most {S} positions)",
         "Batches padded to the shortest of these lengths that holds them: " + ", ".join(
@@ -337,11 +333,13 @@ def test_squad_v1_keeps_its_batches_at_the_sequence_length(task_runs):
     """Its loss and n-best lists rank every position, padding included (the reference's), so
     its batches are not cut; --group_by_length is refused before TensorFlow loads."""
     run = task_runs.get("squad_v1")
-    assert "(this task's results depend on the padding)" in run.result.stdout
+    assert "(SQuAD v1.1's loss and n-best lists rank the padding positions too" in run.result.stdout
     flags = {key: value for key, value in run.flags.items() if key != "export_dir"}
     result = run_command(run.case.script, *arguments({**flags, "group_by_length": ""}))
     assert result.returncode == 1
-    assert "--group_by_length needs --version_2_with_negative" in result.stderr
+    assert ("--group_by_length needs batches of several lengths, which this run does not have "
+            "(SQuAD v1.1's loss and n-best lists rank the padding positions too, as the "
+            "reference's; v2.0's (--version_2_with_negative) do not)") in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -351,5 +349,6 @@ def test_group_by_length_without_buckets_is_refused_before_tensorflow_loads(tmp_
                          "--spm_model_file=m.model", "--do_train", "--group_by_length",
                          "--nolength_buckets")
     assert result.returncode == 1
-    assert "--group_by_length groups examples into batches of nearly one length" in result.stderr
+    assert ("--group_by_length needs batches of several lengths, which this run does not have "
+            "(--nolength_buckets)") in result.stderr
     assert not os.path.exists(tmp_path / "out")

@@ -30,7 +30,7 @@ from typing import Callable
 import pytest
 
 from albert_tf.checkpoints.run_config import RUN_CONFIG_FILE
-from albert_tf.cli import fine_tuning
+from albert_tf.cli import driver
 from albert_tf.files import run_files as run_files_module
 from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.files.run_files import NewDirectory, Output, RunFiles, check_run_files
@@ -216,7 +216,7 @@ def declaration(monkeypatch, case: Case, flags: dict[str, str]) -> RunFiles | No
 
     with monkeypatch.context() as patch:
         patch.setattr(run_files_module, "check_run_files", capture)
-        patch.setattr(fine_tuning, "check_run_files", capture)
+        patch.setattr(driver, "check_run_files", capture)
         try:
             result = run_command(case.command, *arguments(flags))
         except Captured:

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint
 from albert_tf.tasks.classification.records import parse_glue_example
-from albert_tf.cli import fine_tuning
+from albert_tf.cli import driver, task_spec
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
 from albert_tf.tasks.multiple_choice.records import NUM_CHOICES, parse_race_record
 from albert_tf.tasks.multiple_choice.task import (MultipleChoiceContext, MultipleChoiceTask,
@@ -317,9 +317,10 @@ def run_script(script: str, path_kind: str, *args: str) -> set[str]:
         return dataset
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fine_tuning, "record_eval_dataset", record_eval_dataset)
+        patch.setattr(task_spec, "record_eval_dataset", record_eval_dataset)
         if path_kind == "static":
-            patch.setattr(fine_tuning, "needs_static_batches", lambda strategy: True)
+            patch.setattr(task_spec, "needs_static_batches", lambda strategy: True)
+            patch.setattr(driver, "needs_static_batches", lambda strategy: True)
         result = run_command(script, *args)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert dimensions, result.stdout[-2000:]

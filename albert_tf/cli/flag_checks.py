@@ -100,23 +100,35 @@ def sweep_in_one_process(sweep_flag: str = "do_eval") -> None:
                              "with --nodo_train and --strategy=one_device or mirrored.")
 
 
-def group_by_length_with_buckets() -> None:
-    """--group_by_length needs batches of several lengths: refused with --nolength_buckets and on
-    a TPU (whose batches keep one length) (UsageError)."""
+def padded_batches_reason(length_buckets: bool, task_reason: str | None,
+                          on_tpu: bool) -> str | None:
+    """Why a run's batches all keep length --max_seq_length (None: each is cut to its length
+    bucket): --nolength_buckets; the task's ``task_reason`` (its results depend on the padding);
+    a TPU, whose loop is compiled for one shape."""
+    if not length_buckets:
+        return "--nolength_buckets"
+    if task_reason is not None:
+        return task_reason
+    if on_tpu:
+        return "a TPU compiles its loop for one shape"
+    return None
+
+
+def group_by_length_with_buckets(task_reason: str | None = None) -> None:
+    """--group_by_length needs batches of several lengths (``padded_batches_reason``; the task's
+    ``task_reason`` to keep them at full length) (UsageError)."""
     values = flags.FLAGS
     if not values.group_by_length:
         return
-    if not values.length_buckets:
-        raise app.UsageError("--group_by_length groups examples into batches of nearly one "
-                             "length, which --nolength_buckets pads back to --max_seq_length: "
-                             "drop one of them.")
-    if values.use_tpu or values.strategy == "tpu":
-        raise app.UsageError("--group_by_length: on a TPU every batch keeps --max_seq_length (its "
-                             "loop is compiled for one shape), so grouping would not help.")
+    reason = padded_batches_reason(values.length_buckets, task_reason,
+                                   values.use_tpu or values.strategy == "tpu")
+    if reason is not None:
+        raise app.UsageError("--group_by_length needs batches of several lengths, which this run "
+                             f"does not have ({reason}).")
 
 
 def fine_tuning_checks(*actions: str, required: tuple[str, ...] = (),
-                       sweep_flag: str = "do_eval") -> None:
+                       sweep_flag: str = "do_eval", full_length_reason: str | None = None) -> None:
     """The checks every fine-tuning script runs: no TF1 hub module, one of ``actions`` set,
     --output_dir, --albert_config_file and ``required`` given, a tokenizer, the sweep
     (``sweep_flag``) in one process, --group_by_length where batches vary in length."""
@@ -125,4 +137,4 @@ def fine_tuning_checks(*actions: str, required: tuple[str, ...] = (),
     require_flags("output_dir", "albert_config_file", *required)
     require_tokenizer()
     sweep_in_one_process(sweep_flag)
-    group_by_length_with_buckets()
+    group_by_length_with_buckets(full_length_reason)

@@ -231,15 +231,12 @@ def load_tokenizer(settings: RunSettings, config: AlbertConfig) -> FullTokenizer
 
 
 def build_trainer(settings: RunSettings, task: Task, num_train_steps: int, num_warmup_steps: int,
-                  evaluates: bool, length_split: LengthSplit | None = None) -> Trainer:
+                  length_split: LengthSplit | None = None) -> Trainer:
     """The Trainer of a run: the strategy, loop and checkpoint settings, the optimizer and its
-    schedule, the split of training batches by length (None: every batch runs whole). A run that
-    evaluates refuses a multi-worker strategy: the checkpoint sweep writes and deletes files in
-    one process."""
+    schedule, the split of training batches by length (None: every batch runs whole). (A sweep
+    under a multi-worker strategy is refused before TensorFlow loads:
+    flag_checks.sweep_in_one_process.)"""
     strategy = strategy_of(settings.strategy)
-    if evaluates and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        raise RunSettingsError("the checkpoint sweep runs in one process: start it as a separate "
-                               "job with --nodo_train and --strategy=one_device or mirrored.")
     tf.io.gfile.makedirs(settings.output_dir)
     run_config = RunConfig(
         output_dir=absolute_path(settings.output_dir),

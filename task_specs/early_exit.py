@@ -1,0 +1,125 @@
+"""Early exit (PABEE; docs/early_exit.md): the classification spec with an internal classifier after
+every layer. Its own members: the heads (recorded; an early-exit regression's threshold too), the
+sweep's per-layer / per-patience table and chosen patience (early_exit_results.json), predictions
+that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
+depth)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+from albert_tf.cli.settings import RunSettings
+from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
+from albert_tf.files.run_manifest import read_manifest
+from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
+                                                       EarlyExitSettings, ExitPolicy, layer_key,
+                                                       results_of, stopped_layers,
+                                                       write_results)
+from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
+from task_specs import classification
+from task_specs.classification import ClassifierSettings
+
+
+def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
+    """``classification_spec`` of ``own`` with its early-exit members (``own.early_exit`` set)."""
+    ordinary = classification.classification_spec(settings, own)
+    early = own.early_exit
+    return dataclasses.replace(
+        ordinary,
+        read_data=functools.partial(read_early_exit_data, own, early),
+        training=dataclasses.replace(ordinary.training, task=functools.partial(
+            classification.classifier_task, early_exit=early.heads)),
+        sweep=dataclasses.replace(ordinary.sweep, report=report),
+        outputs=dataclasses.replace(
+            ordinary.outputs, files=(*ordinary.outputs.files, "exit_layers*.tsv", RESULTS_FILE),
+            predict=functools.partial(classification.predict, exit_layers=exit_layers),
+            export=functools.partial(classification.export, threshold=own.threshold_to_export,
+                                     policy=served_policy),
+            export_tflite=functools.partial(export_tflite, layers=early.inference_layers)))
+
+
+def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
+                         start: RunStart) -> TaskData:
+    """The classification's data, then before any long work: --inference_layers is a depth the
+    config has, and a prediction or export without a sweep in this run has its stopping rule (the
+    patience chosen on dev recorded); an early-exit regression's --regression_threshold (not
+    given: the recorded one, which its table and chosen patience were made with) is recorded."""
+    data = classification.read_classifier_data(own, start, heads=early.heads)
+    settings = start.settings
+    num_layers = start.config.num_hidden_layers
+    if (settings.do_predict or settings.export_dir) and not settings.do_eval:
+        early.policy(num_layers, _results_path(settings))
+    else:
+        early.check_depth(num_layers)
+    records = dict(data.records)
+    if data.content.task.is_regression:
+        if early.regression_threshold is None:
+            early = dataclasses.replace(
+                early, regression_threshold=start.manifest.record(REGRESSION_THRESHOLD.key))
+        records[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
+    return dataclasses.replace(data, records=records,
+                               content=dataclasses.replace(data.content, early_exit=early))
+
+
+def _results_path(settings: RunSettings) -> str:
+    return os.path.join(settings.output_dir, RESULTS_FILE)
+
+
+def exit_policy(run: TaskRun) -> ExitPolicy:
+    """How the run's predictions and exports stop (``EarlyExitSettings.policy``)."""
+    return run.data.content.early_exit.policy(run.config.num_hidden_layers,
+                                              run.output_path(RESULTS_FILE))
+
+
+def report(run: TaskRun, best: dict[str, float]) -> None:
+    """The ordinary report, then early_exit_results.json: the best checkpoint's early-exit table
+    and the patience chosen on dev by the selection metric (the task's first metric where the
+    table has not that one, e.g. macro-F1), with the step and fingerprint of the checkpoint it
+    describes."""
+    classification.class_report(run, best)
+    if not run.trainer.chief:
+        return
+    task = run.trainer.task
+    key = run.data.content.task.selection_metric
+    if layer_key(run.config.num_hidden_layers, key) not in best:
+        key = task.metric_keys[0]
+    results = results_of(best, key, run.data.content.early_exit.sweep_tolerance)
+    path = run.output_path(RESULTS_FILE)
+    if results is None:
+        print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose table "
+              f"eval_results.txt no longer holds; {path} keeps its results.")
+        return
+    best_checkpoint = read_manifest(run.settings.output_dir).best
+    write_results(path, dict(results, best_step=best_checkpoint["step"],
+                             fingerprint=best_checkpoint["fingerprint"]))
+    print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
+          f"{results['tolerance_points']} points times the share of layers 2..L run) -> {path}")
+
+
+def exit_layers(run: TaskRun, outputs: dict, suffix: str, key: str, guids: list) -> dict:
+    """Each test example's exit layer by the run's policy, written to exit_layers<suffix>.tsv;
+    returns the outputs of those layers."""
+    is_regression = run.data.content.task.is_regression
+    layers = stopped_layers(outputs["layer_logits"], is_regression, exit_policy(run))
+    outputs = early_exit_predictions(outputs, layers, is_regression)
+    path = write_exit_layers(run.output_path(f"exit_layers{suffix}.tsv"), guids, outputs)
+    print(f"Early exit: {layers.mean():.2f} layers per {key} test example on average -> {path}")
+    return outputs
+
+
+def served_policy(run: TaskRun) -> ExitPolicy:
+    """The export's stopping rule, said."""
+    policy = exit_policy(run)
+    print(f"Early exit: the export stops at patience {policy.patience}, at the latest after "
+          f"layer {policy.max_layers} (serve_patience takes another patience).")
+    return policy
+
+
+def export_tflite(run: TaskRun, layers: int | None) -> str:
+    """The TFLite model of the best checkpoint, at the fixed depth ``layers`` (None: every
+    layer); it does not stop by patience."""
+    print(f"Early exit: the TFLite model runs a fixed depth of "
+          f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
+    return classification.export_tflite(run, layers=layers)
