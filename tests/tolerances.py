@@ -1,0 +1,58 @@
+"""Tolerances for float32 comparisons, derived from how the compared values are computed.
+
+Two float32 computations of the same mathematical value differ when they sum in another order
+(another batch shape, a batch split into parts, another device or kernel). Each rounded sum of n
+terms lies within (n - 1) * EPS / 2 * sum|terms| of the exact sum (the standard bound for
+recursive summation, EPS = 2**-23), so two orders differ by at most ``sum_tolerance(n, sum|terms|)``.
+
+Training trajectories cannot be bounded that way: Adam and LAMB divide each gradient by its
+running RMS plus epsilon (1e-6), so a weight whose gradient is near 0 moves by up to
+lr * (1 - beta_1) / epsilon = 1e5 * lr per unit change of its gradient. A rounding change of
+1e-10 in such a gradient moves the weight by 1e-6 per step at lr 1e-2, on whichever of the
+100,000 weights happens to sit near 0 (seen: 1.2e-5 after three steps). ``assert_trained_alike``
+therefore compares two runs' difference with the difference a real defect makes in the same
+training, which moves weights by Adam's whole step (about lr per step).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2**-23 = 1.19e-7
+
+# How far below a real defect's effect the difference of two runs that should be equal must stay.
+# Float32 reordering moved the weights by at most 1e-4 of a defect's move in every run measured
+# (test_length_split: 1.2e-5 vs 0.14; test_training: 1.2e-7 vs 0.02; mirrored_equivalence);
+# a defect is 1 by definition. 1e-2 leaves both sides a factor of at least 100.
+DEFECT_FRACTION = 1e-2
+
+
+def sum_tolerance(terms: int, magnitude: float) -> float:
+    """Largest difference between two float32 sums of the same ``terms`` numbers taken in
+    different orders, ``magnitude`` bounding the sum of their absolute values: each sum is within
+    (terms - 1) * EPS / 2 * magnitude of the exact one, so terms * EPS * magnitude covers both."""
+    return terms * FLOAT32_EPS * magnitude
+
+
+def max_difference(got: Iterable[np.ndarray], want: Iterable[np.ndarray]) -> float:
+    """Largest absolute difference between paired arrays (e.g. two models' weights)."""
+    return max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+               for a, b in zip(got, want))
+
+
+def assert_trained_alike(got: Iterable[np.ndarray], want: Iterable[np.ndarray],
+                         defective: Iterable[np.ndarray], what: str = "weights") -> None:
+    """Asserts two trainings that should be equal (``got``, ``want``: their weights, paired) end
+    within ``DEFECT_FRACTION`` of the largest move a real defect makes: ``defective`` is ``want``'s
+    training with one example of every batch replaced by another (one dropped, one counted twice),
+    from the same initial weights. The defect must itself move the weights clearly (more than
+    1e3 float32 steps of their size), else the comparison would prove nothing."""
+    want = [np.asarray(w) for w in want]
+    noise = max_difference(got, want)
+    defect = max_difference(defective, want)
+    scale = max(float(np.max(np.abs(w))) for w in want)
+    assert defect > 1e3 * FLOAT32_EPS * scale, f"the defect moved the {what} only {defect:.3g}"
+    assert noise <= DEFECT_FRACTION * defect, (
+        f"{what} differ by {noise:.3g}, over {DEFECT_FRACTION} of a defect's {defect:.3g}")
