@@ -42,17 +42,22 @@ def max_difference(got: Iterable[np.ndarray], want: Iterable[np.ndarray]) -> flo
                for a, b in zip(got, want))
 
 
+def assert_below_defect(difference: float, defect: float, scale: float,
+                        what: str = "weights") -> None:
+    """Asserts that ``difference`` (the largest between two trainings that should be equal) is at
+    most ``DEFECT_FRACTION`` of ``defect`` (the largest a real defect makes in the same training:
+    one example of every batch replaced by another, from the same initial weights). The defect
+    must itself move the weights clearly, by more than 1e3 float32 steps of their largest size
+    ``scale``, else the comparison would prove nothing."""
+    assert defect > 1e3 * FLOAT32_EPS * scale, f"the defect moved the {what} only {defect:.3g}"
+    assert difference <= DEFECT_FRACTION * defect, (
+        f"{what} differ by {difference:.3g}, over {DEFECT_FRACTION} of a defect's {defect:.3g}")
+
+
 def assert_trained_alike(got: Iterable[np.ndarray], want: Iterable[np.ndarray],
                          defective: Iterable[np.ndarray], what: str = "weights") -> None:
-    """Asserts two trainings that should be equal (``got``, ``want``: their weights, paired) end
-    within ``DEFECT_FRACTION`` of the largest move a real defect makes: ``defective`` is ``want``'s
-    training with one example of every batch replaced by another (one dropped, one counted twice),
-    from the same initial weights. The defect must itself move the weights clearly (more than
-    1e3 float32 steps of their size), else the comparison would prove nothing."""
+    """``assert_below_defect`` on weights: ``got`` and ``want`` from two trainings that should be
+    equal, ``defective`` from ``want``'s training with the defect (all paired, same order)."""
     want = [np.asarray(w) for w in want]
-    noise = max_difference(got, want)
-    defect = max_difference(defective, want)
-    scale = max(float(np.max(np.abs(w))) for w in want)
-    assert defect > 1e3 * FLOAT32_EPS * scale, f"the defect moved the {what} only {defect:.3g}"
-    assert noise <= DEFECT_FRACTION * defect, (
-        f"{what} differ by {noise:.3g}, over {DEFECT_FRACTION} of a defect's {defect:.3g}")
+    assert_below_defect(max_difference(got, want), max_difference(defective, want),
+                        max(float(np.max(np.abs(w))) for w in want), what)
