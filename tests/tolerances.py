@@ -16,11 +16,13 @@ training, which moves weights by Adam's whole step (about lr per step).
 
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 import numpy as np
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2**-23 = 1.19e-7
+BFLOAT16_UNIT_ROUNDOFF = 2.0 ** -9  # 8 significant bits: a rounding's relative error is at most this
 
 # How far below a real defect's effect the difference of two runs that should be equal must stay.
 # Float32 reordering moved the weights by at most 1e-4 of a defect's move in every run measured
@@ -34,6 +36,16 @@ def sum_tolerance(terms: int, magnitude: float) -> float:
     different orders, ``magnitude`` bounding the sum of their absolute values: each sum is within
     (terms - 1) * EPS / 2 * magnitude of the exact one, so terms * EPS * magnitude covers both."""
     return terms * FLOAT32_EPS * magnitude
+
+
+def bfloat16_tolerance(roundings: int, magnitude: float, confidence: float = 5.0) -> float:
+    """How far a result computed through ``roundings`` successive bfloat16 roundings may stray
+    from its float32 value, ``magnitude`` being the size of the values rounded. The worst case,
+    roundings * u, never occurs for more than a few roundings; the probabilistic bound of Higham
+    and Mary (SIAM J. Sci. Comput. 41, 2019) holds instead: with independent mean-zero rounding
+    errors the relative error exceeds confidence * sqrt(roundings) * u with probability at most
+    2 exp(-confidence**2 / 2) (7.5e-6 at 5)."""
+    return confidence * math.sqrt(roundings) * BFLOAT16_UNIT_ROUNDOFF * magnitude
 
 
 def max_difference(got: Iterable[np.ndarray], want: Iterable[np.ndarray]) -> float:
