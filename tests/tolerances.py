@@ -3,7 +3,8 @@
 Two float32 computations of the same mathematical value differ when they sum in another order
 (another batch shape, a batch split into parts, another device or kernel). Each rounded sum of n
 terms lies within (n - 1) * EPS / 2 * sum|terms| of the exact sum (the standard bound for
-recursive summation, EPS = 2**-23), so two orders differ by at most ``sum_tolerance(n, sum|terms|)``.
+recursive summation, EPS = 2**-23), so two orders differ by at most
+``sum_tolerance(n, sum|terms|)``.
 
 Training trajectories cannot be bounded that way: Adam and LAMB divide each gradient by its
 running RMS plus epsilon (1e-6), so a weight whose gradient is near 0 moves by up to
@@ -22,7 +23,7 @@ from typing import Iterable
 import numpy as np
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2**-23 = 1.19e-7
-BFLOAT16_UNIT_ROUNDOFF = 2.0 ** -9  # 8 significant bits: a rounding's relative error is at most this
+BFLOAT16_UNIT_ROUNDOFF = 2.0 ** -9  # 8 significant bits: a rounding's largest relative error
 
 # How far below a real defect's effect the difference of two runs that should be equal must stay.
 # Float32 reordering moved the weights by at most 1e-4 of a defect's move in every run measured
