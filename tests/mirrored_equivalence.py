@@ -6,8 +6,9 @@ Usage: python -m tests.mirrored_equivalence <output_dir> <pretraining records (S
 
 Logical devices must be configured before TensorFlow initialises, hence a separate process. Prints
 one JSON line: per-step losses and the max-abs weight difference after training (one device vs
-mirrored, and vs mirrored with split batches), the two replicas' dropout seeds of one step, and the max-abs difference of every variable
-between the resumed and the uninterrupted mirrored run with dropout.
+mirrored, vs mirrored with split batches, and vs one device trained with a defect, with the
+weights' largest size), the two replicas' dropout seeds of one step, and the max-abs difference of
+every variable between the resumed and the uninterrupted mirrored run with dropout.
 """
 
 import glob
@@ -46,17 +47,26 @@ def make_trainer(strategy, output_dir, model_config=None, length_split=None, **r
                    log=lambda message: None, length_split=length_split)
 
 
-def train_data(records):
-    return pretraining_dataset_fn([records], REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS, True)
+def train_data(records, defect=False):
+    """The records' training batches; with ``defect``, the second example of every batch replaced
+    by the first (one dropped, one counted twice): the move of a real defect, which the others'
+    differences are held against (tests/tolerances.py)."""
+    batches = pretraining_dataset_fn([records], REFERENCE_SEQ_LENGTH, REFERENCE_MAX_PREDICTIONS,
+                                     True)
+    if not defect:
+        return batches
+    return lambda batch_size, skip: batches(batch_size, skip).map(
+        lambda batch: {name: tf.concat([value[:1], value[:1], value[2:]], 0)
+                       for name, value in batch.items()})
 
 
-def run(strategy, output_dir, records, initial, length_split=None):
+def run(strategy, output_dir, records, initial, length_split=None, defect=False):
     trainer = make_trainer(strategy, output_dir, length_split=length_split)
     if initial is not None:
         for variable, value in zip(trainer.model.trainable_variables, initial):
             variable.assign(value)
     weights = [v.numpy() for v in trainer.model.trainable_variables]
-    trainer.train(train_data(records))
+    trainer.train(train_data(records, defect))
     return trainer, weights
 
 
@@ -91,10 +101,12 @@ def main(output_dir, records):
     mirrored_strategy = distribute.create_strategy("mirrored")
     mirrored, _ = run(mirrored_strategy, output_dir + "/mirrored", records, initial)
     split, _ = run(mirrored_strategy, output_dir + "/split", records, initial, ALWAYS_SPLIT)
-    weight_diff, split_diff = (max(float(np.max(np.abs(a.numpy() - b.numpy())))
-                                   for a, b in zip(single.model.trainable_variables,
-                                                   other.model.trainable_variables))
-                               for other in (mirrored, split))
+    defective, _ = run(distribute.create_strategy("one_device"), output_dir + "/defective",
+                       records, initial, defect=True)
+    weight_diff, split_diff, defect_diff = (
+        max(float(np.max(np.abs(a.numpy() - b.numpy())))
+            for a, b in zip(single.model.trainable_variables, other.model.trainable_variables))
+        for other in (mirrored, split, defective))
     resumed_variables, resumed_diff = resumed_difference(mirrored_strategy, output_dir, records)
     print(json.dumps({
         "replicas": mirrored_strategy.num_replicas_in_sync,
@@ -103,6 +115,9 @@ def main(output_dir, records):
         "weight_max_abs_diff": weight_diff,
         "split": [h["loss"] for h in split.history],
         "split_weight_max_abs_diff": split_diff,
+        "defect_weight_max_abs_diff": defect_diff,
+        "weight_scale": max(float(np.max(np.abs(v.numpy())))
+                            for v in single.model.trainable_variables),
         "replica_dropout_seeds": replica_dropout_seeds(mirrored_strategy),
         "resumed_variables": resumed_variables,
         "resumed_max_abs_diff": resumed_diff,

@@ -25,6 +25,7 @@ from tests.shared_setup import EN8K_MODEL, require_shared_data, tiny_config
 from tests.test_checkpoints import save_object_checkpoint
 from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
 from tests.test_training import make_trainer, synthetic_dataset_fn
+from tests.tolerances import sum_tolerance
 
 STRATEGIES = ("all", "attention", "ffn", "none")
 # (strategy, L, G, K): one group, several groups of unequal size, two inner blocks.
@@ -101,16 +102,20 @@ def test_shared_part_gets_the_gradient_of_every_layer(strategy, shared):
     ids, mask, _, _ = padded_batch(shared_model.config)
     out, grads = _gradients(shared_model, ids, mask)
     out_unshared, grads_unshared = _gradients(unshared, ids, mask)
-    np.testing.assert_allclose(out["sequence_output"], out_unshared["sequence_output"], atol=1e-6)
+    # The same ops on the same values: the outputs and every layer's own gradient are equal bit
+    # for bit (measured), so only the shared part's sum of three can round differently.
+    np.testing.assert_array_equal(out["sequence_output"], out_unshared["sequence_output"])
     assert all(np.any(g != 0) for g in grads.values())
     prefix = "bert/encoder/transformer/group_{}/inner_group_0/"
-    copies = [grads_unshared[prefix.format(n) + shared] for n in range(3)]
+    copies = np.stack([grads_unshared[prefix.format(n) + shared] for n in range(3)])
     assert all(np.any(c != 0) for c in copies)
-    np.testing.assert_allclose(grads[prefix.format(0) + shared], sum(copies), rtol=1e-4,
-                               atol=1e-5)
+    # The tape adds the three copies' gradients in its own order: element by element within
+    # sum_tolerance of 3 terms and their absolute sum (a proven bound; measured up to 0.52 of it).
+    difference = np.abs(grads[prefix.format(0) + shared] - copies.sum(0))
+    assert np.all(difference <= sum_tolerance(3, np.abs(copies).sum(0))), difference.max()
     for name, grad in grads.items():
         if name.startswith(prefix.format(2)):
-            np.testing.assert_allclose(grad, grads_unshared[name], rtol=1e-4, atol=1e-6)
+            np.testing.assert_array_equal(grad, grads_unshared[name], err_msg=name)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

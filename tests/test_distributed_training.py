@@ -18,6 +18,7 @@ from albert_tf.training.trainer import DROPOUT_SEED_KEY
 from tests.command_runner import run_command
 from tests.shared_setup import (DROPOUT, REFERENCE_MAX_PREDICTIONS, REFERENCE_SEQ_LENGTH,
                                 REPO_ROOT, free_ports, subprocess_env, tiny_config)
+from tests.tolerances import assert_below_defect, sum_tolerance
 
 ENV = subprocess_env()
 
@@ -57,11 +58,17 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_r
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["replicas"] == 2
     assert len(report["one_device"]) == len(report["mirrored"]) == 4
-    np.testing.assert_allclose(report["mirrored"], report["one_device"], rtol=1e-5)
-    assert report["weight_max_abs_diff"] < 1e-5
+    # Per-step losses: sums of 8 x (20 MLM + 1 NSP) positive terms in another order (across
+    # replicas, across parts), within sum_tolerance of their number, relative (measured 1e-7).
+    # The weights after 4 LAMB steps, which magnify the rounding of near-zero gradients: within
+    # DEFECT_FRACTION of the move of a one-example defect (measured 1.2e-7 against 1e-5 fixed).
+    rtol = sum_tolerance(8 * (REFERENCE_MAX_PREDICTIONS + 1), 1.0)
+    defect, scale = report["defect_weight_max_abs_diff"], report["weight_scale"]
+    np.testing.assert_allclose(report["mirrored"], report["one_device"], rtol=rtol)
+    assert_below_defect(report["weight_max_abs_diff"], defect, scale, "mirrored weights")
     # Each replica's batch run as two parts sorted by length: the same training.
-    np.testing.assert_allclose(report["split"], report["one_device"], rtol=1e-5)
-    assert report["split_weight_max_abs_diff"] < 1e-5
+    np.testing.assert_allclose(report["split"], report["one_device"], rtol=rtol)
+    assert_below_defect(report["split_weight_max_abs_diff"], defect, scale, "split weights")
     # With dropout: the replicas draw other masks, and a resume gives the same weights bit for bit.
     first, second = report["replica_dropout_seeds"]
     assert first != second
