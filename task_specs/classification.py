@@ -17,7 +17,8 @@ from albert_tf.files.run_files import inputs as declared_inputs
 from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.classification.early_exit import (DEFAULT_REGRESSION_THRESHOLD,
-                                                       EarlyExitSettings, ExitPolicy)
+                                                       RESULTS_FILE, EarlyExitSettings,
+                                                       ExitPolicy)
 from albert_tf.tasks.classification.heads_record import HEADS, check_heads
 from albert_tf.tasks.classification.metrics import (GLUE_METRIC_KEYS, class_key,
                                                     format_class_report)
@@ -34,6 +35,10 @@ from data_prep.common.feature_cache import cache_file_pattern
 from task_specs.common import glue_sweep_policy, split_features
 
 SPLIT_FLAGS = {"train": "--train_file", "dev": "--dev_file", "test": "--test_file"}
+# The fixed names a classifier writes in --output_dir, the early-exit variant's among them: the
+# pre-flight check records them before the run's kind of classifier is checked against its
+# directory's, so a run of the other kind, refused, has recorded no name of its own there.
+OUTPUTS = ("test_results*.tsv", "submit_results*.tsv", "exit_layers*.tsv", RESULTS_FILE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +92,7 @@ def classification_spec(settings: RunSettings, own: ClassifierSettings) -> TaskS
         training=Training(functools.partial(classifier_task, early_exit=None), SEQUENCE_FEATURES),
         sweep=Sweep("do_eval", selection_metric, glue_sweep_policy(settings),
                     settings.eval_batch_size, report=class_report),
-        outputs=Outputs(("test_results*.tsv", "submit_results*.tsv"),
+        outputs=Outputs(OUTPUTS,
                         predict=functools.partial(predict, exit_layers=None),
                         export=functools.partial(export, threshold=own.threshold_to_export,
                                                  policy=lambda run: None),
@@ -101,10 +106,10 @@ def _glue_splits(settings: RunSettings, own: ClassifierSettings, parse) -> tuple
     wanted = {"dev": settings.do_eval, "test": settings.do_predict, "train": settings.do_train}
 
     def split(name: str, purpose: str, key: str, file_split: str, suffix: str = "") -> Split:
-        files = (("a file of --data_dir",
-                  glue_task(key).processor().split_path(own.data_dir, file_split)),)
-        return Split(name, purpose, declared_inputs(("--data_dir", own.data_dir),
-                                                    *(files if wanted[file_split] else ())),
+        files = ((("a file of --data_dir",
+                   glue_task(key).processor().split_path(own.data_dir, file_split)),)
+                 if wanted[file_split] else ())
+        return Split(name, purpose, declared_inputs(("--data_dir", own.data_dir), *files),
                      cache_file_pattern(key),
                      functools.partial(_glue_features, settings, own.data_dir, key, file_split,
                                        parse),

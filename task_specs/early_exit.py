@@ -33,7 +33,7 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
             classification.classifier_task, early_exit=early.heads)),
         sweep=dataclasses.replace(ordinary.sweep, report=report),
         outputs=dataclasses.replace(
-            ordinary.outputs, files=(*ordinary.outputs.files, "exit_layers*.tsv", RESULTS_FILE),
+            ordinary.outputs,
             predict=functools.partial(classification.predict, exit_layers=exit_layers),
             export=functools.partial(classification.export, threshold=own.threshold_to_export,
                                      policy=served_policy),

@@ -2,8 +2,8 @@
 ``--output_dir`` reads and writes (its declaration, checked before any work), the locks of that
 directory, and the config, tokenizer, checkpoint source, strategy and ``Trainer`` of the run.
 
-The fine-tuning driver (albert_tf/cli/fine_tuning.py) and run_pretraining.py are built on these
-steps; nothing here reads a flag.
+The driver of every training script (albert_tf/cli/driver.py) is built on these steps; nothing here
+reads a flag.
 """
 
 from __future__ import annotations
