@@ -18,8 +18,8 @@ is one spec (task_specs/), one data folder (data_prep/) and one entry here:
   model on placeholder files (the pre-flight check comes before anything reads them), which
   ``preflight_flags`` completes with --output_dir, the actions and the flag outputs.
 
-The guards (test_task_contract.py section 0) fail until every script and every task model has its
-entry.
+The guards (test_task_contract.py section 0) fail until every script, every task folder, every
+task model and every spec module has its entry.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
    cross-layer sharing extremes and both precisions (float32, mixed bfloat16).
 
 A new task is one entry in ``TASKS``; section 0 (``test_every_task_is_in_the_table``,
-``test_every_script_is_in_the_harness``) fails until every task model and script has one. For 1-3 the models are
+``test_every_script_is_in_the_harness``, ``test_every_task_has_the_files_the_walkthrough_lists``)
+fails until every task model, script, task folder and spec has one. For 1-3 the models are
 ``tiny_config()`` ones with random weights, perturbed so that every value is distinctive (a zero
 bias or a unit LayerNorm gamma would load "correctly" under a wrong name), and the inputs are random
 ids: no data files are read.
@@ -34,6 +35,7 @@ ids: no data files are read.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -51,6 +53,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf.tasks
+import task_specs
 from albert_tf.checkpoints.object_format import checkpoint_root, object_variable_paths
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
@@ -133,6 +136,53 @@ def test_every_script_is_in_the_harness():
                if name.startswith("run_") and name.endswith(".py")}
     assert {case.script for case in TASKS} == scripts
     assert len(TASKS_BY_NAME) == len(TASKS)
+
+
+def imported_names(path: str) -> set[tuple[str, str]]:
+    """(module, name) of every ``from module import name`` in the Python file ``path``."""
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    return {(node.module, alias.name) for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+WALKTHROUGH = "## Adding a task: a walkthrough"
+# The files of a task, as the walkthrough names them.
+TASK_FILES = ("albert_tf/tasks/<task>/", "data_prep/<task>/", "task_specs/<task>.py",
+              "run_<task>.py", "tests/task_cases.py")
+
+
+def test_every_task_has_the_files_the_walkthrough_lists():
+    """docs/layout.md's walkthrough ("a task is one folder in each package, one spec, one script,
+    one entry of the task table") holds for every task: each folder of albert_tf/tasks/ has the
+    data_prep/ folder and the task_specs/ module of its name and at least one entry whose Task is
+    the folder's (a variant a script runs, as early exit or SQuAD v2.0, is one more entry); each
+    entry's script imports the entry's spec builder, whose module uses the entry's task folder;
+    every task_specs/ module but common.py is an entry's spec; and the walkthrough names each
+    of those files."""
+    config = tiny_config()
+    folders = {package.name for package in pkgutil.iter_modules(albert_tf.tasks.__path__)
+               if package.ispkg}
+    entries_of: dict[str, list[str]] = {}
+    for case in TASKS:
+        folder = type(case.model.task(config)).__module__.split(".")[2]
+        entries_of.setdefault(folder, []).append(case.name)
+        spec_module = case.spec.__module__
+        assert (spec_module, case.spec.__name__) in imported_names(
+            os.path.join(REPO_ROOT, case.script)), (case.name, case.script)
+        spec_imports = imported_names(os.path.join(REPO_ROOT, *spec_module.split(".")) + ".py")
+        assert any(module.startswith(f"albert_tf.tasks.{folder}.")
+                   for module, _ in spec_imports), (case.name, spec_module, folder)
+    assert set(entries_of) == folders
+    for folder in folders:
+        assert os.path.isdir(os.path.join(REPO_ROOT, "data_prep", folder)), folder
+        assert os.path.isfile(os.path.join(REPO_ROOT, "task_specs", f"{folder}.py")), folder
+    specs = {module.name for module in pkgutil.iter_modules(task_specs.__path__)} - {"common"}
+    assert {case.spec.__module__.split(".")[1] for case in TASKS} == specs
+    with open(os.path.join(REPO_ROOT, "docs", "layout.md"), encoding="utf-8") as handle:
+        layout = handle.read()
+    walkthrough = layout[layout.index(WALKTHROUGH):].split("\n## ")[0]
+    assert [name for name in TASK_FILES if f"`{name}`" not in walkthrough] == []
 
 
 # -- 1. the reference names round-trip -------------------------------------------------------------
