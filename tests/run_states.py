@@ -1,7 +1,7 @@
 """Rerunning a command never undoes its work: each command of a task, run on its run directory in
 each state that directory can be in, keeps the work the directory holds. The machinery of
 tests/test_run_states_classifier.py, test_run_states_pretraining.py and test_run_states_tasks.py;
-every entry of the harness's ``RUNS`` (tests/task_harness.py) gets the test unless it sets
+every entry of the task table ``TASKS`` (tests/task_cases.py) gets the test unless it sets
 ``states=False``.
 
 The contract (one run manifest per output directory):
@@ -67,8 +67,9 @@ import pytest
 
 from tests.command_runner import CommandResult, run_command
 from tests.shared_setup import require_shared_data
-from tests.task_harness import (RUNS, Flags, TaskRun, arguments, convert_command, export_command,
-                                only_actions, snapshot, task_flags, with_steps)
+from tests.task_cases import TASKS, Flags, TaskCase
+from tests.task_harness import (arguments, convert_command, export_command, only_actions, snapshot,
+                                task_flags, with_steps)
 
 STATES = ("empty", "killed", "newest", "older", "evaluated", "earlier")
 ACTIONS = ("same", "longer", "eval", "predict", "export", "convert")
@@ -112,7 +113,7 @@ BUG = "this is a bug"
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    case: TaskRun
+    case: TaskCase
     state: str
     action: str
 
@@ -120,11 +121,11 @@ class Cell:
         return f"{self.case.name}-{self.state}-{self.action}"
 
 
-def cells(select: Callable[[TaskRun], bool]) -> list:
-    """The cells of the entries of RUNS that ``select`` takes (and whose ``states`` is set), as
+def cells(select: Callable[[TaskCase], bool]) -> list:
+    """The cells of the entries of TASKS that ``select`` takes (and whose ``states`` is set), as
     pytest parameters named entry-state-command."""
     found = []
-    for case in RUNS:
+    for case in TASKS:
         if not (case.states and select(case)):
             continue
         for state, actions in CELLS_OF.get(case.name, CORE).items():
@@ -188,7 +189,7 @@ class RunStates:
         self._flags: dict[str, Flags] = {}
         self._states: dict[tuple[str, str], State | Exception] = {}
 
-    def full_flags(self, case: TaskRun) -> Flags:
+    def full_flags(self, case: TaskCase) -> Flags:
         """The full command of ``case``: train, sweep, predict (its inputs made once; its
         --output_dir to be set)."""
         if case.name not in self._flags:
@@ -196,7 +197,7 @@ class RunStates:
                                                 exports=False)
         return self._flags[case.name]
 
-    def state(self, case: TaskRun, name: str) -> State:
+    def state(self, case: TaskCase, name: str) -> State:
         """The state ``name`` of ``case``, built at the first call (a build that failed fails
         again at once)."""
         key = (case.name, name)
@@ -209,7 +210,7 @@ class RunStates:
             raise self._states[key]
         return self._states[key]
 
-    def _build(self, case: TaskRun, name: str) -> State:
+    def _build(self, case: TaskCase, name: str) -> State:
         full = self.full_flags(case)
         if name == "empty":
             return State(None)
@@ -255,7 +256,7 @@ class RunStates:
         Outcome(cell, command, flags, result, output_dir, root, before, after).check()
 
 
-def action_command(case: TaskRun, full: Flags, action: str,
+def action_command(case: TaskCase, full: Flags, action: str,
                    root: pathlib.Path) -> tuple[str, Flags]:
     """The command of ``action`` on the run directory of the full command ``full``; exports and
     conversions go to new directories below ``root``."""
@@ -312,7 +313,7 @@ def _write(path: pathlib.Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def earlier_layout(case: TaskRun, flags: Flags, output_dir: pathlib.Path) -> None:
+def earlier_layout(case: TaskCase, flags: Flags, output_dir: pathlib.Path) -> None:
     """Rewrites a copy of the newest state as the version before the run manifest left it: no
     run_manifest.json; its records in that version's formats (albert_tf/checkpoints/label_set.py,
     checkpoints/run_config.py, tasks/classification/heads_record.py, tasks/pretraining/

@@ -497,7 +497,7 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
     import pathlib
 
     from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
-    from tests.task_harness import EARLY_EXIT_LAYERS, RTE_SEQ
+    from tests.task_cases import EARLY_EXIT_LAYERS, RTE_SEQ
     from tests.test_run_classifier import blocks_of, features_of
 
     run = task_runs.get("glue_early_exit")

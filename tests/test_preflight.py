@@ -2,9 +2,11 @@
 an earlier run, the command is refused before any work and nothing on disk changes.
 
 Each command runs in this process (tests/command_runner.py) with valid flags on small inputs made
-here. Its declaration (albert_tf/files/run_files.py) is first captured from the one pre-flight
-check it calls, so an output added to a command is covered without touching this test: for every
-declared output (a family of files, e.g. model.ckpt-*, through one of its members)
+here; a training script's flags are its task's, from each entry of the task table
+(tests/task_cases.py: ``TaskCase.preflight_flags``). Its declaration (albert_tf/files/run_files.py)
+is first captured from the one pre-flight check it calls, so an output added to a command is
+covered without touching this test: for every declared output (a family of files, e.g.
+model.ckpt-*, through one of its members)
 
 - an input flag of the command is pointed at it (a copy of a valid input placed there);
 - each output the user names by a flag (--tflite_file, --export_dir, --output_file, ...) is
@@ -35,83 +37,33 @@ from albert_tf.files import run_files as run_files_module
 from albert_tf.files.run_manifest import MANIFEST_NAME
 from albert_tf.files.run_files import NewDirectory, Output, RunFiles, check_run_files
 from tests.command_runner import run_command
-from tests.shared_setup import tiny_config
+from tests.task_cases import TASKS, TaskCase, model_files, race_data, rte_files, write
 from tests.test_run_files import users_checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
     """A command with valid flags (``build(root)`` makes its inputs under ``root`` and returns its
-    flags), the input flag whose file the test moves onto an output, and the flags naming
-    outputs."""
+    flags), the input flag whose file the test moves onto an output, the flags naming outputs,
+    and its name in test ids (default: its build's)."""
 
     command: str
     build: Callable[[str], dict[str, str]]
     relocatable_input: str | None
     flag_outputs: tuple[str, ...] = ()
+    name: str = ""
 
 
-def write(path: str, text: str = "x\n") -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
-
-
-def model_files(root: str) -> dict[str, str]:
-    """A config and a tokenizer file (never loaded: the check comes first)."""
-    return {"albert_config_file": write(f"{root}/in/config.json", tiny_config().to_json_string()),
-            "spm_model_file": write(f"{root}/in/spm.model")}
-
-
-def classifier(root: str) -> dict[str, str]:
-    files = {split: write(f"{root}/in/{split}.csv", "text,label\na b,x\nc d,y\n")
-             for split in ("train", "dev", "test")}
-    return {**model_files(root), "train_file": files["train"], "dev_file": files["dev"],
-            "test_file": files["test"], "output_dir": f"{root}/out", "do_train": "",
-            "do_eval": "", "do_predict": "", "export_dir": f"{root}/export",
-            "tflite_file": f"{root}/model.tflite"}
-
-
-def ner(root: str) -> dict[str, str]:
-    files = {split: write(f"{root}/in/{split}.conll", "EU B-ORG\nrejects O\n")
-             for split in ("train", "dev", "test")}
-    return {**model_files(root), "train_file": files["train"], "eval_file": files["dev"],
-            "predict_file": files["test"], "output_dir": f"{root}/out", "do_train": "",
-            "do_eval": "", "do_predict": "", "export_dir": f"{root}/export"}
-
-
-def squad(root: str) -> dict[str, str]:
-    return {**model_files(root), "train_file": write(f"{root}/in/train.json", "{}"),
-            "predict_file": write(f"{root}/in/dev.json", "{}"), "output_dir": f"{root}/out",
-            "do_train": "", "do_predict": "", "export_dir": f"{root}/export",
-            "tflite_file": f"{root}/model.tflite"}
-
-
-def race_data(root: str) -> str:
-    for split in ("train", "dev", "test"):
-        for level in ("middle", "high"):
-            write(f"{root}/in/RACE/{split}/{level}/1.txt", "{}")
-    return f"{root}/in"
-
-
-def race(root: str) -> dict[str, str]:
-    return {**model_files(root), "data_dir": race_data(root), "output_dir": f"{root}/out",
-            "do_train": "", "do_eval": "", "do_predict": "", "export_dir": f"{root}/export"}
-
-
-def pretraining(root: str) -> dict[str, str]:
-    return {"albert_config_file": model_files(root)["albert_config_file"],
-            "input_file": write(f"{root}/in/train.tfrecord"),
-            "eval_input_file": write(f"{root}/in/eval.tfrecord"), "output_dir": f"{root}/out",
-            "do_train": "", "do_eval": ""}
+def task_case(task: TaskCase) -> Case:
+    """The case of an entry of the task table (tests/task_cases.py): its script on its pre-flight
+    flags, the config moved onto each output (every training script reads one)."""
+    return Case(task.script, task.preflight_flags, "albert_config_file", task.flag_outputs,
+                task.name)
 
 
 def glue_data(root: str) -> dict[str, str]:
-    for split in ("train", "dev"):
-        write(f"{root}/in/RTE/{split}.tsv", "index\tsentence1\tsentence2\tlabel\n")
-    return {"task_name": "rte", "data_dir": f"{root}/in", "cached_dir": f"{root}/cache",
-            "spm_model_file": write(f"{root}/in/spm.model")}
+    return {"task_name": "rte", "data_dir": rte_files(root, ("train", "dev")),
+            "cached_dir": f"{root}/cache", "spm_model_file": write(f"{root}/in/spm.model")}
 
 
 def squad_data(root: str) -> dict[str, str]:
@@ -168,12 +120,9 @@ def tables(root: str) -> dict[str, str]:
     return {"runs_dir": f"{root}/runs", "model": "v2_base", "output": f"{root}/tables/out"}
 
 
+TASK_CASES = [task_case(task) for task in TASKS]
 CASES = [
-    Case("run_classifier.py", classifier, "albert_config_file", ("export_dir", "tflite_file")),
-    Case("run_ner.py", ner, "albert_config_file", ("export_dir",)),
-    Case("run_squad.py", squad, "albert_config_file", ("export_dir", "tflite_file")),
-    Case("run_race.py", race, "albert_config_file", ("export_dir",)),
-    Case("run_pretraining.py", pretraining, "albert_config_file"),
+    *TASK_CASES,
     Case("data_prep/glue.py", glue_data, "spm_model_file", ("cached_dir",)),
     Case("data_prep/squad.py", squad_data, "spm_model_file", ("output_file",)),
     Case("data_prep/race.py", race_records, "spm_model_file", ("output_file",)),
@@ -190,7 +139,7 @@ CASES = [
     Case("-m albert_tf.paper_tables", tables, None, ("output",)),
 ]
 CASE_IDS = [f"{case.command.split('/')[-1].split('.')[-1 if case.command.startswith('-m') else 0]}"
-            f"-{case.build.__name__}" for case in CASES]
+            f"-{case.name or case.build.__name__}" for case in CASES]
 
 
 def arguments(flags: dict[str, str]) -> list[str]:
@@ -361,9 +310,8 @@ USERS_CHECKPOINT_FILES = {None: (), "reference": ("checkpoint", "model.ckpt-123"
 
 
 @pytest.mark.parametrize("beside", USERS_CHECKPOINT_FILES)
-@pytest.mark.parametrize("case", [case for case in CASES if case.build in (
-    classifier, ner, squad, race, pretraining, conversion, seeds)],
-    ids=lambda case: case.build.__name__)
+@pytest.mark.parametrize("case", [*TASK_CASES, *(case for case in CASES if case.build in (
+    conversion, seeds))], ids=lambda case: case.name or case.build.__name__)
 def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
         tmp_path, monkeypatch, case, beside):
     """A file the user keeps in the directory given as --output_dir under a name the run writes

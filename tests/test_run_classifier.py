@@ -30,7 +30,7 @@ from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import numpy_albert, shared_setup
 from tests.command_runner import run_command, run_subprocess
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR
-from tests.task_harness import RTE_SEQ, glue_sample
+from tests.task_cases import RTE_SEQ, glue_sample
 
 SEQ = RTE_SEQ
 

@@ -23,7 +23,7 @@ from data_prep.token_classification.reader import NerDataError, read_sentences, 
 from tests import shared_setup, spm_fixtures
 from tests.command_runner import run_command
 from tests.shared_setup import subprocess_env
-from tests.task_harness import NER_SEQ, NER_STRIDE, TRAIN_CONLL
+from tests.task_cases import NER_SEQ, NER_STRIDE, TRAIN_CONLL
 
 SEQ, STRIDE = NER_SEQ, NER_STRIDE
 

@@ -13,7 +13,7 @@ from albert_tf.evaluation.seed_results import seed_directory, summarize_seeds
 from albert_tf.files.run_manifest import read_manifest, update_manifest
 from tests.command_runner import run_command
 from tests.shared_setup import EN8K_MODEL
-from tests.task_harness import glue_sample
+from tests.task_cases import glue_sample
 from tests.test_run_classifier import blocks_of, write_config
 from tests.test_run_files import earlier_runs_checkpoint
 

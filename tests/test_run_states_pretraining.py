@@ -25,9 +25,10 @@ def test_a_sweep_on_other_evaluation_records_evaluates_every_checkpoint_afresh(s
     import json
     import shutil
 
-    from tests.task_harness import RUNS_BY_NAME, only_actions
+    from tests.task_cases import TASKS_BY_NAME
+    from tests.task_harness import only_actions
 
-    case = RUNS_BY_NAME["pretraining"]
+    case = TASKS_BY_NAME["pretraining"]
     output_dir = tmp_path / "out"
     shutil.copytree(states.state(case, "newest").output_dir, output_dir, symlinks=True)
     flags = {**only_actions(case, states.full_flags(case), "do_eval"),

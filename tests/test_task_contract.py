@@ -1,4 +1,5 @@
-"""The contract every task model keeps, checked for each entry of one table (``CASES``).
+"""The contract every task keeps, checked for each entry of the task table (``TASKS``,
+tests/task_cases.py: one entry per task, or variant of one, that a training script runs).
 
 A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
 
@@ -15,18 +16,18 @@ A task model (``AlbertTaskModel``: the encoder in ``albert`` plus a head) must
    Keras model's outputs (within 1e-5, absolute and relative; integer outputs equal); it takes any
    length from 1 (SQuAD 2.0: its beam) to max_position_embeddings (S), and a request of length
    L gives the outputs of the same ids padded to S at its real positions;
-4. run through its script (the harness, tests/task_harness.py: one ``TaskRun`` per task in
-   ``RUNS``, in this process, on tiny configs and data): train two steps, sweep both checkpoints
-   (model.ckpt-best, eval_results.txt, best_results.json), predict, export (SavedModel; TFLite where
-   the task has it; pretraining: export_hub of its best checkpoint), with its features in
-   --cached_dir; and write, change or remove only files it declared in its pre-flight check;
+4. run through its script (the harness, tests/task_harness.py, in this process, on the entry's
+   tiny config and data): train two steps, sweep both checkpoints (model.ckpt-best,
+   eval_results.txt, best_results.json), predict, export (SavedModel; TFLite where the task has
+   it; pretraining: export_hub of its best checkpoint), with its features in --cached_dir; and
+   write, change or remove only files it declared in its pre-flight check;
 5. give the same outputs on a batch cut to its length bucket (albert_tf/training/length_buckets.py)
    as on the batch padded further: every output on the cut positions within 1e-5, for both
    cross-layer sharing extremes and both precisions (float32, mixed bfloat16).
 
-A new task model is one ``TaskCase`` line in ``CASES``, a new task script one ``TaskRun`` in
-``task_harness.RUNS``; ``test_every_task_is_in_the_table`` and
-``test_every_script_is_in_the_harness`` fail until they are there. For 1-3 the models are
+A new task is one entry in ``TASKS``; section 0 (``test_every_task_is_in_the_table``,
+``test_every_script_is_in_the_harness``, ``test_every_task_has_the_files_the_walkthrough_lists``)
+fails until every task model, script, task folder and spec has one. For 1-3 the models are
 ``tiny_config()`` ones with random weights, perturbed so that every value is distinctive (a zero
 bias or a unit LayerNorm gamma would load "correctly" under a wrong name), and the inputs are random
 ids: no data files are read.
@@ -34,6 +35,7 @@ ids: no data files are read.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -43,7 +45,7 @@ import pkgutil
 import re
 import subprocess
 import sys
-from typing import Callable, Mapping
+from typing import Mapping
 
 import keras
 import numpy as np
@@ -51,147 +53,25 @@ import pytest
 import tensorflow as tf
 
 import albert_tf.tasks
+import task_specs
 from albert_tf.checkpoints.object_format import checkpoint_root, object_variable_paths
 from albert_tf.checkpoints.tf1_format import export_tf1_checkpoint, load_tf1_checkpoint
 from albert_tf.checkpoints.tf1_names import tf1_variable_map
 from albert_tf.checkpoints.warm_start import load_checkpoint, resolve_checkpoint_source
-from albert_tf.models.config import AlbertConfig
 from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.serving.saved_model import IDS_ONLY
-from albert_tf.tasks.classification.serving import export_classifier
-from albert_tf.tasks.classification.task import ClassifierTask
-from albert_tf.tasks.multiple_choice.serving import export_multiple_choice
-from albert_tf.tasks.multiple_choice.task import MultipleChoiceTask
 from albert_tf.tasks.pretraining.task import PretrainingTask
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
-from albert_tf.tasks.question_answering.serving import export_squad, min_positions
-from albert_tf.tasks.question_answering.task import SquadSettings, SquadTask
-from albert_tf.tasks.token_classification.serving import export_token_classifier
-from albert_tf.tasks.token_classification.task import TokenClassifierTask
+from albert_tf.tasks.question_answering.serving import min_positions
 from albert_tf.training.length_buckets import LengthBuckets, example_lengths
-from albert_tf.training.task import Task
 from albert_tf.training.trainer import DTYPE_POLICIES
 from tests.shared_setup import REPO_ROOT, subprocess_env, tiny_config
-from tests.task_harness import RUNS, RUNS_BY_NAME, TaskRun, declared
+from tests.task_cases import SEQ, TASKS, TASKS_BY_NAME, Inputs, Outputs
+from tests.task_harness import declared
 
-BATCH, SEQ = 3, 24  # the served inputs: 3 examples (RACE: of 4 choices) of 24 positions
-QUESTION = 8  # SQuAD inputs: [CLS] and the question take the first 8 positions (segment 0)
 ATOL = 1e-5
 
-Inputs = dict[str, np.ndarray]
-Outputs = dict[str, np.ndarray]
-
-
-# -- the table ------------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class TaskCase:
-    """One task under the contract.
-
-    task(config): the ``training.Task`` whose ``build_model`` the scripts train.
-    export(model, export_dir): the task's SavedModel export without a tokenizer (only ``ids_only``
-    is written), called as its script calls it; None for a task without one (pretraining's export
-    is the hub module, which needs a SentencePiece model).
-    inputs(config): the ids ``serving_default`` takes, int32 arrays.
-    expected(model, inputs): what ``serving_default`` must return, from the Keras model.
-    head_in_pretraining: the head is the pretraining checkpoint's own (the pretraining model),
-    so a warm start loads it instead of reporting it new.
-    """
-
-    name: str
-    task: Callable[[AlbertConfig], Task]
-    export: Callable[[keras.Model, str], object] | None = None
-    inputs: Callable[[AlbertConfig], Inputs] | None = None
-    expected: Callable[[keras.Model, Inputs], Outputs] | None = None
-    head_in_pretraining: bool = False
-
-    def build(self, config: AlbertConfig) -> AlbertTaskModel:
-        return self.task(config).build_model()
-
-
-def token_ids(config: AlbertConfig, *leading: int, p_mask: bool = False, seed: int = 0) -> Inputs:
-    """Random ``input_ids``, ``input_mask``, ``segment_ids`` int32 [*leading, SEQ]: each row holds
-    SEQ // 2 to SEQ real tokens (mask 1) of which the first QUESTION have segment 0, the rest 1.
-    ``p_mask``: also SQuAD 2.0's ``p_mask``, 0 at [CLS] and on the segment-1 tokens (the context),
-    1 elsewhere."""
-    rng = np.random.default_rng(seed)
-    shape = (*leading, SEQ)
-    lengths = rng.integers(SEQ // 2, SEQ + 1, size=(*leading, 1))
-    position = np.arange(SEQ)
-    mask = (position < lengths).astype(np.int32)
-    segments = ((position >= QUESTION) & (mask == 1)).astype(np.int32)
-    inputs = {"input_ids": (rng.integers(5, config.vocab_size, size=shape) * mask).astype(np.int32),
-              "input_mask": mask, "segment_ids": segments}
-    if p_mask:
-        inputs["p_mask"] = np.where((segments == 1) | (position == 0), 0, 1).astype(np.int32)
-    return inputs
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    exp = np.exp(logits - logits.max(-1, keepdims=True))
-    return exp / exp.sum(-1, keepdims=True)
-
-
-def scored_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
-    """A classifier's or a choice scorer's serving outputs: ``probabilities`` (softmax of the
-    logits) and ``predictions`` (their int32 arg-max); for a regression the raw output [B, 1] and
-    the score [B]."""
-    logits = model(inputs, training=False)["logits"].numpy()
-    if model.is_regression:
-        return {"probabilities": logits, "predictions": logits[:, 0]}
-    return {"probabilities": softmax(logits), "predictions": logits.argmax(-1).astype(np.int32)}
-
-
-def early_exit_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
-    """An early-exit classifier's serving outputs under its default policy (all its layers): the
-    ordinary classifier's, and ``layers_used`` L for every example."""
-    outputs = scored_outputs(model, inputs)
-    layers = model.config.num_hidden_layers
-    return {**outputs, "layers_used": np.full(len(outputs["predictions"]), layers, np.int32)}
-
-
-def model_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
-    """Every output of the model in inference (SQuAD serves them all)."""
-    return {name: value.numpy() for name, value in model(inputs, training=False).items()}
-
-
-NER_TAGS = ("O", "B-PER", "I-PER")
-
-
-def tagged_outputs(model: keras.Model, inputs: Inputs) -> Outputs:
-    """The token classifier's serving outputs: per position the tag probabilities, the arg-max id
-    and its tag name."""
-    logits = model(inputs, training=False)["logits"].numpy()
-    predictions = logits.argmax(-1).astype(np.int32)
-    names = np.array([tag.encode() for tag in NER_TAGS], dtype=object)
-    return {"probabilities": softmax(logits), "predictions": predictions,
-            "tags": names[predictions]}
-
-
-CASES = [
-    TaskCase("glue_classifier", lambda c: ClassifierTask(c, ("accuracy",), num_labels=3),
-             export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
-    TaskCase("glue_regression", lambda c: ClassifierTask(c, ("pearson",), 1, is_regression=True),
-             export_classifier, lambda c: token_ids(c, BATCH), scored_outputs),
-    TaskCase("glue_early_exit",
-             lambda c: ClassifierTask(c, ("accuracy",), num_labels=3, early_exit="separate"),
-             export_classifier, lambda c: token_ids(c, BATCH), early_exit_outputs),
-    TaskCase("race", lambda c: MultipleChoiceTask(c, num_choices=4),
-             lambda m, d: export_multiple_choice(m, d, None, max_seq_length=SEQ,
-                                                 max_qa_length=QUESTION),
-             lambda c: token_ids(c, BATCH, 4), scored_outputs),
-    TaskCase("squad_v1", lambda c: SquadTask(c, SquadSettings(version_2=False)),
-             export_squad, lambda c: token_ids(c, BATCH), model_outputs),
-    TaskCase("squad_v2", lambda c: SquadTask(c, SquadSettings(version_2=True)),
-             export_squad, lambda c: token_ids(c, BATCH, p_mask=True), model_outputs),
-    TaskCase("token_classification",
-             lambda c: TokenClassifierTask(c, num_tags=len(NER_TAGS), max_seq_length=SEQ),
-             lambda m, d: export_token_classifier(m, d, NER_TAGS), lambda c: token_ids(c, BATCH),
-             tagged_outputs),
-    TaskCase("pretraining", PretrainingTask, head_in_pretraining=True),
-]
-
-SERVED = [case for case in CASES if case.export is not None]
+SERVED = [case for case in TASKS if case.model.export is not None]
 
 FORMATS = ("reference", "albert_tf")  # LoadReport.kind of a TF1-named / an object-based checkpoint
 
@@ -228,7 +108,7 @@ def encoder_values(model: AlbertTaskModel) -> dict[str, np.ndarray]:
 # -- 0. the table covers every task ----------------------------------------------------------------
 
 def test_every_task_is_in_the_table():
-    """Every task model and every Task defined under albert_tf/tasks/ has a case: a new task
+    """Every task model and every Task defined under albert_tf/tasks/ is an entry's: a new task
     cannot skip the contract."""
     models, tasks = set(), set()
     for package in pkgutil.iter_modules(albert_tf.tasks.__path__):
@@ -245,19 +125,74 @@ def test_every_task_is_in_the_table():
                         tasks.add(value)
     config = tiny_config()
     assert models and tasks
-    assert {type(case.build(config)) for case in CASES} == models
-    assert {type(case.task(config)) for case in CASES} == tasks
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert {type(case.model.build(config)) for case in TASKS} == models
+    assert {type(case.model.task(config)) for case in TASKS} == tasks
+
+
+def test_every_script_is_in_the_harness():
+    """Every training script at the repository's top is an entry's (so the harness runs it), and
+    the entries' names are unique."""
+    scripts = {name for name in os.listdir(REPO_ROOT)
+               if name.startswith("run_") and name.endswith(".py")}
+    assert {case.script for case in TASKS} == scripts
+    assert len(TASKS_BY_NAME) == len(TASKS)
+
+
+def imported_names(path: str) -> set[tuple[str, str]]:
+    """(module, name) of every ``from module import name`` in the Python file ``path``."""
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    return {(node.module, alias.name) for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+WALKTHROUGH = "## Adding a task: a walkthrough"
+# The files of a task, as the walkthrough names them.
+TASK_FILES = ("albert_tf/tasks/<task>/", "data_prep/<task>/", "task_specs/<task>.py",
+              "run_<task>.py", "tests/task_cases.py")
+
+
+def test_every_task_has_the_files_the_walkthrough_lists():
+    """docs/layout.md's walkthrough ("a task is one folder in each package, one spec, one script,
+    one entry of the task table") holds for every task: each folder of albert_tf/tasks/ has the
+    data_prep/ folder and the task_specs/ module of its name and at least one entry whose Task is
+    the folder's (a variant a script runs, as early exit or SQuAD v2.0, is one more entry); each
+    entry's script imports the entry's spec builder, whose module uses the entry's task folder;
+    every task_specs/ module but common.py is an entry's spec; and the walkthrough names each
+    of those files."""
+    config = tiny_config()
+    folders = {package.name for package in pkgutil.iter_modules(albert_tf.tasks.__path__)
+               if package.ispkg}
+    entries_of: dict[str, list[str]] = {}
+    for case in TASKS:
+        folder = type(case.model.task(config)).__module__.split(".")[2]
+        entries_of.setdefault(folder, []).append(case.name)
+        spec_module = case.spec.__module__
+        assert (spec_module, case.spec.__name__) in imported_names(
+            os.path.join(REPO_ROOT, case.script)), (case.name, case.script)
+        spec_imports = imported_names(os.path.join(REPO_ROOT, *spec_module.split(".")) + ".py")
+        assert any(module.startswith(f"albert_tf.tasks.{folder}.")
+                   for module, _ in spec_imports), (case.name, spec_module, folder)
+    assert set(entries_of) == folders
+    for folder in folders:
+        assert os.path.isdir(os.path.join(REPO_ROOT, "data_prep", folder)), folder
+        assert os.path.isfile(os.path.join(REPO_ROOT, "task_specs", f"{folder}.py")), folder
+    specs = {module.name for module in pkgutil.iter_modules(task_specs.__path__)} - {"common"}
+    assert {case.spec.__module__.split(".")[1] for case in TASKS} == specs
+    with open(os.path.join(REPO_ROOT, "docs", "layout.md"), encoding="utf-8") as handle:
+        layout = handle.read()
+    walkthrough = layout[layout.index(WALKTHROUGH):].split("\n## ")[0]
+    assert [name for name in TASK_FILES if f"`{name}`" not in walkthrough] == []
 
 
 # -- 1. the reference names round-trip -------------------------------------------------------------
 
-@by_name(CASES)
+@by_name(TASKS)
 def test_reference_names_round_trip(case, tmp_path):
     """export_tf1_checkpoint writes exactly tf1_variable_map (encoder + head names, one per weight
     of the model) and load_tf1_checkpoint restores every value into a fresh model of the task."""
     config = tiny_config()
-    model = distinctive(case.build(config), seed=1)
+    model = distinctive(case.model.build(config), seed=1)
     names = tf1_variable_map(model)
     encoder, head = tf1_variable_map(model.albert), model.tf1_head_variables()
     assert head and not encoder.keys() & head.keys()
@@ -269,7 +204,7 @@ def test_reference_names_round_trip(case, tmp_path):
     written = {name for name, _ in tf.train.list_variables(prefix)} - {"global_step"}
     assert written == names.keys()
 
-    fresh = case.build(config)
+    fresh = case.model.build(config)
     for name, value in values(tf1_variable_map(fresh)).items():
         assert not np.array_equal(value, names[name].numpy()), f"{name} equal before loading"
     report = load_tf1_checkpoint(fresh, prefix)
@@ -308,19 +243,19 @@ def pretrained(tmp_path_factory) -> Pretrained:
 
 
 @pytest.mark.parametrize("checkpoint_format", FORMATS)
-@by_name(CASES)
+@by_name(TASKS)
 def test_warm_start_from_pretraining_reports_exactly_the_head_as_new(case, checkpoint_format,
                                                                      pretrained):
     """load_checkpoint of a pretraining checkpoint: the encoder loads completely with the
     pretraining values; missing is exactly the task head, unused exactly the pretraining heads
     (for the pretraining model itself: nothing), and the head keeps the values it had."""
-    model = case.build(tiny_config())
+    model = case.model.build(tiny_config())
     head_before = values(model.tf1_head_variables())
     source = resolve_checkpoint_source(pretrained.prefixes[checkpoint_format])
     report = load_checkpoint(model, source)
     assert report.kind == checkpoint_format
     assert report.missing_encoder() == []
-    if case.head_in_pretraining:
+    if case.model.head_in_pretraining:
         assert (report.missing, report.unused) == ([], [])
         expected_head = values(pretrained.model.tf1_head_variables())
     else:
@@ -389,15 +324,15 @@ def served(tmp_path_factory) -> Served:
     expected, padded, calls = {}, {}, []
     for seed, case in enumerate(SERVED):
         keras.utils.set_random_seed(10 + seed)  # the same weights in every run: no top-k near-ties
-        model = distinctive(case.build(config), seed=10 + seed)
-        case.export(model, str(root / case.name))
-        inputs = case.inputs(config)
-        expected[case.name] = case.expected(model, inputs)
+        model = distinctive(case.model.build(config), seed=10 + seed)
+        case.model.export(model, str(root / case.name))
+        inputs = case.model.inputs(config)
+        expected[case.name] = case.model.expected(model, inputs)
         shortest = min_positions(model) if isinstance(model, AlbertSquadModel) else 1
         padded[case.name] = {}
         for length in (shortest, SEQ, longest):
             request = request_of_length(inputs, length)
-            padded[case.name][length] = case.expected(model, padded_to(request, longest))
+            padded[case.name][length] = case.model.expected(model, padded_to(request, longest))
             call = {"export": str(root / case.name / IDS_ONLY),
                     "inputs": str(scratch / f"{case.name}_{length}_in.npz"),
                     "outputs": str(scratch / f"{case.name}_{length}_out.npz")}
@@ -482,7 +417,7 @@ def padded_to(inputs: Inputs, length: int) -> Inputs:
 @pytest.mark.parametrize("exact", [False, True], ids=["bucket", "exact"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("sharing", SHARING)
-@by_name([case for case in CASES if case.inputs is not None])
+@by_name([case for case in TASKS if case.model.inputs is not None])
 def test_a_batch_cut_to_its_length_bucket_gives_the_outputs_of_the_padded_batch(case, sharing,
                                                                                 dtype, exact):
     """The model on inputs padded to 64 positions and on the same inputs cut by ``LengthBuckets``
@@ -493,8 +428,8 @@ def test_a_batch_cut_to_its_length_bucket_gives_the_outputs_of_the_padded_batch(
     keras.mixed_precision.set_global_policy(DTYPE_POLICIES[dtype])
     try:
         config = tiny_config(cross_layer_sharing=sharing, max_position_embeddings=CUT_FROM)
-        model = distinctive(case.build(config), seed=5)
-        padded = padded_to(case.inputs(config), CUT_FROM)
+        model = distinctive(case.model.build(config), seed=5)
+        padded = padded_to(case.model.inputs(config), CUT_FROM)
         padded = {name: tf.constant(value) for name, value in padded.items()}
         cut = LengthBuckets.of(CUT_FROM, tuple(padded), exact=exact).trim(padded)
         longest = int(tf.reduce_max(example_lengths(padded)))
@@ -517,19 +452,7 @@ def test_a_batch_cut_to_its_length_bucket_gives_the_outputs_of_the_padded_batch(
 
 # -- 4. every task through its script: two steps, the sweep, predict, export; declared files only --
 
-def by_run(runs: list[TaskRun]):
-    return pytest.mark.parametrize("case", runs, ids=[run.name for run in runs])
-
-
-def test_every_script_is_in_the_harness():
-    """Every training script at the repository's top has a harness entry."""
-    scripts = {name for name in os.listdir(REPO_ROOT)
-               if name.startswith("run_") and name.endswith(".py")}
-    assert {case.script for case in RUNS} == scripts
-    assert len(RUNS_BY_NAME) == len(RUNS)
-
-
-@by_run(RUNS)
+@by_name(TASKS)
 def test_a_task_trains_two_steps_sweeps_predicts_and_exports_through_its_script(case, task_runs):
     run = task_runs.get(case.name)
     output_dir, stdout = run.output_dir, run.result.stdout
@@ -558,7 +481,7 @@ def test_a_task_trains_two_steps_sweeps_predicts_and_exports_through_its_script(
         assert "Wrote the TFLite model of model.ckpt-best (none, S=" in stdout
 
 
-@by_run(RUNS)
+@by_name(TASKS)
 def test_a_task_run_writes_only_what_it_declared(case, task_runs):
     """Every file a command of the run created, changed or removed below the run's directory is
     one of its declared outputs (families and output directories included); its inputs are
