@@ -7,10 +7,10 @@ reference kernels, on real inputs (SST-2 sentences, RTE pairs, SQuAD question/co
 tokenized with en8k), each example twice: zero-padded to the export's max_seq_length and cut to
 its real tokens (the sequence axis of the files is dynamic; the examples have many lengths).
 Their outputs are compared with the Keras model's on the padded examples (which the SavedModel
-exports reproduce), at the real positions, within a tolerance per storage (``TOLERANCES``). The tiny models get random
-weights of standard deviation 0.3 (LayerNorm kept at its identity), so that the compared outputs
-are of order one and differ between inputs, unlike the near-zero logits of the default
-initialisation.
+exports reproduce), at the real positions, within a tolerance per storage (``TOLERANCES``). The
+tiny models get random weights of standard deviation 0.3 (LayerNorm kept at its identity), so
+that the compared outputs are of order one and differ between inputs, unlike the near-zero
+logits of the default initialisation.
 
 run_classifier.py and run_squad.py write the TFLite model of model.ckpt-best with --tflite_file
 in the storage --tflite_quantization names (slow: a command run each; float32 through training:

@@ -80,6 +80,33 @@ def input_specs() -> list[tf.TensorSpec]:
 OutputsFn = Callable[[keras.Model, dict[str, tf.Tensor]], dict[str, tf.Tensor]]
 
 
+def check_convertible(model: keras.Model, max_seq_length: int, error: type[Exception],
+                      export: str) -> None:
+    """Raises ``error`` (the ``export`` format's, e.g. TFLiteExportError for "TFLite") for a model
+    that computes in another dtype than float32 (built under a mixed-precision policy) or a
+    max_seq_length outside [1, max_position_embeddings]: what a converted file cannot take."""
+    if model.compute_dtype != "float32":
+        raise error(f"the model computes in {model.compute_dtype}; the {export} export converts a "
+                    "float32 model (quantization is the converter's job): build the model under "
+                    "the float32 policy (keras.mixed_precision.set_global_policy('float32')) and "
+                    "load its checkpoint into it.")
+    limit = model.config.max_position_embeddings
+    if not 1 <= max_seq_length <= limit:
+        raise error(f"max_seq_length must lie in [1, {limit}] (the config's "
+                    f"max_position_embeddings), got {max_seq_length}.")
+
+
+def serving_function(model: keras.Model, outputs_of: OutputsFn) -> Callable[..., dict]:
+    """(input_ids, input_mask, segment_ids) -> ``outputs_of(model, inputs)``: the function a
+    converter converts, on the specs of ``input_specs``."""
+    def serve(input_ids: tf.Tensor, input_mask: tf.Tensor,
+              segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        return outputs_of(model, {"input_ids": input_ids, "input_mask": input_mask,
+                                  "segment_ids": segment_ids})
+
+    return serve
+
+
 def check_quantization(quantization: str) -> None:
     """Raises TFLiteExportError unless ``quantization`` is one of ``QUANTIZATIONS``."""
     if quantization not in QUANTIZATIONS:
@@ -112,25 +139,11 @@ def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: Outpu
     quantization.
     """
     check_quantization(quantization)
-    if model.compute_dtype != "float32":
-        raise TFLiteExportError(f"the model computes in {model.compute_dtype}; the TFLite export "
-                                "converts a float32 model (quantization is the converter's "
-                                "job): build the model under the float32 policy "
-                                "(keras.mixed_precision.set_global_policy('float32')) and load "
-                                "its checkpoint into it.")
-    limit = model.config.max_position_embeddings
-    if not 1 <= max_seq_length <= limit:
-        raise TFLiteExportError(f"max_seq_length must lie in [1, {limit}] (the config's "
-                                f"max_position_embeddings), got {max_seq_length}.")
-
-    def serve(input_ids: tf.Tensor, input_mask: tf.Tensor,
-              segment_ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        return outputs_of(model, {"input_ids": input_ids, "input_mask": input_mask,
-                                  "segment_ids": segment_ids})
-
+    check_convertible(model, max_seq_length, TFLiteExportError, "TFLite")
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint(SIGNATURE_KEY, serve, input_signature=input_specs())
+    archive.add_endpoint(SIGNATURE_KEY, serving_function(model, outputs_of),
+                         input_signature=input_specs())
     archive.add_endpoint(LENGTH_SIGNATURE_KEY,
                          lambda: {LENGTH_SIGNATURE_KEY: tf.constant(max_seq_length, tf.int32)},
                          input_signature=[])
@@ -140,14 +153,20 @@ def convert_to_tflite(model: keras.Model, max_seq_length: int, outputs_of: Outpu
         return _converter(saved_model_dir, quantization).convert()
 
 
+def check_file_path(path: str, flag: str | None, error: type[Exception], export: str,
+                    example: str) -> None:
+    """Raises ``error`` if ``path`` is an existing directory: the ``export`` format's export is one
+    file (an existing file is replaced); ``example``: a file name the message suggests."""
+    if tf.io.gfile.isdir(path):
+        raise error(f"{output_name(path, flag)} is a directory; the {export} export is one file: "
+                    f"give a file path, e.g. {os.path.join(path, example)}.")
+
+
 def check_tflite_path(path: str, flag: str | None = None) -> None:
     """Raises TFLiteExportError if ``path`` is an existing directory: the export is one file (an
     existing file is replaced). ``export_tflite`` calls it before converting; a command calls it
     before any work, with ``flag`` to name its flag in the message."""
-    if tf.io.gfile.isdir(path):
-        raise TFLiteExportError(f"{output_name(path, flag)} is a directory; the TFLite export is "
-                                f"one file: give a file path, e.g. "
-                                f"{os.path.join(path, 'model.tflite')}.")
+    check_file_path(path, flag, TFLiteExportError, "TFLite", "model.tflite")
 
 
 def export_tflite(model: keras.Model, path: str, max_seq_length: int, outputs_of: OutputsFn,
