@@ -4,9 +4,10 @@ One ALBERT classifier (``--albert_config_file``, albert base by default; random 
 ``--num_labels`` labels: speed does not depend on the values) is served by every engine of
 benchmarks/serving_engines.py, all holding the same weights:
 
-- albert_tf: the ids SavedModel (``export_classifier``, ``ids_only``), and the TFLite file in each
-  storage (``export_classifier_tflite``: float32, float16 weights, int8 dynamic range), whose
-  sequence axis is dynamic, so each request computes on its own tokens;
+- albert_tf: the ids SavedModel (``export_classifier``, ``ids_only``), the TFLite file in each
+  storage (``export_classifier_tflite``: float32, float16 weights, int8 dynamic range) and the
+  ONNX file (``export_classifier_onnx``, run by ONNX Runtime), whose sequence axes are dynamic,
+  so each request computes on its own tokens;
 - Hugging Face transformers' ``AlbertForSequenceClassification``, PyTorch eager;
 - that PyTorch model exported to ONNX (``torch.onnx.export``, dynamic axes) and run by ONNX
   Runtime with every graph optimization, in float32 and int8 (``quantize_dynamic``).
@@ -19,16 +20,18 @@ on the tiny model grew a hundredfold). Latency: one example of L real tokens per
 ``--lengths``, no padding), ``--warmup_calls`` untimed then ``--timed_calls`` timed calls per
 engine and length, timed inside the engine's process; printed: the median per engine and length,
 and per length the ratio of the best of the others to albert_tf's best, float32 (albert_tf's
-SavedModel, TFLite float32 and float16 against PyTorch and ONNX Runtime float32) and int8
-(TFLite int8 against ONNX Runtime int8) separately (> 1: albert_tf faster). Agreement: the
+SavedModel, TFLite float32 and float16 and ONNX float32 against PyTorch and ONNX Runtime
+float32) and int8 (TFLite int8 against ONNX Runtime int8) separately (> 1: albert_tf faster). Agreement: the
 largest difference of each engine's batch-1 probabilities from the float32 SavedModel's, over the
 lengths. Throughput: examples per second at batch ``--throughput_batches`` of
-``--throughput_length`` real tokens each (TFLite: one example per call, the rows in turn). Every engine uses ``--threads`` threads.
+``--throughput_length`` real tokens each (albert_tf's TFLite and ONNX files: one example per
+call, the rows in turn). Every engine uses ``--threads`` threads.
 
-    .venv/bin/python benchmarks/bench_serving.py                 # albert base, about 4 minutes
+    .venv/bin/python benchmarks/bench_serving.py     # albert base: 15-20 minutes on 2 busy cores
     .venv/bin/python benchmarks/bench_serving.py --tiny --timed_calls=5   # a smoke run
 
-Needs requirements-test.txt (torch, transformers, onnx, onnxruntime). Figures only, never
+Needs requirements-test.txt (torch, transformers, onnx, onnxruntime) and requirements-onnx.txt
+(tf2onnx). Figures only, never
 pass/fail.
 """
 
@@ -53,7 +56,9 @@ from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.serving.saved_model import IDS_ONLY  # noqa: E402
 from albert_tf.serving.tflite import QUANTIZATIONS  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
+from albert_tf.models.encoder import INPUT_NAMES  # noqa: E402
 from albert_tf.tasks.classification.serving import (export_classifier,  # noqa: E402
+                                                    export_classifier_onnx,
                                                     export_classifier_tflite)
 from benchmarks.serving_engines import (Call, Inputs, load_hf_classifier,  # noqa: E402
                                         onnx_files, onnx_runtime_call, saved_model_call,
@@ -84,7 +89,7 @@ flags.DEFINE_string("scratch", None, "Internal: the directory of the exported fi
 # (engine, precision): albert_tf's first, then the others'.
 TFLITE_NAMES = {"none": "TFLite fp32", "float16": "TFLite fp16", "dynamic_range": "TFLite int8"}
 ALBERT_TF = {"SavedModel": "float32", "TFLite fp32": "float32", "TFLite fp16": "float32",
-             "TFLite int8": "int8"}
+             "TFLite int8": "int8", "ONNX fp32": "float32"}
 OTHERS = {"HF PyTorch eager": "float32", "ONNX RT fp32": "float32", "ONNX RT int8": "int8"}
 REFERENCE = "SavedModel"
 
@@ -106,6 +111,7 @@ def write_files(model: AlbertClassifierModel, scratch: str, max_seq_length: int)
     for quantization in QUANTIZATIONS:
         export_classifier_tflite(model, os.path.join(scratch, f"{quantization}.tflite"),
                                  max_seq_length, quantization)
+    export_classifier_onnx(model, os.path.join(scratch, "albert_tf.onnx"), max_seq_length)
     onnx_files(load_hf_classifier(write_hf_classifier(model, scratch)), scratch)
 
 
@@ -117,6 +123,9 @@ def load_engine(name: str, scratch: str) -> Call:
         return saved_model_call(os.path.join(scratch, "export", IDS_ONLY))
     if name in tflite:
         return tflite_call(os.path.join(scratch, f"{tflite[name]}.tflite"), threads)
+    if name == "ONNX fp32":
+        return onnx_runtime_call(os.path.join(scratch, "albert_tf.onnx"), threads, INPUT_NAMES,
+                                 int64=False)
     if name == "HF PyTorch eager":
         return torch_call(load_hf_classifier(os.path.join(scratch, "huggingface")))
     int8 = name == "ONNX RT int8"
@@ -228,8 +237,8 @@ def print_latency(lengths: list[int], medians: dict[str, dict],
 def print_throughput(rates: dict[str, dict]) -> None:
     """The throughput table ({engine: {batch: examples per second}})."""
     width = max(len(name) for name in rates) + 2
-    print(f"\nthroughput, L={FLAGS.throughput_length} (examples per second; TFLite: one example "
-          "per call)")
+    print(f"\nthroughput, L={FLAGS.throughput_length} (examples per second; albert_tf's TFLite and "
+          "ONNX: one example per call)")
     batches = list(next(iter(rates.values())))
     print(f"{'engine':<{width}}" + "".join(f"{f'batch {batch}':>10}" for batch in batches))
     for name, by_batch in rates.items():

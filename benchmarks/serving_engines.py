@@ -13,7 +13,8 @@ be compared with each other:
   Hugging Face directory writer, the classifier copied), run eagerly by PyTorch;
 - ``onnx_files`` and ``onnx_runtime_call``: that PyTorch model exported by ``torch.onnx.export``
   with dynamic batch and sequence axes, and its int8 copy by ONNX Runtime's ``quantize_dynamic``,
-  run by ONNX Runtime with every graph optimization.
+  run by ONNX Runtime with every graph optimization; ``onnx_runtime_call`` also runs albert_tf's
+  own ONNX export (albert_tf/serving/onnx_export.py), one example per call.
 
 PyTorch, transformers, onnx and onnxruntime are test / benchmark requirements
 (requirements-test.txt), imported only by the functions that use them.
@@ -137,9 +138,13 @@ def onnx_files(hf, directory: str) -> tuple[str, str]:
     return float32, int8
 
 
-def onnx_runtime_call(path: str, threads: int) -> Call:
+def onnx_runtime_call(path: str, threads: int, names: tuple[str, ...] = ONNX_INPUTS,
+                      int64: bool = True) -> Call:
     """Probabilities [B, num_labels] of an ONNX file run by ONNX Runtime's CPU provider with every
-    graph optimization and ``threads`` intra-op threads."""
+    graph optimization and ``threads`` intra-op threads; ``names``: the file's inputs for
+    ``input_ids``, ``input_mask``, ``segment_ids`` (default: transformers' names), ``int64``:
+    whether it takes them as int64 (transformers') or int32 (albert_tf's ONNX export, which
+    takes one example [1, L] per call: a batch is a loop over its rows)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -147,9 +152,13 @@ def onnx_runtime_call(path: str, threads: int) -> Call:
     options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
-    def call(inputs: Inputs) -> np.ndarray:
-        feed = dict(zip(ONNX_INPUTS, (inputs[name].astype(np.int64)
-                                      for name in ("input_ids", "input_mask", "segment_ids"))))
+    def run(inputs: Inputs) -> np.ndarray:
+        feed = {name: inputs[ours].astype(np.int64 if int64 else np.int32)
+                for name, ours in zip(names, ("input_ids", "input_mask", "segment_ids"))}
         return softmax(session.run(None, feed)[0])
 
-    return call
+    if int64:
+        return run
+    return lambda inputs: np.concatenate([run({name: value[row:row + 1]
+                                               for name, value in inputs.items()})
+                                          for row in range(len(inputs["input_ids"]))])
