@@ -149,8 +149,8 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                "cache is reused only if built from the same inputs and settings."),
         "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
         "tflite_file": FlagSpec(_S, None, "[albert_tf] Write a TFLite model of model.ckpt-best to "
-                                "this file (one example of --max_seq_length per call; an existing "
-                                "file is replaced). Needs --dtype=float32."),
+                                "this file (one example of up to --max_seq_length tokens per "
+                                "call; an existing file is replaced). Needs --dtype=float32."),
         "tflite_quantization": _enum("none", TFLITE_QUANTIZATIONS, "[albert_tf] Weights of the "
                                      "--tflite_file model: none (float32), dynamic_range (int8, "
                                      "about a quarter of the size) or float16 (half the size)."),
