@@ -8,8 +8,8 @@ random initial weights, optionally trains it for ``--train_steps`` steps on the 
 - the ids SavedModel that run_classifier's ``--export_dir`` writes (``export_classifier`` of
   albert_tf/tasks/classification/serving.py, ``<export_dir>/ids_only``, the one TF Serving serves:
   ``serving_default`` on ids of any batch and sequence length), and
-- one TFLite model per ``--quantizations`` value (``export_classifier_tflite``, [1, S] inputs,
-  TensorFlow's converter),
+- one TFLite model per ``--quantizations`` value (``export_classifier_tflite``, TensorFlow's
+  converter; run here on full-length [1, S] inputs),
 
 in a temporary directory, deleted afterwards. Each is loaded back the way a client loads it
 (``tf.saved_model.load`` and its signature; LiteRT's ``Interpreter`` with its signature runner).
@@ -43,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable
 
 import keras
 import numpy as np
@@ -64,6 +63,8 @@ from albert_tf.tasks.classification.serving import (  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.classification.features import convert_example  # noqa: E402
 from data_prep.classification.processors import RteProcessor, Sst2Processor  # noqa: E402
+from benchmarks.serving_engines import (Call, Inputs, directory_bytes,  # noqa: E402
+                                        saved_model_call)
 
 SHARED_DATA = os.environ.get("ALBERT_TF_SHARED_DATA",
                              os.path.join(os.path.dirname(REPO_ROOT), "shared", "data"))
@@ -92,21 +93,6 @@ flags.DEFINE_integer("warmup_calls", 3, "Untimed calls before timing (tracing, a
 flags.DEFINE_integer("timed_calls", 20, "Timed calls per model and thread count.")
 flags.DEFINE_string("time_models_in", None, "Internal: the child's mode; times the models listed "
                     "in this directory's models.json and prints the times as JSON.")
-
-Inputs = dict[str, np.ndarray]
-Call = Callable[[Inputs], np.ndarray]
-
-
-def directory_bytes(path: str) -> int:
-    return sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(path) for name in names)
-
-
-def saved_model_call(export_dir: str) -> Call:
-    """Probabilities [B, num_labels] of the SavedModel's signature on ids of any batch."""
-    signature = tf.saved_model.load(export_dir).signatures["serving_default"]
-    return lambda inputs: signature(**{k: tf.constant(v) for k, v in inputs.items()})[
-        "probabilities"].numpy()
 
 
 def tflite_call(model_path: str, threads: int | None = None) -> Call:

@@ -541,7 +541,9 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
 
 def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
     """export_classifier_tflite(layers=2) of an early-exit model: LiteRT's outputs are the Keras
-    model's layer-2 classifier (float32 within 1e-4), per example at [1, S]."""
+    model's layer-2 classifier (float32 within 1e-4), per example, on its real tokens (the file's
+    length is dynamic) and padded to S; the file holds the matrix products of 2 layers only, not
+    of all LAYERS (the speed-up of exiting early, kept in TFLite)."""
     from ai_edge_litert.interpreter import Interpreter
 
     from albert_tf.tasks.classification.serving import export_classifier_tflite
@@ -549,12 +551,29 @@ def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
     seq = 16
     model = perturbed(AlbertClassifierModel(config(), 3, early_exit="separate"), seed=9)
     path = export_classifier_tflite(model, str(tmp_path / "model.tflite"), seq, layers=2)
+    full = export_classifier_tflite(model, str(tmp_path / "full.tflite"), seq)
     inputs = random_inputs(batch=3, seq=seq, seed=10)
     want = model(inputs, training=False)["layer_logits"].numpy()[:, 1]
-    runner = Interpreter(model_path=path).get_signature_runner("serving_default")
-    got = np.concatenate([runner(**{name: value[i:i + 1] for name, value in inputs.items()})
-                          ["logits"] for i in range(3)])
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    interpreter = Interpreter(model_path=path)
+    runner = interpreter.get_signature_runner("serving_default")
+    lengths = inputs["input_mask"].sum(axis=1)
+    assert len(set(lengths.tolist())) > 1
+    for end in (lengths, [seq] * 3):
+        got = np.concatenate([runner(**{name: value[i:i + 1, :end[i]]
+                                        for name, value in inputs.items()})["logits"]
+                              for i in range(3)])
+        np.testing.assert_allclose(got, want, atol=1e-4)
+
+    def matrix_products(interpreter) -> int:
+        return sum(op["op_name"] in ("FULLY_CONNECTED", "BATCH_MATMUL")
+                   for op in interpreter._get_ops_details())  # pylint: disable=protected-access
+
+    # Per layer: Q, K, V, the attention output, the two FFN matrices and the two attention
+    # products, the same in each layer; the embedding projection and the head come once.
+    per_layer = ((matrix_products(Interpreter(model_path=full)) - matrix_products(interpreter))
+                 / (LAYERS - 2))
+    assert per_layer == 8
+    assert matrix_products(interpreter) < 2 * per_layer + 4
 
 
 @pytest.mark.parametrize("sharing", [{}, {"num_hidden_groups": 3},

@@ -76,3 +76,14 @@ def test_a_shared_flag_defined_again_with_its_default_is_kept_and_another_defaul
     assert values["keep_checkpoint_max"].default == 0 and values["do_lower_case"].default is True
     with pytest.raises(flags.DuplicateFlagError, match="keep_checkpoint_max"):
         flag_definitions.define("keep_checkpoint_max", flag_values=values)  # default 5
+
+
+def test_an_onnx_file_needs_float32_when_the_command_line_is_parsed():
+    values = flags.FlagValues()
+    flag_definitions.define(*flag_definitions.ONNX_FLAGS, "dtype", flag_values=values)
+    flag_definitions.check_onnx_flags(values)
+    values(["prog", "--onnx_file=m.onnx", "--dtype=float32"])
+    assert values.onnx_file == "m.onnx"
+    values.unparse_flags()
+    with pytest.raises(flags.IllegalFlagValueError, match="--onnx_file needs --dtype=float32"):
+        values(["prog", "--onnx_file=m.onnx", "--dtype=bfloat16"])

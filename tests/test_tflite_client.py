@@ -1,9 +1,12 @@
 """TFLiteModel (albert_tf/serving/tflite_client.py): a TFLite export fed a wrong input names it.
 
-LiteRT's own runner answers a wrong length with an XNNPACK reshape failure, an id outside the
-vocabulary with ``gather index out of bounds Node number 0``, and runs an input of another rank
-or a mask of 2 silently; TFLiteModel refuses each, naming the input, in every weight storage, and
-computes what the plain runner computes on correct inputs."""
+LiteRT's own runner answers inputs of different lengths with a failure deep in the model, an id
+outside the vocabulary with ``gather index out of bounds Node number 0``, and runs an input of
+another rank, a mask of 2 or more positions than the export's max_seq_length silently;
+TFLiteModel refuses each, naming the input, in every weight storage, and computes what the plain
+runner computes on correct inputs of any length from 1 to max_seq_length (the runner resizing
+the interpreter when the length changes). A file of an earlier export, of fixed length, keeps
+its fixed length."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
 
+from albert_tf.serving import tflite
 from albert_tf.serving.tflite import QUANTIZATIONS, SIGNATURE_KEY
 from albert_tf.serving.tflite_client import TFLiteInputError, TFLiteModel, check_inputs
 from albert_tf.tasks.classification.model import AlbertClassifierModel
@@ -42,9 +47,15 @@ def good_inputs():
 
 WRONG = {  # label: (changed inputs, the message's start)
     "longer": ({"input_ids": np.ones((1, SEQ + 1), np.int32)},
-               f"input_ids has shape (1, {SEQ + 1}) but this TFLite model takes [1, {SEQ}]"),
+               f"input_ids has shape (1, {SEQ + 1}) but this TFLite model takes [1, L] with L "
+               f"from 1 to {SEQ}: one example per call, at most the export's max_seq_length {SEQ}"),
+    "no positions": ({name: np.zeros((1, 0), np.int32) for name in good_inputs()},
+                     "input_ids has shape (1, 0) but this TFLite model takes [1, L] with L from 1"),
     "a batch of two": ({"input_mask": np.ones((2, SEQ), np.int32)},
-                       f"input_mask has shape (2, {SEQ}) but this TFLite model takes [1, {SEQ}]"),
+                       f"input_mask has shape (2, {SEQ}) but this TFLite model takes [1, L]"),
+    "lengths differ": ({"segment_ids": np.zeros((1, SEQ - 2), np.int32)},
+                       f"segment_ids has shape (1, {SEQ - 2}) but input_ids has (1, {SEQ}): they "
+                       "must be equal"),
     "no batch axis": ({"segment_ids": np.zeros(SEQ, np.int32)},
                       f"segment_ids has shape ({SEQ},) but"),
     "float mask": ({"input_mask": np.ones((1, SEQ), np.float32)},
@@ -87,11 +98,43 @@ def test_correct_inputs_give_the_plain_runners_outputs(files, quantization):
     runner = Interpreter(model_path=files[quantization]).get_signature_runner(SIGNATURE_KEY)
     model = TFLiteModel(files[quantization])
     assert model.max_seq_length == SEQ
+    assert model.input_shapes == {name: (1, -1) for name in good_inputs()}
     assert model.value_bounds == {"input_ids": 30, "segment_ids": 2}
-    expected = runner(**good_inputs())
-    given = {name: value.astype(np.int64).tolist() for name, value in good_inputs().items()}
-    for name, value in model(**given).items():  # lists of int64 values are accepted
-        np.testing.assert_array_equal(value, expected[name])
+    # Lengths in an order that makes the runner resize up and down between calls.
+    for length in (SEQ, 1, 6, 3, SEQ):
+        inputs = {name: value[:, :length] for name, value in good_inputs().items()}
+        expected = runner(**inputs)
+        given = {name: value.astype(np.int64).tolist() for name, value in inputs.items()}
+        outputs = model(**given)  # lists of int64 values are accepted
+        assert outputs["logits"].shape == (1, 3)
+        for name, value in outputs.items():
+            np.testing.assert_array_equal(value, expected[name])
+
+
+def test_the_real_tokens_alone_give_the_padded_inputs_outputs(files):
+    """The 6 real tokens of good_inputs, unpadded, give the logits of the same example padded to
+    8: the mask keeps padding out of attention, so only the order of float32 sums differs (the
+    logits are of order 1e-2 here; a padding key counted in attention would move them by about
+    their own size)."""
+    model = TFLiteModel(files["none"])
+    padded = model(**good_inputs())["logits"]
+    real = model(**{name: value[:, :6] for name, value in good_inputs().items()})["logits"]
+    np.testing.assert_allclose(real, padded, atol=1e-6, rtol=1e-5)
+
+
+def test_a_file_of_fixed_length_takes_that_length_only(tmp_path, monkeypatch):
+    """A file written before the sequence axis was dynamic ([1, S] inputs)."""
+    monkeypatch.setattr(tflite, "input_specs", lambda: [
+        tf.TensorSpec([1, SEQ], tf.int32, name=name) for name in good_inputs()])
+    path = export_classifier_tflite(AlbertClassifierModel(small_config(), 3),
+                                    str(tmp_path / "fixed.tflite"), SEQ)
+    model = TFLiteModel(path)
+    assert model.max_seq_length == SEQ and model.input_shapes["input_ids"] == (1, SEQ)
+    assert model(**good_inputs())["logits"].shape == (1, 3)
+    with pytest.raises(TFLiteInputError, match=rf"^input_ids has shape \(1, 6\) but this TFLite "
+                       rf"model takes \[1, {SEQ}\]: one example per call, padded to the export's "
+                       rf"max_seq_length {SEQ} \(this file has a fixed shape\)$"):
+        model(**{name: value[:, :6] for name, value in good_inputs().items()})
 
 
 def test_check_inputs_without_a_model_bounds_only_the_mask():

@@ -112,6 +112,19 @@ def check_tflite_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
         flag_values=flag_values)
 
 
+def check_onnx_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Registers the check of ``ONNX_FLAGS`` in a script that defines them and --dtype (when the
+    command line is parsed): --onnx_file needs --dtype=float32, as --tflite_file does (the ONNX
+    export converts a float32 model)."""
+    flags.register_multi_flags_validator(
+        ["onnx_file", "dtype"],
+        lambda values: not values["onnx_file"] or values["dtype"] == "float32",
+        message="--onnx_file needs --dtype=float32: the ONNX export converts a float32 model. "
+                "Train with another --dtype first, then export in a second run with "
+                "--dtype=float32 --onnx_file=... (it reads model.ckpt-best only)",
+        flag_values=flag_values)
+
+
 _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
 
 # The shared flags by group (the groups of --help).
@@ -136,11 +149,15 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
                                "cache is reused only if built from the same inputs and settings."),
         "export_dir": FlagSpec(_S, None, "Write a SavedModel of model.ckpt-best here."),
         "tflite_file": FlagSpec(_S, None, "[albert_tf] Write a TFLite model of model.ckpt-best to "
-                                "this file (one example of --max_seq_length per call; an existing "
-                                "file is replaced). Needs --dtype=float32."),
+                                "this file (one example of up to --max_seq_length tokens per "
+                                "call; an existing file is replaced). Needs --dtype=float32."),
         "tflite_quantization": _enum("none", TFLITE_QUANTIZATIONS, "[albert_tf] Weights of the "
                                      "--tflite_file model: none (float32), dynamic_range (int8, "
                                      "about a quarter of the size) or float16 (half the size)."),
+        "onnx_file": FlagSpec(_S, None, "[albert_tf] Write an ONNX model (float32) of "
+                              "model.ckpt-best to this file (one example of up to "
+                              "--max_seq_length tokens per call; an existing file is replaced). "
+                              "Needs --dtype=float32 and tf2onnx (requirements-onnx.txt)."),
         "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
                                 "the output does not depend on it."),
     },
@@ -268,6 +285,8 @@ TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
 # The flags of the scripts whose task has a TFLite export: run_classifier and run_squad (RACE and
 # NER have none).
 TFLITE_FLAGS = ("tflite_file", "tflite_quantization")
+# The flag of the scripts whose task has an ONNX export (the same two; check_onnx_flags).
+ONNX_FLAGS = ("onnx_file",)
 # What the fine-tuning scripts share: run_classifier and run_race define them all, run_squad all but
 # data_dir, do_eval and eval_batch_size, run_ner all but data_dir. A script defining print_recipe
 # runs flag_checks.print_recipe first among its checks.

@@ -24,10 +24,11 @@ Unlike the reference's export (serialized ``tf.Example`` strings of fixed length
 protobuf step.
 
 ``TextPacker`` is the in-graph packing of ``serve_text`` (the classifier features' truncation).
-``export_classifier_tflite`` writes the TFLite model (float32, or int8 / float16 weights):
-``logits`` and ``probabilities`` [1, num_labels] on fixed-shape int32 [1, max_seq_length] ids
-(albert_tf/serving/tflite.py); an early-exit model's at a fixed depth (its policy's
-``max_layers``), computing only those layers.
+``export_classifier_tflite`` writes the TFLite model (float32, or int8 / float16 weights) and
+``export_classifier_onnx`` the ONNX model (float32): ``logits`` and ``probabilities``
+[1, num_labels] on int32 ids [1, L] of any length L up to max_seq_length
+(albert_tf/serving/tflite.py, albert_tf/serving/onnx_export.py); an early-exit model's at a
+fixed depth, computing only those layers.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from albert_tf.serving.input_checks import check, gated
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import truncate_and_pack
-from albert_tf.serving.tflite import export_tflite
+from albert_tf.serving.onnx_export import export_onnx
+from albert_tf.serving.tflite import OutputsFn, export_tflite
 from albert_tf.tasks.classification.early_exit import ExitPolicy
 from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
                                                                  fixed_depth_logits)
@@ -204,13 +206,11 @@ def export_classifier(model: AlbertClassifierModel, export_dir: str, threshold: 
     return write_export(export_dir, serving_module, has_text_signature(tokenizer), assets)
 
 
-def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_length: int,
-                             quantization: str = "none", layers: int | None = None) -> str:
-    """Writes the classifier's TFLite model to ``path``: ``logits`` and ``probabilities`` float32
-    [1, num_labels] (softmax; a regression such as STS-B: the raw score, as the SavedModel's
-    ``probabilities``), its weights stored as ``quantization`` says (``none``: float32,
-    ``dynamic_range``: int8, ``float16``; albert_tf/serving/tflite.py). An early-exit model runs
-    ``layers`` of its layers (default: all) and that layer's classifier. Returns ``path``."""
+def file_outputs(model: AlbertClassifierModel, layers: int | None = None) -> OutputsFn:
+    """The outputs of the classifier's TFLite and ONNX files: (model, int32 [1, L] inputs) ->
+    ``logits`` and ``probabilities`` float32 [1, num_labels] (softmax; a regression such as
+    STS-B: the raw score, as the SavedModel's ``probabilities``). An early-exit model runs
+    ``layers`` of its layers (default: all) and that layer's classifier, computing only those."""
     if layers is not None and model.early_exit is None:
         raise ValueError("a fixed depth for a model without early exit")
 
@@ -223,4 +223,23 @@ def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_le
         probabilities = logits if model.is_regression else tf.nn.softmax(logits, axis=-1)
         return {"logits": logits, "probabilities": probabilities}
 
-    return export_tflite(model, path, max_seq_length, outputs, quantization)
+    return outputs
+
+
+def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_length: int,
+                             quantization: str = "none", layers: int | None = None) -> str:
+    """Writes the classifier's TFLite model to ``path`` (``file_outputs``: ``logits``,
+    ``probabilities`` [1, num_labels] on inputs [1, L], L up to ``max_seq_length``), its weights
+    stored as ``quantization`` says (``none``: float32, ``dynamic_range``: int8, ``float16``;
+    albert_tf/serving/tflite.py). An early-exit model runs ``layers`` of its layers (default:
+    all). Returns ``path``."""
+    return export_tflite(model, path, max_seq_length, file_outputs(model, layers), quantization)
+
+
+def export_classifier_onnx(model: AlbertClassifierModel, path: str, max_seq_length: int,
+                           layers: int | None = None) -> str:
+    """Writes the classifier's ONNX model to ``path``: the TFLite file's signature
+    (``file_outputs``) as an ONNX graph with float32 weights (albert_tf/serving/onnx_export.py;
+    needs tf2onnx, requirements-onnx.txt). An early-exit model runs ``layers`` of its layers
+    (default: all). Returns ``path``."""
+    return export_onnx(model, path, max_seq_length, file_outputs(model, layers))

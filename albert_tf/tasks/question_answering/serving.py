@@ -35,8 +35,10 @@ A client cuts the answer out of its context without Python:
 null odds) on those outputs.
 
 ``export_squad_tflite`` writes the v1.1 model's TFLite model (float32, or int8 / float16 weights:
-``start_logits``, ``end_logits`` [1, max_seq_length], the outputs of the reference's SQuAD v1
-TFLite export); the v2.0 model (top-k beam over start/end positions) has none, as in the reference.
+``start_logits``, ``end_logits`` [1, L] on inputs of any length L up to max_seq_length, the
+outputs of the reference's SQuAD v1 TFLite export), ``export_squad_onnx`` the same as an ONNX
+model (float32); the v2.0 model (top-k beam over start/end positions) has neither, as in the
+reference.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from albert_tf.serving.input_checks import check, values_in_range
 from albert_tf.serving.saved_model import (ServingModule, has_text_signature, ids_specs, text_specs,
                                            write_export)
 from albert_tf.serving.text_packing import constant_column, keep_first, pack_segments
+from albert_tf.serving.onnx_export import OnnxExportError, export_onnx
 from albert_tf.serving.tflite import TFLiteExportError, export_tflite
 from albert_tf.tasks.question_answering.model import V1_OUTPUTS, V2_OUTPUTS, AlbertSquadModel
 from albert_tf.tasks.question_answering.postprocessing import (Question, SquadPostprocessingError,
@@ -233,3 +236,15 @@ def export_squad_tflite(model: AlbertSquadModel, path: str, max_seq_length: int,
         raise TFLiteExportError("the SQuAD 2.0 model has no TFLite export (the reference had "
                                 "none either); export a SQuAD v1.1 model (version_2=False).")
     return export_tflite(model, path, max_seq_length, _tflite_outputs, quantization)
+
+
+def export_squad_onnx(model: AlbertSquadModel, path: str, max_seq_length: int) -> str:
+    """Writes the SQuAD v1.1 model's ONNX model to ``path``: the TFLite file's signature
+    (``start_logits``, ``end_logits`` float32 [1, L] on inputs [1, L], L up to
+    ``max_seq_length``) as an ONNX graph with float32 weights (albert_tf/serving/onnx_export.py;
+    needs tf2onnx, requirements-onnx.txt). The SQuAD 2.0 model has none: OnnxExportError.
+    Returns ``path``."""
+    if model.version_2:
+        raise OnnxExportError("the SQuAD 2.0 model has no ONNX export (as none in TFLite); "
+                              "export a SQuAD v1.1 model (version_2=False).")
+    return export_onnx(model, path, max_seq_length, _tflite_outputs)

@@ -1,0 +1,299 @@
+"""Serving latency at batch 1 on the CPU: albert_tf's exports beside PyTorch and ONNX Runtime.
+
+One ALBERT classifier (``--albert_config_file``, albert base by default; random initial weights,
+``--num_labels`` labels: speed does not depend on the values) is served by every engine of
+benchmarks/serving_engines.py, all holding the same weights:
+
+- albert_tf: the ids SavedModel (``export_classifier``, ``ids_only``), the TFLite file in each
+  storage (``export_classifier_tflite``: float32, float16 weights, int8 dynamic range) and the
+  ONNX file (``export_classifier_onnx``, run by ONNX Runtime), whose sequence axes are dynamic,
+  so each request computes on its own tokens;
+- Hugging Face transformers' ``AlbertForSequenceClassification``, PyTorch eager;
+- that PyTorch model exported to ONNX (``torch.onnx.export``, dynamic axes) and run by ONNX
+  Runtime with every graph optimization, in float32 and int8 (``quantize_dynamic``).
+
+Each engine runs in a process of its own, and the engines take turns call by call (so that all see
+the same load of a shared machine), with a pause of ``--pause_ms`` before each call: the thread
+pools of TensorFlow, PyTorch and ONNX Runtime spin for a while after their work, so engines
+sharing a process, or called back to back, slow each other down (sharing one, PyTorch's latency
+on the tiny model grew a hundredfold). Latency: one example of L real tokens per call (L in
+``--lengths``, no padding), ``--warmup_calls`` untimed then ``--timed_calls`` timed calls per
+engine and length, timed inside the engine's process; printed: the median per engine and length,
+and per length the ratio of the best of the others to albert_tf's best, float32 (albert_tf's
+SavedModel, TFLite float32 and float16 and ONNX float32 against PyTorch and ONNX Runtime
+float32) and int8 (TFLite int8 against ONNX Runtime int8) separately (> 1: albert_tf faster). Agreement: the
+largest difference of each engine's batch-1 probabilities from the float32 SavedModel's, over the
+lengths. Throughput: examples per second at batch ``--throughput_batches`` of
+``--throughput_length`` real tokens each (albert_tf's TFLite and ONNX files: one example per
+call, the rows in turn). Every engine uses ``--threads`` threads.
+
+    .venv/bin/python benchmarks/bench_serving.py     # albert base: 15-20 minutes on 2 busy cores
+    .venv/bin/python benchmarks/bench_serving.py --tiny --timed_calls=5   # a smoke run
+
+Needs requirements-test.txt (torch, transformers, onnx, onnxruntime) and requirements-onnx.txt
+(tf2onnx). Figures only, never
+pass/fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.serving.saved_model import IDS_ONLY  # noqa: E402
+from albert_tf.serving.tflite import QUANTIZATIONS  # noqa: E402
+from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
+from albert_tf.models.encoder import INPUT_NAMES  # noqa: E402
+from albert_tf.tasks.classification.serving import (export_classifier,  # noqa: E402
+                                                    export_classifier_onnx,
+                                                    export_classifier_tflite)
+from benchmarks.serving_engines import (Call, Inputs, load_hf_classifier,  # noqa: E402
+                                        onnx_files, onnx_runtime_call, saved_model_call,
+                                        tflite_call, torch_call, write_hf_classifier)
+from tests.shared_setup import tiny_config  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
+                    "ALBERT config JSON.")
+flags.DEFINE_bool("tiny", False, "Use the 2-layer test model instead of --albert_config_file.")
+flags.DEFINE_integer("num_labels", 2, "Classes of the classifier.")
+flags.DEFINE_list("lengths", ["16", "48", "128"], "Real tokens per example of the latency runs.")
+flags.DEFINE_integer("warmup_calls", 3, "Untimed calls per engine and length before timing.")
+flags.DEFINE_integer("timed_calls", 20, "Timed calls per engine and length.")
+flags.DEFINE_list("throughput_batches", ["8", "32"], "Batch sizes of the throughput runs.")
+flags.DEFINE_integer("throughput_length", 128, "Real tokens per example of the throughput runs.")
+flags.DEFINE_integer("throughput_calls", 3, "Timed calls per engine and batch size (after one "
+                     "untimed).")
+flags.DEFINE_integer("threads", 2, "Threads of every engine (TensorFlow intra-op, LiteRT, "
+                     "PyTorch, ONNX Runtime intra-op).")
+flags.DEFINE_integer("pause_ms", 100, "Pause before each call, so that the previous engine's "
+                     "threads have stopped spinning.")
+flags.DEFINE_string("engine", None, "Internal: serve this engine's calls on the files of "
+                    "--scratch.")
+flags.DEFINE_string("scratch", None, "Internal: the directory of the exported files.")
+
+# (engine, precision): albert_tf's first, then the others'.
+TFLITE_NAMES = {"none": "TFLite fp32", "float16": "TFLite fp16", "dynamic_range": "TFLite int8"}
+ALBERT_TF = {"SavedModel": "float32", "TFLite fp32": "float32", "TFLite fp16": "float32",
+             "TFLite int8": "int8", "ONNX fp32": "float32"}
+OTHERS = {"HF PyTorch eager": "float32", "ONNX RT fp32": "float32", "ONNX RT int8": "int8"}
+REFERENCE = "SavedModel"
+
+
+def random_inputs(vocab_size: int, batch: int, length: int, seed: int = 0) -> Inputs:
+    """``batch`` examples of ``length`` real tokens (no padding): ids in [5, vocab_size), the
+    second half segment 1."""
+    rng = np.random.default_rng(seed)
+    segment_ids = np.zeros([batch, length], np.int32)
+    segment_ids[:, length // 2:] = 1
+    return {"input_ids": rng.integers(5, vocab_size, [batch, length]).astype(np.int32),
+            "input_mask": np.ones([batch, length], np.int32), "segment_ids": segment_ids}
+
+
+def write_files(model: AlbertClassifierModel, scratch: str, max_seq_length: int) -> None:
+    """Every engine's files under ``scratch``: albert_tf's exports, the Hugging Face directory and
+    its two ONNX files."""
+    export_classifier(model, os.path.join(scratch, "export"))
+    for quantization in QUANTIZATIONS:
+        export_classifier_tflite(model, os.path.join(scratch, f"{quantization}.tflite"),
+                                 max_seq_length, quantization)
+    export_classifier_onnx(model, os.path.join(scratch, "albert_tf.onnx"), max_seq_length)
+    onnx_files(load_hf_classifier(write_hf_classifier(model, scratch)), scratch)
+
+
+def load_engine(name: str, scratch: str) -> Call:
+    """The call of engine ``name`` on the files ``write_files`` left in ``scratch``."""
+    threads = FLAGS.threads
+    tflite = {engine: quantization for quantization, engine in TFLITE_NAMES.items()}
+    if name == REFERENCE:
+        return saved_model_call(os.path.join(scratch, "export", IDS_ONLY))
+    if name in tflite:
+        return tflite_call(os.path.join(scratch, f"{tflite[name]}.tflite"), threads)
+    if name == "ONNX fp32":
+        return onnx_runtime_call(os.path.join(scratch, "albert_tf.onnx"), threads, INPUT_NAMES,
+                                 int64=False)
+    if name == "HF PyTorch eager":
+        return torch_call(load_hf_classifier(os.path.join(scratch, "huggingface")))
+    int8 = name == "ONNX RT int8"
+    return onnx_runtime_call(os.path.join(scratch, f"hf_albert{'.int8' if int8 else ''}.onnx"),
+                             threads)
+
+
+RESULT = "RESULT "  # the prefix of the child's answers on stdout (libraries print there too)
+
+
+def serve_requests(vocab_size: int) -> None:
+    """The child: loads ``--engine`` and answers each line of stdin, ``<batch> <length>``, by
+    timing one call on ``random_inputs(vocab_size, batch, length, seed=length)`` and printing
+    ``RESULT {"seconds": ..., "outputs": [[...]]}``; an empty line ends it."""
+    import torch
+
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    torch.set_num_threads(FLAGS.threads)
+    call = load_engine(FLAGS.engine, FLAGS.scratch)
+    print(RESULT + "{}", flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            return
+        batch, length = (int(value) for value in line.split())
+        inputs = random_inputs(vocab_size, batch, length, seed=length)
+        start = time.perf_counter()
+        outputs = call(inputs)
+        seconds = time.perf_counter() - start
+        print(RESULT + json.dumps({"seconds": seconds, "outputs": outputs.tolist()}), flush=True)
+
+
+class Engine:
+    """One engine in a child process of its own (this script with ``--engine``), kept running
+    so that the engines can take turns call by call."""
+
+    def __init__(self, name: str, scratch: str):
+        self.name = name
+        command = [sys.executable, os.path.abspath(__file__), *sys.argv[1:], f"--engine={name}",
+                   f"--scratch={scratch}"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True,
+                                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        self._answer()  # loaded
+
+    def _answer(self) -> dict:
+        for line in self.process.stdout:
+            if line.startswith(RESULT):
+                return json.loads(line[len(RESULT):])
+        raise RuntimeError(f"{self.name} ended (exit status {self.process.wait()}); run it "
+                           f"alone with --engine='{self.name}' to see why")
+
+    def call(self, batch: int, length: int) -> tuple[float, np.ndarray]:
+        """(seconds, probabilities [batch, num_labels]) of one call."""
+        self.process.stdin.write(f"{batch} {length}\n")
+        self.process.stdin.flush()
+        answer = self._answer()
+        return answer["seconds"], np.array(answer["outputs"])
+
+    def close(self) -> None:
+        self.process.stdin.write("\n")
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def take_turns(engines: list[Engine], batch: int, length: int, warmup: int,
+               timed: int) -> tuple[dict, dict]:
+    """({engine: median seconds per call}, {engine: last probabilities}): ``warmup`` then
+    ``timed`` calls each, the engines taking turns call by call with a pause before each call,
+    so that every engine sees the same load and no engine's threads still spin from the last."""
+    times = {engine.name: [] for engine in engines}
+    outputs = {}
+    for turn in range(warmup + timed):
+        for engine in engines:
+            time.sleep(FLAGS.pause_ms / 1e3)
+            seconds, outputs[engine.name] = engine.call(batch, length)
+            if turn >= warmup:
+                times[engine.name].append(seconds)
+    return {name: float(np.median(values)) for name, values in times.items()}, outputs
+
+
+def best(values: dict[str, float], names: dict[str, str], precision: str) -> tuple[str, float]:
+    """The engine of ``names`` computing in ``precision`` with the smallest value, and that
+    value."""
+    name = min((name for name in names if names[name] == precision), key=values.__getitem__)
+    return name, values[name]
+
+
+def print_latency(lengths: list[int], medians: dict[str, dict],
+                  differences: dict[str, float]) -> None:
+    """The latency table ({engine: {L: seconds}}), the largest probability difference of each
+    engine from the SavedModel's, and the float32 and int8 ratios."""
+    width = max(len(name) for name in medians) + 2
+    print(f"\nlatency, batch 1, median of {FLAGS.timed_calls} calls (ms)")
+    print(f"{'engine':<{width}}" + "".join(f"{f'L={length}':>10}" for length in lengths)
+          + f"{'max |p - SavedModel|':>24}")
+    for name, times in medians.items():
+        print(f"{name:<{width}}" + "".join(f"{times[length] * 1e3:10.1f}" for length in lengths)
+              + f"{differences[name]:24.2e}")
+    for precision in ("float32", "int8"):
+        print(f"{precision}: the others' best / albert_tf's best (> 1: albert_tf faster)")
+        for length in lengths:
+            at_length = {name: times[length] for name, times in medians.items()}
+            ours, our_time = best(at_length, ALBERT_TF, precision)
+            theirs, their_time = best(at_length, OTHERS, precision)
+            print(f"  L={length:<4} {ours} {our_time * 1e3:.1f} ms vs {theirs} "
+                  f"{their_time * 1e3:.1f} ms: {their_time / our_time:.2f}x")
+
+
+def print_throughput(rates: dict[str, dict]) -> None:
+    """The throughput table ({engine: {batch: examples per second}})."""
+    width = max(len(name) for name in rates) + 2
+    print(f"\nthroughput, L={FLAGS.throughput_length} (examples per second; albert_tf's TFLite and "
+          "ONNX: one example per call)")
+    batches = list(next(iter(rates.values())))
+    print(f"{'engine':<{width}}" + "".join(f"{f'batch {batch}':>10}" for batch in batches))
+    for name, by_batch in rates.items():
+        print(f"{name:<{width}}" + "".join(f"{by_batch[batch]:10.1f}" for batch in batches))
+
+
+def _load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    import torch
+
+    config = tiny_config() if FLAGS.tiny else AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    if FLAGS.engine:
+        serve_requests(config.vocab_size)
+        return
+    lengths = [int(length) for length in FLAGS.lengths]
+    max_seq_length = max(lengths + [FLAGS.throughput_length])
+    if not 1 <= min(lengths) <= max_seq_length <= config.max_position_embeddings:
+        raise app.UsageError(f"lengths must lie in [1, {config.max_position_embeddings}].")
+    print(f"{'tiny test model' if FLAGS.tiny else FLAGS.albert_config_file}: classifier, "
+          f"{FLAGS.num_labels} labels, random weights; {os.cpu_count()} CPUs, {FLAGS.threads} "
+          f"threads per engine; TensorFlow {tf.__version__}, PyTorch {torch.__version__}; load "
+          f"average {_load_average()}", flush=True)
+    scratch = tempfile.mkdtemp(prefix="bench_serving_")
+    engines = []
+    try:
+        write_files(AlbertClassifierModel(config, FLAGS.num_labels), scratch, max_seq_length)
+        for name in (*ALBERT_TF, *OTHERS):
+            engines.append(Engine(name, scratch))
+        latency, differences = {}, dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
+        for length in lengths:
+            medians, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
+                                          FLAGS.timed_calls)
+            for name, median in medians.items():
+                latency.setdefault(name, {})[length] = median
+                differences[name] = max(differences[name], float(np.abs(
+                    outputs[name] - outputs[REFERENCE]).max()))
+            print(f"  L={length}: done; load average {_load_average()}", flush=True)
+        throughput = {}
+        for batch in (int(batch) for batch in FLAGS.throughput_batches):
+            medians, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
+                                    FLAGS.throughput_calls)
+            for name, median in medians.items():
+                throughput.setdefault(name, {})[batch] = batch / median
+    finally:
+        for engine in engines:
+            engine.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    print_latency(lengths, latency, differences)
+    print_throughput(throughput)
+    print(f"\nload average {_load_average()}")
+
+
+if __name__ == "__main__":
+    app.run(main)
