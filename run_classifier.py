@@ -36,8 +36,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_float("threshold_to_export", float("nan"), "If set, a constant 'threshold' output is "
                    "added to the SavedModel's signature.")
 flag_definitions.define(*flag_definitions.FINE_TUNING_FLAGS, *flag_definitions.TFLITE_FLAGS,
-                        "task_name", "train_step", "warmup_step", keep_checkpoint_max=0)
+                        *flag_definitions.ONNX_FLAGS, "task_name", "train_step", "warmup_step",
+                        keep_checkpoint_max=0)
 flag_definitions.check_tflite_flags()
+flag_definitions.check_onnx_flags()
 # Your own files instead of a GLUE task (data_prep/classification/own_data.py).
 flags.DEFINE_string("train_file", None, "[albert_tf] Your training file (.csv, .tsv or .jsonl) "
                     "instead of --task_name and --data_dir; see docs/own_data.md.")
@@ -87,7 +89,7 @@ _EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regres
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
-_ACTIONS = ("do_train", "do_eval", "do_predict", "export_dir", "tflite_file")
+_ACTIONS = ("do_train", "do_eval", "do_predict", "export_dir", "tflite_file", "onnx_file")
 
 
 def uses_own_files() -> bool:

@@ -51,25 +51,29 @@ flag_definitions.define(
     *[name for name in flag_definitions.FINE_TUNING_FLAGS
       if name not in ("data_dir", "do_eval", "eval_batch_size")],
     "doc_stride", "max_query_length", "version_2_with_negative", "dropout_prob", "num_workers",
-    *flag_definitions.TFLITE_FLAGS, max_seq_length=384, save_checkpoints_steps=1000,
+    *flag_definitions.TFLITE_FLAGS, *flag_definitions.ONNX_FLAGS, max_seq_length=384, save_checkpoints_steps=1000,
     keep_checkpoint_max=0)
 flag_definitions.check_ranges(
     num_train_epochs=flag_definitions.POSITIVE, warmup_proportion=flag_definitions.FRACTION,
     n_best_size=flag_definitions.AT_LEAST_ONE, max_answer_length=flag_definitions.AT_LEAST_ONE,
     start_n_top=flag_definitions.AT_LEAST_ONE, end_n_top=flag_definitions.AT_LEAST_ONE)
 flag_definitions.check_tflite_flags()
-flags.register_multi_flags_validator(
-    ["tflite_file", "version_2_with_negative"],
-    lambda values: not (values["tflite_file"] and values["version_2_with_negative"]),
-    message="the SQuAD 2.0 model has no TFLite export (the reference had none either): leave "
-            "out --version_2_with_negative or --tflite_file")
+flag_definitions.check_onnx_flags()
+# The SQuAD 2.0 model has no one-file export (the reference had no TFLite one either).
+for _flag, _format in (("tflite_file", "TFLite"), ("onnx_file", "ONNX")):
+    flags.register_multi_flags_validator(
+        [_flag, "version_2_with_negative"],
+        lambda values, flag=_flag: not (values[flag] and values["version_2_with_negative"]),
+        message=f"the SQuAD 2.0 model has no {_format} export (the reference had none either): "
+                f"leave out --version_2_with_negative or --{_flag}")
 
 
 def check_flags() -> None:
     """Before TensorFlow loads: what to do, the model's files, the file each action reads and
     room for the question in the window."""
     flag_checks.fine_tuning_checks(
-        "do_train", "do_predict", "export_dir", "tflite_file", sweep_flag="do_predict",
+        "do_train", "do_predict", "export_dir", "tflite_file", "onnx_file",
+        sweep_flag="do_predict",
         full_length_reason=full_length_reason(FLAGS.version_2_with_negative))
     if FLAGS.do_train:
         flag_checks.require_flags("train_file")

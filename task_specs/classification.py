@@ -23,7 +23,8 @@ from albert_tf.tasks.classification.heads_record import HEADS, check_heads
 from albert_tf.tasks.classification.metrics import (GLUE_METRIC_KEYS, class_key,
                                                     format_class_report)
 from albert_tf.tasks.classification.records import SEQUENCE_FEATURES, parse_glue_example
-from albert_tf.tasks.classification.serving import export_classifier, export_classifier_tflite
+from albert_tf.tasks.classification.serving import (export_classifier, export_classifier_onnx,
+                                                    export_classifier_tflite)
 from albert_tf.tasks.classification.task import ClassifierTask, write_predictions
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.classification.features import GlueFeatureSettings, cached_glue_features
@@ -96,7 +97,8 @@ def classification_spec(settings: RunSettings, own: ClassifierSettings) -> TaskS
                         predict=functools.partial(predict, exit_layers=None),
                         export=functools.partial(export, threshold=own.threshold_to_export,
                                                  policy=lambda run: None),
-                        export_tflite=functools.partial(export_tflite, layers=None)))
+                        export_tflite=functools.partial(export_tflite, layers=None),
+                        export_onnx=functools.partial(export_onnx, layers=None)))
 
 
 def _glue_splits(settings: RunSettings, own: ClassifierSettings, parse) -> tuple[Split, ...]:
@@ -247,3 +249,9 @@ def export_tflite(run: TaskRun, layers: int | None) -> str:
     return export_classifier_tflite(run.trainer.model, settings.tflite_file,
                                     settings.max_seq_length, settings.tflite_quantization,
                                     layers=layers)
+
+
+def export_onnx(run: TaskRun, layers: int | None) -> str:
+    """The ONNX model of the best checkpoint; ``layers``: an early-exit model's fixed depth."""
+    return export_classifier_onnx(run.trainer.model, run.settings.onnx_file,
+                                  run.settings.max_seq_length, layers=layers)

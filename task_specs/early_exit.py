@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from typing import Callable
 
 from albert_tf.cli.settings import RunSettings
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
@@ -37,7 +38,10 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
             predict=functools.partial(classification.predict, exit_layers=exit_layers),
             export=functools.partial(classification.export, threshold=own.threshold_to_export,
                                      policy=served_policy),
-            export_tflite=functools.partial(export_tflite, layers=early.inference_layers)))
+            export_tflite=functools.partial(fixed_depth_export, classification.export_tflite,
+                                            "TFLite", layers=early.inference_layers),
+            export_onnx=functools.partial(fixed_depth_export, classification.export_onnx, "ONNX",
+                                          layers=early.inference_layers)))
 
 
 def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
@@ -117,9 +121,10 @@ def served_policy(run: TaskRun) -> ExitPolicy:
     return policy
 
 
-def export_tflite(run: TaskRun, layers: int | None) -> str:
-    """The TFLite model of the best checkpoint, at the fixed depth ``layers`` (None: every
-    layer); it does not stop by patience."""
-    print(f"Early exit: the TFLite model runs a fixed depth of "
+def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
+                       layers: int | None) -> str:
+    """A one-file export of the best checkpoint (``kind``: TFLite, ONNX) at the fixed depth
+    ``layers`` (None: every layer); it does not stop by patience."""
+    print(f"Early exit: the {kind} model runs a fixed depth of "
           f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
-    return classification.export_tflite(run, layers=layers)
+    return export(run, layers=layers)

@@ -20,7 +20,8 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.question_answering.postprocessing import (NBEST_FILE, NULL_ODDS_FILE,
                                                                PREDICTIONS_FILE)
 from albert_tf.tasks.question_answering.records import SEQUENCE_FEATURES, parse_squad_record
-from albert_tf.tasks.question_answering.serving import export_squad, export_squad_tflite
+from albert_tf.tasks.question_answering.serving import (export_squad, export_squad_onnx,
+                                                        export_squad_tflite)
 from albert_tf.tasks.question_answering.task import SquadEvalContext, SquadSettings, SquadTask
 from albert_tf.tasks.question_answering.versions import full_length_reason, version_name
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -70,7 +71,7 @@ def squad_spec(settings: RunSettings, own: SquadRunSettings) -> TaskSpec:
                     settings.predict_batch_size, evaluates_init_checkpoint=True),
         outputs=Outputs((PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE), predict=predict,
                         export=functools.partial(export, own.max_query_length),
-                        export_tflite=export_tflite))
+                        export_tflite=export_tflite, export_onnx=export_onnx))
 
 
 def _features(settings: RunSettings, own: SquadRunSettings, is_training: bool, data: TaskData,
@@ -126,3 +127,8 @@ def export_tflite(run: TaskRun) -> str:
     settings = run.settings
     return export_squad_tflite(run.trainer.model, settings.tflite_file, settings.max_seq_length,
                                settings.tflite_quantization)
+
+
+def export_onnx(run: TaskRun) -> str:
+    return export_squad_onnx(run.trainer.model, run.settings.onnx_file,
+                             run.settings.max_seq_length)

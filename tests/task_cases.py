@@ -154,14 +154,25 @@ class TaskCase:
                           for flag in self.flag_outputs})
         return flags
 
+    @property
+    def preflight_outputs(self) -> tuple[str, ...]:
+        """The flag outputs the pre-flight test points at other files: ``flag_outputs`` and, for
+        a script with a TFLite export, --onnx_file (the harness's runs leave the ONNX export to
+        tests/test_onnx_export.py, which converts it with tf2onnx)."""
+        return self.flag_outputs + (("onnx_file",) if self.tflite else ())
+
     def preflight_flags(self, root: str) -> Flags:
         """The script's valid flags for the pre-flight test, on placeholder files below
         ``root``."""
-        return self.command_flags(self.preflight(root), root)
+        flags = self.command_flags(self.preflight(root), root)
+        if self.tflite:
+            flags["onnx_file"] = os.path.join(root, FLAG_OUTPUT_NAMES["onnx_file"])
+        return flags
 
 
 # The names of the flag outputs below a run's root directory.
-FLAG_OUTPUT_NAMES = {"export_dir": "export", "tflite_file": "model.tflite"}
+FLAG_OUTPUT_NAMES = {"export_dir": "export", "tflite_file": "model.tflite",
+                     "onnx_file": "model.onnx"}
 
 
 # -- files ----------------------------------------------------------------------------------------

@@ -176,9 +176,9 @@ def with_steps(flags: Flags, steps: int) -> Flags:
 
 def only_actions(case: TaskCase, flags: Flags, *actions: str) -> Flags:
     """``flags`` doing ``actions`` only: the task's other actions set false (run_pretraining trains
-    by default), no --export_dir or --tflite_file."""
+    by default), no --export_dir, --tflite_file or --onnx_file."""
     kept = {name: value for name, value in flags.items()
-            if name not in (*case.actions, "export_dir", "tflite_file")}
+            if name not in (*case.actions, "export_dir", "tflite_file", "onnx_file")}
     return {**kept, **{action: "" if action in actions else "false" for action in case.actions}}
 
 

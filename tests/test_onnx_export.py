@@ -117,3 +117,39 @@ def test_what_has_no_onnx_export_is_refused_before_converting(tmp_path, monkeypa
         export_classifier_onnx(AlbertClassifierModel(tiny_config(), 2),
                                str(tmp_path / "m.onnx"), 16)
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.parametrize("name", ["own_regression", "glue_early_exit", "squad_v1"])
+def test_a_script_exports_its_best_checkpoint_as_the_tflite_file_computes(task_runs, tmp_path,
+                                                                         name):
+    """--onnx_file alone on a harness run's directory (tests/task_harness.py): the file of
+    model.ckpt-best, whose outputs in ONNX Runtime equal the float32 TFLite file the run wrote of
+    the same checkpoint (an early-exit model's at the same fixed depth), on its real tokens at
+    several lengths."""
+    from albert_tf.serving.tflite_client import TFLiteModel
+    from tests.command_runner import run_command
+    from tests.task_harness import arguments, only_actions
+
+    run = task_runs.get(name)
+    path = tmp_path / "model.onnx"
+    result = run_command(run.case.script, *arguments(
+        {**only_actions(run.case, run.flags), "onnx_file": str(path)}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Wrote the ONNX model of model.ckpt-best (float32, one example of up to" in (
+        result.stdout)
+    tflite = TFLiteModel(str(run.tflite_file))
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for length in (3, 11, tflite.max_seq_length):
+        inputs = {"input_ids": rng.integers(5, 400, (1, length)).astype(np.int32),
+                  "input_mask": np.ones((1, length), np.int32),
+                  "segment_ids": np.zeros((1, length), np.int32)}
+        expected = tflite(**inputs)
+        actual = dict(zip([output.name for output in session.get_outputs()],
+                          session.run(None, inputs)))
+        for output, wanted in expected.items():
+            # Each file is within TOLERANCE of the Keras model (the tests above), so within twice
+            # that of each other; a regression's one score has no spread: its magnitude instead.
+            spread = max(np.ptp(wanted), np.abs(wanted).max())
+            assert (np.abs(actual[output] - wanted).max()
+                    <= 2 * TOLERANCE * spread), (output, length)

@@ -57,7 +57,7 @@ class Case:
 def task_case(task: TaskCase) -> Case:
     """The case of an entry of the task table (tests/task_cases.py): its script on its pre-flight
     flags, the config moved onto each output (every training script reads one)."""
-    return Case(task.script, task.preflight_flags, "albert_config_file", task.flag_outputs,
+    return Case(task.script, task.preflight_flags, "albert_config_file", task.preflight_outputs,
                 task.name)
 
 

@@ -58,7 +58,8 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         raise UserError(f"{flag}: no checkpoint in {settings.output_dir} and no "
                         "--init_checkpoint to evaluate.")
     buckets, batch_lengths = _length_buckets(settings, spec.training, strategy)
-    outputs = settings.do_predict or settings.export_dir or settings.tflite_file
+    outputs = (settings.do_predict or settings.export_dir or settings.tflite_file
+               or settings.onnx_file)
     if outputs and not sweeps:
         training_run.require_best_checkpoint(settings, flag)
     with training_run.output_dir_locks(settings):
@@ -192,3 +193,7 @@ def _write_outputs(run: TaskRun, spec: TaskSpec, best: dict[str, float] | None) 
         path = outputs.export_tflite(run)
         print(f"Wrote the TFLite model of {BEST_CHECKPOINT_NAME} ({settings.tflite_quantization}, "
               f"S={settings.max_seq_length}) to {path}")
+    if settings.onnx_file:
+        path = outputs.export_onnx(run)
+        print(f"Wrote the ONNX model of {BEST_CHECKPOINT_NAME} (float32, one example of up to "
+              f"{settings.max_seq_length} tokens per call) to {path}")

@@ -51,6 +51,7 @@ class RunSettings:
     export_dir: str | None = None
     tflite_file: str | None = None
     tflite_quantization: str = "none"
+    onnx_file: str | None = None
     train_batch_size: int = 32
     eval_batch_size: int = 8
     predict_batch_size: int = 8
@@ -99,7 +100,8 @@ class RunSettings:
     def evaluates_checkpoints(self) -> bool:
         """Whether the run reads or writes the checkpoints of --output_dir after training (the
         sweep, predictions, exports): it plays the evaluation role there."""
-        return bool(self.do_eval or self.do_predict or self.export_dir or self.tflite_file)
+        return bool(self.do_eval or self.do_predict or self.export_dir or self.tflite_file
+                    or self.onnx_file)
 
 
 _UNSET = object()

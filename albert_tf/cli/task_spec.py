@@ -143,13 +143,14 @@ class Sweep:
 class Outputs:
     """What the task writes from model.ckpt-best: the fixed ``files`` names in --output_dir,
     ``predict`` (--do_predict; the run and the best checkpoint's dev metrics, None when unknown),
-    ``export`` (--export_dir) and ``export_tflite`` (--tflite_file; returns the path written; None:
-    the task has no TFLite export)."""
+    ``export`` (--export_dir), ``export_tflite`` (--tflite_file) and ``export_onnx`` (--onnx_file;
+    each returns the path written; None: the task has no such export)."""
 
     files: tuple[str, ...]
     predict: Callable[["TaskRun", dict[str, float] | None], None] | None
     export: Callable[["TaskRun"], None] | None
     export_tflite: Callable[["TaskRun"], str] | None = None
+    export_onnx: Callable[["TaskRun"], str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

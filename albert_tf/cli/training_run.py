@@ -57,7 +57,8 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
               run_outputs: tuple[str, ...] = ()) -> RunFiles:
     """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
     ``--output_dir`` with the trainer's and the sweep's files, the lock files, the script's
-    ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir`` and ``--tflite_file`` (and
+    ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir``, ``--tflite_file`` and
+    ``--onnx_file`` (and
     the run manifest of --output_dir, albert_tf/files/run_manifest.py). Every fixed name is
     declared whatever the run's actions, so no output of any run ever lands on a file another run
     of the directory owns; those that only training or the checkpoint sweep (``sweeps``) writes are
@@ -83,8 +84,10 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                                needs_record=False)
                + fixed_outputs(output_dir, lock_names, needs_record=False)
                + fixed_outputs(output_dir, RECORD_FILE_NAMES, needs_record=False, touched=False))
-    if settings.tflite_file:
-        outputs += (Output("--tflite_file", settings.tflite_file),)
+    for flag, path in (("--tflite_file", settings.tflite_file),
+                       ("--onnx_file", settings.onnx_file)):
+        if path:
+            outputs += (Output(flag, path),)
     read = inputs(("--albert_config_file", settings.albert_config_file),
                   ("--spm_model_file", settings.spm_model_file),
                   ("--vocab_file", settings.vocab_file))
