@@ -103,27 +103,25 @@ def check_tflite_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
         lambda values: values["tflite_file"] or values["tflite_quantization"] == "none",
         message="--tflite_quantization chooses the weights of the --tflite_file model: give "
                 "--tflite_file too", flag_values=flag_values)
-    flags.register_multi_flags_validator(
-        ["tflite_file", "dtype"],
-        lambda values: not values["tflite_file"] or values["dtype"] == "float32",
-        message="--tflite_file needs --dtype=float32: the TFLite export converts a float32 "
-                "model. Train with another --dtype first, then export in a second run with "
-                "--dtype=float32 --tflite_file=... (it reads model.ckpt-best only)",
-        flag_values=flag_values)
+    _needs_float32("tflite_file", "TFLite", flag_values)
 
 
 def check_onnx_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Registers the check of ``ONNX_FLAGS`` in a script that defines them and --dtype (when the
-    command line is parsed): --onnx_file needs --dtype=float32, as --tflite_file does (the ONNX
-    export converts a float32 model)."""
-    flags.register_multi_flags_validator(
-        ["onnx_file", "dtype"],
-        lambda values: not values["onnx_file"] or values["dtype"] == "float32",
-        message="--onnx_file needs --dtype=float32: the ONNX export converts a float32 model. "
-                "Train with another --dtype first, then export in a second run with "
-                "--dtype=float32 --onnx_file=... (it reads model.ckpt-best only)",
-        flag_values=flag_values)
+    command line is parsed): --onnx_file needs --dtype=float32, as --tflite_file does."""
+    _needs_float32("onnx_file", "ONNX", flag_values)
 
+
+def _needs_float32(flag: str, export: str, flag_values: flags.FlagValues) -> None:
+    """Registers the check that the one-file export --``flag`` comes with --dtype=float32: the
+    converter takes a float32 model; a model trained in mixed precision is exported by a second
+    run, --dtype=float32 --``flag``=..., which only reads its best checkpoint."""
+    flags.register_multi_flags_validator(
+        [flag, "dtype"], lambda values: not values[flag] or values["dtype"] == "float32",
+        message=f"--{flag} needs --dtype=float32: the {export} export converts a float32 model. "
+                f"Train with another --dtype first, then export in a second run with "
+                f"--dtype=float32 --{flag}=... (it reads model.ckpt-best only)",
+        flag_values=flag_values)
 
 _S, _I, _F, _B = flags.DEFINE_string, flags.DEFINE_integer, flags.DEFINE_float, flags.DEFINE_bool
 
