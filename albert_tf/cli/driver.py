@@ -36,7 +36,7 @@ from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_che
                                                   run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import check_eval_data
 from albert_tf.files.run_files import RunFiles, WorkDirectory, check_run_files, fixed_outputs
-from albert_tf.files.run_manifest import read_manifest, require_record
+from albert_tf.files.run_manifest import RunManifest, read_manifest, require_record
 from albert_tf.training.input_pipeline import needs_static_batches
 from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
 from albert_tf.training.task import EvalSet
@@ -93,7 +93,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
             print(finished)
         elif settings.do_train:
             _train(run, features["train"])
-        best = _sweep(run, spec, eval_sets) if sweeps else _recorded_best(settings.output_dir)
+        best = _sweep(run, spec, eval_sets) if sweeps else _recorded_best(manifest)
         if outputs:
             restore_best_checkpoint(trainer)
         _write_outputs(run, spec, best)
@@ -158,12 +158,12 @@ def _length_buckets(settings: RunSettings, training: Training,
                                           if settings.group_by_length else "")
 
 
-def _recorded_best(output_dir: str) -> dict[str, float] | None:
-    """The metrics of the best checkpoint an earlier sweep of ``output_dir`` chose (None: none
-    recorded), for a run that predicts from it without sweeping (RACE's predict_results.txt
-    reports its dev accuracy)."""
-    best = read_manifest(output_dir).best
-    return None if best is None else best["metrics"]
+def _recorded_best(manifest: RunManifest) -> dict[str, float] | None:
+    """The metrics of the best checkpoint an earlier sweep chose, as the run's ``manifest`` of
+    --output_dir records it (None: none), for a run that predicts from it without sweeping
+    (RACE's predict_results.txt reports its dev accuracy); such a run holds the evaluation lock,
+    so no sweep changes it meanwhile."""
+    return None if manifest.best is None else manifest.best["metrics"]
 
 
 def _sweep(run: TaskRun, spec: TaskSpec, eval_sets: list[EvalSet]) -> dict[str, float]:

@@ -93,14 +93,15 @@ class SplitFeatures:
 class Split:
     """One split of the task's data: ``name`` ("train", "dev", "test", "dev_mismatched"), its
     ``purpose`` (TRAIN, EVALUATE by the sweep, PREDICT; the driver builds it when the run does
-    that), the ``inputs`` it reads, the glob ``cache`` of its feature files in --cached_dir,
+    that), the ``inputs`` it reads, the glob ``cache`` of its feature files in --cached_dir (None:
+    its files are read where they are, as pretraining's records),
     ``build`` (the task's data and the tokenizer -> its features) and, for an evaluated split,
     ``eval_name`` (prefixes its metric keys; MNLI's mismatched set)."""
 
     name: str
     purpose: str
     inputs: tuple[Input, ...]
-    cache: str
+    cache: str | None
     build: Callable[[TaskData, FullTokenizer], SplitFeatures]
     eval_name: str = ""
 
@@ -166,9 +167,6 @@ class TaskSpec:
     training: Training
     sweep: Sweep
     outputs: Outputs
-
-    def split(self, name: str) -> Split:
-        return next(split for split in self.splits if split.name == name)
 
 
 @dataclasses.dataclass(frozen=True)
