@@ -176,8 +176,8 @@ from albert_tf.cli.driver import run_task  # noqa: E402
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa: E402
 from data_prep.classification.own_data import Columns  # noqa: E402
-from task_specs.classification import ClassifierSettings, classification_spec  # noqa: E402
-from task_specs.early_exit import early_exit_spec  # noqa: E402
+from task_specs.classification import ClassifierSettings  # noqa: E402
+from task_specs.early_exit import classifier_spec  # noqa: E402
 
 
 def settings_from_flags() -> ClassifierSettings:
@@ -198,8 +198,8 @@ def settings_from_flags() -> ClassifierSettings:
 
 def main(argv):
     del argv
-    settings, own = RunSettings.from_flags(), settings_from_flags()
-    run_task(settings, (early_exit_spec if own.early_exit else classification_spec)(settings, own))
+    settings = RunSettings.from_flags()
+    run_task(settings, classifier_spec(settings, settings_from_flags()))
 
 
 if __name__ == "__main__":

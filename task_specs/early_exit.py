@@ -128,3 +128,11 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     print(f"Early exit: the {kind} model runs a fixed depth of "
           f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
     return export(run, layers=layers)
+
+
+def classifier_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
+    """run_classifier's task: the classification spec, or its early-exit variant where
+    ``own.early_exit`` is set."""
+    if own.early_exit is None:
+        return classification.classification_spec(settings, own)
+    return early_exit_spec(settings, own)

@@ -199,6 +199,15 @@ def run_command(command: str, *args: str, cwd: str = REPO_ROOT,
     return CommandResult(returncode, stdout.getvalue(), stderr.getvalue())
 
 
+
+def run_command_checked(command: str, *args: str, check: bool = True) -> CommandResult:
+    """``run_command``; with ``check``, a failed run fails the test with the ends of its output."""
+    result = run_command(command, *args)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{command} failed:\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
+    return result
+
 # Runs a command (its script's path or -m and its module, then its arguments) as its user would,
 # and reports on stderr whether TensorFlow was imported when the process exited.
 _REPORT_TENSORFLOW = """

@@ -20,6 +20,8 @@ import socket
 import time
 from typing import Callable, TypeVar
 
+import numpy as np
+
 from albert_tf.models.config import AlbertConfig
 
 T = TypeVar("T")
@@ -60,6 +62,17 @@ def tiny_config(**overrides) -> AlbertConfig:
     values.update(overrides)
     return AlbertConfig.from_dict(values)
 
+
+
+def randomized(model: T, seed: int = 0, stddev: float = 0.3, keep: str | None = None) -> T:
+    """``model`` (a Keras layer or model) with every weight drawn from N(0, stddev²), LayerNorm
+    and biases included, so that none stays at its initial value and a transposed or swapped weight
+    cannot hide; ``keep``: a part of the paths of the weights left as they are."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if keep is None or keep not in variable.path:
+            variable.assign(rng.normal(0.0, stddev, variable.shape).astype(np.float32))
+    return model
 
 def shared_data_missing() -> str | None:
     """Why tests that need the shared data cannot run: a message naming the directory, or None.

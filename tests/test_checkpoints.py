@@ -22,7 +22,7 @@ from albert_tf.models.encoder import AlbertModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
-from tests.command_runner import run_command
+from tests.command_runner import run_command, run_command_checked
 from tests.tf1_fixtures import write_reference_checkpoint
 
 
@@ -179,10 +179,8 @@ def test_conversion_command_both_directions(tmp_path):
                                         numpy_albert.reference_variable_shapes(cfg))
 
     def convert(*args):
-        result = run_command("-m albert_tf.convert_checkpoint",
-                             f"--albert_config_file={config_file}", *args)
-        assert result.returncode == 0, result.stderr[-2000:]
-        return result.stdout
+        return run_command_checked("-m albert_tf.convert_checkpoint",
+                                   f"--albert_config_file={config_file}", *args).stdout
 
     out = convert(f"--tf1_checkpoint={tmp_path / 'ref'}", f"--output_dir={tmp_path / 'tf2'}")
     assert "missing from the checkpoint (0)" in out

@@ -21,7 +21,7 @@ from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tasks.question_answering.model import AlbertSquadModel
-from tests.command_runner import run_command
+from tests.command_runner import run_command, run_command_checked
 
 H = 12
 
@@ -144,10 +144,8 @@ def test_the_command_carries_a_squad_head_both_ways(tmp_path):
     save(original, tmp_path / "run")
 
     def convert(*args):
-        result = run_command("-m albert_tf.convert_checkpoint",
-                             f"--albert_config_file={config_file}", *args)
-        assert result.returncode == 0, result.stderr[-2000:]
-        return result.stdout
+        return run_command_checked("-m albert_tf.convert_checkpoint",
+                                   f"--albert_config_file={config_file}", *args).stdout
 
     out = convert(f"--checkpoint={tmp_path / 'run'}", f"--output_dir={tmp_path / 'tf1'}")
     assert "missing from the checkpoint (0)" in out and "Dropped" not in out

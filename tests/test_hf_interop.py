@@ -31,6 +31,7 @@ from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training import optimization
 from albert_tf.training.trainer import RunConfig, Trainer
 from tests import spm_fixtures
+from tests.shared_setup import randomized
 
 TOLERANCE = 1e-4
 SEQ = 9
@@ -44,12 +45,6 @@ def small_config(vocab_size, **overrides):
     values.update(overrides)
     return AlbertConfig.from_dict(values)
 
-
-def randomized(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        variable.assign(rng.normal(0.0, 0.3, variable.shape).astype(np.float32))
-    return model
 
 
 def padded_batch(vocab_size):

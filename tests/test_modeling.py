@@ -12,6 +12,7 @@ from albert_tf.models.heads import ClassifierHead
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from tests import numpy_albert
 from tests.tolerances import bfloat16_tolerance, sum_tolerance
+from tests.shared_setup import randomized
 
 # The float32 model against the float64 NumPy forward pass: outputs of size about 1 (LayerNorm'd,
 # weights of deviation 0.3), after a few hundred float32 roundings: measured at most 4e-7 over the
@@ -40,12 +41,6 @@ def make_config(**overrides):
     return AlbertConfig.from_dict(values)
 
 
-def randomize(model, seed=0):
-    """Gives every variable (LayerNorm and biases included) distinct non-trivial values."""
-    rng = np.random.default_rng(seed)
-    for variable in model.trainable_variables:
-        variable.assign(rng.normal(0.0, 0.3, variable.shape).astype(np.float32))
-
 
 def padded_batch(cfg, seed=1, batch=3, seq=9):
     rng = np.random.default_rng(seed)
@@ -67,7 +62,7 @@ def weights_of(model):
 def test_pretraining_model_matches_numpy(name):
     cfg = make_config(**CONFIGS[name])
     model = AlbertPretrainingModel(cfg)
-    randomize(model)
+    randomized(model)
     ids, mask, segments, positions = padded_batch(cfg)
     out = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
                  "masked_lm_positions": positions})
@@ -85,7 +80,7 @@ def test_pretraining_model_matches_numpy(name):
 def test_encoder_alone_matches_numpy_and_defaults_mask_and_segments():
     cfg = make_config(**CONFIGS["E!=H"])
     model = AlbertModel(cfg)
-    randomize(model, seed=3)
+    randomized(model, seed=3)
     ids, _, _, _ = padded_batch(cfg)
     out = model({"input_ids": ids})
     expected = numpy_albert.forward(weights_of(model), cfg, ids, np.ones_like(ids),
@@ -99,7 +94,7 @@ def test_padding_does_not_change_real_positions():
     """Masked keys get -10000: appending pad tokens leaves the real positions' outputs unchanged."""
     cfg = make_config(**CONFIGS["G=2,L=4"])
     model = AlbertModel(cfg)
-    randomize(model)
+    randomized(model)
     ids = np.array([[5, 6, 7, 8]], np.int32)
     short = model({"input_ids": ids, "input_mask": np.ones_like(ids)})["sequence_output"].numpy()
     padded_ids = np.concatenate([ids, [[9, 9, 9]]], axis=1)
@@ -148,7 +143,7 @@ def test_mixed_bfloat16_policy():
     """bfloat16 compute, float32 variables, outputs close to the float32 model's."""
     cfg = make_config(**CONFIGS["E!=H"])
     reference = AlbertPretrainingModel(cfg)
-    randomize(reference)
+    randomized(reference)
     ids, mask, segments, positions = padded_batch(cfg)
     inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
               "masked_lm_positions": positions}
@@ -193,7 +188,7 @@ def test_shared_weights_are_cast_once_per_forward_pass_and_their_gradients_stay_
     ids, mask, segments, _ = padded_batch(cfg)
     inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
     reference = AlbertModel(cfg)
-    randomize(reference)
+    randomized(reference)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         model = AlbertModel(cfg)

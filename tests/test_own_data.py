@@ -8,6 +8,7 @@ commands run in this process (tests/command_runner.py)."""
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ from data_prep.classification.own_data import Columns, OwnDataError, OwnDataRead
 from data_prep.classification.own_data_task import load_own_data
 from data_prep.classification.processors import InputExample
 from tests import shared_setup
-from tests.command_runner import run_command
+from tests.command_runner import run_command, run_command_checked
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR, REPO_ROOT, subprocess_env
 
 SEQ = 64
@@ -186,12 +187,7 @@ def test_class_report_counts_and_macro_f1():
 
 # -- run_classifier.py on the user's files ---------------------------------------------------------
 
-def run_classifier(*args, check=True):
-    result = run_command("run_classifier.py", *args)
-    if check and result.returncode != 0:
-        raise AssertionError(f"run_classifier failed:\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
-    return result
+run_classifier = functools.partial(run_command_checked, "run_classifier.py")
 
 
 def model_flags(tmp_path, output_dir):

@@ -28,7 +28,7 @@ from data_prep.classification.glue_tasks import get_processor
 from data_prep.classification.processors import InputExample
 from data_prep.common.pair_truncation import truncate_seq_pair
 from tests import numpy_albert, shared_setup
-from tests.command_runner import run_command, run_subprocess
+from tests.command_runner import run_command, run_command_checked, run_subprocess
 from tests.shared_setup import EN8K_MODEL, GLUE_DIR
 from tests.task_cases import RTE_SEQ, glue_sample
 
@@ -354,12 +354,7 @@ def test_a_finished_run_trains_nothing_and_a_longer_one_resumes_from_its_last_st
 
 # -- run_classifier.py ----------------------------------------------------------------------------
 
-def run_classifier(*args, check=True):
-    result = run_command("run_classifier.py", *args)
-    if check and result.returncode != 0:
-        raise AssertionError(f"run_classifier failed:\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
-    return result
+run_classifier = functools.partial(run_command_checked, "run_classifier.py")
 
 
 def write_config(path, **overrides):

@@ -3,6 +3,7 @@ predicted once, from its max-context window), the head, and run_ner.py end to en
 memorises a small file: entity F1 1.0; predictions in the input's format; the exports load in fresh
 processes and return tag names)."""
 
+import functools
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ from data_prep.common.windows import doc_spans, max_context_spans
 from data_prep.token_classification.features import sentence_windows, word_pieces
 from data_prep.token_classification.reader import NerDataError, read_sentences, tag_set
 from tests import shared_setup, spm_fixtures
-from tests.command_runner import run_command
+from tests.command_runner import run_command_checked
 from tests.shared_setup import subprocess_env
 from tests.task_cases import NER_SEQ, NER_STRIDE, TRAIN_CONLL
 
@@ -136,11 +137,7 @@ def test_token_head_is_sequence_output_times_weights_plus_bias():
 
 # -- run_ner.py ------------------------------------------------------------------------------------
 
-def run_ner(*args, check=True):
-    result = run_command("run_ner.py", *args)
-    if check and result.returncode != 0:
-        raise AssertionError(f"run_ner failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
-    return result
+run_ner = functools.partial(run_command_checked, "run_ner.py")
 
 
 def common_flags(tmp_path, train_file) -> list[str]:

@@ -11,6 +11,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.question_answering.heads import (SquadHeadError, SquadV1Head, SquadV2Head,
                                                       squad_v1_loss, squad_v2_loss)
 from albert_tf.training.optimization import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from tests.shared_setup import randomized
 
 TOLERANCE = 1e-5
 HIDDEN = 8
@@ -22,12 +23,6 @@ def make_config():
     return AlbertConfig.from_dict(dict(vocab_size=20, hidden_size=HIDDEN, num_attention_heads=2,
                                        intermediate_size=16, embedding_size=4))
 
-
-def randomize(layer, seed=0):
-    """Distinct non-trivial values for every variable (LayerNorm and biases included)."""
-    rng = np.random.default_rng(seed)
-    for variable in layer.trainable_variables:
-        variable.assign(rng.normal(0.0, 0.5, variable.shape).astype(np.float32))
 
 
 def inputs(seed=1):
@@ -184,7 +179,7 @@ def test_v1_initialisation_is_the_references():
 
 def test_v1_head_matches_numpy_and_has_no_dropout():
     head = SquadV1Head(make_config())
-    randomize(head)
+    randomized(head, stddev=0.5)
     sequence, _, _ = inputs()
     expected_start, expected_end = np_v1(tf1_values(head), sequence.astype(np.float64))
     for training in (False, True):
@@ -212,7 +207,7 @@ def test_v1_loss_matches_numpy():
 def v2_head(dropout_rate=0.0, seed=0):
     head = SquadV2Head(make_config(), start_n_top=START_N_TOP, end_n_top=END_N_TOP,
                        dropout_rate=dropout_rate)
-    randomize(head, seed)
+    randomized(head, seed, stddev=0.5)
     return head
 
 
@@ -313,7 +308,7 @@ def test_heads_compute_in_float32_under_mixed_bfloat16():
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         v1, v2 = SquadV1Head(make_config()), v2_head()
-        randomize(v1)
+        randomized(v1, stddev=0.5)
         bf16 = tf.cast(tf.constant(sequence), tf.bfloat16)
         v1_out = v1(bf16)
         trained = v2(bf16, p_mask, start_positions=starts, training=True)

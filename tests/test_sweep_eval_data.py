@@ -43,20 +43,21 @@ def sweep(directory, data, policy=GLUE, evaluation=""):
 def test_a_resumed_sweep_refuses_other_eval_data_and_a_fresh_one_records_its_own(tmp_path):
     out = str(tmp_path)
     # No sweep state yet: any data start a sweep, which records them with its state.
-    assert check_eval_data(out, eval_data("dev.csv (features a)"), GLUE) is False
-    assert check_eval_data(out, eval_data("dev2.csv (features b)"), SweepPolicy()) is False
+    assert check_eval_data(read_manifest(out), eval_data("dev.csv (features a)"), GLUE) is False
+    assert check_eval_data(read_manifest(out), eval_data("dev2.csv (features b)"),
+                           SweepPolicy()) is False
     fake_checkpoint(tmp_path, 2)
     fake_checkpoint(tmp_path, 4)
     assert sweep(tmp_path, eval_data("dev3.csv (features c)")) == [2, 4]
     assert read_manifest(out).sweep()["eval_data"] == {"": "dev3.csv (features c)"}
-    assert check_eval_data(out, eval_data("dev3.csv (features c)"), GLUE) is True
+    assert check_eval_data(read_manifest(out), eval_data("dev3.csv (features c)"), GLUE) is True
     with pytest.raises(EvalDataChanged, match=(
             re.escape(f"{tmp_path / 'run_manifest.json'}: the checkpoints in this directory were "
                       "evaluated on dev3.csv (features c); this run evaluates dev.csv (features "
                       "a) "))):
-        check_eval_data(out, eval_data("dev.csv (features a)"), GLUE)
+        check_eval_data(read_manifest(out), eval_data("dev.csv (features a)"), GLUE)
     with pytest.raises(EvalDataChanged):  # a second eval set (MNLI's mismatched) is data too
-        check_eval_data(out, eval_data("dev3.csv (features c)", "mm"), GLUE)
+        check_eval_data(read_manifest(out), eval_data("dev3.csv (features c)", "mm"), GLUE)
     with pytest.raises(EvalDataChanged):  # the sweep itself refuses them, evaluating nothing
         sweep(tmp_path, eval_data("dev.csv (features a)"))
     assert read_manifest(out).sweep()["eval_data"] == {"": "dev3.csv (features c)"}
@@ -71,7 +72,7 @@ def test_a_sweep_that_is_not_resumable_only_starts_afresh_on_other_data(tmp_path
         fake_checkpoint(tmp_path, step)
     assert sweep(tmp_path, eval_data("a"), SweepPolicy()) == [1, 2]
     assert sweep(tmp_path, eval_data("a"), SweepPolicy()) == []
-    assert check_eval_data(str(tmp_path), eval_data("b"), SweepPolicy()) is False
+    assert check_eval_data(read_manifest(str(tmp_path)), eval_data("b"), SweepPolicy()) is False
     assert sweep(tmp_path, eval_data("b"), SweepPolicy()) == [1, 2]
     assert read_manifest(str(tmp_path)).sweep()["eval_data"] == {"": "b"}
     assert sweep(tmp_path, eval_data("nsp records"), SweepPolicy(), evaluation="nsp") == [1, 2]
@@ -87,7 +88,8 @@ def test_an_earlier_versions_sweep_state_is_resumed_and_its_data_checked(tmp_pat
     (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-4"\n')
     (tmp_path / "best_trial.txt").write_text("2:2:0.5")
     # A sweep state written before the data were recorded is resumed, and the data recorded.
-    assert check_eval_data(str(tmp_path), eval_data("dev.csv (features a)"), GLUE) is True
+    assert check_eval_data(read_manifest(str(tmp_path)), eval_data("dev.csv (features a)"),
+                           GLUE) is True
     assert sweep(tmp_path, eval_data("dev.csv (features a)")) == [4]
     assert read_manifest(str(tmp_path)).sweep()["eval_data"] == {"": "dev.csv (features a)"}
     earlier = tmp_path / "earlier"
@@ -95,9 +97,9 @@ def test_an_earlier_versions_sweep_state_is_resumed_and_its_data_checked(tmp_pat
     (earlier / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-4"\n')
     (earlier / "best_trial.txt").write_text("4:2:0.5")
     (earlier / "eval_data.json").write_text(json.dumps({"eval_sets": {"": "dev3.csv"}}))
-    assert check_eval_data(str(earlier), eval_data("dev3.csv"), GLUE) is True
+    assert check_eval_data(read_manifest(str(earlier)), eval_data("dev3.csv"), GLUE) is True
     with pytest.raises(EvalDataChanged, match=r"evaluated on dev3.csv; this run evaluates dev.csv"):
-        check_eval_data(str(earlier), eval_data("dev.csv"), GLUE)
+        check_eval_data(read_manifest(str(earlier)), eval_data("dev.csv"), GLUE)
 
 
 def test_the_source_of_features_changes_with_the_data_though_the_file_name_does_not(tmp_path):

@@ -45,7 +45,8 @@ from data_prep.classification.processors import RteProcessor, Sst2Processor
 from data_prep.question_answering.examples import read_squad_examples
 from data_prep.question_answering.features import SquadFeatureSettings, convert_examples
 from tests.command_runner import run_command
-from tests.shared_setup import EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, subprocess_env, tiny_config
+from tests.shared_setup import (EN8K_MODEL, GLUE_DIR, SHARED_DATA_DIR, randomized, subprocess_env,
+                                tiny_config)
 
 SEQ_LENGTH = 64
 # Largest |TFLite - Keras| allowed, as a fraction of the spread (max - min) of the Keras outputs
@@ -55,6 +56,9 @@ SEQ_LENGTH = 64
 # of deviation 0.3 amplify the rounding from layer to layer more than trained weights do, so
 # every input's predicted class and span ends must also stay those of the Keras model (int8: or a
 # near-tie of them, within twice its tolerance).
+# The weights the random models keep: a random LayerNorm scale would shrink the residual stream
+# below its constant offset and make every position's output alike.
+LAYER_NORM = "LayerNorm"
 TOLERANCES = {"none": 2e-5, "float16": 1e-2, "dynamic_range": 0.15}
 SQUAD_V1_SAMPLE = os.path.join(SHARED_DATA_DIR, "squad", "dev-v1.1-sample.json")
 
@@ -110,15 +114,6 @@ print(json.dumps(report))
 """
 
 
-def randomize(model: keras.Model, seed: int) -> keras.Model:
-    """Every weight but LayerNorm's drawn from N(0, 0.3²). (A random LayerNorm scale would shrink
-    the residual stream below its constant offset and make every position's output alike.)"""
-    rng = np.random.default_rng(seed)
-    for variable in model.variables:
-        if "LayerNorm" not in variable.path:
-            variable.assign(rng.normal(0.0, 0.3, variable.shape).astype(np.float32))
-    return model
-
 
 def glue_inputs(en8k) -> dict[str, np.ndarray]:
     """SST-2 sentences (padded) and RTE pairs (truncated), as run_classifier's features."""
@@ -159,8 +154,10 @@ def exported(tmp_path_factory, en8k):
     report, file size)} and the modules the interpreter's process imported."""
     directory = tmp_path_factory.mktemp("tflite")
     cases = {
-        "classifier": (randomize(AlbertClassifierModel(tiny_config(), 3), 1), glue_inputs(en8k)),
-        "squad": (randomize(AlbertSquadModel(tiny_config()), 2), squad_inputs(en8k)),
+        "classifier": (randomized(AlbertClassifierModel(tiny_config(), 3), 1, keep=LAYER_NORM),
+                       glue_inputs(en8k)),
+        "squad": (randomized(AlbertSquadModel(tiny_config()), 2, keep=LAYER_NORM),
+                  squad_inputs(en8k)),
     }
     exporters = {"classifier": export_classifier_tflite, "squad": export_squad_tflite}
     args = []
@@ -356,10 +353,12 @@ def test_a_command_writes_the_tflite_model_of_its_best_checkpoint(tmp_path, en8k
                                                                   quantization):
     """Export only (no training or sweep): the file holds model.ckpt-best in the asked storage."""
     if script == "run_classifier.py":
-        model, inputs = randomize(AlbertClassifierModel(tiny_config(), 2), 3), glue_inputs(en8k)
+        model = randomized(AlbertClassifierModel(tiny_config(), 2), 3, keep=LAYER_NORM)
+        inputs = glue_inputs(en8k)
         task_flags = [f"--data_dir={GLUE_DIR}", "--task_name=rte"]
     else:
-        model, inputs = randomize(AlbertSquadModel(tiny_config()), 4), squad_inputs(en8k)
+        model = randomized(AlbertSquadModel(tiny_config()), 4, keep=LAYER_NORM)
+        inputs = squad_inputs(en8k)
         task_flags = ["--max_query_length=16"]
     expected = keras_outputs(model, inputs)
     path = tmp_path / "exports" / "albert_model.tflite"

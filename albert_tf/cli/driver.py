@@ -63,12 +63,12 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
     if outputs and not sweeps:
         training_run.require_best_checkpoint(settings, flag)
     with training_run.output_dir_locks(settings):
-        config = training_run.load_config(settings)
+        manifest = read_manifest(settings.output_dir)  # the run's state as this run starts
+        config = training_run.load_config(settings, manifest)
         training_run.check_init_checkpoint_config(settings, init, config)
         tokenizer = (training_run.load_tokenizer(settings, config)
                      if settings.spm_model_file or settings.vocab_file else None)
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
-        manifest = read_manifest(settings.output_dir)
         data = spec.read_data(RunStart(settings, config, tokenizer, init, manifest))
         records = {**({LABEL_SET: (data.label_set.to_record(), data.label_source)}
                       if data.label_set is not None else {}), **data.records}
@@ -78,7 +78,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
                     for split in _splits_read(settings, spec.splits, sweeps)}
         steps, warmup = _schedule(settings, spec.training, features.get("train"))
         finished = settings.do_train and training_run.finished_line(
-            settings.output_dir, steps, spec.sweep.selection_metric)
+            settings.output_dir, manifest, steps, spec.sweep.selection_metric)
         trainer = training_run.build_trainer(
             settings, spec.training.task(config, data), steps, warmup,
             length_split=LengthSplit(buckets) if buckets is not None else None)
@@ -86,7 +86,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         eval_sets = [run.eval_set(split.name, spec.sweep.batch_size, split.eval_name)
                      for split in spec.splits if split.purpose == EVALUATE and sweeps]
         if sweeps and trainer.chief:
-            check_eval_data(settings.output_dir, eval_data_of(eval_sets), spec.sweep.policy)
+            check_eval_data(manifest, eval_data_of(eval_sets), spec.sweep.policy)
         if trainer.chief:
             training_run.record_run(settings, config, records)
         if finished:

@@ -26,7 +26,7 @@ from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_
 from albert_tf.files import run_lock
 from albert_tf.files.earlier_layouts import RECORD_FILE_NAMES
 from albert_tf.files.paths import absolute_path, path_identity
-from albert_tf.files.run_manifest import Record, add_records, read_manifest, require_record
+from albert_tf.files.run_manifest import Record, RunManifest, add_records, require_record
 from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
                                        fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig
@@ -169,25 +169,25 @@ def config_for_length(config_file: str, max_seq_length: int) -> AlbertConfig:
     return config
 
 
-def load_config(settings: RunSettings) -> AlbertConfig:
+def load_config(settings: RunSettings, manifest: RunManifest) -> AlbertConfig:
     """The config of --albert_config_file, checked to fit --max_seq_length and to be the one the run
-    in --output_dir recorded, if it recorded one (albert_tf/checkpoints/run_config.py)."""
+    in --output_dir recorded (its ``manifest``), if it recorded one."""
     config = config_for_length(settings.albert_config_file, settings.max_seq_length)
-    require_record(read_manifest(settings.output_dir), CONFIG, config.to_dict(),
-                   settings.albert_config_file)
+    require_record(manifest, CONFIG, config.to_dict(), settings.albert_config_file)
     return config
 
 
-def finished_line(output_dir: str, num_train_steps: int, selection_metric: str) -> str | None:
-    """The line saying that the training of ``output_dir`` is finished (its last trained step is
-    at or past ``num_train_steps``), with its best checkpoint; None while there is training to do.
-    A rerun of a finished run trains nothing: it evaluates nothing new and redoes only what it is
-    asked to predict or export."""
-    trained = trained_checkpoint(output_dir)
+def finished_line(output_dir: str, manifest: RunManifest, num_train_steps: int,
+                  selection_metric: str) -> str | None:
+    """The line saying that the training of ``output_dir`` (its ``manifest``) is finished (its last
+    trained step is at or past ``num_train_steps``), with its best checkpoint; None while there is
+    training to do. A rerun of a finished run trains nothing: it evaluates nothing new and redoes
+    only what it is asked to predict or export."""
+    trained = trained_checkpoint(output_dir, manifest)
     if trained is None or trained[0] < num_train_steps:
         return None
     line = f"The run in {output_dir} is finished at step {trained[0]} (of {num_train_steps})"
-    best = read_manifest(output_dir).best
+    best = manifest.best
     if best is not None:
         key = selection_metric if selection_metric in best["metrics"] else best["selection_metric"]
         line += (f"; its best checkpoint: step {best['step']}, {key} "

@@ -45,7 +45,7 @@ from albert_tf.checkpoints.run_directory import best_prefix, settled_best
 from albert_tf.errors.user_error import MissingFileError, UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.earlier_layouts import BEST_TRIAL_FILE
-from albert_tf.files.run_manifest import read_manifest, update_manifest
+from albert_tf.files.run_manifest import RunManifest, read_manifest, update_manifest
 
 
 
@@ -94,14 +94,13 @@ def _describe(sources: Mapping[str, str]) -> str:
     return ", ".join(f"{name + ': ' if name else ''}{source}" for name, source in sources.items())
 
 
-def check_eval_data(directory: str, eval_data: Mapping[str, str], policy: SweepPolicy,
+def check_eval_data(manifest: RunManifest, eval_data: Mapping[str, str], policy: SweepPolicy,
                     evaluation: str = "") -> bool:
-    """Whether the sweep ``evaluation`` of ``directory`` resumes its recorded state with
+    """Whether the sweep ``evaluation`` recorded in a run's ``manifest`` resumes its recorded state with
     ``eval_data`` ({set name: what identifies its data, e.g. the feature file}); False when it must
     start afresh (nothing recorded, or, for a policy that is not ``resumable_only``, other data).
     EvalDataChanged (naming both) for a ``resumable_only`` policy and other data: the resumed sweep
     would report a best checkpoint chosen on the earlier data as this run's."""
-    manifest = read_manifest(directory)
     state = manifest.sweep(evaluation)
     recorded = state.get("eval_data")
     if "last_step" not in state:
@@ -168,9 +167,9 @@ def sweep_checkpoints(directory: str, evaluate: Callable[[str], dict[str, float]
     Returns (best step, its metrics), the recorded ones when nothing new was better. Raises
     MissingFileError (a FileNotFoundError) if there is no checkpoint to evaluate.
     """
-    resumes = check_eval_data(directory, eval_data or {}, policy, evaluation)
-    state = (SweepState.recorded(read_manifest(directory).sweep(evaluation), key) if resumes
-             else SweepState())
+    manifest = read_manifest(directory)
+    resumes = check_eval_data(manifest, eval_data or {}, policy, evaluation)
+    state = SweepState.recorded(manifest.sweep(evaluation), key) if resumes else SweepState()
     results_path = os.path.join(directory, results_file)
     report = ""
     if resumes and tf.io.gfile.exists(results_path):  # keep the earlier checkpoints' results

@@ -266,24 +266,16 @@ class Lamb(AdamWeightDecay):
         theta <- theta - r lr u
 
     No clipping of r, no bias correction. ``exclude_from_layer_adaptation=None`` (default) means the
-    weight-decay exclusions; an explicit empty list adapts every variable.
+    weight-decay exclusions; an explicit empty list adapts every variable. Every other argument is
+    AdamWeightDecay's, by keyword.
     """
 
     def __init__(self,
                  learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 0.001,
-                 weight_decay_rate: float = 0.01,
-                 beta_1: float = 0.9,
-                 beta_2: float = 0.999,
-                 epsilon: float = 1e-6,
-                 exclude_from_weight_decay: Sequence[str] | None = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+                 *,
                  exclude_from_layer_adaptation: Sequence[str] | None = None,
-                 clip_norm: float | None = None,
-                 variable_name_fn: VariableNameFn | None = None,
-                 name: str | None = None,
                  **kwargs: Any):
-        super().__init__(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
-                         beta_2=beta_2, epsilon=epsilon, exclude_from_weight_decay=exclude_from_weight_decay,
-                         clip_norm=clip_norm, variable_name_fn=variable_name_fn, name=name, **kwargs)
+        super().__init__(learning_rate=learning_rate, **kwargs)
         if exclude_from_layer_adaptation is None:
             self.exclude_from_layer_adaptation = list(self.exclude_from_weight_decay)
         else:

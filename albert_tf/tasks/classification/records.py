@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
-LABEL_IDS = "label_ids"
-IS_REAL_EXAMPLE = "is_real_example"
+from albert_tf.files.record_features import (ENCODER_INPUTS, INPUT_IDS, INPUT_MASK,  # noqa: F401
+                                             IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS)
+
 # The features of length S, in the reference's order.
-SEQUENCE_FEATURES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
+SEQUENCE_FEATURES = ENCODER_INPUTS
 
 
 def glue_feature_spec(max_seq_length: int, is_regression: bool) -> dict[str, tf.io.FixedLenFeature]:

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.files.record_features import (ENCODER_INPUTS, INPUT_IDS, INPUT_MASK,  # noqa: F401
+                                             IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS)
+
 # Options per question (RACE's A-D), one row each.
 NUM_CHOICES = 4
 
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
-LABEL_IDS = "label_ids"
-IS_REAL_EXAMPLE = "is_real_example"
 # The features stored flat as [NUM_CHOICES * S].
-SEQUENCE_FEATURES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
+SEQUENCE_FEATURES = ENCODER_INPUTS
 
 
 def race_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.files.record_features import (ENCODER_INPUTS, INPUT_IDS, INPUT_MASK,  # noqa: F401
+                                             SEGMENT_IDS)
+
 UNIQUE_IDS = "unique_ids"
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
 P_MASK = "p_mask"
 START_POSITIONS = "start_positions"
 END_POSITIONS = "end_positions"
 IS_IMPOSSIBLE = "is_impossible"
 # The features of length S.
-SEQUENCE_FEATURES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, P_MASK)
+SEQUENCE_FEATURES = (*ENCODER_INPUTS, P_MASK)
 # The labels of a training record.
 TRAINING_LABELS = (START_POSITIONS, END_POSITIONS, IS_IMPOSSIBLE)
 

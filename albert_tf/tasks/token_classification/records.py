@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
-LABEL_IDS = "label_ids"
+from albert_tf.files.record_features import (ENCODER_INPUTS, INPUT_IDS, INPUT_MASK,  # noqa: F401
+                                             LABEL_IDS, SEGMENT_IDS)
+
 LABEL_WEIGHTS = "label_weights"
 WORD_INDEX = "word_index"
 SENTENCE_INDEX = "sentence_index"
 # The features of length S.
-SEQUENCE_FEATURES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS, LABEL_WEIGHTS, WORD_INDEX)
+SEQUENCE_FEATURES = (*ENCODER_INPUTS, LABEL_IDS, LABEL_WEIGHTS, WORD_INDEX)
 
 
 def ner_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
