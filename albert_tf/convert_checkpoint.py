@@ -129,7 +129,7 @@ from albert_tf.files.run_files import (  # noqa: E402
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
 from albert_tf.files.run_manifest import MANIFEST_NAME, manifest_path, read_manifest  # noqa: E402
-from albert_tf.tasks.classification.heads_record import (  # noqa: E402
+from albert_tf.tasks.classification.classifier_heads import (  # noqa: E402
     HEADS, is_recorded, recorded_heads)
 from albert_tf.tasks.classification.model import (  # noqa: E402
     EARLY_EXIT_SCOPE, AlbertClassifierModel)
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> None:
         print(f"Read {read}; wrote reference TF1 checkpoint {prefix} ({count} variables).")
 
 
-def heads_record(source: str, flag: str) -> str | None:
+def heads_run_directory(source: str, flag: str) -> str | None:
     """The run directory of ``--<flag>=source`` when the source is an albert_tf checkpoint whose
     run manifest records what kind of classifier its checkpoints are (run_classifier's), or
     None."""
@@ -202,7 +202,7 @@ def heads_record(source: str, flag: str) -> str | None:
 def _manifest_beside(source: str, flag: str) -> str | None:
     """The run manifest beside an albert_tf --checkpoint that records its kind of classifier (an
     input of the conversion), or None."""
-    directory = heads_record(source, flag)
+    directory = heads_run_directory(source, flag)
     path = directory and manifest_path(directory)
     return path if path and tf.io.gfile.exists(path) else None
 
@@ -215,14 +215,14 @@ def shared_heads_as_recorded(model: AlbertTaskModel, source: str, flag: str,
     ``target``: the format written, which the printed note describes."""
     if type(model) is not AlbertClassifierModel or model.early_exit is not None:
         return model
-    record = heads_record(source, flag)
-    if record is None or recorded_heads(record) != "shared":
+    directory = heads_run_directory(source, flag)
+    if directory is None or recorded_heads(directory) != "shared":
         return model
     where = ("a TF1 checkpoint keeps them under these names, which run_classifier.py --early_exit "
              "--early_exit_heads=shared reads so" if target == "reference" else
              "the Hugging Face format has no place for them")
-    print(f"{record} records shared early-exit heads "
-          f"({os.path.basename(read_manifest(record).where(HEADS.key))}): "
+    print(f"{directory} records shared early-exit heads "
+          f"({os.path.basename(read_manifest(directory).where(HEADS.key))}): "
           f"output_weights and output_bias are the classifier of every layer; {where}.")
     return AlbertClassifierModel(model.config, model.num_labels, early_exit="shared")
 
@@ -236,14 +236,14 @@ def check_source_format() -> None:
     check_source(values[flag].value, flag)
 
 
-def check_heads_record() -> None:
+def check_recorded_heads() -> None:
     """Reads the kind of classifier the run manifest beside an albert_tf --checkpoint records
-    before any work, so a malformed record stops the command at once (HeadsMismatch naming it)."""
+    before any work, so a malformed fact stops the command at once (HeadsMismatch naming it)."""
     values = flags.FLAGS
     flag, _ = _parsed_source_and_target()
-    record = heads_record(values[flag].value, flag)
-    if record is not None:
-        recorded_heads(record)
+    directory = heads_run_directory(values[flag].value, flag)
+    if directory is not None:
+        recorded_heads(directory)
 
 
 def run_files() -> RunFiles:
@@ -294,4 +294,4 @@ def check_output() -> None:
 if __name__ == "__main__":
     # check_output first: its refusal of the user's files says what --overwrite replaces.
     error_boundary.run(main, checks=[check_output, lambda: check_run_files(run_files()),
-                                     check_source_format, check_heads_record])
+                                     check_source_format, check_recorded_heads])

@@ -85,8 +85,8 @@ def run_files() -> RunFiles:
     read += inputs(*(("--data_dir", task.processor().split_path(FLAGS.data_dir, split))
                      for split in FLAGS.splits))
     cache = WorkDirectory("--cached_dir", FLAGS.cached_dir)
-    return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(task.name)], needs_record=False),
-                    (cache,))
+    return RunFiles(read, fixed_outputs(cache, [cache_file_pattern(task.name)],
+                                        listed_as_owned=False), (cache,))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.classification.early_exit import (DEFAULT_REGRESSION_THRESHOLD,
                                                        RESULTS_FILE, EarlyExitSettings,
                                                        ExitPolicy)
-from albert_tf.tasks.classification.heads_record import HEADS, check_heads
+from albert_tf.tasks.classification.classifier_heads import HEADS, check_heads
 from albert_tf.tasks.classification.metrics import (GLUE_METRIC_KEYS, class_key,
                                                     format_class_report)
 from albert_tf.tasks.classification.records import SEQUENCE_FEATURES, parse_glue_example
@@ -164,7 +164,7 @@ def read_classifier_data(own: ClassifierSettings, start: RunStart,
     the label set and the kind of classifier (``heads``: None, ordinary, or the early-exit heads)
     the run directory must record. Before that, a directory without a record of its kind of
     classifier is checked against its checkpoints (albert_tf/tasks/classification/
-    heads_record.py)."""
+    classifier_heads.py)."""
     check_heads(start.settings.output_dir, heads)
     if own.own_files:
         reader = OwnDataReader(own.columns, own.task_type, own.file_format,

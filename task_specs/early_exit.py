@@ -57,13 +57,13 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
         early.policy(num_layers, _results_path(settings))
     else:
         early.check_depth(num_layers)
-    records = dict(data.records)
+    facts = dict(data.facts)
     if data.content.task.is_regression:
         if early.regression_threshold is None:
             early = dataclasses.replace(
-                early, regression_threshold=start.manifest.record(REGRESSION_THRESHOLD.key))
-        records[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
-    return dataclasses.replace(data, records=records,
+                early, regression_threshold=start.manifest.fact(REGRESSION_THRESHOLD.key))
+        facts[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
+    return dataclasses.replace(data, facts=facts,
                                content=dataclasses.replace(data.content, early_exit=early))
 
 

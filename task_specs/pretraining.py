@@ -14,7 +14,7 @@ from albert_tf.cli.task_spec import (EVALUATE, TRAIN, Outputs, RunStart, Split, 
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.files.records import require_records
 from albert_tf.files.run_files import inputs as declared_inputs
-from albert_tf.files.run_manifest import require_record
+from albert_tf.files.run_manifest import require_fact
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.pretraining.objective import OBJECTIVE, evaluation_name
 from albert_tf.tasks.pretraining.records import check_pretraining_files
@@ -91,7 +91,7 @@ def read_pretraining_data(own: PretrainingSettings, start: RunStart) -> TaskData
     if start.settings.do_train:
         return TaskData(None, "", {OBJECTIVE: (own.sentence_objective, "--sentence_objective")},
                         start.config)
-    require_record(start.manifest, OBJECTIVE, own.sentence_objective, "--sentence_objective")
+    require_fact(start.manifest, OBJECTIVE, own.sentence_objective, "--sentence_objective")
     return TaskData(None, "", content=start.config)
 
 

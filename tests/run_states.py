@@ -316,7 +316,7 @@ def _write(path: pathlib.Path, text: str) -> None:
 def earlier_layout(case: TaskCase, flags: Flags, output_dir: pathlib.Path) -> None:
     """Rewrites a copy of the newest state as the version before the run manifest left it: no
     run_manifest.json; its records in that version's formats (albert_tf/checkpoints/label_set.py,
-    checkpoints/run_config.py, tasks/classification/heads_record.py, tasks/pretraining/
+    checkpoints/run_config.py, tasks/classification/classifier_heads.py, tasks/pretraining/
     objective.py, evaluation/eval_data_record.py, evaluation/checkpoint_sweep.py (best_trial.txt),
     evaluation/best_checkpoint.py (best_results.json), files/output_record.py), with the values
     this run recorded (in those files, or in its manifest); the ``checkpoint`` state file naming

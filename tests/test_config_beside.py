@@ -177,7 +177,7 @@ def test_a_fine_tuning_run_records_its_config_and_a_rerun_with_other_heads_is_re
     result = run_command("run_classifier.py", *common, f"--albert_config_file={config_file}",
                          f"--output_dir={output_dir}", "--do_train")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert AlbertConfig.from_dict(read_manifest(str(output_dir)).record("config")).to_dict() == (
+    assert AlbertConfig.from_dict(read_manifest(str(output_dir)).fact("config")).to_dict() == (
         tiny_config().to_dict())
     # Also written beside the checkpoints, as a released model's directory has it.
     assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).to_dict() == (

@@ -14,9 +14,9 @@ from albert_tf.checkpoints.conversion import (ConversionError, albert_tf_to_tf1,
 from albert_tf.checkpoints.object_format import load_object_checkpoint
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.convert_checkpoint import HEAD_NAMES, TASK_HEADS
-from albert_tf.files.run_manifest import add_records
+from albert_tf.files.run_manifest import add_facts
 from albert_tf.models.config import AlbertConfig
-from albert_tf.tasks.classification.heads_record import HEADS
+from albert_tf.tasks.classification.classifier_heads import HEADS
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.multiple_choice.model import AlbertMultipleChoiceModel
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
@@ -249,6 +249,6 @@ def test_the_command_says_a_classifier_is_every_layers_when_its_run_records_shar
     assert "every layer" not in out and "pretraining heads only): output_weights, output_bias." in out
     # A run of this version records it in its run manifest.
     (tmp_path / "run" / "classifier_heads.json").unlink()
-    add_records(str(tmp_path / "run"), {HEADS: ("shared", "its early-exit flags")})
+    add_facts(str(tmp_path / "run"), {HEADS: ("shared", "its early-exit flags")})
     out = convert("--to=huggingface", f"--output_dir={tmp_path / 'hf'}", "--overwrite")
     assert every_layer in out

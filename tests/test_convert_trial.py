@@ -145,7 +145,7 @@ def test_the_run_manifest_beside_the_source_is_read_before_any_work(tmp_path):
     config_file.write_text(cfg.to_json_string())
     run = tmp_path / "run"
     save_object_checkpoint(AlbertClassifierModel(cfg, 3), run)
-    update_manifest(str(run), lambda content: content["records"].update(classifier_heads="many"))
+    update_manifest(str(run), lambda content: content["facts"].update(classifier_heads="many"))
     result = convert(f"--albert_config_file={config_file}", f"--checkpoint={run}",
                      f"--output_dir={tmp_path / 'out'}")
     assert_one_line_error(result, f"{run}/run_manifest.json: the recorded kind of classifier "

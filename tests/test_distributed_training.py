@@ -49,6 +49,7 @@ def model_weights(prefix):
             if "VARIABLE_VALUE" in n and ("_trainable_variables/" in n or n.startswith("model/"))}
 
 
+@pytest.mark.slow  # two pretraining processes and a resume, about 80 s
 @pytest.mark.subprocess
 def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_records):
     result = subprocess.run([sys.executable, "-m", "tests.mirrored_equivalence", str(tmp_path),
@@ -75,6 +76,7 @@ def test_mirrored_on_two_logical_cpus_matches_one_device(tmp_path, pretraining_r
     assert report["resumed_variables"] > 20 and report["resumed_max_abs_diff"] == 0.0
 
 
+@pytest.mark.slow  # two worker processes, about 25 s
 @pytest.mark.subprocess
 def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_records):
     # Dropout on, no --seed: the chief's random dropout seed is the one every worker uses.
@@ -107,6 +109,7 @@ def test_multi_worker_mirrored_with_two_local_workers(tmp_path, pretraining_reco
         np.testing.assert_array_equal(chief[name], worker[name])
 
 
+@pytest.mark.slow  # a killed run and its resume, about 15 s
 @pytest.mark.subprocess
 def test_killed_run_resumes_to_the_same_weights(tmp_path, pretraining_records):
     config_file = write_config(tmp_path, **DROPOUT)

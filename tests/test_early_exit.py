@@ -614,8 +614,8 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
 def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
     from albert_tf.checkpoints.warm_start import UnreadableCheckpointError
     from albert_tf.files.earlier_layouts import EarlierLayoutError
-    from albert_tf.files.run_manifest import RunManifestError, add_records, update_manifest
-    from albert_tf.tasks.classification.heads_record import (HEADS, HeadsMismatch, check_heads,
+    from albert_tf.files.run_manifest import RunManifestError, add_facts, update_manifest
+    from albert_tf.tasks.classification.classifier_heads import (HEADS, HeadsMismatch, check_heads,
                                                              is_recorded, recorded_heads)
 
     def describe(heads):
@@ -628,9 +628,9 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
         directory.mkdir()
         check_heads(str(directory), "shared")  # nothing recorded: nothing to check
         assert not is_recorded(str(directory))
-        add_records(str(directory), {HEADS: (heads, "its early-exit flags")})
+        add_facts(str(directory), {HEADS: (heads, "its early-exit flags")})
         with pytest.raises(RunManifestError):  # another kind is never recorded over it
-            add_records(str(directory), {HEADS: ("separate" if heads is None else None, "x")})
+            add_facts(str(directory), {HEADS: ("separate" if heads is None else None, "x")})
         assert is_recorded(str(directory)) and recorded_heads(str(directory)) == heads
         check_heads(str(directory), heads)
         for other in others:
@@ -643,7 +643,7 @@ def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):
                 "--output_dir")
     (tmp_path / "bad").mkdir()
     update_manifest(str(tmp_path / "bad"),
-                    lambda content: content["records"].update(classifier_heads="many"))
+                    lambda content: content["facts"].update(classifier_heads="many"))
     with pytest.raises(HeadsMismatch, match="the recorded kind of classifier 'many' is not null"):
         check_heads(str(tmp_path / "bad"), None)
     # A directory of an earlier version (TF's checkpoint state file): its classifier_heads.json.
@@ -678,7 +678,7 @@ def test_a_directory_without_a_record_is_checked_against_its_checkpoint(tmp_path
     with its checkpoint about separate heads is refused (it used to record its own flags, fail on
     the checkpoint later, and leave a false record that refused the corrected run); the others pass
     (ordinary and shared heads have the same variables: the checkpoint cannot tell them apart)."""
-    from albert_tf.tasks.classification.heads_record import HeadsMismatch, check_heads
+    from albert_tf.tasks.classification.classifier_heads import HeadsMismatch, check_heads
 
     model = AlbertClassifierModel(config(), 2, early_exit=trained)
     model(random_inputs(batch=1), training=False)
@@ -728,7 +728,7 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
                           "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
     manifest = read_manifest(str(output_dir))
-    assert manifest.has_record("classifier_heads") and manifest.record("classifier_heads") is None
+    assert manifest.has_fact("classifier_heads") and manifest.fact("classifier_heads") is None
     before = sorted(os.listdir(output_dir))
     refused = run_command("run_classifier.py", *flags, "--do_eval", "--early_exit",
                           "--early_exit_heads=shared")
@@ -740,7 +740,7 @@ def test_run_classifier_refuses_other_early_exit_flags_than_the_directory_was_tr
     assert sorted(os.listdir(output_dir)) == before
     assert read_manifest(str(output_dir)).content == manifest.content
     update_manifest(str(output_dir),
-                    lambda content: content["records"].update(classifier_heads="separate"))
+                    lambda content: content["facts"].update(classifier_heads="separate"))
     for other, named in ((["--do_eval"], "this run has a classifier without --early_exit"),
                          (["--do_train", "--early_exit", "--early_exit_heads=shared"],
                           "this run has a classifier with --early_exit --early_exit_heads=shared")):
@@ -763,17 +763,17 @@ def test_an_early_exit_regression_records_its_threshold(tmp_path):
     trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=1",
                           "--regression_threshold=0.2")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    assert read_manifest(str(output_dir)).record("regression_threshold") == 0.2
+    assert read_manifest(str(output_dir)).fact("regression_threshold") == 0.2
     evaluated = run_command("run_classifier.py", *flags, "--do_eval")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    before = read_manifest(str(output_dir)).content["records"]
+    before = read_manifest(str(output_dir)).content["facts"]
     refused = run_command("run_classifier.py", *flags, "--do_eval", "--regression_threshold=0.3")
     assert refused.error_line() == (
         f"run_classifier: error: --output_dir={output_dir} holds early-exit decisions made with "
         "--regression_threshold=0.2 (run_manifest.json); this run has --regression_threshold=0.3 "
         "(--regression_threshold). Give the run's own settings to continue it, or use another "
         "--output_dir")
-    assert read_manifest(str(output_dir)).content["records"] == before
+    assert read_manifest(str(output_dir)).content["facts"] == before
 
 
 @pytest.mark.parametrize("output", ["--do_predict", "--tflite_file"])

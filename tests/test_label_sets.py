@@ -14,9 +14,9 @@ import pytest
 
 from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
 from albert_tf.files.earlier_layouts import EarlierLayoutError
-from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
-                                          require_record, update_manifest)
-from albert_tf.tasks.classification.heads_record import HEADS
+from albert_tf.files.run_manifest import (RunManifestError, add_facts, read_manifest,
+                                          require_fact, update_manifest)
+from albert_tf.tasks.classification.classifier_heads import HEADS
 from tests import shared_setup, spm_fixtures
 from tests.command_runner import run_command
 from tests.test_run_ner import SEQ, STRIDE, TRAIN_CONLL
@@ -27,13 +27,13 @@ def _recorded(directory) -> LabelSet | None:
 
 
 def _check(directory, label_set: LabelSet, source: str) -> None:
-    require_record(read_manifest(str(directory)), LABEL_SET, label_set.to_record(), source)
+    require_fact(read_manifest(str(directory)), LABEL_SET, label_set.to_fact(), source)
 
 
 def test_a_label_set_is_recorded_once_and_checked(tmp_path):
     assert _recorded(tmp_path) is None
     tags = LabelSet("token_classification", ("O", "B-LOC"))
-    add_records(str(tmp_path), {LABEL_SET: (tags.to_record(), "the tags of train.conll")})
+    add_facts(str(tmp_path), {LABEL_SET: (tags.to_fact(), "the tags of train.conll")})
     assert _recorded(tmp_path) == tags
     _check(tmp_path, tags, "the tags of train.conll")
     for other in (LabelSet("token_classification", ("O", "B-PER")), LabelSet("classification",
@@ -46,12 +46,28 @@ def test_a_label_set_is_recorded_once_and_checked(tmp_path):
             _check(tmp_path, other, "the tags of x")
         # Recording another one is refused the same way; the recorded one stays.
         with pytest.raises(RunManifestError, match="holds checkpoints trained for"):
-            add_records(str(tmp_path), {LABEL_SET: (other.to_record(), "the tags of x")})
+            add_facts(str(tmp_path), {LABEL_SET: (other.to_fact(), "the tags of x")})
         assert _recorded(tmp_path) == tags
-    update_manifest(str(tmp_path), lambda content: content["records"].update(label_set=[1, 2]))
+    update_manifest(str(tmp_path), lambda content: content["facts"].update(label_set=[1, 2]))
     with pytest.raises(RunManifestError, match=r"run_manifest.json: expected"):
         _recorded(tmp_path)
 
+
+
+def test_a_first_format_manifest_is_read_and_its_facts_kept_when_it_is_updated(tmp_path):
+    """Format 1 (the first manifests) named the facts' section "records"; the next update writes
+    format 2 with the facts it held."""
+    tags = LabelSet("token_classification", ("O", "B-LOC"))
+    (tmp_path / "run_manifest.json").write_text(json.dumps(
+        {"format": 1, "records": {"label_set": tags.to_fact()}, "trained": {"step": 2,
+                                                                            "checkpoint": "c"}}))
+    assert _recorded(tmp_path) == tags
+    with pytest.raises(RunManifestError, match="holds checkpoints trained for"):
+        _check(tmp_path, LabelSet("token_classification", ("O", "B-PER")), "the tags of x")
+    update_manifest(str(tmp_path), lambda content: content["facts"].update(seed_recipe=["a"]))
+    written = json.loads((tmp_path / "run_manifest.json").read_text())
+    assert written["format"] == 2 and "records" not in written and written["trained"]["step"] == 2
+    assert written["facts"] == {"label_set": tags.to_fact(), "seed_recipe": ["a"]}
 
 def earlier_run_directory(directory) -> None:
     """What every run directory an earlier version trained holds: TF's checkpoint state file
@@ -83,9 +99,9 @@ def test_a_label_set_records_its_task_and_refuses_another_with_the_same_labels(t
     SST-2 directory resumed SST-2's checkpoints, reported SST-2's dev score as its own and
     predicted WNLI with SST-2's model."""
     sst2 = LabelSet("classification", ("0", "1"), "sst-2")
-    add_records(str(tmp_path), {LABEL_SET: (sst2.to_record(), "--task_name=sst-2")})
+    add_facts(str(tmp_path), {LABEL_SET: (sst2.to_fact(), "--task_name=sst-2")})
     manifest = json.loads((tmp_path / "run_manifest.json").read_text())
-    assert manifest["records"]["label_set"]["task"] == "sst-2"
+    assert manifest["facts"]["label_set"]["task"] == "sst-2"
     assert _recorded(tmp_path) == sst2
     _check(tmp_path, sst2, "--task_name=sst-2")
     with pytest.raises(RunManifestError, match=r"holds checkpoints trained for a classification "
@@ -123,8 +139,8 @@ def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path)
     (data / "test.tsv").write_text("index\tsentence1\tsentence2\n0\tA b.\tC d.\n")
     out = tmp_path / "out"
     out.mkdir()
-    add_records(str(out), {
-        LABEL_SET: (LabelSet("classification", ("0", "1"), "sst-2").to_record(), "x"),
+    add_facts(str(out), {
+        LABEL_SET: (LabelSet("classification", ("0", "1"), "sst-2").to_fact(), "x"),
         HEADS: (None, "x")})  # an ordinary classifier's run
     (out / "model.ckpt-best.index").write_bytes(b"")
     before = {name: (out / name).read_bytes() for name in os.listdir(out)
@@ -164,7 +180,7 @@ def test_run_ner_records_its_tags_and_later_runs_use_them_without_a_training_fil
     trained = run_command("run_ner.py", *flags, f"--train_file={train}", f"--eval_file={train}",
                           "--do_train", "--do_eval", "--train_step=2", "--save_checkpoints_steps=2")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    recorded = read_manifest(str(tmp_path / "out")).record("label_set")
+    recorded = read_manifest(str(tmp_path / "out")).fact("label_set")
     assert recorded == {"task_type": "token_classification",
                         "labels": ["O", "B-LOC", "B-ORG", "B-PER", "I-PER"], "task": None}
     assert not (tmp_path / "out" / "label_list.json").exists()

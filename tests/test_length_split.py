@@ -127,8 +127,9 @@ def with_a_defect(examples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return broken
 
 
-@pytest.mark.parametrize("case, accumulation", [(classifier_case, 1), (token_classifier_case, 1),
-                                                (token_classifier_case, 2)])
+@pytest.mark.parametrize("case, accumulation", [
+    (classifier_case, 1), (token_classifier_case, 1),
+    pytest.param(token_classifier_case, 2, marks=pytest.mark.slow)])  # 4 runs of 2 micro-batches
 def test_training_on_split_batches_equals_training_on_whole_ones(tmp_path, case, accumulation):
     task, examples, sequence = case()
     buckets = LengthBuckets.of(S, sequence, exact=True)

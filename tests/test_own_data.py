@@ -19,8 +19,8 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet, recorded_label_set
-from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
-                                          require_record)
+from albert_tf.files.run_manifest import (RunManifestError, add_facts, read_manifest,
+                                          require_fact)
 from albert_tf.tasks.classification.metrics import class_key, class_report
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from data_prep.classification.features import (GlueFeatureSettings, build_features,
@@ -150,11 +150,11 @@ def test_label_sets_from_training_flag_and_output_dir(tmp_path):
     assert load_own_data({"test": dev}, reader(), stored_labels=recorded).labels == recorded
     # A label set (or task type) differing from the recorded one is refused.
     os.makedirs(out)
-    add_records(out, {LABEL_SET: (LabelSet("classification", tuple(recorded)).to_record(), "x")})
+    add_facts(out, {LABEL_SET: (LabelSet("classification", tuple(recorded)).to_fact(), "x")})
     task = load_own_data({"train": train}, reader())
 
     def check_label_set(label_set, source):
-        require_record(read_manifest(out), LABEL_SET, label_set.to_record(), source)
+        require_fact(read_manifest(out), LABEL_SET, label_set.to_fact(), source)
 
     with pytest.raises(RunManifestError, match=r"trained for a classification with labels "
                        r"\['neg', 'neutral', 'pos'\] \(run_manifest.json\); this run has a "
@@ -314,7 +314,7 @@ def test_sst2_csv_predictions_and_exports_give_the_label_names(sst2_own):
     own_out, export_dir = own_dir / "out", own_dir / "export"
     assert "own_data train: 32 examples (negative " in stdout
     assert "macro-F1" in stdout  # the best checkpoint's class table
-    assert read_manifest(str(own_out)).record("label_set") == {
+    assert read_manifest(str(own_out)).fact("label_set") == {
         "task_type": "classification", "labels": ["negative", "positive"], "task": "own_data"}
     # eval_results.txt: per-class counts of the real dev set; macro-F1 from the per-class F1s.
     dev_labels = [row[1] for row in glue_rows("SST-2", "dev", SST2_ROWS)[1:]]
@@ -386,7 +386,7 @@ def test_stsb_as_json_lines_equals_the_glue_path(tmp_path):
         for key in ("global_step", "pearson", "spearman", "MSE", "eval_loss"):
             assert own_block[key] == glue_block[key]
     assert (own_out / "best_trial.txt").read_text() == (glue_out / "best_trial.txt").read_text()
-    assert read_manifest(str(own_out)).record("label_set") == {
+    assert read_manifest(str(own_out)).fact("label_set") == {
         "task_type": "regression", "labels": None, "task": "own_data"}
 
 
@@ -403,8 +403,8 @@ def test_bad_input_and_label_set_changes_stop_before_training(tmp_path):
     assert not output_dir.exists()  # nothing written: the directory it made is gone too
     # A run in a directory trained with another label set is refused, naming both.
     output_dir.mkdir()
-    add_records(str(output_dir), {LABEL_SET: (
-        LabelSet("classification", ("neg", "neutral", "pos")).to_record(), "x")})
+    add_facts(str(output_dir), {LABEL_SET: (
+        LabelSet("classification", ("neg", "neutral", "pos")).to_fact(), "x")})
     result = run_classifier(f"--train_file={train}", *flags, "--nodo_eval", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert (f"run_classifier: error: --output_dir={output_dir} holds checkpoints trained for a "

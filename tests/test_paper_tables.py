@@ -23,7 +23,7 @@ from albert_tf.reproduction.downstream import (DOWNSTREAM_TASKS, downstream_tabl
                                                format_difference, paper_average, read_task_scores)
 from albert_tf.reproduction.plan import AVERAGE_TASKS, PlanPaths, reproduction_plan
 from albert_tf.reproduction.published import published_model, published_rows, released_models
-from albert_tf.files.run_manifest import add_records
+from albert_tf.files.run_manifest import add_facts
 from albert_tf.tasks.pretraining.objective import OBJECTIVE, evaluation_name
 from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_dataset_fn
 from albert_tf.training import optimization
@@ -256,7 +256,7 @@ def test_table_command_mistakes_are_one_line(tmp_path):
 def record_run(run_dir, config, objective):
     """What run_pretraining records before training: the objective and the config in the run
     manifest, the config also as albert_config.json beside the checkpoints."""
-    add_records(run_dir, {OBJECTIVE: (objective, "--sentence_objective"),
+    add_facts(run_dir, {OBJECTIVE: (objective, "--sentence_objective"),
                           CONFIG: (config.to_dict(), "config.json")})
     write_config_file(run_dir, config)
 

@@ -326,7 +326,7 @@ def test_a_users_file_under_a_name_the_run_writes_in_its_directory_is_refused(
     flags = case.build(root)
     declared = declaration(monkeypatch, case, flags)
     fixed = [output for output in declared.outputs
-             if output.fixed and output.touched and output.needs_record]
+             if output.fixed and output.touched and output.listed_as_owned]
     assert fixed
     for output in fixed:
         path = member(output)

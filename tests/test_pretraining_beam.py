@@ -109,6 +109,7 @@ def test_the_statistics_are_the_sum_over_chunks(corpus, tmp_path):
     assert sum(summary["sentence_pairs"].values()) == summary["instances"]
 
 
+@pytest.mark.slow  # Beam's worker processes, about 15 s
 @pytest.mark.subprocess  # Beam's workers report the error to the command's process
 def test_invalid_utf8_is_an_error_naming_file_and_line_and_nothing_is_written(corpus, tmp_path):
     out_dir = tmp_path / "out"

@@ -43,6 +43,7 @@ def served_label(stdout):
     return match.group(1)
 
 
+@pytest.mark.slow  # the whole quickstart script, about 90 s
 @pytest.mark.subprocess  # the user's script, as installed
 def test_quickstart_short_run_produces_every_artifact(tmp_path):
     # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds a previous

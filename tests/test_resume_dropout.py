@@ -156,6 +156,7 @@ def write_config(tmp_path, **overrides) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # three pretraining runs, about 15 s
 def test_run_pretraining_resumes_exactly_with_accumulation_and_no_seed(tmp_path,
                                                                        pretraining_records):
     """Without --seed the run's dropout seed is random, and the checkpoint keeps it. (A killed

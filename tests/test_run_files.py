@@ -257,11 +257,12 @@ def test_fixed_names_are_the_runs_once_its_directory_records_them(tmp_path):
                                  work_directories=(mine,)))
     assert sorted(os.listdir(tmp_path / "albert_base")) == [
         "eval_results.txt", "model.ckpt-best.data-00000-of-00001", "model.ckpt-best.index"]
-    # A name no user's file bears (a digest-named cache file) needs no record.
+    # A name no user's file bears (a digest-named cache file) need not be listed as owned.
     (tmp_path / "albert_base" / "rte_dev_0123abcd.tf_record").write_text("cache\n")
     check_run_files(RunFiles(outputs=fixed_outputs(mine, ["rte_*_????????.tf_record*"],
-                                                   needs_record=False), work_directories=(mine,)))
-    assert recorded_names(mine.path) is None  # nothing to record, no record written
+                                                   listed_as_owned=False),
+                             work_directories=(mine,)))
+    assert recorded_names(mine.path) is None  # nothing to list, no manifest written
     assert not (tmp_path / "albert_base" / MANIFEST_NAME).exists()
 
 

@@ -212,7 +212,7 @@ def test_each_script_refuses_a_directory_another_run_trains_in(tmp_path, script,
     # write there (the holder's run wrote the same): no record of what the checkpoints are.
     assert sorted(set(os.listdir(output_dir)) - {MANIFEST_NAME}) == [os.path.basename(path)]
     if (output_dir / MANIFEST_NAME).exists():
-        assert read_manifest(str(output_dir)).content["records"] == {}
+        assert read_manifest(str(output_dir)).content["facts"] == {}
 
 
 @pytest.mark.subprocess  # the holder is a live process

@@ -225,6 +225,7 @@ def test_exports_load_in_fresh_processes_and_tag_words_as_the_keras_model(tmp_pa
     assert (export_dir / "with_text" / "assets.extra" / "tags.txt").read_text().split() == tags
 
 
+@pytest.mark.slow  # a memorising run and fresh processes, about 20 s
 @pytest.mark.subprocess  # the exports load in a fresh process
 def test_run_ner_memorises_predicts_in_input_format_and_exports_tag_names(tmp_path):
     train = write(tmp_path / "train.txt", TRAIN_CONLL)

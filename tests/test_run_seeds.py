@@ -61,6 +61,7 @@ def rte_recipe(tmp_path):
             "--train_batch_size=8", "--eval_batch_size=8"]
 
 
+@pytest.mark.slow  # a process per seed, about 25 s
 @pytest.mark.subprocess  # run_seeds starts each seed's run as a process
 @pytest.mark.requires_shared_data
 def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_path):
@@ -99,9 +100,9 @@ def test_two_seeds_of_a_glue_recipe_give_their_best_median_and_table_cell(tmp_pa
     assert "seed_1/albert_config.json: num_hidden_layers 2" in table.error_line()
     for seed in (1, 2):
         directory = seed_directory(str(output_dir), seed)
-        assert read_manifest(directory).record("config")["num_hidden_layers"] == 2
+        assert read_manifest(directory).fact("config")["num_hidden_layers"] == 2
         os.remove(os.path.join(directory, "albert_config.json"))
-        update_manifest(directory, lambda content: content["records"].pop("config"))
+        update_manifest(directory, lambda content: content["facts"].pop("config"))
     table = run_command("-m albert_tf.paper_tables", f"--runs_dir={tmp_path / 'runs'}",
                         "--model=v1_xxlarge", f"--output={tmp_path / 'table'}")
     assert table.returncode == 0, table.stderr
@@ -146,7 +147,7 @@ def test_a_rerun_with_another_recipe_does_not_take_the_finished_seeds_as_its_own
     result = run_seeds("--seeds=1", f"--output_dir={tmp_path}", "--", *first)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "done earlier" in result.stdout  # an old directory: recorded by this run
-    assert read_manifest(str(tmp_path)).record("seed_recipe") == first
+    assert read_manifest(str(tmp_path)).fact("seed_recipe") == first
     assert not (tmp_path / "seed_recipe.json").exists()
     results = (tmp_path / "seed_results.json").read_bytes()
 

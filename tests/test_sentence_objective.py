@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints.run_config import CONFIG, RUN_CONFIG_FILE, recorded_config
-from albert_tf.files.run_manifest import (RunManifestError, add_records, read_manifest,
-                                          require_record, update_manifest)
+from albert_tf.files.run_manifest import (RunManifestError, add_facts, read_manifest,
+                                          require_fact, update_manifest)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tasks.pretraining.objective import (OBJECTIVE, SENTENCE_OBJECTIVES,
                                                    SentenceObjectiveError, recorded_objective)
@@ -136,13 +136,13 @@ def test_evaluation_names_the_sentence_accuracy_by_its_records(
 
 def test_the_recorded_objective_refuses_another(tmp_path):
     source = "--sentence_objective"
-    add_records(str(tmp_path), {OBJECTIVE: ("nsp", source)})
-    assert read_manifest(str(tmp_path)).record("sentence_objective") == "nsp"
+    add_facts(str(tmp_path), {OBJECTIVE: ("nsp", source)})
+    assert read_manifest(str(tmp_path)).fact("sentence_objective") == "nsp"
     assert recorded_objective(str(tmp_path)) == "nsp"
-    require_record(read_manifest(str(tmp_path)), OBJECTIVE, "nsp", source)
-    add_records(str(tmp_path), {OBJECTIVE: ("nsp", source)})  # the same objective again: kept
-    for refuse in (lambda: require_record(read_manifest(str(tmp_path)), OBJECTIVE, "sop", source),
-                   lambda: add_records(str(tmp_path), {OBJECTIVE: ("sop", source)})):
+    require_fact(read_manifest(str(tmp_path)), OBJECTIVE, "nsp", source)
+    add_facts(str(tmp_path), {OBJECTIVE: ("nsp", source)})  # the same objective again: kept
+    for refuse in (lambda: require_fact(read_manifest(str(tmp_path)), OBJECTIVE, "sop", source),
+                   lambda: add_facts(str(tmp_path), {OBJECTIVE: ("sop", source)})):
         with pytest.raises(RunManifestError) as raised:
             refuse()
         assert str(raised.value) == (
@@ -151,7 +151,7 @@ def test_the_recorded_objective_refuses_another(tmp_path):
             "Give the run's own settings to continue it, or use another --output_dir")
     assert recorded_objective(str(tmp_path)) == "nsp"
     update_manifest(str(tmp_path),
-                    lambda content: content["records"].update(sentence_objective="mlm"))
+                    lambda content: content["facts"].update(sentence_objective="mlm"))
     with pytest.raises(SentenceObjectiveError) as raised:
         recorded_objective(str(tmp_path))
     assert str(raised.value) == (f"{tmp_path / 'run_manifest.json'}: the recorded sentence "
@@ -166,7 +166,7 @@ def test_an_earlier_versions_objective_file_is_read_and_checked(tmp_path):
     assert recorded_objective(str(tmp_path)) == "nsp"
     with pytest.raises(RunManifestError, match=r"holds checkpoints trained with "
                                                r"--sentence_objective=nsp"):
-        require_record(read_manifest(str(tmp_path)), OBJECTIVE, "sop", "--sentence_objective")
+        require_fact(read_manifest(str(tmp_path)), OBJECTIVE, "sop", "--sentence_objective")
     (tmp_path / "sentence_objective.json").write_text('{"sentence_objective": "mlm"}')
     with pytest.raises(SentenceObjectiveError) as raised:
         recorded_objective(str(tmp_path))
@@ -175,13 +175,13 @@ def test_an_earlier_versions_objective_file_is_read_and_checked(tmp_path):
 
 
 def test_the_recorded_config_refuses_another_architecture_but_not_other_dropout(tmp_path):
-    add_records(str(tmp_path), {CONFIG: (tiny_config().to_dict(), "first.json")})
-    add_records(str(tmp_path), {CONFIG: (tiny_config(hidden_dropout_prob=0.1,
+    add_facts(str(tmp_path), {CONFIG: (tiny_config().to_dict(), "first.json")})
+    add_facts(str(tmp_path), {CONFIG: (tiny_config(hidden_dropout_prob=0.1,
                                                      attention_probs_dropout_prob=0.1).to_dict(),
                                          "drop.json")})
     assert recorded_config(str(tmp_path)).hidden_dropout_prob == 0.0  # kept
     with pytest.raises(RunManifestError) as raised:
-        require_record(read_manifest(str(tmp_path)), CONFIG,
+        require_fact(read_manifest(str(tmp_path)), CONFIG,
                        tiny_config(cross_layer_sharing="ffn", vocab_size=9).to_dict(),
                        "other.json")
     assert str(raised.value) == (
@@ -209,9 +209,9 @@ def test_run_pretraining_records_the_objective_and_refuses_a_resume_with_another
                             "--num_train_steps=2", "--do_eval", "--eval_sentence_task=sop")
     assert first.returncode == 0, first.stderr
     manifest = read_manifest(str(output_dir))
-    assert manifest.record("sentence_objective") == "none"
+    assert manifest.fact("sentence_objective") == "none"
     assert not (output_dir / "sentence_objective.json").exists()
-    assert (AlbertConfig.from_dict(manifest.record("config")).to_dict()
+    assert (AlbertConfig.from_dict(manifest.fact("config")).to_dict()
             == tiny_config().to_dict())
     # The config is also written beside the checkpoints, as a released model's directory has it.
     assert (AlbertConfig.from_json_file(str(output_dir / RUN_CONFIG_FILE)).to_dict()

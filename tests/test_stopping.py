@@ -159,6 +159,7 @@ def test_sigterm_ends_a_training_run_at_once_keeping_its_checkpoints(tmp_path):
     assert (output_dir / "model.ckpt-2.index").exists()
 
 
+@pytest.mark.slow  # run_seeds' processes stopped, about 15 s
 @pytest.mark.subprocess  # SIGTERM
 @pytest.mark.requires_shared_data
 def test_a_stopped_run_seeds_ends_its_seed_and_says_what_is_kept(tmp_path):

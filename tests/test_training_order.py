@@ -189,6 +189,7 @@ F1_TOLERANCE = 0.15
 CLASSIFIER_STEPS = 300
 
 
+@pytest.mark.slow  # two learning runs of 300 steps, about 35 s
 @pytest.mark.requires_shared_data
 def test_a_label_sorted_classification_file_learns_as_its_shuffled_copy(tmp_path):
     """1,000 sentences, 500 "news" then 500 "review"; 300 steps of 32 (9.6 epochs: the tiny model
@@ -262,6 +263,7 @@ def write_conll(path, documents) -> str:
 NER_STEPS = 200
 
 
+@pytest.mark.slow  # two learning runs of 200 steps, about 20 s
 @pytest.mark.requires_shared_data
 def test_a_document_ordered_ner_file_learns_as_its_shuffled_copy(tmp_path):
     """3 documents of 300 sentences (PER, then LOC, then ORG): 200 steps of 32 (7 epochs); the dev

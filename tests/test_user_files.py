@@ -449,7 +449,7 @@ def test_run_classifier_refuses_repeated_test_ids_before_any_work(tmp_path, mode
     assert result.error_line() == (f"run_classifier: error: {test}:3: column 'id': id 'a' appears "
                                    "twice, on lines 1 and 3; ids must be unique: they name the "
                                    "predictions in submit_results.tsv")
-    assert not read_manifest(str(out)).has_record("label_set")
+    assert not read_manifest(str(out)).has_fact("label_set")
 
 
 def test_run_ner_reads_a_raw_line_separator_in_a_token(tmp_path, model_flags):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from albert_tf.files.run_manifest import Record, RunManifest, RunManifestError
+from albert_tf.files.run_manifest import Fact, RunManifest, RunManifestError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ class LabelSet:
         return ((self.task_type, self.labels) == (stored.task_type, stored.labels)
                 and (self.task is None or stored.task is None or self.task == stored.task))
 
-    def to_record(self) -> dict[str, Any]:
+    def to_fact(self) -> dict[str, Any]:
         return {"task_type": self.task_type,
                 "labels": None if self.labels is None else list(self.labels), "task": self.task}
 
@@ -63,13 +63,13 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return None if this.fits(stored) else (stored.describe(), this.describe())
 
 
-LABEL_SET = Record("label_set", "checkpoints trained for", compare=_difference)
+LABEL_SET = Fact("label_set", "checkpoints trained for", compare=_difference)
 
 
 def recorded_label_set(manifest: RunManifest) -> LabelSet | None:
     """The label set ``manifest`` records; None when it records none (RunManifestError naming
     the file for a record that is not one)."""
-    value = manifest.record(LABEL_SET.key)
+    value = manifest.fact(LABEL_SET.key)
     try:
         return None if value is None else LabelSet.from_record(value)
     except ValueError as error:

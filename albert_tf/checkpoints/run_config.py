@@ -7,7 +7,7 @@ it), and a resume with another architecture stops before any work, naming the ke
 instead of failing inside the restore. Dropout rates may change between runs of one directory.
 The run also writes the config as ``albert_config.json`` (where there is none), as a released
 model's directory has it, for the commands a user gives that directory to; what runs check is the
-manifest's record.
+manifest's fact.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from albert_tf.files.run_manifest import Record, read_manifest
+from albert_tf.files.run_manifest import Fact, read_manifest
 from albert_tf.models.config import AlbertConfig, ConfigError
 
 RUN_CONFIG_FILE = "albert_config.json"
@@ -39,7 +39,7 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return show(stored), show(this)
 
 
-CONFIG = Record("config", "checkpoints trained with the config", compare=_difference)
+CONFIG = Fact("config", "checkpoints trained with the config", compare=_difference)
 
 
 def run_config_path(output_dir: str) -> str:
@@ -51,7 +51,7 @@ def recorded_config(output_dir: str) -> AlbertConfig | None:
     """The config recorded in ``output_dir``'s run manifest, else its ``albert_config.json`` (a
     released model's directory); None when there is neither."""
     manifest = read_manifest(output_dir)
-    value = manifest.record(CONFIG.key)
+    value = manifest.fact(CONFIG.key)
     if value is not None:
         try:
             return AlbertConfig.from_dict(value)

@@ -9,7 +9,7 @@ The procedure, in order:
    or exports without sweeping needs an earlier sweep's model.ckpt-best; the locks of
    --output_dir taken;
 2. the config and the tokenizer, once; the task's data read and checked (``read_data``); its label
-   set and records checked against the run manifest of --output_dir; then every split the run
+   set and facts checked against the run manifest of --output_dir; then every split the run
    reads built once (or found in the cache), the smaller ones first, before the first step;
 3. --do_train: a finished run says so and trains nothing; else warm start (or resume) and train,
    every epoch in a new order drawn from --input_seed, each batch cut to its length bucket
@@ -36,7 +36,7 @@ from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_che
                                                   run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import check_eval_data
 from albert_tf.files.run_files import RunFiles, WorkDirectory, check_run_files, fixed_outputs
-from albert_tf.files.run_manifest import RunManifest, read_manifest, require_record
+from albert_tf.files.run_manifest import RunManifest, read_manifest, require_fact
 from albert_tf.training.input_pipeline import needs_static_batches
 from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
 from albert_tf.training.task import EvalSet
@@ -70,10 +70,10 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
                      if settings.spm_model_file or settings.vocab_file else None)
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         data = spec.read_data(RunStart(settings, config, tokenizer, init, manifest))
-        records = {**({LABEL_SET: (data.label_set.to_record(), data.label_source)}
-                      if data.label_set is not None else {}), **data.records}
-        for record, (value, where) in records.items():
-            require_record(manifest, record, value, where)
+        facts = {**({LABEL_SET: (data.label_set.to_fact(), data.label_source)}
+                    if data.label_set is not None else {}), **data.facts}
+        for fact, (value, where) in facts.items():
+            require_fact(manifest, fact, value, where)
         features = {split.name: split.build(data, tokenizer)
                     for split in _splits_read(settings, spec.splits, sweeps)}
         steps, warmup = _schedule(settings, spec.training, features.get("train"))
@@ -88,7 +88,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         if sweeps and trainer.chief:
             check_eval_data(manifest, eval_data_of(eval_sets), spec.sweep.policy)
         if trainer.chief:
-            training_run.record_run(settings, config, records)
+            training_run.record_run(settings, config, facts)
         if finished:
             print(finished)
         elif settings.do_train:
@@ -107,7 +107,7 @@ def _split_files(settings: RunSettings, splits: Sequence[Split]) -> RunFiles:
                           else "--output_dir", settings.cached_dir)
     patterns = dict.fromkeys(split.cache for split in splits if split.cache)
     return RunFiles(tuple(item for split in splits for item in split.inputs),
-                    fixed_outputs(cache, patterns, needs_record=False))
+                    fixed_outputs(cache, patterns, listed_as_owned=False))
 
 
 def _splits_read(settings: RunSettings, splits: Sequence[Split], sweeps: bool) -> list[Split]:

@@ -20,7 +20,7 @@ from albert_tf.checkpoints.warm_start import CheckpointSource
 from albert_tf.cli.settings import RunSettings
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
 from albert_tf.files.run_files import Input, RunFiles
-from albert_tf.files.run_manifest import Record, RunManifest
+from albert_tf.files.run_manifest import Fact, RunManifest
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from albert_tf.training.input_pipeline import (DatasetFn, ParseFn, needs_static_batches,
@@ -47,13 +47,13 @@ class RunStart:
 @dataclasses.dataclass(frozen=True)
 class TaskData:
     """The task's data as read and checked: its label set (None: its outputs have no labels, as
-    pretraining's) and where it comes from (named in a mismatch), what else its checkpoints are (``records``: {record: (value, where it comes
-    from)}, kept in the run manifest), and whatever the feature builders and the outputs need of
+    pretraining's) and where it comes from (named in a mismatch), what else its checkpoints are
+    (``facts``: {fact: (value, where it comes from)}, kept in the run manifest), and whatever the feature builders and the outputs need of
     it (``content``: the own files' task, NER's sentences; None when nothing)."""
 
     label_set: LabelSet | None
     label_source: str
-    records: Mapping[Record, tuple[object, str]] = dataclasses.field(default_factory=dict)
+    facts: Mapping[Fact, tuple[object, str]] = dataclasses.field(default_factory=dict)
     content: Any = None
 
 
@@ -61,7 +61,7 @@ class TaskData:
 class SplitFeatures:
     """One split's features, built (or found in the cache): the TFRecord file of ``path`` parsed
     by ``parse``; ``description`` says what it holds ("rte train: 2490 examples"); ``metadata``
-    is the feature file's sidecar; ``source`` names the data for the sweep's record; ``context``
+    is the feature file's sidecar; ``source`` names the data in the sweep's state; ``context``
     is what the task's ``reduce`` needs besides the outputs; an evaluation reads at most
     ``max_steps`` batches of it (None: all). A task whose records need another pipeline
     (pretraining's) overrides ``training_input`` and ``dataset``."""

@@ -24,9 +24,9 @@ from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
 from albert_tf.files import run_lock
-from albert_tf.files.earlier_layouts import RECORD_FILE_NAMES
+from albert_tf.files.earlier_layouts import EARLIER_FILE_NAMES
 from albert_tf.files.paths import absolute_path, path_identity
-from albert_tf.files.run_manifest import Record, RunManifest, add_records, require_record
+from albert_tf.files.run_manifest import Fact, RunManifest, add_facts, require_fact
 from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
                                        fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig
@@ -81,9 +81,10 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                + fixed_outputs(output_dir, run_outputs)
                + fixed_outputs(output_dir, [] if _reads_run_config(settings)
                                else [RUN_CONFIG_FILE], touched=settings.do_train,
-                               needs_record=False)
-               + fixed_outputs(output_dir, lock_names, needs_record=False)
-               + fixed_outputs(output_dir, RECORD_FILE_NAMES, needs_record=False, touched=False))
+                               listed_as_owned=False)
+               + fixed_outputs(output_dir, lock_names, listed_as_owned=False)
+               + fixed_outputs(output_dir, EARLIER_FILE_NAMES, listed_as_owned=False,
+                               touched=False))
     for flag, path in (("--tflite_file", settings.tflite_file),
                        ("--onnx_file", settings.onnx_file)):
         if path:
@@ -173,7 +174,7 @@ def load_config(settings: RunSettings, manifest: RunManifest) -> AlbertConfig:
     """The config of --albert_config_file, checked to fit --max_seq_length and to be the one the run
     in --output_dir recorded (its ``manifest``), if it recorded one."""
     config = config_for_length(settings.albert_config_file, settings.max_seq_length)
-    require_record(manifest, CONFIG, config.to_dict(), settings.albert_config_file)
+    require_fact(manifest, CONFIG, config.to_dict(), settings.albert_config_file)
     return config
 
 
@@ -196,15 +197,15 @@ def finished_line(output_dir: str, manifest: RunManifest, num_train_steps: int,
 
 
 def record_run(settings: RunSettings, config: AlbertConfig,
-               records: dict[Record, tuple[object, str]]) -> None:
-    """Records in the run manifest of --output_dir what its checkpoints are (``records``: {record:
+               facts: dict[Fact, tuple[object, str]]) -> None:
+    """Records in the run manifest of --output_dir what its checkpoints are (``facts``: {fact:
     (value, where it comes from)}, checked against what it records), with the config when the run
     trains (also written as albert_config.json beside the checkpoints); an earlier version's
     directory also gets its last trained step, read from its checkpoints."""
     if settings.do_train:
-        records = {**records, CONFIG: (config.to_dict(), settings.albert_config_file)}
+        facts = {**facts, CONFIG: (config.to_dict(), settings.albert_config_file)}
         write_config_file(settings.output_dir, config)
-    manifest = add_records(settings.output_dir, records)
+    manifest = add_facts(settings.output_dir, facts)
     trained = manifest.trained is None and trained_checkpoint(settings.output_dir, manifest)
     if trained:
         record_trained(settings.output_dir, *trained)

@@ -96,7 +96,7 @@ def _describe(sources: Mapping[str, str]) -> str:
 
 def check_eval_data(manifest: RunManifest, eval_data: Mapping[str, str], policy: SweepPolicy,
                     evaluation: str = "") -> bool:
-    """Whether the sweep ``evaluation`` recorded in a run's ``manifest`` resumes its recorded state with
+    """Whether the sweep ``evaluation`` of a run's ``manifest`` resumes its recorded state with
     ``eval_data`` ({set name: what identifies its data, e.g. the feature file}); False when it must
     start afresh (nothing recorded, or, for a policy that is not ``resumable_only``, other data).
     EvalDataChanged (naming both) for a ``resumable_only`` policy and other data: the resumed sweep

@@ -11,18 +11,18 @@ without seed_recipe.json) is recorded by its next run.
 
 from __future__ import annotations
 
-from albert_tf.files.run_manifest import Record, add_records, read_manifest, require_record
+from albert_tf.files.run_manifest import Fact, add_facts, read_manifest, require_fact
 
 
-RECIPE = Record("seed_recipe", "the seeds of the recipe", describe=" ".join)
+RECIPE = Fact("seed_recipe", "the seeds of the recipe", describe=" ".join)
 _SOURCE = "the arguments after --"
 
 
 def check_recipe(output_dir: str, recipe: list[str]) -> None:
     """RunManifestError when ``output_dir`` records another recipe than ``recipe``."""
-    require_record(read_manifest(output_dir), RECIPE, recipe, _SOURCE)
+    require_fact(read_manifest(output_dir), RECIPE, recipe, _SOURCE)
 
 
 def record_recipe(output_dir: str, recipe: list[str]) -> None:
     """Records ``recipe`` in ``output_dir``'s manifest unless it records one (checked first)."""
-    add_records(output_dir, {RECIPE: (recipe, _SOURCE)})
+    add_facts(output_dir, {RECIPE: (recipe, _SOURCE)})

@@ -4,7 +4,7 @@ Before the manifest, a run directory kept each fact in a file of its own:
 
 - ``label_list.json`` ``{"task_type", "labels", "task"}``, ``albert_config.json`` (the config the
   run trained with), ``classifier_heads.json`` ``{"early_exit"}``, ``sentence_objective.json``
-  ``{"sentence_objective"}``, ``seed_recipe.json`` ``{"recipe"}``: the records;
+  ``{"sentence_objective"}``, ``seed_recipe.json`` ``{"recipe"}``: the facts;
 - ``.albert_tf_outputs.json`` ``{"fixed_names"}``: the names albert_tf wrote there;
 - ``eval_data[_<name>].json`` ``{"eval_sets"}``, ``best_trial.txt`` ``<last step>:<best step>:
   <best value>`` (run_classifier's and run_ner's sweep) and ``eval_results[_<name>].txt`` (every
@@ -30,19 +30,19 @@ import tensorflow as tf
 
 from albert_tf.errors.user_error import UserError
 
-_RECORD_FILES = {  # record key: (file, the key inside it; None: the whole object)
+_FACT_FILES = {  # fact key: (file, the key inside it; None: the whole object)
     "label_set": ("label_list.json", None),
     "config": ("albert_config.json", None),
     "classifier_heads": ("classifier_heads.json", "early_exit"),
     "sentence_objective": ("sentence_objective.json", "sentence_objective"),
     "seed_recipe": ("seed_recipe.json", "recipe"),
 }
-OUTPUT_RECORD = ".albert_tf_outputs.json"
+OUTPUTS_LIST = ".albert_tf_outputs.json"
 BEST_TRIAL_FILE = "best_trial.txt"
-# What every run directory of an earlier version holds one of: the output record, TF's checkpoint
-# state file (every training run), or a record file no user's file is named like.
-_MARKERS = {OUTPUT_RECORD, "checkpoint", BEST_TRIAL_FILE,
-            *(_RECORD_FILES[key][0] for key in ("classifier_heads", "sentence_objective",
+# What every run directory of an earlier version holds one of: the list of its outputs, TF's
+# checkpoint state file (every training run), or a fact's file no user's file is named like.
+_MARKERS = {OUTPUTS_LIST, "checkpoint", BEST_TRIAL_FILE,
+            *(_FACT_FILES[key][0] for key in ("classifier_heads", "sentence_objective",
                                                 "seed_recipe"))}
 _NAMED = re.compile(r"^(eval_data|best_results|eval_results)(?:_(?P<name>.+))?\.(json|txt)$")
 _STEP_LINE = re.compile(r"^global_step = ([0-9.eE+-]+)$", re.MULTILINE)
@@ -62,15 +62,15 @@ def _read_json(path: str) -> Any:
                                  "run directory: restore it or use another directory") from None
 
 
-def record_file(key: str) -> str:
-    """The file an earlier version kept the record ``key`` in."""
-    return _RECORD_FILES[key][0]
+def fact_file(key: str) -> str:
+    """The file an earlier version kept the fact ``key`` in."""
+    return _FACT_FILES[key][0]
 
 
 # The files earlier versions wrote in a run directory that this one writes no more: declared by the
 # commands all the same, so that no output named by a flag lands on one.
-RECORD_FILE_NAMES = (*(name for name, _ in _RECORD_FILES.values() if name != "albert_config.json"),
-                     OUTPUT_RECORD, "eval_data*.json")
+EARLIER_FILE_NAMES = (*(name for name, _ in _FACT_FILES.values() if name != "albert_config.json"),
+                     OUTPUTS_LIST, "eval_data*.json")
 
 
 def eval_data_file(evaluation: str = "") -> str:
@@ -78,9 +78,9 @@ def eval_data_file(evaluation: str = "") -> str:
     return f"eval_data_{evaluation}.json" if evaluation else "eval_data.json"
 
 
-def _records(directory: str, present: set[str]) -> dict[str, Any]:
-    records = {}
-    for key, (name, inner) in _RECORD_FILES.items():
+def _facts(directory: str, present: set[str]) -> dict[str, Any]:
+    facts = {}
+    for key, (name, inner) in _FACT_FILES.items():
         if name not in present:
             continue
         path = os.path.join(directory, name)
@@ -93,8 +93,8 @@ def _records(directory: str, present: set[str]) -> dict[str, Any]:
         elif not isinstance(value, dict):
             raise EarlierLayoutError(f"{path} must hold a JSON object; albert_tf wrote it in this "
                                      "run directory")
-        records[key] = value
-    return records
+        facts[key] = value
+    return facts
 
 
 def _evaluated_steps(path: str) -> list[int]:
@@ -151,11 +151,11 @@ def read_earlier_layout(directory: str) -> dict[str, Any]:
     present = {name.rstrip("/") for name in tf.io.gfile.listdir(directory)}
     if not present & _MARKERS:
         return {}  # no run directory of albert_tf: its files are the user's
-    content: dict[str, Any] = {"records": _records(directory, present)}
-    if OUTPUT_RECORD in present:
-        names = (_read_json(os.path.join(directory, OUTPUT_RECORD)) or {}).get("fixed_names")
+    content: dict[str, Any] = {"facts": _facts(directory, present)}
+    if OUTPUTS_LIST in present:
+        names = (_read_json(os.path.join(directory, OUTPUTS_LIST)) or {}).get("fixed_names")
         if not isinstance(names, list):
-            raise EarlierLayoutError(f"{os.path.join(directory, OUTPUT_RECORD)}: expected "
+            raise EarlierLayoutError(f"{os.path.join(directory, OUTPUTS_LIST)}: expected "
                                      "{\"fixed_names\": [...]}; albert_tf wrote it")
         content["owned_names"] = names
     content["sweeps"], content["best"] = _sweeps(directory, present)

@@ -17,9 +17,9 @@ writes into (``WorkDirectory``: ``--output_dir``, ``--cached_dir``) and those it
   that only when the user asked to replace it), naming what it holds;
 - a file or directory under a fixed name of the run that albert_tf did not write: the owned names
   of the directory's run manifest (albert_tf/files/run_manifest.py) do not list the name, and the
-  directory is no run directory of a version before the record (its ``checkpoint`` state file
-  names no albert_tf checkpoint of the run there: a user's state file proves nothing). Once every
-  check passed, the manifest lists all the run's fixed names there;
+  directory is no run directory of a version before the list of owned names (its ``checkpoint``
+  state file names no albert_tf checkpoint of the run there: a user's state file proves
+  nothing). Once every check passed, the manifest lists all the run's fixed names there;
 - directories that cannot be created or written, outputs whose place is taken by a directory.
 
 Because a command's fixed names are declared whatever its actions, a file one run of a command
@@ -71,8 +71,8 @@ class Output:
     empty for a path given by a flag. ``consequence`` says, for a family, what the run does to its
     files (shown when an input lies among them). ``is_directory``: a fixed name the command writes as
     a directory (e.g. the TensorBoard logs ``train/``); every other output is a file.
-    ``needs_record``: False for a fixed name the command takes for its own without the owned names
-    of the directory's run manifest: a name no user's file would bear (a hidden lock, a cache file
+    ``listed_as_owned``: False for a fixed name the command takes for its own without the owned
+    names of the directory's run manifest: a name no user's file would bear (a hidden lock, a cache file
     named by a digest), or a file the command writes only where absent (``albert_config.json``),
     so that it never replaces one. ``touched``: False
     for a fixed name this run neither writes, replaces nor deletes (declared all the same, so that
@@ -87,7 +87,7 @@ class Output:
     family: bool = False
     consequence: str = "the run writes, replaces and deletes files of that name there"
     is_directory: bool = False
-    needs_record: bool = True
+    listed_as_owned: bool = True
     touched: bool = True
 
     @property
@@ -406,7 +406,7 @@ def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
         return
     for output in outputs:
         name = os.path.basename(output.path)
-        if not (output.touched and output.needs_record) or name in (recorded or ()):
+        if not (output.touched and output.listed_as_owned) or name in (recorded or ()):
             continue
         found = [present_name for present_name in present
                  if fnmatch.fnmatchcase(present_name, name)]
@@ -435,7 +435,7 @@ def check_run_files(files: RunFiles) -> None:
         _check_fixed_names_are_ours(directory, outputs)
     for directory, outputs in by_directory.items():
         _own(directory, {os.path.basename(output.path) for output in outputs
-                         if output.touched and output.needs_record})
+                         if output.touched and output.listed_as_owned})
 
 
 def _manifests(files: RunFiles) -> tuple[Output, ...]:
@@ -443,11 +443,11 @@ def _manifests(files: RunFiles) -> tuple[Output, ...]:
     an output of the run too, so that no other output lands on it."""
     found: dict[tuple, Output] = {}
     for output in files.outputs:
-        if output.fixed and output.needs_record:
+        if output.fixed and output.listed_as_owned:
             directory = _parent(output.path)
             found.setdefault(path_identity(directory), Output(
                 f"{MANIFEST_NAME} (written in {output.within})", manifest_path(directory),
-                within=output.within, needs_record=False))
+                within=output.within, listed_as_owned=False))
     return tuple(found.values())
 
 

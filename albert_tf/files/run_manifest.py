@@ -7,9 +7,9 @@ sweep chose, what it scored and which files it was. Kept in one file, those fact
 (they did, when the TF ``checkpoint`` state file still named a checkpoint the sweep had renamed).
 The manifest is a JSON object::
 
-    {"format": 1,
+    {"format": 2,
      "owned_names": [the fixed names and patterns albert_tf writes in this directory],
-     "records":     {what the checkpoints are: "label_set", "config", "classifier_heads",
+     "facts":       {what the checkpoints are: "label_set", "config", "classifier_heads",
                      "early_exit", "sentence_objective", "seed_recipe", ...},
      "trained":     {"step": last trained step, "checkpoint": the file prefix holding it},
      "sweeps":      {evaluation name ("" = the run's own): {"eval_data": {set: feature file},
@@ -19,10 +19,11 @@ The manifest is a JSON object::
 ``read_manifest`` reads it, or, in a directory of an earlier version (which kept these facts in
 separate files: label_list.json, albert_config.json, classifier_heads.json,
 sentence_objective.json, eval_data*.json, seed_recipe.json, best_trial.txt, best_results*.json and
-the output record .albert_tf_outputs.json), builds the same from those files
+the list of its outputs .albert_tf_outputs.json), builds the same from those files
 (albert_tf/files/earlier_layouts.py); the next ``update_manifest`` writes it, so that run upgrades
 the directory. ``update_manifest`` changes it atomically, one process of this machine at a time.
-``require_record`` is the one check of a record, with the one mismatch message.
+``require_fact`` is the one check of a fact, with the one mismatch message. (Format 1, the first
+manifests, named the facts' section "records"; it is read as "facts".)
 """
 
 from __future__ import annotations
@@ -42,18 +43,18 @@ from albert_tf.files.json_objects import read_json_object
 from albert_tf.files.run_lock import directory_flock
 
 MANIFEST_NAME = "run_manifest.json"
-_FORMAT = 1
-_SECTIONS = {"owned_names": list, "records": dict, "trained": dict, "sweeps": dict, "best": dict}
+_FORMAT = 2
+_SECTIONS = {"owned_names": list, "facts": dict, "trained": dict, "sweeps": dict, "best": dict}
 
 
 class RunManifestError(UserError, ValueError):
     """A manifest that is not one albert_tf wrote, or a run that does not fit what its directory
-    holds: the message names the directory, the record, both values and what to do."""
+    holds: the message names the directory, the fact, both values and what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Record:
-    """One fact a directory records about its checkpoints: its ``key`` in "records", how messages
+class Fact:
+    """One fact a directory records about its checkpoints: its ``key`` in "facts", how messages
     name what the directory holds (``noun``: "checkpoints trained with the config") and show a
     value (``describe``), and, where a run's value may fit a recorded one it does not equal,
     ``compare(value, recorded)``: None when it fits, else (the recorded, this run's) as the
@@ -85,23 +86,23 @@ class RunManifest:
     @property
     def owned_names(self) -> frozenset[str] | None:
         """The fixed names albert_tf wrote here; None when nothing says (a directory albert_tf
-        never wrote, or one of an earlier version before its output record)."""
+        never wrote, or one of an earlier version before its list of outputs)."""
         names = self.content.get("owned_names")
         return None if names is None else frozenset(names)
 
-    def record(self, key: str) -> Any:
+    def fact(self, key: str) -> Any:
         """The recorded value of ``key``; None when none is recorded."""
-        return self.content["records"].get(key)
+        return self.content["facts"].get(key)
 
-    def has_record(self, key: str) -> bool:
-        return key in self.content["records"]
+    def has_fact(self, key: str) -> bool:
+        return key in self.content["facts"]
 
     def where(self, key: str) -> str:
-        """The file the record ``key`` was read from (messages name it): the manifest, or the file
+        """The file the fact ``key`` was read from (messages name it): the manifest, or the file
         of an earlier version's layout."""
         if self.exists:
             return manifest_path(self.directory)
-        return tf.io.gfile.join(self.directory, earlier_layouts.record_file(key))
+        return tf.io.gfile.join(self.directory, earlier_layouts.fact_file(key))
 
     def where_sweep(self, evaluation: str = "") -> str:
         """The file the state of the sweep ``evaluation`` was read from (see ``where``)."""
@@ -130,15 +131,18 @@ def manifest_path(directory: str) -> str:
 
 
 def _empty() -> dict:
-    return {"format": _FORMAT, "owned_names": None, "records": {}, "trained": None, "sweeps": {},
+    return {"format": _FORMAT, "owned_names": None, "facts": {}, "trained": None, "sweeps": {},
             "best": None}
 
 
 def _checked(path: str, content: dict) -> dict:
     """``content`` with every section, each of its type; RunManifestError naming the file."""
-    if content.get("format") != _FORMAT:
+    if content.get("format") == 1:
+        content = {("facts" if section == "records" else section): value
+                   for section, value in content.items()}
+    elif content.get("format") != _FORMAT:
         raise RunManifestError(f"{path}: format {content.get('format')!r} is not one this version "
-                               f"of albert_tf reads ({_FORMAT}); it is written by albert_tf")
+                               f"of albert_tf reads (1, {_FORMAT}); it is written by albert_tf")
     full = _empty()
     for section, kind in _SECTIONS.items():
         value = content.get(section)
@@ -179,30 +183,30 @@ def update_manifest(directory: str, change: Callable[[dict], None]) -> RunManife
     return RunManifest(directory, content, exists=True)
 
 
-def require_record(manifest: RunManifest, record: Record, value: Any, source: str,
+def require_fact(manifest: RunManifest, fact: Fact, value: Any, source: str,
                    what: str = "--output_dir") -> None:
-    """RunManifestError when ``manifest`` records another ``record`` than ``value`` (this run's,
+    """RunManifestError when ``manifest`` records another ``fact`` than ``value`` (this run's,
     from ``source``, e.g. "--task_name=RTE"), naming the directory, both values and what to do."""
-    if not manifest.has_record(record.key):
+    if not manifest.has_fact(fact.key):
         return
-    difference = record.difference(value, manifest.record(record.key))
+    difference = fact.difference(value, manifest.fact(fact.key))
     if difference is not None:
         raise RunManifestError(
-            f"{what}={manifest.directory} holds {record.noun} {difference[0]} "
-            f"({os.path.basename(manifest.where(record.key))}); this run has {difference[1]} "
+            f"{what}={manifest.directory} holds {fact.noun} {difference[0]} "
+            f"({os.path.basename(manifest.where(fact.key))}); this run has {difference[1]} "
             f"({source}). Give the run's own settings to continue it, or use another {what}")
 
 
-def add_records(directory: str, values: dict[Record, tuple[Any, str]]) -> RunManifest:
+def add_facts(directory: str, values: dict[Fact, tuple[Any, str]]) -> RunManifest:
     """Checks each ``(value, source)`` of ``values`` against the manifest of ``directory``
-    (``require_record``), then records those not recorded yet; a recorded value is never
+    (``require_fact``), then records those not recorded yet; a recorded value is never
     replaced."""
     manifest = read_manifest(directory)
-    for record, (value, source) in values.items():
-        require_record(manifest, record, value, source)
+    for fact, (value, source) in values.items():
+        require_fact(manifest, fact, value, source)
 
     def add(content: dict) -> None:
-        for record, (value, _) in values.items():
-            content["records"].setdefault(record.key, value)
+        for fact, (value, _) in values.items():
+            content["facts"].setdefault(fact.key, value)
 
     return update_manifest(directory, add)

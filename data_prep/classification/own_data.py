@@ -120,34 +120,34 @@ def _read_text(path: str) -> str:
                            "expected UTF-8 text") from None
 
 
-def read_records(path: str, fmt: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
-    """(header, records) of a file: records are (line number, {column: value}); JSON Lines: the
-    header is the first object's keys and values keep their JSON types."""
+def read_rows(path: str, fmt: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
+    """(header, rows) of a file: rows are (line number, {column: value}); JSON Lines: the header is
+    the first object's keys and values keep their JSON types."""
     text = _read_text(path)
     if fmt == "jsonl":
-        records = list(_json_records(path, text))
-        return (list(records[0][1]) if records else []), iter(records)
-    return _delimited_records(path, text, "," if fmt == "csv" else "\t")
+        rows = list(_json_rows(path, text))
+        return (list(rows[0][1]) if rows else []), iter(rows)
+    return _delimited_rows(path, text, "," if fmt == "csv" else "\t")
 
 
-def _json_records(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_rows(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     # Lines end at "\n" only (split_lines): JSON strings may hold U+2028, U+0085, ...
     for line_number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            row = json.loads(line)
         except json.JSONDecodeError as error:
             raise OwnDataError(f"{path}:{line_number}: not valid JSON "
                                f"({json_error_reason(error)}); expected one JSON object per "
                                "line") from None
-        if not isinstance(record, dict):
+        if not isinstance(row, dict):
             raise OwnDataError(f"{path}:{line_number}: expected a JSON object, found "
-                               f"{type(record).__name__}")
-        yield line_number, record
+                               f"{type(row).__name__}")
+        yield line_number, row
 
 
-def _delimited_records(path: str, text: str, delimiter: str
+def _delimited_rows(path: str, text: str, delimiter: str
                        ) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
     if delimiter == ",":
         rows = _csv_rows(path, text)
@@ -234,7 +234,7 @@ class OwnDataReader:
 
     def resolve_columns(self, path: str) -> "OwnDataReader":
         """This reader with the default columns filled in from ``path``'s header."""
-        header, _ = read_records(path, file_format(path, self.file_format))
+        header, _ = read_rows(path, file_format(path, self.file_format))
         return dataclasses.replace(self, columns=self.columns.resolve(header, path))
 
     def with_labels(self, labels: Sequence[str], source: str) -> "OwnDataReader":
@@ -250,7 +250,7 @@ class OwnDataReader:
         appears twice. In a labelled file, an integer class is written one way only (``01`` and
         ``1`` would be two classes)."""
         fmt = file_format(path, self.file_format)
-        header, records = read_records(path, fmt)
+        header, rows = read_rows(path, fmt)
         reader = self if self.columns.text_a else dataclasses.replace(
             self, columns=self.columns.resolve(header, path))
         labelled = split != "test" or self.columns.label in header
@@ -263,8 +263,8 @@ class OwnDataReader:
                 raise OwnDataError(f"{path}:1: no column {absent[0]!r} in the header; found "
                                    f"{list(header)}")
         examples, id_lines, integer_labels = [], {}, {}
-        for line_number, record in records:
-            example = reader._example(path, line_number, record, labelled, names_predictions)
+        for line_number, row in rows:
+            example = reader._example(path, line_number, row, labelled, names_predictions)
             if names_predictions:
                 first = id_lines.setdefault(example.guid, line_number)
                 if first != line_number:
@@ -287,13 +287,13 @@ class OwnDataReader:
                                if header else f"{path}: no examples; the file is empty")
         return examples
 
-    def _example(self, path: str, line_number: int, record: dict[str, Any],
+    def _example(self, path: str, line_number: int, row: dict[str, Any],
                  labelled: bool, names_predictions: bool = False) -> InputExample:
         def cell(column: str) -> Any:
-            if column not in record:
+            if column not in row:
                 raise OwnDataError(f"{path}:{line_number}: no column {column!r}; found "
-                                   f"{sorted(record)}")
-            return record[column]
+                                   f"{sorted(row)}")
+            return row[column]
 
         texts = []
         for column in self.columns.texts():

@@ -37,7 +37,7 @@ import tensorflow as tf
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
-from albert_tf.files.run_manifest import Record, read_manifest
+from albert_tf.files.run_manifest import Fact, read_manifest
 
 # The key prefix of every early-exit result (eval_results.txt, TensorBoard, best_results.json).
 PREFIX = "early_exit"
@@ -264,7 +264,7 @@ class EarlyExitSettings:
 
 # The threshold a regression's early-exit table, chosen patience and exports were made with:
 # predictions and exports with another one would not stop as the table says.
-REGRESSION_THRESHOLD = Record("regression_threshold", "early-exit decisions made with",
+REGRESSION_THRESHOLD = Fact("regression_threshold", "early-exit decisions made with",
                               describe="--regression_threshold={}".format)
 
 

@@ -1,4 +1,4 @@
-"""The sentence-level objective of a pretraining run, and its record in the output directory.
+"""The sentence-level objective of a pretraining run, a fact of its output directory's manifest.
 
 The paper compares three objectives beside the masked LM (its Table 5):
 
@@ -20,7 +20,7 @@ trained for the recorded one.
 from __future__ import annotations
 
 from albert_tf.errors.user_error import UserError
-from albert_tf.files.run_manifest import Record, read_manifest
+from albert_tf.files.run_manifest import Fact, read_manifest
 
 SENTENCE_OBJECTIVES = ("sop", "nsp", "none")
 SENTENCE_TASKS = ("sop", "nsp")
@@ -63,7 +63,7 @@ def evaluation_name(objective: str, eval_sentence_task: str | None) -> str:
     return eval_sentence_task
 
 
-OBJECTIVE = Record("sentence_objective", "checkpoints trained with",
+OBJECTIVE = Fact("sentence_objective", "checkpoints trained with",
                    describe="--sentence_objective={}".format)
 
 
@@ -71,7 +71,7 @@ def recorded_objective(output_dir: str) -> str | None:
     """The objective recorded in ``output_dir`` (None when no run recorded one);
     SentenceObjectiveError for a record that is not one."""
     manifest = read_manifest(output_dir)
-    recorded = manifest.record(OBJECTIVE.key)
+    recorded = manifest.fact(OBJECTIVE.key)
     if recorded is None or (isinstance(recorded, str) and recorded in SENTENCE_OBJECTIVES):
         return recorded
     raise SentenceObjectiveError(f"{manifest.where(OBJECTIVE.key)}: the recorded sentence "

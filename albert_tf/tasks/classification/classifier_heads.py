@@ -25,7 +25,7 @@ import tensorflow as tf
 from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, list_checkpoints
 from albert_tf.checkpoints.warm_start import unreadable_checkpoint
 from albert_tf.errors.user_error import UserError
-from albert_tf.files.run_manifest import Record, read_manifest, require_record
+from albert_tf.files.run_manifest import Fact, read_manifest, require_fact
 from albert_tf.tasks.classification.model import EARLY_EXIT_HEADS, EXIT_CLASSIFIER
 
 
@@ -45,14 +45,14 @@ def _difference(value: Any, recorded: Any) -> tuple[str, str] | None:
     return None if value == recorded else (describe(recorded), f"a classifier {describe(value)}")
 
 
-HEADS = Record("classifier_heads", "a classifier trained", compare=_difference)
+HEADS = Fact("classifier_heads", "a classifier trained", compare=_difference)
 
 
 def recorded_heads(output_dir: str) -> str | None:
     """The early-exit heads recorded in ``output_dir`` (None: ordinary, or no record; see
     ``is_recorded``). HeadsMismatch for a record that is not one."""
     manifest = read_manifest(output_dir)
-    heads = manifest.record(HEADS.key)
+    heads = manifest.fact(HEADS.key)
     if heads is not None and heads not in EARLY_EXIT_HEADS:
         raise HeadsMismatch(f"{manifest.where(HEADS.key)}: the recorded kind of classifier "
                             f"{heads!r} is not null, \"separate\" or \"shared\"; run_classifier "
@@ -61,7 +61,7 @@ def recorded_heads(output_dir: str) -> str | None:
 
 
 def is_recorded(output_dir: str) -> bool:
-    return read_manifest(output_dir).has_record(HEADS.key)
+    return read_manifest(output_dir).has_fact(HEADS.key)
 
 
 def check_heads(output_dir: str, heads: str | None) -> None:
@@ -69,11 +69,11 @@ def check_heads(output_dir: str, heads: str | None) -> None:
     (this run's: None or one of ``EARLY_EXIT_HEADS``); without a record, HeadsMismatch when the
     directory's checkpoints have separate heads and this run has not, or the reverse."""
     manifest = read_manifest(output_dir)
-    if not manifest.has_record(HEADS.key):
+    if not manifest.has_fact(HEADS.key):
         _check_unrecorded(output_dir, heads)
         return
     recorded_heads(output_dir)
-    require_record(manifest, HEADS, heads, "its early-exit flags")
+    require_fact(manifest, HEADS, heads, "its early-exit flags")
 
 
 def _check_unrecorded(output_dir: str, heads: str | None) -> None:
