@@ -10,7 +10,6 @@ before any forward pass. Layer and weight names are chosen so that ``variable.pa
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from typing import Callable, Iterator
 
