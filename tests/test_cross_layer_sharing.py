@@ -21,9 +21,9 @@ from albert_tf.tasks.pretraining.model import AlbertPretrainingModel
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import numpy_albert
 from tests.command_runner import run_command
-from tests.shared_setup import EN8K_MODEL, require_shared_data, tiny_config
+from tests.shared_setup import EN8K_MODEL, randomized, require_shared_data, tiny_config
 from tests.test_checkpoints import save_object_checkpoint
-from tests.test_modeling import TOLERANCE, make_config, padded_batch, randomize, weights_of
+from tests.test_modeling import TOLERANCE, make_config, padded_batch, weights_of
 from tests.test_training import make_trainer, synthetic_dataset_fn
 from tests.tolerances import sum_tolerance
 
@@ -43,7 +43,7 @@ def sharing_config(strategy, layers=3, groups=1, inner=1, **overrides):
 def test_forward_matches_numpy_reference(strategy, layers, groups, inner):
     cfg = sharing_config(strategy, layers, groups, inner)
     model = AlbertPretrainingModel(cfg)
-    randomize(model)
+    randomized(model)
     assert {n: tuple(v.shape) for n, v in tf1_variable_map(model).items()} == \
         numpy_albert.reference_variable_shapes(cfg)
     ids, mask, segments, positions = padded_batch(cfg)
@@ -92,7 +92,7 @@ def test_shared_part_gets_the_gradient_of_every_layer(strategy, shared):
     """A shared part's gradient is the sum of the gradients its copies get in the not-shared model
     holding the same values; each layer's own part gets exactly its copy's gradient."""
     shared_model = AlbertModel(sharing_config(strategy))
-    randomize(shared_model)
+    randomized(shared_model)
     unshared = AlbertModel(sharing_config("none"))
     shared_names = tf1_variable_map(shared_model)
     for name, variable in tf1_variable_map(unshared).items():
@@ -122,7 +122,7 @@ def test_shared_part_gets_the_gradient_of_every_layer(strategy, shared):
 def test_tf1_round_trip_is_bit_for_bit(strategy, tmp_path):
     cfg = sharing_config(strategy, layers=4, groups=2 if strategy != "none" else 1, inner=2)
     source = AlbertPretrainingModel(cfg)
-    randomize(source, seed=3)
+    randomized(source, seed=3)
     prefix = export_tf1_checkpoint(source, str(tmp_path / "model.ckpt"))
     stored = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     assert set(stored) - {"global_step"} == set(numpy_albert.reference_variable_shapes(cfg))
@@ -136,7 +136,7 @@ def test_tf1_round_trip_is_bit_for_bit(strategy, tmp_path):
 def test_attention_model_grows_from_an_all_shared_checkpoint(tmp_path):
     """init_from_group0: every layer's own feed-forward part starts from the shared block's."""
     source = AlbertPretrainingModel(sharing_config("all"))
-    randomize(source, seed=4)
+    randomized(source, seed=4)
     prefix = export_tf1_checkpoint(source, str(tmp_path / "model.ckpt"))
     grown = AlbertPretrainingModel(sharing_config("attention"))
     report = load_tf1_checkpoint(grown, prefix, init_from_group0=True)
@@ -252,7 +252,7 @@ def test_albert_tf_checkpoint_round_trip_and_strategy_change(strategy, tmp_path)
     strategy in the config is one CheckpointMismatchError."""
     cfg = sharing_config(strategy, layers=4, groups=2 if strategy != "none" else 1, inner=2)
     source = AlbertPretrainingModel(cfg)
-    randomize(source, seed=5)
+    randomized(source, seed=5)
     prefix = save_object_checkpoint(source, tmp_path)
     target = AlbertPretrainingModel(cfg)
     require_same_model(target, prefix)
@@ -292,7 +292,7 @@ def test_hub_export_carries_the_strategy_and_computes_like_the_model(tmp_path):
     require_shared_data()
     cfg = tiny_config(cross_layer_sharing="attention", num_hidden_layers=3)
     model = AlbertPretrainingModel(cfg)
-    randomize(model, seed=6)
+    randomized(model, seed=6)
     tokenizer = FullTokenizer(spm_model_file=EN8K_MODEL)
     export_path = str(tmp_path / "hub")
     export_encoder(model, tokenizer, export_path, seq_length=16)
