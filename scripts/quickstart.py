@@ -10,11 +10,14 @@
 5. plain TensorFlow (tf.saved_model.load) serves one sentence from that SavedModel
 
 Everything goes under --output_dir. The quickstart marks that directory as its own
-(.albert_tf-quickstart) and, when run again, deletes only the sub-directories it writes there;
-it refuses a directory that holds anything else.
+(.albert_tf-quickstart, which records its step counts and the steps finished) and refuses a
+directory that holds anything else. Run again, it continues: finished steps are skipped, a step
+that was stopped runs again (pretraining and fine-tuning resume from their last checkpoint) and
+step 5 serves the sentence again. --fresh deletes what it wrote there and starts over (needed to
+change the step counts).
 
 Usage: python scripts/quickstart.py [--output_dir=quickstart_output] [--num_train_steps=300]
-           [--num_finetune_steps=300] [--sentence="A sentence to classify."]
+           [--num_finetune_steps=300] [--sentence="A sentence to classify."] [--fresh]
 """
 
 import argparse
@@ -33,9 +36,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(REPO_ROOT, "scripts", "quickstart_corpus.txt")
 CONFIG = os.path.join(REPO_ROOT, "scripts", "quickstart_albert_config.json")
 LABELLED = os.path.join(REPO_ROOT, "scripts", "quickstart_labelled")
-# What the quickstart writes in --output_dir: the marker file, and these sub-directories (a rerun
-# deletes them; run_pretraining and run_classifier would otherwise resume).
+# What the quickstart writes in --output_dir: the marker file (JSON: the step counts and the
+# finished steps), and one sub-directory per training step (--fresh deletes them).
 MARKER = ".albert_tf-quickstart"
+MARKER_TEMPORARY = MARKER + ".tmp"  # the marker's next version, renamed over it once written
 OUTPUTS = ("spm", "data", "model", "classifier")
 DEFAULT_SENTENCE = "Light rain will turn to snow on the hills tonight."
 
@@ -66,15 +70,18 @@ def run_python(step: str, python: str, code: str) -> None:
         fail(f"step '{step}' failed with exit code {result.returncode}.")
 
 
-def prepare_output_dir(out: str) -> None:
-    """Makes ``out`` an empty quickstart output directory, deleting only what a previous quickstart
-    wrote there (its marker says so); refuses a directory that holds anything else."""
+def prepare_output_dir(out: str, counts: dict[str, int], fresh: bool) -> list[str]:
+    """Makes ``out`` the quickstart's output directory and returns the steps an earlier run of the
+    same ``counts`` finished there. Refuses a directory holding anything the quickstart did not
+    write, and a run of other ``counts`` (their checkpoints would not fit) unless ``fresh``, which
+    deletes only what the quickstart wrote there."""
     if os.path.lexists(out) and not os.path.isdir(out):
         fail(f"--output_dir {out} is a file, not a directory.")
     entries = sorted(os.listdir(out)) if os.path.isdir(out) else []
     ours = MARKER in entries and os.path.isfile(os.path.join(out, MARKER))
     foreign = [name for name in entries
-               if not (ours and (name == MARKER or (name in OUTPUTS and _is_plain_dir(out, name))))]
+               if not (ours and (name in (MARKER, MARKER_TEMPORARY)
+                                 or (name in OUTPUTS and _is_plain_dir(out, name))))]
     if foreign:
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
         shown = ", ".join(foreign[:5]) + more
@@ -82,14 +89,67 @@ def prepare_output_dir(out: str) -> None:
                 "yourself" if not ours and set(foreign) <= set(OUTPUTS) else "")
         fail(f"--output_dir {out} holds files the quickstart did not write ({shown}); it deletes "
              f"only its own outputs: give a new or empty directory{hint}.")
-    for name in OUTPUTS:
-        if name in entries:
-            shutil.rmtree(os.path.join(out, name))
+    recorded = _read_marker(out) if ours and not fresh else {"counts": counts, "finished": []}
+    if ours and not fresh and recorded["counts"] != counts:
+        fail(f"--output_dir {out} holds a quickstart run of {_describe(recorded['counts'])}; this "
+             f"one asks for {_describe(counts)}. Give those, another --output_dir, or --fresh "
+             "to delete that run and start over.")
+    if fresh:
+        for name in OUTPUTS:
+            if name in entries:
+                shutil.rmtree(os.path.join(out, name))
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, MARKER), "w", encoding="utf-8") as marker:
-        marker.write("Written by scripts/quickstart.py. When run again with this --output_dir, it "
-                     f"deletes {', '.join(n + '/' for n in OUTPUTS)} here, and nothing else; it "
-                     "refuses to run if anything else is here.\n")
+    _write_marker(out, recorded)
+    return recorded["finished"]
+
+
+def _read_marker(out: str) -> dict:
+    """The marker's record; an earlier version's marker (plain text) asks for --fresh."""
+    path = os.path.join(out, MARKER)
+    try:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        if isinstance(recorded, dict) and {"counts", "finished"} <= set(recorded):
+            return recorded
+    except (ValueError, UnicodeDecodeError):
+        pass
+    fail(f"{path} is the marker of an earlier version of the quickstart, which kept no record of "
+         "its steps: run with --fresh to delete its outputs and start over.")
+
+
+def _write_marker(out: str, recorded: dict) -> None:
+    """Writes the marker whole (a temporary file renamed over it)."""
+    temporary = os.path.join(out, MARKER_TEMPORARY)
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump({"written_by": "scripts/quickstart.py", **recorded}, f, indent=1)
+    os.replace(temporary, os.path.join(out, MARKER))
+
+
+def _describe(counts: dict[str, int]) -> str:
+    return " ".join(f"--{name}={value}" for name, value in sorted(counts.items()))
+
+
+class Steps:
+    """The quickstart's steps in ``out``: a finished one is skipped and said so; a step that is not
+    finished starts with its output sub-directory as the stopped run left it, deleted for the data
+    steps (their commands write whole files) and kept for the training steps (they resume)."""
+
+    def __init__(self, out: str, finished: list[str]):
+        self.out = out
+        self.finished = list(finished)
+
+    def run(self, step: str, output: str, command: list[str], resumes: bool = False) -> None:
+        if step in self.finished:
+            print(f"\n=== {step}\nfinished by an earlier run: {os.path.join(self.out, output)}",
+                  flush=True)
+            return
+        path = os.path.join(self.out, output)
+        if not resumes and os.path.isdir(path):
+            shutil.rmtree(path)  # what a stopped run of this step left
+        run(step, command)
+        self.finished.append(step)
+        recorded = _read_marker(self.out)
+        _write_marker(self.out, dict(recorded, finished=self.finished))
 
 
 def _is_plain_dir(out: str, name: str) -> bool:
@@ -136,9 +196,14 @@ def main() -> None:
     parser.add_argument("--num_finetune_steps", type=int, default=300, help="fine-tuning steps")
     parser.add_argument("--sentence", default=DEFAULT_SENTENCE,
                         help="the sentence the last step classifies with the exported SavedModel")
+    parser.add_argument("--fresh", action="store_true",
+                        help="delete what an earlier quickstart wrote in --output_dir and start "
+                             "over (else a rerun continues it)")
     args = parser.parse_args()
     out = os.path.abspath(args.output_dir)
-    prepare_output_dir(out)  # a fresh run each time (otherwise the scripts would resume)
+    counts = {"num_train_steps": args.num_train_steps,
+              "num_finetune_steps": args.num_finetune_steps}
+    steps = Steps(out, prepare_output_dir(out, counts, args.fresh))
     started = time.time()
     python = sys.executable
     spm_prefix = os.path.join(out, "spm", "quickstart")
@@ -148,24 +213,25 @@ def main() -> None:
     export = os.path.join(classifier_dir, "saved_model")
     train_file, dev_file, test_file = (os.path.join(LABELLED, f"{split}.csv")
                                        for split in ("train", "dev", "test"))
-    run("1/5 train a SentencePiece model (reference recipe)",
+    steps.run("1/5 train a SentencePiece model (reference recipe)", "spm",
         [python, "data_prep/train_sentencepiece.py", f"--input_file={CORPUS}",
          f"--model_prefix={spm_prefix}", "--vocab_size=1000"])
-    run("2/5 create MLM + SOP pretraining data",
+    steps.run("2/5 create MLM + SOP pretraining data", "data",
         [python, "data_prep/create_pretraining_data.py", f"--input_file={CORPUS}",
          f"--output_file={records}", f"--spm_model_file={spm_prefix}.model",
          "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=5",
          "--num_workers=2"])
-    run("3/5 pretrain a tiny ALBERT with LAMB, then evaluate every checkpoint",
+    steps.run("3/5 pretrain a tiny ALBERT with LAMB, then evaluate every checkpoint", "model",
         [python, "run_pretraining.py", f"--albert_config_file={CONFIG}",
          f"--input_file={records}", f"--output_dir={model_dir}", "--max_seq_length=64",
          "--max_predictions_per_seq=10", "--train_batch_size=32", "--optimizer=lamb",
          "--learning_rate=0.005", f"--num_train_steps={args.num_train_steps}",
          "--num_warmup_steps=30", "--save_checkpoints_steps=100", "--iterations_per_loop=20",
-         "--do_train", "--do_eval", "--eval_batch_size=64", "--max_eval_steps=10", "--seed=1"])
+         "--do_train", "--do_eval", "--eval_batch_size=64", "--max_eval_steps=10", "--seed=1"],
+        resumes=True)
     finetune_steps = args.num_finetune_steps
-    run("4/5 fine-tune it on your own labelled files (CSV), evaluate every checkpoint on the dev "
-        "file, predict the test file, export a SavedModel",
+    steps.run("4/5 fine-tune it on your own labelled files (CSV), evaluate every checkpoint on "
+              "the dev file, predict the test file, export a SavedModel", "classifier",
         [python, "run_classifier.py", f"--train_file={train_file}", f"--dev_file={dev_file}",
          f"--test_file={test_file}", "--id_column=id",
          f"--init_checkpoint={model_dir}/model.ckpt-best", f"--albert_config_file={CONFIG}",
@@ -174,11 +240,12 @@ def main() -> None:
          f"--train_step={finetune_steps}", f"--warmup_step={finetune_steps // 10}",
          f"--save_checkpoints_steps={min(50, finetune_steps)}", "--iterations_per_loop=20",
          "--eval_batch_size=32", "--predict_batch_size=32", "--seed=1",
-         "--do_train", "--do_eval", "--do_predict", f"--export_dir={export}"])
+         "--do_train", "--do_eval", "--do_predict", f"--export_dir={export}"], resumes=True)
     run_python("5/5 classify a sentence with the SavedModel, in plain TensorFlow",
                python, SERVING_CODE.substitute(export=repr(os.path.join(export, "with_text")),
                                                sentence=repr(args.sentence)))
-    print(f"\nQuickstart finished in {time.time() - started:.0f} s.\n"
+    print(f"\nQuickstart finished in {time.time() - started:.0f} s (run it again: it continues; "
+          "--fresh starts over).\n"
           f"  SentencePiece model: {spm_prefix}.model\n"
           f"  pretraining data:    {records} (+ .stats.json)\n"
           f"  checkpoints:         {model_dir}/model.ckpt-* and model.ckpt-best\n"

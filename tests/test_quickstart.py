@@ -1,6 +1,8 @@
-"""The README's first command: the quickstart pipeline runs end to end and learns."""
+"""The README's first command: the quickstart pipeline runs end to end and learns; run again, it
+continues (finished steps skipped, nothing rewritten), and --fresh starts over."""
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -46,13 +48,14 @@ def served_label(stdout):
 @pytest.mark.slow  # the whole quickstart script, about 90 s
 @pytest.mark.subprocess  # the user's script, as installed
 def test_quickstart_short_run_produces_every_artifact(tmp_path):
-    # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds a previous
-    # quickstart's output (its marker, a stale file in one of its sub-directories): the run
-    # deletes that, nothing else.
+    # 173 s on 2 cores busy with other jobs (load 7; 70 s of CPU). The directory holds an earlier
+    # version's quickstart output (its plain-text marker, a stale file in one of its
+    # sub-directories): --fresh deletes that, nothing else.
     (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "stale.txt").write_text("from an earlier run\n")
-    out = run_quickstart(tmp_path, "--num_train_steps=20", "--num_finetune_steps=20")
+    counts = ("--num_train_steps=20", "--num_finetune_steps=20")
+    out = run_quickstart(tmp_path, *counts, "--fresh")
     assert "Quickstart finished" in out and "step 20/20" in out
     assert not (tmp_path / "model" / "stale.txt").exists()
     assert sorted(os.listdir(tmp_path)) == [".albert_tf-quickstart", "classifier", "data", "model",
@@ -81,6 +84,52 @@ def test_quickstart_short_run_produces_every_artifact(tmp_path):
     assert re.search(r"^probabilities:   cooking \d\.\d{3}, sport \d\.\d{3}, weather \d\.\d{3}$",
                      out, re.M)
     assert "dev accuracy " in out and "majority class 0.333" in out
+    # Run again, it continues: the four finished steps are skipped, nothing is rewritten, and the
+    # sentence is served again.
+    before = file_digests(tmp_path)
+    again = run_quickstart(tmp_path, *counts)
+    assert again.count("finished by an earlier run: ") == 4 and "$ " not in again.split("5/5")[0]
+    assert served_label(again) == served_label(out) and "Quickstart finished" in again
+    assert file_digests(tmp_path) == before
+    # Other step counts would not fit its checkpoints: refused, naming both; nothing touched.
+    other = start_quickstart(tmp_path, "--num_train_steps=30", "--num_finetune_steps=20")
+    assert other.returncode == 1 and "holds a quickstart run of --num_finetune_steps=20 " \
+        "--num_train_steps=20; this one asks for --num_finetune_steps=20 --num_train_steps=30" \
+        in other.stderr
+    assert file_digests(tmp_path) == before
+
+
+def file_digests(directory) -> dict[str, str]:
+    """{path relative to ``directory``: sha256} of every file under it."""
+    return {os.path.relpath(os.path.join(root, name), directory):
+            hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()
+            for root, _, names in os.walk(directory) for name in names}
+
+
+@pytest.mark.subprocess  # the user's script, as installed
+def test_a_rerun_with_other_step_counts_or_an_earlier_versions_marker_is_refused(tmp_path):
+    """Before any work: a quickstart directory of other step counts, or an earlier version's
+    (which kept no record of its steps), needs --fresh; nothing is deleted or written."""
+    marker = tmp_path / ".albert_tf-quickstart"
+    marker.write_text(json.dumps({"counts": {"num_train_steps": 300, "num_finetune_steps": 300},
+                                  "finished": ["1/5 train a SentencePiece model (reference "
+                                               "recipe)"]}))
+    (tmp_path / "spm").mkdir()
+    (tmp_path / "spm" / "quickstart.model").write_text("its model\n")
+    before = file_digests(tmp_path)
+    result = start_quickstart(tmp_path, "--num_train_steps=30")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert lines[0] == (f"quickstart: error: --output_dir {tmp_path} holds a quickstart run of "
+                        "--num_finetune_steps=300 --num_train_steps=300; this one asks for "
+                        "--num_finetune_steps=300 --num_train_steps=30. Give those, another "
+                        "--output_dir, or --fresh to delete that run and start over.")
+    assert file_digests(tmp_path) == before
+    marker.write_text("an earlier run\n")
+    result = start_quickstart(tmp_path)
+    assert result.returncode == 1 and "kept no record of its steps: run with --fresh" in \
+        result.stderr
+    assert (tmp_path / "spm" / "quickstart.model").read_text() == "its model\n"
 
 
 @pytest.mark.subprocess  # the user's script, as installed
@@ -98,7 +147,7 @@ def test_quickstart_refuses_a_directory_holding_a_foreign_file(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
     assert (tmp_path / "model" / "mine.txt").read_text() == "mine too\n"
     # A quickstart's own directory (marker) that also holds a foreign file is refused as well.
-    (tmp_path / ".albert_tf-quickstart").write_text("an earlier run\n")
+    (tmp_path / ".albert_tf-quickstart").write_text('{"counts": {}, "finished": []}')
     result = start_quickstart(tmp_path)
     assert result.returncode == 1 and "(notes.txt)" in result.stderr
     assert (tmp_path / "model" / "mine.txt").exists() and (tmp_path / "notes.txt").exists()
