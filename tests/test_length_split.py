@@ -128,8 +128,9 @@ def with_a_defect(examples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("case, accumulation", [
-    (classifier_case, 1), (token_classifier_case, 1),
-    pytest.param(token_classifier_case, 2, marks=pytest.mark.slow)])  # 4 runs of 2 micro-batches
+    (classifier_case, 1),  # the token classifier's cases (about 25 s each) are the same machinery
+    pytest.param(token_classifier_case, 1, marks=pytest.mark.slow),
+    pytest.param(token_classifier_case, 2, marks=pytest.mark.slow)])
 def test_training_on_split_batches_equals_training_on_whole_ones(tmp_path, case, accumulation):
     task, examples, sequence = case()
     buckets = LengthBuckets.of(S, sequence, exact=True)

@@ -184,6 +184,7 @@ def test_run_classifier_resumes_exactly(tmp_path):
     assert resume_difference(tmp_path, "run_classifier.py", flags, 7, 3) == 0.0
 
 
+@pytest.mark.slow  # run_classifier's resume (fast) is the same machinery; about 20 s
 @pytest.mark.requires_shared_data
 def test_run_squad_v2_resumes_exactly(tmp_path):
     sample = os.path.join(SHARED_DATA_DIR, "squad", "dev-v2.0-sample.json")
@@ -196,6 +197,7 @@ def test_run_squad_v2_resumes_exactly(tmp_path):
     assert resume_difference(tmp_path, "run_squad.py", flags, 7, 3) == 0.0
 
 
+@pytest.mark.slow  # run_classifier's resume (fast) is the same machinery; about 20 s
 @pytest.mark.requires_shared_data
 def test_run_race_resumes_exactly(tmp_path):
     data_dir = tmp_path / "race"
