@@ -20,7 +20,8 @@ from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf.serving import tflite
 from albert_tf.serving.tflite import QUANTIZATIONS, SIGNATURE_KEY
-from albert_tf.serving.tflite_client import TFLiteInputError, TFLiteModel, check_inputs
+from albert_tf.serving.request_checks import check_inputs
+from albert_tf.serving.tflite_client import TFLiteInputError, TFLiteModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.tasks.classification.serving import export_classifier_tflite
 from tests.shared_setup import subprocess_env
@@ -140,10 +141,11 @@ def test_a_file_of_fixed_length_takes_that_length_only(tmp_path, monkeypatch):
 def test_check_inputs_without_a_model_bounds_only_the_mask():
     shapes = {"input_ids": (1, 4), "input_mask": (1, 4)}
     checked = check_inputs({"input_ids": [[9999, 1, 2, 3]], "input_mask": [[1, 1, 1, 0]]},
-                           shapes, rows={})
+                           shapes, rows={}, engine="TFLite")
     assert checked["input_ids"].dtype == np.int32
     with pytest.raises(TFLiteInputError, match="input_mask must lie in"):
-        check_inputs({"input_ids": [[1, 1, 1, 1]], "input_mask": [[1, 1, 3, 0]]}, shapes, rows={})
+        check_inputs({"input_ids": [[1, 1, 1, 1]], "input_mask": [[1, 1, 3, 0]]}, shapes, rows={},
+                     engine="TFLite")
 
 
 @pytest.mark.subprocess  # which modules a fresh process imports

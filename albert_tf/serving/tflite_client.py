@@ -6,22 +6,16 @@ a broadcast failure of an op deep in the model (a file of fixed length: ``XNNPac
 to reshape runtime``, and the runner keeps the wrong shape, so the next correct call fails too), an
 id outside the vocabulary in ``gather index out of bounds Node number 0 (GATHER)``, and an input
 of another rank, or longer than the export's max_seq_length but within the position table, runs
-silently. ``TFLiteModel`` checks every input against the file's signature before running it:
+silently. ``TFLiteModel`` checks every input against the file's signature before running it, as
+albert_tf/serving/request_checks.py says (names, integer dtype, shape [1, L] with L from 1 to the
+export's max_seq_length S, mask and embedding-table ranges): S is read off the file's
+``serving_max_seq_length`` signature (the runner resizes the inputs to L); a file of an earlier
+export, of fixed shape [1, S], takes L = S only; the tables' rows are read off the GATHER ops.
 
-- the names: a missing or unknown input, listing the signature's inputs;
-- the dtype: integers only (int64 and other integer types are cast to int32 after a check that
-  the values fit), never floats or strings;
-- the shape: one example per call, [1, L], every input of the shape of ``input_ids``; L from 1 to
-  the export's max_seq_length S (read off the file's ``serving_max_seq_length`` signature), so
-  that a request computes on its own tokens (the runner resizes the inputs to L). A file of an
-  earlier export, of fixed shape [1, S], takes L = S only: pad every example to S;
-- the values: ``input_mask`` 0 or 1, and an input looked up in an embedding table (``input_ids``,
-  ``segment_ids``) within that table's rows, read off the file.
-
-Each mistake is a ``TFLiteInputError`` (a ``UserError`` and ``ValueError``) naming the input, e.g.
-``input_ids has shape (1, 9) but this TFLite model takes [1, L] with L from 1 to 8 ...``. It
-imports NumPy and LiteRT only (``ai_edge_litert``, loaded when a model is opened), not
-TensorFlow, so a client can use it where the plain interpreter runs.
+Each mistake is a ``TFLiteInputError`` (``request_checks.ModelInputError``, a ``UserError`` and
+``ValueError``) naming the input, e.g. ``input_ids has shape (1, 9) but this TFLite model takes
+[1, L] with L from 1 to 8 ...``. It imports NumPy and LiteRT only (``ai_edge_litert``, loaded when
+a model is opened), not TensorFlow, so a client can use it where the plain interpreter runs.
 """
 
 from __future__ import annotations
@@ -30,17 +24,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from albert_tf.errors.user_error import UserError
+from albert_tf.serving.request_checks import ModelInputError, check_inputs
 
 SIGNATURE_KEY = "serving_default"  # the model's signature in albert_tf's TFLite exports
 # The export's max_seq_length (int32 scalar), a signature without inputs.
 LENGTH_SIGNATURE_KEY = "serving_max_seq_length"
-_MASK = "input_mask"
-_IDS = "input_ids"
-
-
-class TFLiteInputError(UserError, ValueError):
-    """An input that the TFLite model's signature does not take, named."""
+# What TFLiteModel raises: the error of every client's checks, under the name callers know.
+TFLiteInputError = ModelInputError
 
 
 def _table_rows(interpreter: Any, input_indices: Mapping[str, int]) -> dict[str, int]:
@@ -63,81 +53,6 @@ def _table_rows(interpreter: Any, input_indices: Mapping[str, int]) -> dict[str,
         if name is not None and params in shapes and len(shapes[params]) >= 1:
             rows[name] = int(shapes[params][0])
     return rows
-
-
-def _as_int32(name: str, value: Any) -> np.ndarray:
-    """``value`` as an int32 array; TFLiteInputError naming ``name`` for a non-integer dtype or
-    values beyond int32."""
-    array = np.asarray(value)
-    if array.dtype == np.int32:
-        return array
-    if not np.issubdtype(array.dtype, np.integer):
-        raise TFLiteInputError(f"{name} has dtype {array.dtype} but must be int32 (or another "
-                               "integer type whose values fit int32)")
-    if array.size:
-        info = np.iinfo(np.int32)
-        low, high = int(array.min()), int(array.max())
-        if low < info.min or high > info.max:
-            raise TFLiteInputError(f"{name} holds values from {low} to {high}, outside int32")
-    return array.astype(np.int32)
-
-
-def _shape_text(shape: tuple[int, ...], max_length: int) -> str:
-    """How a message writes a signature's shape: [1, 8], or [1, L] with L from 1 to 8."""
-    if shape[-1] >= 0:
-        return f"[{', '.join(map(str, shape))}]"
-    return f"[{', '.join(map(str, shape[:-1]))}, L] with L from 1 to {max_length}"
-
-
-def _check_shape(name: str, array: np.ndarray, shape: tuple[int, ...], max_length: int) -> None:
-    """TFLiteInputError unless ``array`` fits ``shape`` (-1: a dynamic axis, the sequence's, taking
-    1 to ``max_length`` positions)."""
-    fits = (array.ndim == len(shape) and
-            all(size == expected for size, expected in zip(array.shape, shape) if expected >= 0)
-            and 1 <= array.shape[-1] <= max_length)
-    if not fits:
-        fixed = shape[-1] >= 0
-        raise TFLiteInputError(
-            f"{name} has shape {array.shape} but this TFLite model takes "
-            f"{_shape_text(shape, max_length)}: one example per call, "
-            + (f"padded to the export's max_seq_length {max_length} (this file has a fixed shape)"
-               if fixed else f"at most the export's max_seq_length {max_length} tokens, "
-               "truncated as the features are"))
-
-
-def check_inputs(inputs: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]],
-                 rows: Mapping[str, int], max_length: int | None = None) -> dict[str, np.ndarray]:
-    """``inputs`` as int32 arrays of the signature's ``shapes`` ({name: shape}; -1 marks the
-    dynamic sequence axis, which takes 1 to ``max_length`` positions, the same in every input),
-    checked as the module docstring says; ``rows``: {name: embedding-table rows} bounding an
-    input's values. TFLiteInputError naming the first wrong input."""
-    expected = sorted(shapes)
-    missing = [name for name in expected if name not in inputs]
-    unknown = sorted(name for name in inputs if name not in shapes)
-    if unknown or missing:
-        problem = (f"{', '.join(unknown)} {'is not an input' if len(unknown) == 1 else 'are not inputs'}"
-                   if unknown else f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                   "missing")
-        raise TFLiteInputError(f"{problem}: this TFLite model takes {', '.join(expected)}")
-    checked = {}
-    reference = _IDS if _IDS in shapes else expected[0]
-    for name in [reference] + [name for name in expected if name != reference]:
-        array = _as_int32(name, inputs[name])
-        shape = tuple(int(size) for size in shapes[name])
-        _check_shape(name, array, shape, max_length or shape[-1])
-        if name != reference and array.shape != checked[reference].shape:
-            raise TFLiteInputError(f"{name} has shape {array.shape} but {reference} has "
-                                   f"{checked[reference].shape}: they must be equal")
-        bound = 2 if name == _MASK else rows.get(name)
-        if bound is not None and array.size:
-            low, high = int(array.min()), int(array.max())
-            if low < 0 or high >= bound:
-                what = ("1 for a token, 0 for padding" if name == _MASK
-                        else "the rows of its embedding table in the model")
-                raise TFLiteInputError(f"{name} must lie in [0, {bound}) ({what}) but holds "
-                                       f"values from {low} to {high}")
-        checked[name] = array
-    return {name: checked[name] for name in expected}
 
 
 class TFLiteModel:
@@ -174,4 +89,4 @@ class TFLiteModel:
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self._runner(**check_inputs(inputs, self.input_shapes, self.value_bounds,
-                                           self.max_seq_length))
+                                           self.max_seq_length, engine="TFLite"))
