@@ -8,7 +8,8 @@ keep the dynamic length L; the batch axis is fixed at 1, as in the TFLite files,
 tf2onnx 1.17.0 mistranslates the model's reshapes on a dynamic batch axis (ONNX Runtime then
 fails in the attention's Reshape). ``max_seq_length`` is recorded in the model's metadata
 (``metadata_props``, key ``max_seq_length``): ONNX Runtime does not bound L by it, so a client
-should (the graph runs up to the config's max_position_embeddings).
+should (the graph runs up to the config's max_position_embeddings): ``OnnxModel``
+(albert_tf/serving/onnx_client.py) does, with the other checks of a request's inputs.
 
 tf2onnx is an optional requirement (requirements-onnx.txt, as Beam's requirements-beam.txt),
 imported only when a file is written; without it the export is an OnnxExportError saying what to
@@ -25,11 +26,11 @@ import tensorflow as tf
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.serving.onnx_client import LENGTH_KEY
 from albert_tf.serving.tflite import (OutputsFn, check_convertible, check_file_path,
                                       serving_function)
 
 OPSET = 17
-LENGTH_KEY = "max_seq_length"  # the metadata_props entry recording the export's max_seq_length
 
 
 class OnnxExportError(UserError, ValueError):
