@@ -13,12 +13,15 @@ instead of --task_name and --data_dir, with the columns named by --text_column, 
 --label_column and --id_column; the same steps, the label set kept in <output_dir>/run_manifest.json
 and the predictions and exports giving your label names.
 
-Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer
-with PABEE's weighted loss; --do_eval adds each layer's and each patience's metrics (the best
+Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer,
+by default in two stages (the ordinary classifier first, in <output_dir>/ordinary unless
+--init_checkpoint holds one, then the internal classifiers alone, the rest frozen: the full depth is
+the ordinary model), or jointly with PABEE's weighted loss (--early_exit_training=joint); --do_eval adds each layer's and each patience's metrics (the best
 checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
 --export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
 directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
-recorded in its run manifest): a later run there with other early-exit flags is refused.
+and its training, recorded in its run manifest): a later run there with other early-exit flags is
+refused.
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after
 flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
                   "--early_exit: a classifier of its own per layer (separate, the paper's), or the "
                   "ordinary classifier after every layer (shared, no new weights).")
+flags.DEFINE_enum("early_exit_training", None, ["two_stage", "joint"], "[albert_tf] --early_exit: "
+                  "two_stage (default with separate heads): the ordinary classifier is trained "
+                  "first (or taken from --init_checkpoint), then the internal classifiers alone, "
+                  "so the full depth is the ordinary model; joint (PABEE's; the only one with "
+                  "shared heads): every layer's classifier and the encoder trained together.")
 flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and --export_dir "
                      "stop after a layer whose prediction stayed unchanged this many times "
                      "(default: the patience chosen on dev, in early_exit_results.json).",
@@ -84,7 +92,7 @@ flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the pat
                    "fraction of the layers after the first that it runs: it loses at most this "
                    "much to the full depth, less the fewer layers it saves (0: the best metric).",
                    lower_bound=0.0)
-_EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regression_threshold",
+_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "patience", "inference_layers", "regression_threshold",
                      "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
@@ -154,6 +162,10 @@ def check_early_exit() -> None:
                 else f"--task_name={FLAGS.task_name} is a classification")
         raise app.UsageError("--regression_threshold applies to a regression (--task_type="
                              f"regression on your files, or --task_name=sts-b); {task}.")
+    if FLAGS.early_exit_training == "two_stage" and FLAGS.early_exit_heads == "shared":
+        raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
+                             "own; --early_exit_heads=shared has none (the ordinary classifier "
+                             "after every layer): give --early_exit_training=joint.")
     if FLAGS.patience is not None and FLAGS.inference_layers is not None:
         raise app.UsageError("--patience stops each example when its prediction settles, "
                              "--inference_layers at a fixed depth: give one or the other.")
@@ -177,7 +189,8 @@ from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa: E402
 from data_prep.classification.own_data import Columns  # noqa: E402
 from task_specs.classification import ClassifierSettings, classification_spec  # noqa: E402
-from task_specs.early_exit import early_exit_spec  # noqa: E402
+from albert_tf.tasks.classification.two_stage import default_training  # noqa: E402
+from task_specs.early_exit import early_exit_spec, stage_two_settings  # noqa: E402
 
 
 def settings_from_flags() -> ClassifierSettings:
@@ -186,7 +199,9 @@ def settings_from_flags() -> ClassifierSettings:
              if FLAGS[f"{split}_file"].value}
     threshold = FLAGS.threshold_to_export
     early_exit = EarlyExitSettings(
-        FLAGS.early_exit_heads, FLAGS.patience, FLAGS.inference_layers,
+        FLAGS.early_exit_heads,
+        FLAGS.early_exit_training or default_training(FLAGS.early_exit_heads),
+        FLAGS.patience, FLAGS.inference_layers,
         FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
         FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
     return ClassifierSettings(
@@ -199,7 +214,11 @@ def settings_from_flags() -> ClassifierSettings:
 def main(argv):
     del argv
     settings, own = RunSettings.from_flags(), settings_from_flags()
-    run_task(settings, (early_exit_spec if own.early_exit else classification_spec)(settings, own))
+    if own.early_exit is None:
+        run_task(settings, classification_spec(settings, own))
+        return
+    settings = stage_two_settings(settings, own)
+    run_task(settings, early_exit_spec(settings, own))
 
 
 if __name__ == "__main__":

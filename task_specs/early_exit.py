@@ -2,7 +2,10 @@
 every layer. Its own members: the heads (recorded; an early-exit regression's threshold too), the
 sweep's per-layer / per-patience table and chosen patience (early_exit_results.json), predictions
 that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
-depth)."""
+depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
+two_stage.py): ``stage_two_settings`` trains the ordinary classifier first where --init_checkpoint
+holds none, and stage 2 trains the internal classifiers alone; its sweep keeps the last checkpoint
+(the full depth is the same at every one)."""
 
 from __future__ import annotations
 
@@ -11,14 +14,19 @@ import functools
 import os
 from typing import Callable
 
+from albert_tf.cli.driver import run_task
 from albert_tf.cli.settings import RunSettings
+from albert_tf.errors.user_error import UserError
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
 from albert_tf.files.run_manifest import read_manifest
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
                                                        EarlyExitSettings, ExitPolicy, layer_key,
-                                                       results_of, stopped_layers,
+                                                       price_line, results_of, stopped_layers,
                                                        write_results)
+from albert_tf.tasks.classification.heads_record import check_heads
 from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
+from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, TWO_STAGE,
+                                                      check_training, ordinary_classifier)
 from task_specs import classification
 from task_specs.classification import ClassifierSettings
 
@@ -27,12 +35,17 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
     """``classification_spec`` of ``own`` with its early-exit members (``own.early_exit`` set)."""
     ordinary = classification.classification_spec(settings, own)
     early = own.early_exit
+    two_stage = early.training == TWO_STAGE
     return dataclasses.replace(
         ordinary,
         read_data=functools.partial(read_early_exit_data, own, early),
         training=dataclasses.replace(ordinary.training, task=functools.partial(
-            classification.classifier_task, early_exit=early.heads)),
-        sweep=dataclasses.replace(ordinary.sweep, report=report),
+            classification.classifier_task, early_exit=early.heads, internal_only=two_stage)),
+        # Two-stage: every checkpoint has the ordinary full depth, so the sweep keeps the last
+        # one, whose internal classifiers trained longest (the first of equal metrics would win).
+        sweep=dataclasses.replace(ordinary.sweep, report=report,
+                                  selection_metric=("global_step" if two_stage
+                                                    else ordinary.sweep.selection_metric)),
         outputs=dataclasses.replace(
             ordinary.outputs,
             predict=functools.partial(classification.predict, exit_layers=exit_layers),
@@ -53,11 +66,16 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
     data = classification.read_classifier_data(own, start, heads=early.heads)
     settings = start.settings
     num_layers = start.config.num_hidden_layers
+    check_training(settings.output_dir, early.training)
+    if early.training == TWO_STAGE and num_layers < 2:
+        raise UserError("--early_exit_training=two_stage trains the internal classifiers of "
+                        "layers 1..L-1: the model has 1 layer (num_hidden_layers of "
+                        "--albert_config_file).")
     if (settings.do_predict or settings.export_dir) and not settings.do_eval:
         early.policy(num_layers, _results_path(settings))
     else:
         early.check_depth(num_layers)
-    records = dict(data.records)
+    records = {**data.records, TRAINING: (early.training, "--early_exit_training")}
     if data.content.task.is_regression:
         if early.regression_threshold is None:
             early = dataclasses.replace(
@@ -89,7 +107,9 @@ def report(run: TaskRun, best: dict[str, float]) -> None:
     key = run.data.content.task.selection_metric
     if layer_key(run.config.num_hidden_layers, key) not in best:
         key = task.metric_keys[0]
-    results = results_of(best, key, run.data.content.early_exit.sweep_tolerance)
+    early = run.data.content.early_exit
+    results = results_of(best, key, early.sweep_tolerance,
+                         ordinary_is_full_depth=early.training == TWO_STAGE)
     path = run.output_path(RESULTS_FILE)
     if results is None:
         print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose table "
@@ -99,7 +119,8 @@ def report(run: TaskRun, best: dict[str, float]) -> None:
     write_results(path, dict(results, best_step=best_checkpoint["step"],
                              fingerprint=best_checkpoint["fingerprint"]))
     print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
-          f"{results['tolerance_points']} points times the share of layers 2..L run) -> {path}")
+          f"{results['tolerance_points']} points times the share of layers 2..L run): "
+          f"{price_line(results)} -> {path}")
 
 
 def exit_layers(run: TaskRun, outputs: dict, suffix: str, key: str, guids: list) -> dict:
@@ -128,3 +149,31 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     print(f"Early exit: the {kind} model runs a fixed depth of "
           f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
     return export(run, layers=layers)
+
+
+def stage_two_settings(settings: RunSettings, own: ClassifierSettings) -> RunSettings:
+    """The settings of an early-exit run. A two-stage --do_train first checks that --output_dir
+    holds nothing of another kind, then, unless --init_checkpoint holds an ordinary classifier
+    (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
+    written), runs stage 1: the ordinary run of the same flags (without --early_exit, without
+    predictions or exports) in ``<output_dir>/ordinary``, whose weights are those of the same
+    command run without --early_exit, bit for bit; stage 2 starts from that directory (its best
+    checkpoint, else its last). A rerun finds stage 1 finished, or resumes it."""
+    early = own.early_exit
+    if early.training != TWO_STAGE or not settings.do_train:
+        return settings
+    check_heads(settings.output_dir, early.heads)
+    check_training(settings.output_dir, early.training)
+    if ordinary_classifier(settings.init_checkpoint):
+        print(f"Two-stage training: the ordinary classifier of --init_checkpoint="
+              f"{settings.init_checkpoint} is stage 1; stage 2 trains the internal classifiers.")
+        return settings
+    stage_one = dataclasses.replace(
+        settings, output_dir=os.path.join(settings.output_dir, ORDINARY_DIR), do_predict=False,
+        export_dir=None, tflite_file=None, onnx_file=None)
+    print(f"Two-stage training, stage 1: the ordinary classifier in {stage_one.output_dir}")
+    run_task(stage_one, classification.classification_spec(
+        stage_one, dataclasses.replace(own, early_exit=None)))
+    print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir}, the "
+          f"encoder and the ordinary classifier of {stage_one.output_dir} frozen")
+    return dataclasses.replace(settings, init_checkpoint=stage_one.output_dir)

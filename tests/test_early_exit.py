@@ -815,3 +815,93 @@ def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp
         "--inference_layers.")
     assert not (output_dir / "model.ckpt-4.index").exists()
     assert not (output_dir / "test_results.tsv").exists()
+
+
+# -- two-stage training (--early_exit_training=two_stage, the default with separate heads) ----------
+
+def file_bytes(directory):
+    """{relative path: bytes} of every file under ``directory``."""
+    import os
+
+    return {os.path.relpath(os.path.join(root, name), directory):
+            open(os.path.join(root, name), "rb").read()
+            for root, _, names in os.walk(directory) for name in names}
+
+
+def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_untouched(
+        tmp_path):
+    """Two-stage training: stage 1 in <output_dir>/ordinary is the ordinary run of the same flags
+    (its checkpoint equals the ordinary run's, bit for bit); stage 2 changes no encoder or ordinary
+    classifier variable, so the full depth's outputs equal the ordinary model's bit for bit; a
+    two-stage run from an ordinary output directory reads it and leaves every byte of it as it
+    was; the results file and the printed price name the ordinary model's dev metric; a rerun with
+    joint training is refused in one line."""
+    import json
+
+    from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
+    from albert_tf.files.run_manifest import read_manifest
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+    from tests.test_resume_dropout import checkpoint_tensors
+
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    flags = [flag for flag in flags if not flag.startswith("--output_dir")] + [
+        "--do_train", "--do_eval", "--train_step=4", "--save_checkpoints_steps=2", "--seed=3",
+        "--learning_rate=1e-2"]
+    ordinary_dir, two_stage_dir, from_dir = (tmp_path / name for name in
+                                             ("ordinary", "two_stage", "from_ordinary"))
+    ordinary = run_command("run_classifier.py", *flags, f"--output_dir={ordinary_dir}")
+    assert ordinary.returncode == 0, ordinary.stderr[-3000:]
+    two_stage = run_command("run_classifier.py", *flags, f"--output_dir={two_stage_dir}",
+                            "--early_exit")
+    assert two_stage.returncode == 0, two_stage.stderr[-3000:]
+    stage_one = checkpoint_tensors(str(two_stage_dir / "ordinary" / BEST_CHECKPOINT_NAME))
+    want = checkpoint_tensors(str(ordinary_dir / BEST_CHECKPOINT_NAME))
+    model_names = {name for name in want if name.startswith("model/")}
+    assert model_names and all(np.array_equal(stage_one[name], want[name])
+                               for name in model_names)  # stage 1 is the ordinary run, bit for bit
+    assert read_manifest(str(two_stage_dir)).record("early_exit_training") == "two_stage"
+
+    before = file_bytes(ordinary_dir)
+    from_ordinary = run_command("run_classifier.py", *flags, f"--output_dir={from_dir}",
+                                "--early_exit", f"--init_checkpoint={ordinary_dir}")
+    assert from_ordinary.returncode == 0, from_ordinary.stderr[-3000:]
+    assert file_bytes(ordinary_dir) == before
+    assert not (from_dir / "ordinary").exists()
+
+    cfg = small(vocab_size=500, max_position_embeddings=16)
+    rng = np.random.default_rng(0)
+    inputs = {"input_ids": tf.constant(rng.integers(5, 500, (6, 16)), tf.int32),
+              "input_mask": tf.constant(np.ones((6, 16)), tf.int32),
+              "segment_ids": tf.constant(np.zeros((6, 16)), tf.int32)}
+    plain = AlbertClassifierModel(cfg, 2)
+    tf.train.Checkpoint(model=plain).read(
+        str(ordinary_dir / BEST_CHECKPOINT_NAME)).expect_partial().assert_existing_objects_matched()
+    logits = plain(inputs, training=False)["logits"].numpy()
+    for directory in (two_stage_dir, from_dir):
+        tensors = checkpoint_tensors(str(directory / BEST_CHECKPOINT_NAME))
+        assert all(np.array_equal(tensors[name], want[name])
+                   for name in model_names)  # stage 2 froze all but the exit heads
+        trained_heads = [name for name in tensors if "exit_classifier_1/output_weights/" in name]
+        model = AlbertClassifierModel(cfg, 2, early_exit="separate")
+        tf.train.Checkpoint(model=model).read(str(directory / BEST_CHECKPOINT_NAME)) \
+            .expect_partial().assert_existing_objects_matched()
+        np.testing.assert_array_equal(model(inputs, training=False)["layer_logits"][:, -1], logits)
+        assert trained_heads
+        results = json.loads((directory / exits.RESULTS_FILE).read_text())
+        full = results["table"]["early_exit/layer_2/eval_accuracy"]
+        assert results["ordinary"] == {"eval_accuracy": full}
+        assert full == json.loads((ordinary_dir / "best_results.json").read_text())[
+            "metrics"]["eval_accuracy"]
+        chosen = results["chosen"]
+        assert chosen["points_from_ordinary"] == pytest.approx(
+            100 * (chosen["eval_accuracy"] - full))
+    assert "against the ordinary model" in two_stage.stdout
+    assert "two-stage training: the full depth is the ordinary model" in two_stage.stdout
+
+    refused = run_command("run_classifier.py", *flags, f"--output_dir={from_dir}",
+                          "--early_exit", "--early_exit_training=joint")
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={from_dir} holds internal classifiers trained with "
+        "--early_exit_training=two_stage; this run has --early_exit_training=joint. Give "
+        "--early_exit_training=two_stage to continue it, or use another --output_dir.")
