@@ -190,7 +190,7 @@ from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa:
 from data_prep.classification.own_data import Columns  # noqa: E402
 from task_specs.classification import ClassifierSettings, classification_spec  # noqa: E402
 from albert_tf.tasks.classification.two_stage import default_training  # noqa: E402
-from task_specs.early_exit import early_exit_spec, stage_two_settings  # noqa: E402
+from task_specs.early_exit import early_exit_spec  # noqa: E402
 
 
 def settings_from_flags() -> ClassifierSettings:
@@ -214,11 +214,7 @@ def settings_from_flags() -> ClassifierSettings:
 def main(argv):
     del argv
     settings, own = RunSettings.from_flags(), settings_from_flags()
-    if own.early_exit is None:
-        run_task(settings, classification_spec(settings, own))
-        return
-    settings = stage_two_settings(settings, own)
-    run_task(settings, early_exit_spec(settings, own))
+    run_task(settings, (early_exit_spec if own.early_exit else classification_spec)(settings, own))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ every layer. Its own members: the heads (recorded; an early-exit regression's th
 sweep's per-layer / per-patience table and chosen patience (early_exit_results.json), predictions
 that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
 depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
-two_stage.py): ``stage_two_settings`` trains the ordinary classifier first where --init_checkpoint
-holds none, and stage 2 trains the internal classifiers alone; its sweep keeps the last checkpoint
+two_stage.py): ``stage_one`` trains the ordinary classifier first where --init_checkpoint holds
+none (from ``read_data``, once the run's checks passed), and stage 2 trains the internal classifiers alone; its sweep keeps the last checkpoint
 (the full depth is the same at every one)."""
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ import functools
 import os
 from typing import Callable
 
+from albert_tf.checkpoints.label_set import LABEL_SET
+from albert_tf.checkpoints.run_directory import trained_checkpoint
+from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.driver import run_task
 from albert_tf.cli.settings import RunSettings
 from albert_tf.errors.user_error import UserError
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
-from albert_tf.files.run_manifest import read_manifest
+from albert_tf.files.run_manifest import read_manifest, require_record
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
                                                        EarlyExitSettings, ExitPolicy, layer_key,
                                                        price_line, results_of, stopped_layers,
                                                        write_results)
-from albert_tf.tasks.classification.heads_record import check_heads
 from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
 from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, TWO_STAGE,
                                                       check_training, ordinary_classifier)
@@ -59,10 +61,12 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
 
 def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
                          start: RunStart) -> TaskData:
-    """The classification's data, then before any long work: --inference_layers is a depth the
-    config has, and a prediction or export without a sweep in this run has its stopping rule (the
-    patience chosen on dev recorded); an early-exit regression's --regression_threshold (not
-    given: the recorded one, which its table and chosen patience were made with) is recorded."""
+    """The classification's data, then before any long work: the directory's training is this
+    run's, --inference_layers is a depth the config has, and a prediction or export without a
+    sweep in this run has its stopping rule (the patience chosen on dev recorded); an early-exit
+    regression's --regression_threshold (not given: the recorded one, which its table and chosen
+    patience were made with) is recorded. Then a two-stage --do_train gets its stage 1
+    (``stage_one``)."""
     data = classification.read_classifier_data(own, start, heads=early.heads)
     settings = start.settings
     num_layers = start.config.num_hidden_layers
@@ -81,7 +85,13 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
             early = dataclasses.replace(
                 early, regression_threshold=start.manifest.record(REGRESSION_THRESHOLD.key))
         records[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
-    return dataclasses.replace(data, records=records,
+    init = None
+    if early.training == TWO_STAGE and settings.do_train:
+        for record, (value, where) in {**records, LABEL_SET: (data.label_set.to_record(),
+                                                              data.label_source)}.items():
+            require_record(start.manifest, record, value, where)  # before stage 1's long work
+        init = stage_one(settings, own)
+    return dataclasses.replace(data, records=records, init_checkpoint=init,
                                content=dataclasses.replace(data.content, early_exit=early))
 
 
@@ -151,29 +161,27 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     return export(run, layers=layers)
 
 
-def stage_two_settings(settings: RunSettings, own: ClassifierSettings) -> RunSettings:
-    """The settings of an early-exit run. A two-stage --do_train first checks that --output_dir
-    holds nothing of another kind, then, unless --init_checkpoint holds an ordinary classifier
-    (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
-    written), runs stage 1: the ordinary run of the same flags (without --early_exit, without
-    predictions or exports) in ``<output_dir>/ordinary``, whose weights are those of the same
-    command run without --early_exit, bit for bit; stage 2 starts from that directory (its best
-    checkpoint, else its last). A rerun finds stage 1 finished, or resumes it."""
-    early = own.early_exit
-    if early.training != TWO_STAGE or not settings.do_train:
-        return settings
-    check_heads(settings.output_dir, early.heads)
-    check_training(settings.output_dir, early.training)
+
+def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSource | None:
+    """Stage 1 of a two-stage --do_train; returns where stage 2 starts (None: --init_checkpoint).
+    Nothing when stage 2 has a checkpoint (it resumes) or --init_checkpoint holds an ordinary
+    classifier (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
+    written); else the ordinary run of the same flags (without --early_exit, predictions or
+    exports) in ``<output_dir>/ordinary``, whose weights are those of the same command run
+    without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
+    A rerun finds it finished, or resumes it."""
+    if trained_checkpoint(settings.output_dir) is not None:
+        return None
     if ordinary_classifier(settings.init_checkpoint):
         print(f"Two-stage training: the ordinary classifier of --init_checkpoint="
               f"{settings.init_checkpoint} is stage 1; stage 2 trains the internal classifiers.")
-        return settings
-    stage_one = dataclasses.replace(
+        return None
+    stage = dataclasses.replace(
         settings, output_dir=os.path.join(settings.output_dir, ORDINARY_DIR), do_predict=False,
         export_dir=None, tflite_file=None, onnx_file=None)
-    print(f"Two-stage training, stage 1: the ordinary classifier in {stage_one.output_dir}")
-    run_task(stage_one, classification.classification_spec(
-        stage_one, dataclasses.replace(own, early_exit=None)))
+    print(f"Two-stage training, stage 1: the ordinary classifier in {stage.output_dir}")
+    run_task(stage, classification.classification_spec(
+        stage, dataclasses.replace(own, early_exit=None)))
     print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir}, the "
-          f"encoder and the ordinary classifier of {stage_one.output_dir} frozen")
-    return dataclasses.replace(settings, init_checkpoint=stage_one.output_dir)
+          f"encoder and the ordinary classifier of {stage.output_dir} frozen")
+    return resolve_checkpoint_source(stage.output_dir)

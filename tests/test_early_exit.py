@@ -420,10 +420,12 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
 
 @pytest.mark.slow  # two runs of run_classifier, about 30 s each
 @pytest.mark.requires_shared_data
-@pytest.mark.parametrize("heads", ["separate", "shared"])
-def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
+@pytest.mark.parametrize("heads, training", [("separate", "two_stage"), ("separate", "joint"),
+                                             ("shared", "joint")])
+def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
     """--early_exit with dropout on: a run restarted from its step-3 checkpoint ends with the
-    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included."""
+    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included (two-stage:
+    stage 2 resumed, its stage 1 finished)."""
     import os
 
     from tests.shared_setup import EN8K_MODEL, GLUE_DIR
@@ -438,7 +440,7 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
     flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}", f"--albert_config_file={config}",
              f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
              "--train_step=7", "--train_batch_size=8", "--learning_rate=1e-3", *LOOP,
-             "--early_exit", f"--early_exit_heads={heads}"]
+             "--early_exit", f"--early_exit_heads={heads}", f"--early_exit_training={training}"]
     assert resume_difference(tmp_path, "run_classifier.py", flags, 7, 3) == 0.0
     saved = checkpoint_tensors(str(tmp_path / "full" / "model.ckpt-7"))
     exit_heads = {name for name in saved if "exit_classifier" in name}
@@ -896,6 +898,16 @@ def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_u
         chosen = results["chosen"]
         assert chosen["points_from_ordinary"] == pytest.approx(
             100 * (chosen["eval_accuracy"] - full))
+    # Conversion: the two-stage checkpoint to the reference's TF1 names, every classifier kept.
+    config_flag = next(flag for flag in flags if flag.startswith("--albert_config_file"))
+    converted = run_command("-m albert_tf.convert_checkpoint", config_flag,
+                            f"--checkpoint={from_dir}", "--to=reference",
+                            f"--output_dir={tmp_path / 'tf1'}")
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    tf1 = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt"))
+    np.testing.assert_array_equal(tf1.get_tensor("early_exit/layer_1/output_weights"), next(
+        value for name, value in checkpoint_tensors(str(from_dir / BEST_CHECKPOINT_NAME)).items()
+        if "exit_classifier_1/output_weights/" in name))
     assert "against the ordinary model" in two_stage.stdout
     assert "two-stage training: the full depth is the ordinary model" in two_stage.stdout
 

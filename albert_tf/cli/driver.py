@@ -70,6 +70,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         manifest = read_manifest(settings.output_dir)
         data = spec.read_data(RunStart(settings, config, tokenizer, init, manifest))
+        init = data.init_checkpoint or init
         records = {**({LABEL_SET: (data.label_set.to_record(), data.label_source)}
                       if data.label_set is not None else {}), **data.records}
         for record, (value, where) in records.items():
