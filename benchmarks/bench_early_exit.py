@@ -381,11 +381,12 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
                   f"{base * 1000:>12.2f} {base / latency:>8.2f}x {served_layers:>14.2f}"
                   + ("  <- chosen" if patience == chosen else ""))
             if patience == chosen:
-                lost = 100 * (best["ordinary"]["eval_accuracy"] - accuracy) if ordinary else None
+                points = (100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary
+                          else None)
                 summary.append(
                     f"{task} {variant}: patience {chosen}: accuracy {accuracy:.4f}"
                     + (f" against the ordinary {best['ordinary']['eval_accuracy']:.4f} "
-                       f"({lost:.2f} points lost)" if lost is not None else "")
+                       f"({points:+.2f} points)" if points is not None else "")
                     + f", {layers:.2f} mean layers, batch-1 speed-up {base / latency:.2f}x")
     print("\n" + "\n".join(summary))
 
