@@ -15,9 +15,10 @@ and the predictions and exports giving your label names.
 
 Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer,
 by default in two stages (the ordinary classifier first, in <output_dir>/ordinary unless
---init_checkpoint holds one, then the internal classifiers alone, the rest frozen: the full depth is
-the ordinary model), or jointly with PABEE's weighted loss (--early_exit_training=joint); --do_eval adds each layer's and each patience's metrics (the best
-checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
+--init_checkpoint holds one, then the internal classifiers alone, the rest frozen: the full depth
+is the ordinary model), or jointly with PABEE's weighted loss (--early_exit_training=joint);
+--do_eval adds each layer's and each patience's metrics (the best checkpoint's in
+early_exit_results.json, with the patience chosen on dev and its price); --do_predict and
 --export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
 directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
 and its training, recorded in its run manifest): a later run there with other early-exit flags is
@@ -92,8 +93,8 @@ flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the pat
                    "fraction of the layers after the first that it runs: it loses at most this "
                    "much to the full depth, less the fewer layers it saves (0: the best metric).",
                    lower_bound=0.0)
-_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "patience", "inference_layers", "regression_threshold",
-                     "patience_tolerance")
+_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "patience", "inference_layers",
+                     "regression_threshold", "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
@@ -151,8 +152,9 @@ def check_flags() -> None:
 
 def check_early_exit() -> None:
     """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
-    be ignored on a classification, whose prediction is unchanged when its class is); --patience
-    and --inference_layers are two ways of stopping (give one)."""
+    be ignored on a classification, whose prediction is unchanged when its class is); two-stage
+    training needs classifiers of their own (not shared heads); --patience and
+    --inference_layers are two ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in _EARLY_EXIT_FLAGS:
             if FLAGS[name].present:
@@ -187,9 +189,9 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.driver import run_task  # noqa: E402
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa: E402
+from albert_tf.tasks.classification.two_stage import default_training  # noqa: E402
 from data_prep.classification.own_data import Columns  # noqa: E402
 from task_specs.classification import ClassifierSettings, classification_spec  # noqa: E402
-from albert_tf.tasks.classification.two_stage import default_training  # noqa: E402
 from task_specs.early_exit import early_exit_spec  # noqa: E402
 
 

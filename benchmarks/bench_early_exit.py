@@ -2,8 +2,8 @@
 costs.
 
 For each task (SST-2, RTE sentences, the quickstart's 3 classes and 5 sources, below), a small
-randomly initialised 12-layer ALBERT (en8k's vocabulary, all layers sharing one block; the widths are
-flags: ALBERT-base's too) is fine-tuned by run_classifier.py with the same seeds and steps, as the
+randomly initialised 12-layer ALBERT (en8k's vocabulary, all layers sharing one block; the widths
+are flags: ALBERT-base's too) is fine-tuned by run_classifier.py with the same seeds and steps, as the
 variants say:
 
 - ``ordinary``: no early exit;

@@ -4,8 +4,9 @@ sweep's per-layer / per-patience table and chosen patience (early_exit_results.j
 that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
 depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
 two_stage.py): ``stage_one`` trains the ordinary classifier first where --init_checkpoint holds
-none (from ``read_data``, once the run's checks passed), and stage 2 trains the internal classifiers alone; its sweep keeps the last checkpoint
-(the full depth is the same at every one)."""
+none (from ``read_data``, once the run's checks passed), then the run trains the internal
+classifiers alone; its sweep keeps the last checkpoint (the full depth is the same at every
+one)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from albert_tf.checkpoints.run_directory import trained_checkpoint
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.driver import run_task
 from albert_tf.cli.settings import RunSettings
-from albert_tf.errors.user_error import UserError
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
+from albert_tf.errors.user_error import UserError
 from albert_tf.files.run_manifest import read_manifest, require_record
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
                                                        EarlyExitSettings, ExitPolicy, layer_key,
@@ -159,7 +160,6 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     print(f"Early exit: the {kind} model runs a fixed depth of "
           f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
     return export(run, layers=layers)
-
 
 
 def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSource | None:

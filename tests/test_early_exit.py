@@ -819,7 +819,7 @@ def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp
     assert not (output_dir / "test_results.tsv").exists()
 
 
-# -- two-stage training (--early_exit_training=two_stage, the default with separate heads) ----------
+# -- two-stage training (--early_exit_training=two_stage, the default with separate heads) --------
 
 def file_bytes(directory):
     """{relative path: bytes} of every file under ``directory``."""
