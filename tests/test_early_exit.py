@@ -267,6 +267,32 @@ def test_the_chosen_patience_trades_the_metric_for_layers():
     assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
 
 
+def test_the_results_and_the_table_give_the_price_against_the_ordinary_model():
+    """early_exit_results.json's ``chosen``: the chosen patience's accuracy and mean layers and its
+    distance, in points, from the full depth and from the ordinary model; two-stage training: the
+    ordinary model is the full depth (the table's last row repeats it); joint: unknown, said."""
+    table = {**SST2_LIKE, "early_exit/layer_12/eval_accuracy": 0.7844}
+    two_stage = exits.results_of(table, "eval_accuracy", 2.0, ordinary_is_full_depth=True)
+    assert two_stage["patience"] == 3 and two_stage["ordinary"] == {"eval_accuracy": 0.7844}
+    assert two_stage["chosen"] == {"eval_accuracy": 0.7752, "mean_layers": 4.39,
+                                   "points_from_full_depth": pytest.approx(-0.92),
+                                   "points_from_ordinary": pytest.approx(-0.92)}
+    assert exits.price_line(two_stage) == (
+        "eval_accuracy 0.7752 with 4.39 of 12 layers on average: -0.92 points against the full "
+        "depth, -0.92 against the ordinary model (0.7844; two-stage training: the full depth is "
+        "the ordinary model)")
+    joint = exits.results_of(table, "eval_accuracy", 2.0)
+    assert joint["ordinary"] is None and joint["chosen"]["points_from_ordinary"] is None
+    assert exits.price_line(joint).endswith(
+        "-0.92 points against the full depth; against the ordinary model: unknown (joint "
+        "training changes the full depth; train without --early_exit, the same recipe and "
+        "seed, to know it)")
+    rows = exits.format_table(table, ("eval_accuracy",), ordinary_is_full_depth=True)
+    assert rows.splitlines()[-1].split()[:3] == ["ordinary", "0.7844", "12"]
+    assert exits.format_table(table, ("eval_accuracy",)).splitlines()[-1].split()[:2] == [
+        "ordinary", "unknown"]
+
+
 def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_path):
     """--do_predict / --export_dir without --patience: the patience the sweep chose, unless
     --patience_tolerance is given (it used to be ignored there): then the one that tolerance

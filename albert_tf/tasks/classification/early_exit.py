@@ -161,8 +161,8 @@ def choose_patience(results: Mapping[str, float], key: str,
 # What the table and early_exit_results.json say of the ordinary model's dev metric, by training:
 # two-stage's full depth is the ordinary model; joint training changes it.
 ORDINARY_IS_FULL_DEPTH = "two-stage training: the full depth is the ordinary model"
-ORDINARY_UNKNOWN = ("unknown: joint training changes the full depth; train without --early_exit "
-                    "(the same recipe and seed) to know it")
+ORDINARY_UNKNOWN = ("unknown (joint training changes the full depth; train without --early_exit, "
+                    "the same recipe and seed, to know it)")
 
 
 def format_table(results: Mapping[str, float], keys: tuple[str, ...],
@@ -327,10 +327,10 @@ def price_line(results: Mapping[str, object]) -> str:
     chosen, key = results["chosen"], results["selection_metric"]
     line = (f"{key} {chosen[key]:.4f} with {chosen[MEAN_LAYERS]:.2f} of {results['num_layers']} "
             f"layers on average: {chosen['points_from_full_depth']:+.2f} points against the "
-            "full depth, ")
+            "full depth")
     if results["ordinary"] is None:
-        return line + f"against the ordinary model {results['ordinary_note']}"
-    return (line + f"{chosen['points_from_ordinary']:+.2f} against the ordinary model "
+        return line + f"; against the ordinary model: {results['ordinary_note']}"
+    return (line + f", {chosen['points_from_ordinary']:+.2f} against the ordinary model "
             f"({results['ordinary'][key]:.4f}; {results['ordinary_note']})")
 
 
