@@ -478,6 +478,10 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
     (["--early_exit_heads=shared"], "--early_exit_heads applies to --early_exit models only"),
     (["--early_exit", "--patience=2", "--inference_layers=3"], "give one or the other"),
     (["--early_exit", "--patience=0"], "--patience"),
+    (["--early_exit_training=joint"], "--early_exit_training applies to --early_exit models only"),
+    (["--early_exit", "--early_exit_heads=shared", "--early_exit_training=two_stage"],
+     "--early_exit_heads=shared has none (the ordinary classifier after every layer): give "
+     "--early_exit_training=joint."),
 ])
 def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
     from tests.command_runner import run_command
@@ -943,3 +947,44 @@ def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_u
         f"run_classifier: error: --output_dir={from_dir} holds internal classifiers trained with "
         "--early_exit_training=two_stage; this run has --early_exit_training=joint. Give "
         "--early_exit_training=two_stage to continue it, or use another --output_dir.")
+
+
+def test_what_counts_as_stage_one_and_the_recorded_training(tmp_path):
+    """--init_checkpoint is stage 1 when it holds an ordinary classifier (its head, no internal
+    classifier, no early-exit record beside it); an encoder alone is what stage 1 starts from; an
+    early-exit classifier is refused. A directory records its training; one with an early-exit
+    classifier trained before the record counts as joint."""
+    from albert_tf.errors.user_error import UserError
+    from albert_tf.files.run_manifest import add_records, update_manifest
+    from albert_tf.tasks.classification import two_stage
+    from albert_tf.tasks.classification.heads_record import HEADS
+
+    cfg = config()
+    for name, model in (("ordinary", AlbertClassifierModel(cfg, 2)),
+                        ("separate", AlbertClassifierModel(cfg, 2, early_exit="separate")),
+                        ("shared", AlbertClassifierModel(cfg, 2, early_exit="shared"))):
+        model(random_inputs(batch=1), training=False)
+        tf.train.Checkpoint(model=model).write(str(tmp_path / name / "model.ckpt-best"))
+    encoder = AlbertClassifierModel(cfg, 2).albert
+    encoder(random_inputs(batch=1), training=False)
+    tf.train.Checkpoint(model=tf.train.Checkpoint(albert=encoder)).write(
+        str(tmp_path / "encoder" / "model.ckpt-1"))
+    add_records(str(tmp_path / "shared"), {HEADS: ("shared", "its early-exit flags")})
+    assert two_stage.ordinary_classifier(str(tmp_path / "ordinary"))
+    assert two_stage.ordinary_classifier(str(tmp_path / "ordinary" / "model.ckpt-best"))
+    assert not two_stage.ordinary_classifier(str(tmp_path / "encoder" / "model.ckpt-1"))
+    assert not two_stage.ordinary_classifier(None)
+    for name in ("separate", "shared"):  # shared: the same variables, told by the record
+        with pytest.raises(UserError, match="a classifier trained with --early_exit; two-stage"):
+            two_stage.ordinary_classifier(str(tmp_path / name))
+
+    two_stage.check_training(str(tmp_path / "ordinary"), "two_stage")  # nothing recorded
+    add_records(str(tmp_path / "ordinary"), {two_stage.TRAINING: ("two_stage", "x")})
+    with pytest.raises(UserError, match="trained with --early_exit_training=two_stage; this run "
+                                        "has --early_exit_training=joint"):
+        two_stage.check_training(str(tmp_path / "ordinary"), "joint")
+    update_manifest(str(tmp_path / "shared"), lambda content: content.update(
+        trained={"step": 1, "checkpoint": "model.ckpt-best"}))
+    two_stage.check_training(str(tmp_path / "shared"), "joint")
+    with pytest.raises(UserError, match="trained with --early_exit_training=joint"):
+        two_stage.check_training(str(tmp_path / "shared"), "two_stage")
