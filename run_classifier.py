@@ -27,11 +27,13 @@ refused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.classification.trainings import default_training, stage_two_learning_rate
 from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, REGRESSION_TASKS,
                                                     glue_recipe, unknown_task_message)
 
@@ -77,6 +79,10 @@ flags.DEFINE_enum("early_exit_training", None, ["two_stage", "joint"], "[albert_
                   "first (or taken from --init_checkpoint), then the internal classifiers alone, "
                   "so the full depth is the ordinary model; joint (PABEE's; the only one with "
                   "shared heads): every layer's classifier and the encoder trained together.")
+flags.DEFINE_float("early_exit_learning_rate", None, "[albert_tf] --early_exit_training=two_stage: "
+                   "stage 2's peak learning rate, of the internal classifiers (default: 10 x "
+                   "--learning_rate, which is stage 1's: linear heads on frozen features).",
+                   lower_bound=0.0)
 flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and --export_dir "
                      "stop after a layer whose prediction stayed unchanged this many times "
                      "(default: the patience chosen on dev, in early_exit_results.json).",
@@ -93,8 +99,8 @@ flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the pat
                    "fraction of the layers after the first that it runs: it loses at most this "
                    "much to the full depth, less the fewer layers it saves (0: the best metric).",
                    lower_bound=0.0)
-_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "patience", "inference_layers",
-                     "regression_threshold", "patience_tolerance")
+_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "early_exit_learning_rate",
+                     "patience", "inference_layers", "regression_threshold", "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
@@ -153,7 +159,8 @@ def check_flags() -> None:
 def check_early_exit() -> None:
     """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
     be ignored on a classification, whose prediction is unchanged when its class is); two-stage
-    training needs classifiers of their own (not shared heads); --patience and
+    training needs classifiers of their own (not shared heads), and has a stage 2's learning
+    rate; --patience and
     --inference_layers are two ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in _EARLY_EXIT_FLAGS:
@@ -168,9 +175,18 @@ def check_early_exit() -> None:
         raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
                              "own; --early_exit_heads=shared has none (the ordinary classifier "
                              "after every layer): give --early_exit_training=joint.")
+    if FLAGS.early_exit_learning_rate is not None and training() != "two_stage":
+        raise app.UsageError("--early_exit_learning_rate is the learning rate of two-stage "
+                             "training's stage 2; this run trains jointly "
+                             "(--early_exit_training=joint).")
     if FLAGS.patience is not None and FLAGS.inference_layers is not None:
         raise app.UsageError("--patience stops each example when its prediction settles, "
                              "--inference_layers at a fixed depth: give one or the other.")
+
+
+def training() -> str:
+    """--early_exit_training, or its default for --early_exit_heads."""
+    return FLAGS.early_exit_training or default_training(FLAGS.early_exit_heads)
 
 
 def is_regression() -> bool:
@@ -189,7 +205,6 @@ from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.cli.driver import run_task  # noqa: E402
 from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa: E402
-from albert_tf.tasks.classification.two_stage import default_training  # noqa: E402
 from data_prep.classification.own_data import Columns  # noqa: E402
 from task_specs.classification import ClassifierSettings, classification_spec  # noqa: E402
 from task_specs.early_exit import early_exit_spec  # noqa: E402
@@ -201,9 +216,8 @@ def settings_from_flags() -> ClassifierSettings:
              if FLAGS[f"{split}_file"].value}
     threshold = FLAGS.threshold_to_export
     early_exit = EarlyExitSettings(
-        FLAGS.early_exit_heads,
-        FLAGS.early_exit_training or default_training(FLAGS.early_exit_heads),
-        FLAGS.patience, FLAGS.inference_layers,
+        FLAGS.early_exit_heads, training(), FLAGS.learning_rate, FLAGS.patience,
+        FLAGS.inference_layers,
         FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
         FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
     return ClassifierSettings(
@@ -216,6 +230,9 @@ def settings_from_flags() -> ClassifierSettings:
 def main(argv):
     del argv
     settings, own = RunSettings.from_flags(), settings_from_flags()
+    if own.early_exit is not None and own.early_exit.training == "two_stage":
+        settings = dataclasses.replace(settings, learning_rate=stage_two_learning_rate(
+            settings.learning_rate, FLAGS.early_exit_learning_rate))
     run_task(settings, (early_exit_spec if own.early_exit else classification_spec)(settings, own))
 
 

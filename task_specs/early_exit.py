@@ -28,8 +28,9 @@ from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RES
                                                        price_line, results_of, stopped_layers,
                                                        write_results)
 from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
-from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, TWO_STAGE,
-                                                      check_training, ordinary_classifier)
+from albert_tf.tasks.classification.trainings import TWO_STAGE
+from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, check_training,
+                                                      ordinary_classifier)
 from task_specs import classification
 from task_specs.classification import ClassifierSettings
 
@@ -167,7 +168,8 @@ def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSourc
     Nothing when stage 2 has a checkpoint (it resumes) or --init_checkpoint holds an ordinary
     classifier (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
     written); else the ordinary run of the same flags (without --early_exit, predictions or
-    exports) in ``<output_dir>/ordinary``, whose weights are those of the same command run
+    exports; --learning_rate, where the run's own is stage 2's) in ``<output_dir>/ordinary``,
+    whose weights are those of the same command run
     without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
     A rerun finds it finished, or resumes it."""
     if trained_checkpoint(settings.output_dir) is not None:
@@ -178,10 +180,13 @@ def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSourc
         return None
     stage = dataclasses.replace(
         settings, output_dir=os.path.join(settings.output_dir, ORDINARY_DIR), do_predict=False,
-        export_dir=None, tflite_file=None, onnx_file=None)
-    print(f"Two-stage training, stage 1: the ordinary classifier in {stage.output_dir}")
+        export_dir=None, tflite_file=None, onnx_file=None,
+        learning_rate=own.early_exit.ordinary_learning_rate)
+    print(f"Two-stage training, stage 1: the ordinary classifier in {stage.output_dir} "
+          f"(--learning_rate={stage.learning_rate})")
     run_task(stage, classification.classification_spec(
         stage, dataclasses.replace(own, early_exit=None)))
-    print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir}, the "
-          f"encoder and the ordinary classifier of {stage.output_dir} frozen")
+    print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir} "
+          f"(learning rate {settings.learning_rate}), the encoder and the ordinary classifier of "
+          f"{stage.output_dir} frozen")
     return resolve_checkpoint_source(stage.output_dir)

@@ -482,6 +482,9 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
     (["--early_exit", "--early_exit_heads=shared", "--early_exit_training=two_stage"],
      "--early_exit_heads=shared has none (the ordinary classifier after every layer): give "
      "--early_exit_training=joint."),
+    (["--early_exit", "--early_exit_heads=shared", "--early_exit_learning_rate=1e-3"],
+     "--early_exit_learning_rate is the learning rate of two-stage training's stage 2; this run "
+     "trains jointly"),
 ])
 def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
     from tests.command_runner import run_command

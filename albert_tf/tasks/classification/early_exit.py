@@ -231,7 +231,8 @@ class EarlyExitSettings:
     """run_classifier's early-exit flags.
 
     heads: ``EARLY_EXIT_HEADS`` of the model. training: how its internal classifiers are trained
-    (two_stage.TRAININGS: "two_stage" or "joint"). patience / inference_layers: how --do_predict and
+    (trainings.TRAININGS: "two_stage" or "joint"); ordinary_learning_rate: two-stage, stage 1's
+    peak learning rate (--learning_rate; the run's own is stage 2's). patience / inference_layers: how --do_predict and
     --export_dir stop (at most one given; neither: the patience chosen on dev).
     regression_threshold: a regression's "unchanged" (None: not given; the one the run directory
     records, else ``DEFAULT_REGRESSION_THRESHOLD``; ``threshold``). tolerance_points:
@@ -243,6 +244,7 @@ class EarlyExitSettings:
 
     heads: str
     training: str = "joint"
+    ordinary_learning_rate: float | None = None
     patience: int | None = None
     inference_layers: int | None = None
     regression_threshold: float | None = None

@@ -4,7 +4,9 @@ and where a two-stage run's first stage comes from.
 - ``two_stage`` (DeeBERT's; the default with separate heads): stage 1 is the ordinary classifier,
   trained exactly as without --early_exit, or an ordinary classifier --init_checkpoint already
   holds; stage 2 trains the internal classifiers of layers 1..L-1 alone, the encoder (its pooler
-  too) and the ordinary classifier frozen. The full depth is then the ordinary model, bit for bit.
+  too) and the ordinary classifier frozen, at its own learning rate (--early_exit_learning_rate,
+  by default 10 x --learning_rate: trainings.py). The full depth is then the ordinary model, bit
+  for bit.
 - ``joint`` (PABEE's): every layer's classifier and the encoder trained together from the start
   by PABEE's weighted loss; the full depth is not the ordinary model's (better or worse).
 
@@ -25,9 +27,8 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.run_manifest import Record, RunManifest, read_manifest
 from albert_tf.tasks.classification.heads_record import HEADS
 from albert_tf.tasks.classification.model import EXIT_CLASSIFIER
+from albert_tf.tasks.classification.trainings import JOINT
 
-TWO_STAGE, JOINT = "two_stage", "joint"
-TRAININGS = (TWO_STAGE, JOINT)
 # Stage 1's run directory inside --output_dir, when the run trains the ordinary classifier itself.
 ORDINARY_DIR = "ordinary"
 # The ordinary head's variable, by checkpoint format: TF1 (the reference's name), object-based.
@@ -40,12 +41,6 @@ def describe(training: str) -> str:
 
 
 TRAINING = Record("early_exit_training", "internal classifiers trained with", describe=describe)
-
-
-def default_training(heads: str) -> str:
-    """The training of ``heads`` when --early_exit_training is not given: two-stage for separate
-    heads, joint for shared ones (which have nothing of their own to train in a second stage)."""
-    return JOINT if heads == "shared" else TWO_STAGE
 
 
 def recorded_training(manifest: RunManifest) -> str | None:
