@@ -3,8 +3,8 @@ costs.
 
 For each task (SST-2, RTE sentences, the quickstart's 3 classes and 5 sources, below), a small
 randomly initialised 12-layer ALBERT (en8k's vocabulary, all layers sharing one block; the widths
-are flags: ALBERT-base's too) is fine-tuned by run_classifier.py with the same seeds and steps, as the
-variants say:
+are flags: ALBERT-base's too) is fine-tuned by run_classifier.py with the same seeds and steps,
+as the variants say:
 
 - ``ordinary``: no early exit;
 - ``two_stage``: --early_exit with two-stage training (the default) from the ordinary run's
@@ -59,7 +59,10 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/bench_early_exit.py --work_dir=/tmp/early_exit
     .venv/bin/python benchmarks/bench_early_exit.py --tasks=rte-sentences \
-        --variants=ordinary,separate
+        --variants=ordinary,two_stage,joint
+    .venv/bin/python benchmarks/bench_early_exit.py --tasks=rte-sentences --embedding_size=128 \
+        --hidden_size=768 --num_attention_heads=12 --intermediate_size=3072 --train_step=100 \
+        --train_batch_size=16 --latency_examples=100    # ALBERT-base widths
 
 With --work_dir a rerun skips the runs whose export exists and measures again.
 """
