@@ -13,12 +13,16 @@ instead of --task_name and --data_dir, with the columns named by --text_column, 
 --label_column and --id_column; the same steps, the label set kept in <output_dir>/run_manifest.json
 and the predictions and exports giving your label names.
 
-Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer
-with PABEE's weighted loss; --do_eval adds each layer's and each patience's metrics (the best
-checkpoint's in early_exit_results.json, with the patience chosen on dev); --do_predict and
+Early exit (docs/early_exit.md): --early_exit trains an internal classifier after every layer,
+by default in two stages (the ordinary classifier first, in <output_dir>/ordinary unless
+--init_checkpoint holds one, then the internal classifiers alone, the rest frozen: the full depth
+is the ordinary model), or jointly with PABEE's weighted loss (--early_exit_training=joint);
+--do_eval adds each layer's and each patience's metrics (the best checkpoint's in
+early_exit_results.json, with the patience chosen on dev and its price); --do_predict and
 --export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
 directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
-recorded in its run manifest): a later run there with other early-exit flags is refused.
+and its training, recorded in its run manifest): a later run there with other early-exit flags is
+refused.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import math
 from absl import app, flags
 
 from albert_tf.cli import command_line, flag_checks, flag_definitions
+from albert_tf.tasks.classification.trainings import default_training
 from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, REGRESSION_TASKS,
                                                     glue_recipe, unknown_task_message)
 
@@ -68,6 +73,15 @@ flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after
 flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
                   "--early_exit: a classifier of its own per layer (separate, the paper's), or the "
                   "ordinary classifier after every layer (shared, no new weights).")
+flags.DEFINE_enum("early_exit_training", None, ["two_stage", "joint"], "[albert_tf] --early_exit: "
+                  "two_stage (default with separate heads): the ordinary classifier is trained "
+                  "first (or taken from --init_checkpoint), then the internal classifiers alone, "
+                  "so the full depth is the ordinary model; joint (PABEE's; the only one with "
+                  "shared heads): every layer's classifier and the encoder trained together.")
+flags.DEFINE_float("early_exit_learning_rate", None, "[albert_tf] --early_exit_training=two_stage: "
+                   "stage 2's peak learning rate, of the internal classifiers (default: 10 x "
+                   "--learning_rate, which is stage 1's: linear heads on frozen features).",
+                   lower_bound=0.0)
 flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and --export_dir "
                      "stop after a layer whose prediction stayed unchanged this many times "
                      "(default: the patience chosen on dev, in early_exit_results.json).",
@@ -84,8 +98,8 @@ flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the pat
                    "fraction of the layers after the first that it runs: it loses at most this "
                    "much to the full depth, less the fewer layers it saves (0: the best metric).",
                    lower_bound=0.0)
-_EARLY_EXIT_FLAGS = ("early_exit_heads", "patience", "inference_layers", "regression_threshold",
-                     "patience_tolerance")
+_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "early_exit_learning_rate",
+                     "patience", "inference_layers", "regression_threshold", "patience_tolerance")
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
@@ -143,8 +157,10 @@ def check_flags() -> None:
 
 def check_early_exit() -> None:
     """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
-    be ignored on a classification, whose prediction is unchanged when its class is); --patience
-    and --inference_layers are two ways of stopping (give one)."""
+    be ignored on a classification, whose prediction is unchanged when its class is); two-stage
+    training needs classifiers of their own (not shared heads), and has a stage 2's learning
+    rate; --patience and
+    --inference_layers are two ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in _EARLY_EXIT_FLAGS:
             if FLAGS[name].present:
@@ -154,9 +170,22 @@ def check_early_exit() -> None:
                 else f"--task_name={FLAGS.task_name} is a classification")
         raise app.UsageError("--regression_threshold applies to a regression (--task_type="
                              f"regression on your files, or --task_name=sts-b); {task}.")
+    if FLAGS.early_exit_training == "two_stage" and FLAGS.early_exit_heads == "shared":
+        raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
+                             "own; --early_exit_heads=shared has none (the ordinary classifier "
+                             "after every layer): give --early_exit_training=joint.")
+    if FLAGS.early_exit_learning_rate is not None and training() != "two_stage":
+        raise app.UsageError("--early_exit_learning_rate is the learning rate of two-stage "
+                             "training's stage 2; this run trains jointly "
+                             "(--early_exit_training=joint).")
     if FLAGS.patience is not None and FLAGS.inference_layers is not None:
         raise app.UsageError("--patience stops each example when its prediction settles, "
                              "--inference_layers at a fixed depth: give one or the other.")
+
+
+def training() -> str:
+    """--early_exit_training, or its default for --early_exit_heads."""
+    return FLAGS.early_exit_training or default_training(FLAGS.early_exit_heads)
 
 
 def is_regression() -> bool:
@@ -177,7 +206,7 @@ from albert_tf.cli.settings import RunSettings  # noqa: E402
 from albert_tf.tasks.classification.early_exit import EarlyExitSettings  # noqa: E402
 from data_prep.classification.own_data import Columns  # noqa: E402
 from task_specs.classification import ClassifierSettings  # noqa: E402
-from task_specs.early_exit import classifier_spec  # noqa: E402
+from task_specs.early_exit import classifier_run  # noqa: E402
 
 
 def settings_from_flags() -> ClassifierSettings:
@@ -186,7 +215,8 @@ def settings_from_flags() -> ClassifierSettings:
              if FLAGS[f"{split}_file"].value}
     threshold = FLAGS.threshold_to_export
     early_exit = EarlyExitSettings(
-        FLAGS.early_exit_heads, FLAGS.patience, FLAGS.inference_layers,
+        FLAGS.early_exit_heads, training(), FLAGS.learning_rate, FLAGS.patience,
+        FLAGS.inference_layers,
         FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
         FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
     return ClassifierSettings(
@@ -199,7 +229,7 @@ def settings_from_flags() -> ClassifierSettings:
 def main(argv):
     del argv
     settings = RunSettings.from_flags()
-    run_task(settings, classifier_spec(settings, settings_from_flags()))
+    run_task(*classifier_run(settings, settings_from_flags(), FLAGS.early_exit_learning_rate))
 
 
 if __name__ == "__main__":

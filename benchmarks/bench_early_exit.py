@@ -1,11 +1,20 @@
 """Early exit (PABEE, run_classifier --early_exit) on real data on CPU: what it saves and what it
 costs.
 
-For each task (default SST-2 and RTE sentences, below), a small randomly initialised 12-layer ALBERT
-(en8k's vocabulary, all layers sharing one block) is fine-tuned by run_classifier.py with the same
-seeds and steps: ordinary, --early_exit (separate internal classifiers, the paper's) and
---early_exit --early_exit_heads=shared (ALBERT-style, one classifier after every layer). Each run
-sweeps its checkpoints on dev and exports its best one. Printed per task:
+For each task (SST-2, RTE sentences, the quickstart's 3 classes and 5 sources, below), a small
+randomly initialised 12-layer ALBERT (en8k's vocabulary, all layers sharing one block; the widths
+are flags: ALBERT-base's too) is fine-tuned by run_classifier.py with the same seeds and steps,
+as the variants say:
+
+- ``ordinary``: no early exit;
+- ``two_stage``: --early_exit with two-stage training (the default) from the ordinary run's
+  directory (--init_checkpoint): stage 1 is that run (a two-stage run that trains stage 1 itself
+  trains the same weights bit for bit, tests/test_early_exit.py), stage 2 trains the internal
+  classifiers for the same steps, the rest frozen;
+- ``joint``: --early_exit --early_exit_training=joint (PABEE's loss, from the same start);
+- ``shared``: --early_exit --early_exit_heads=shared (joint, one classifier after every layer).
+
+Each run sweeps its checkpoints on dev and exports its best one. Printed per task:
 
 - the dev accuracy of the ordinary model and of each early-exit model's full depth;
 - for each early-exit model and patience 1..L: dev accuracy and mean layers used (the sweep's
@@ -13,7 +22,9 @@ sweeps its checkpoints on dev and exports its best one. Printed per task:
 - the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
   examples at their real length, mean over examples, for each patience, against the ordinary
   export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
-  served model used on them (the table's mean is over the whole dev set).
+  served model used on them (the table's mean is over the whole dev set);
+- one summary line per early-exit variant: at the patience chosen on dev, the accuracy lost
+  against the ordinary model (points), the mean layers and the batch-1 speed-up.
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
 public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py).
@@ -32,13 +43,26 @@ written under the work directory as JSON Lines and read by run_classifier as you
 (--train_file, --dev_file). The other real sets here are too small to measure half a point
 (wiki_00.txt's two articles: 518 sentences).
 
+The quickstart's 3 classes ("quickstart"): scripts/quickstart_labelled/{train,dev}.csv (cooking,
+sport, weather; 210 training and 60 dev sentences: one dev sentence is 1.7 points).
+
+Five sources ("sources"), a set of 5 classes of real shared text: who wrote this sentence? A
+positive and a negative film review (SST-2: the training phrases of 8 words or more train, the 872
+GLUE dev sentences are dev), a news writer and an RTE annotator (rte_docs.txt's premise sentences
+and hypotheses, split by pair as above), or Wikipedia (corpus/wiki_00.txt's paragraphs split into
+sentences, 30% of them dev). At most 2,000 training and 300 dev examples per class (Wikipedia has
+fewer). (GLUE's MNLI is not in the shared data: no 3-class GLUE set here.)
+
 Figures, never pass/fail. The machine may be shared: the load average is printed.
 
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_early_exit.py --work_dir=/tmp/early_exit
     .venv/bin/python benchmarks/bench_early_exit.py --tasks=rte-sentences \
-        --variants=ordinary,separate
+        --variants=ordinary,two_stage,joint
+    .venv/bin/python benchmarks/bench_early_exit.py --tasks=rte-sentences --embedding_size=128 \
+        --hidden_size=768 --num_attention_heads=12 --intermediate_size=3072 --train_step=100 \
+        --train_batch_size=16 --latency_examples=100    # ALBERT-base widths
 
 With --work_dir a rerun skips the runs whose export exists and measures again.
 """
@@ -60,21 +84,28 @@ sys.path.insert(0, REPO_ROOT)
 SHARED_DATA = os.environ.get("ALBERT_TF_SHARED_DATA",
                              os.path.join(REPO_ROOT, "..", "shared", "data"))
 GLUE_DIR = os.path.join(SHARED_DATA, "glue")
+WIKI = os.path.join(SHARED_DATA, "corpus", "wiki_00.txt")
+QUICKSTART = os.path.join(REPO_ROOT, "scripts", "quickstart_labelled")
 EN8K_MODEL = os.path.join(SHARED_DATA, "pretraining", "en8k.model")
 # GLUE task name -> (GLUE folder, {split the run reads: file of the shared folder})
 GLUE_TASKS = {"sst-2": ("SST-2", {"train": "train.tsv", "dev": "test.tsv"}),
               "rte": ("RTE", {"train": "train.tsv", "dev": "dev.tsv"})}
 SENTENCES = "rte-sentences"  # RTE's premise sentences and hypotheses (module doc)
-TASKS = [*GLUE_TASKS, SENTENCES]
+SOURCES = "sources"  # five sources of real text (module doc)
+SOURCE_LABELS = ("review_positive", "review_negative", "news", "claim", "wikipedia")
+SOURCE_SIZES = {"train": 2000, "dev": 300}
+TASKS = [*GLUE_TASKS, SENTENCES, "quickstart", SOURCES]
 SENTENCE_LABELS = ("claim", "news")
 DEV_PAIRS = 700
 RTE_DOCS = os.path.join(SHARED_DATA, "pretraining", "rte_docs.txt")
-VARIANTS = {"ordinary": [], "separate": ["--early_exit"],
+VARIANTS = {"ordinary": [], "two_stage": ["--early_exit"],
+            "joint": ["--early_exit", "--early_exit_training=joint"],
             "shared": ["--early_exit", "--early_exit_heads=shared"]}
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("tasks", ["sst-2", SENTENCES], f"Some of {TASKS}.")
-flags.DEFINE_list("variants", list(VARIANTS), f"Some of {list(VARIANTS)}.")
+flags.DEFINE_list("tasks", ["sst-2", SENTENCES, "quickstart", SOURCES], f"Some of {TASKS}.")
+flags.DEFINE_list("variants", ["ordinary", "two_stage"], f"Some of {list(VARIANTS)} "
+                  "(two_stage starts from the ordinary run: give both).")
 flags.DEFINE_integer("embedding_size", 64, "E.")
 flags.DEFINE_integer("hidden_size", 64, "H.")
 flags.DEFINE_integer("num_hidden_layers", 12, "L.")
@@ -131,10 +162,83 @@ def write_sentences(root: str) -> dict[str, str]:
     return paths
 
 
-def data_flags(task: str, root: str) -> list[str]:
-    """run_classifier's data flags of ``task``: a GLUE task's folder, or the sentences' files."""
+def source_sentences() -> dict[str, dict[str, list[str]]]:
+    """{split: {label: sentences}} of the five sources (module doc), before sampling."""
+    import random
+    import re
+
+    rng = random.Random(0)
+    sources = {split: {label: [] for label in SOURCE_LABELS} for split in SOURCE_SIZES}
+    reviews = (("train", os.path.join(GLUE_DIR, "SST-2", "train.tsv")),
+               ("dev", os.path.join(GLUE_DIR, "SST-2", "test.tsv")))
+    for split, path in reviews:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle.read().splitlines()[1:]:
+                text, label = line.rsplit("\t", 1)
+                if split == "dev" or len(text.split()) >= 8:
+                    sources[split][SOURCE_LABELS[1 - int(label)]].append(text.strip())
+    documents = rte_documents()
+    rng.shuffle(documents)
+    for split, chosen in (("dev", documents[:DEV_PAIRS]), ("train", documents[DEV_PAIRS:])):
+        for lines in chosen:
+            sources[split]["claim"].append(lines[-1])
+            sources[split]["news"].append(rng.choice(lines[:-1]))
+    with open(WIKI, encoding="utf-8") as handle:
+        paragraphs = [line.strip() for line in handle
+                      if line.strip() and not line.startswith("<") and "." in line]
+    sentences = [sentence for paragraph in paragraphs
+                 for sentence in re.split(r"(?<=[.!?])\s+", paragraph)
+                 if len(sentence.split()) >= 4]
+    rng.shuffle(sentences)
+    cut = int(0.3 * len(sentences))
+    sources["dev"]["wikipedia"], sources["train"]["wikipedia"] = sentences[:cut], sentences[cut:]
+    return sources
+
+
+def write_own_files(name: str, root: str, splits: dict[str, list[dict]]) -> dict[str, str]:
+    """root/<name>/<split>.jsonl of ``splits`` ({split: examples}), written once; {split: path}."""
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+    paths = {}
+    for split, examples in splits.items():
+        paths[split] = os.path.join(root, name, f"{split}.jsonl")
+        if not os.path.exists(paths[split]):
+            with open(paths[split], "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(example) + "\n" for example in examples)
+    return paths
+
+
+def write_sources(root: str) -> dict[str, str]:
+    """root/sources/{train,dev}.jsonl: at most SOURCE_SIZES examples per class, shuffled."""
+    import random
+
+    rng = random.Random(1)
+    splits = {}
+    for split, by_label in source_sentences().items():
+        examples = []
+        for label, sentences in by_label.items():
+            rng.shuffle(sentences)
+            examples += [{"text": text, "label": label}
+                         for text in sentences[:SOURCE_SIZES[split]]]
+        rng.shuffle(examples)
+        splits[split] = examples
+    return write_own_files(SOURCES, root, splits)
+
+
+def own_files(task: str, root: str) -> dict[str, str] | None:
+    """{split: path} of a task read as your own files (None: a GLUE task)."""
     if task == SENTENCES:
-        paths = write_sentences(root)
+        return write_sentences(root)
+    if task == SOURCES:
+        return write_sources(root)
+    if task == "quickstart":
+        return {split: os.path.join(QUICKSTART, f"{split}.csv") for split in ("train", "dev")}
+    return None
+
+
+def data_flags(task: str, root: str) -> list[str]:
+    """run_classifier's data flags of ``task``: a GLUE task's folder, or your own files."""
+    paths = own_files(task, root)
+    if paths is not None:
         return [f"--train_file={paths['train']}", f"--dev_file={paths['dev']}"]
     return [f"--task_name={task}", f"--data_dir={task_layout(task, root)}"]
 
@@ -154,7 +258,9 @@ def write_config(path: str) -> str:
 
 def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> float:
     """run_classifier on the data flags ``data``: train, sweep, export; returns the seconds it
-    took."""
+    took. ``two_stage`` starts from the ordinary run beside ``output_dir``."""
+    start_from = ([f"--init_checkpoint={os.path.join(os.path.dirname(output_dir), 'ordinary')}"]
+                  if variant == "two_stage" else [])
     command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *data,
                f"--albert_config_file={config}",
                f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
@@ -165,7 +271,7 @@ def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> fl
                f"--learning_rate={FLAGS.learning_rate}", f"--train_step={FLAGS.train_step}",
                f"--warmup_step={FLAGS.warmup_step}",
                f"--save_checkpoints_steps={FLAGS.save_checkpoints_steps}",
-               "--iterations_per_loop=100", "--seed=1", *VARIANTS[variant]]
+               "--iterations_per_loop=100", "--seed=1", *VARIANTS[variant], *start_from]
     start = time.time()
     result = subprocess.run(command, capture_output=True, text=True,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -176,14 +282,19 @@ def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> fl
 
 def dev_examples(task: str, root: str) -> tuple[list, list[str]]:
     """The first --latency_examples dev examples of ``task`` (``InputExample``) and its labels."""
+    import csv
+
     from data_prep.classification.glue_tasks import get_processor
     from data_prep.classification.processors import InputExample
 
-    if task == SENTENCES:
-        with open(write_sentences(root)["dev"], encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle][:FLAGS.latency_examples]
+    paths = own_files(task, root)
+    if paths is not None:
+        with open(paths["dev"], encoding="utf-8") as handle:
+            rows = (list(csv.DictReader(handle)) if paths["dev"].endswith(".csv")
+                    else [json.loads(line) for line in handle])
+        labels = sorted({row["label"] for row in rows})
         return [InputExample(f"dev-{i}", row["text"], None, row["label"])
-                for i, row in enumerate(rows)], list(SENTENCE_LABELS)
+                for i, row in enumerate(rows[:FLAGS.latency_examples])], labels
     processor = get_processor(task)
     examples = processor.get_examples(task_layout(task, root), "dev")
     return examples[:FLAGS.latency_examples], processor.get_labels()
@@ -248,6 +359,7 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
     for variant in FLAGS.variants:
         print(f"{variant:>9}: dev accuracy (full depth) {best[variant]['eval_accuracy']:.4f}"
               + (f", trained in {times[variant]:.0f} s" if variant in times else ""))
+    summary = []
     requests = dev_ids(task, root)
     ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
                 if "ordinary" in FLAGS.variants else None)
@@ -266,10 +378,20 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
         for patience in range(1, num_layers + 1):
             base = batch_one_latency(ordinary, requests)[0] if ordinary else float("nan")
             latency, served_layers = batch_one_latency(served, requests, patience)
-            print(f"{patience:>8} {table[f'early_exit/patience_{patience}/eval_accuracy']:>9.4f} "
-                  f"{table[f'early_exit/patience_{patience}/mean_layers']:>12.2f} "
-                  f"{latency * 1000:>11.2f} {base * 1000:>12.2f} {base / latency:>8.2f}x "
-                  f"{served_layers:>14.2f}" + ("  <- chosen" if patience == chosen else ""))
+            accuracy = table[f"early_exit/patience_{patience}/eval_accuracy"]
+            layers = table[f"early_exit/patience_{patience}/mean_layers"]
+            print(f"{patience:>8} {accuracy:>9.4f} {layers:>12.2f} {latency * 1000:>11.2f} "
+                  f"{base * 1000:>12.2f} {base / latency:>8.2f}x {served_layers:>14.2f}"
+                  + ("  <- chosen" if patience == chosen else ""))
+            if patience == chosen:
+                points = (100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary
+                          else None)
+                summary.append(
+                    f"{task} {variant}: patience {chosen}: accuracy {accuracy:.4f}"
+                    + (f" against the ordinary {best['ordinary']['eval_accuracy']:.4f} "
+                       f"({points:+.2f} points)" if points is not None else "")
+                    + f", {layers:.2f} mean layers, batch-1 speed-up {base / latency:.2f}x")
+    print("\n" + "\n".join(summary))
 
 
 def main(argv):
@@ -277,6 +399,10 @@ def main(argv):
     root = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_early_exit_")
     os.makedirs(root, exist_ok=True)
     config = write_config(os.path.join(root, "albert_config.json"))
+    variants = FLAGS.variants
+    if "two_stage" in variants and "ordinary" not in variants[:variants.index("two_stage")]:
+        raise app.UsageError("--variants: two_stage starts from the ordinary run; list ordinary "
+                             "first.")
     for task in FLAGS.tasks:
         task_root = os.path.join(root, task)
         data = data_flags(task, task_root)

@@ -184,16 +184,18 @@ def read_classifier_data(own: ClassifierSettings, start: RunStart,
                     ClassifierData(task))
 
 
-def classifier_task(config: AlbertConfig, data: TaskData,
-                    early_exit: str | None) -> ClassifierTask:
-    """The classifier of the data's task; ``early_exit``: its early-exit heads (None: none)."""
+def classifier_task(config: AlbertConfig, data: TaskData, early_exit: str | None,
+                    internal_only: bool = False) -> ClassifierTask:
+    """The classifier of the data's task; ``early_exit``: its early-exit heads (None: none);
+    ``internal_only``: two-stage training's stage 2 (``ClassifierTask``)."""
     content: ClassifierData = data.content
     task = content.task
     return ClassifierTask(config, task.metric_kinds, task.num_labels, task.is_regression,
                           class_names=task.labels if isinstance(task, OwnDataTask) else None,
                           early_exit=early_exit,
                           regression_threshold=(content.early_exit.threshold if content.early_exit
-                                                else DEFAULT_REGRESSION_THRESHOLD))
+                                                else DEFAULT_REGRESSION_THRESHOLD),
+                          internal_only=internal_only)
 
 
 def class_report(run: TaskRun, best: dict[str, float]) -> None:

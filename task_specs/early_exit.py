@@ -2,7 +2,11 @@
 every layer. Its own members: the heads (recorded; an early-exit regression's threshold too), the
 sweep's per-layer / per-patience table and chosen patience (early_exit_results.json), predictions
 that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
-depth)."""
+depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
+two_stage.py): ``stage_one`` trains the ordinary classifier first where --init_checkpoint holds
+none (from ``read_data``, once the run's checks passed), then the run trains the internal
+classifiers alone; its sweep keeps the last checkpoint (the full depth is the same at every
+one)."""
 
 from __future__ import annotations
 
@@ -11,14 +15,22 @@ import functools
 import os
 from typing import Callable
 
+from albert_tf.checkpoints.label_set import LABEL_SET
+from albert_tf.checkpoints.run_directory import trained_checkpoint
+from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
+from albert_tf.cli.driver import run_task
 from albert_tf.cli.settings import RunSettings
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
-from albert_tf.files.run_manifest import read_manifest
+from albert_tf.errors.user_error import UserError
+from albert_tf.files.run_manifest import read_manifest, require_fact
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
                                                        EarlyExitSettings, ExitPolicy, layer_key,
-                                                       results_of, stopped_layers,
+                                                       price_line, results_of, stopped_layers,
                                                        write_results)
 from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
+from albert_tf.tasks.classification.trainings import TWO_STAGE, stage_two_learning_rate
+from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, check_training,
+                                                      ordinary_classifier)
 from task_specs import classification
 from task_specs.classification import ClassifierSettings
 
@@ -27,12 +39,17 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
     """``classification_spec`` of ``own`` with its early-exit members (``own.early_exit`` set)."""
     ordinary = classification.classification_spec(settings, own)
     early = own.early_exit
+    two_stage = early.training == TWO_STAGE
     return dataclasses.replace(
         ordinary,
         read_data=functools.partial(read_early_exit_data, own, early),
         training=dataclasses.replace(ordinary.training, task=functools.partial(
-            classification.classifier_task, early_exit=early.heads)),
-        sweep=dataclasses.replace(ordinary.sweep, report=report),
+            classification.classifier_task, early_exit=early.heads, internal_only=two_stage)),
+        # Two-stage: every checkpoint has the ordinary full depth, so the sweep keeps the last
+        # one, whose internal classifiers trained longest (the first of equal metrics would win).
+        sweep=dataclasses.replace(ordinary.sweep, report=report,
+                                  selection_metric=("global_step" if two_stage
+                                                    else ordinary.sweep.selection_metric)),
         outputs=dataclasses.replace(
             ordinary.outputs,
             predict=functools.partial(classification.predict, exit_layers=exit_layers),
@@ -46,24 +63,37 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
 
 def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
                          start: RunStart) -> TaskData:
-    """The classification's data, then before any long work: --inference_layers is a depth the
-    config has, and a prediction or export without a sweep in this run has its stopping rule (the
-    patience chosen on dev recorded); an early-exit regression's --regression_threshold (not
-    given: the recorded one, which its table and chosen patience were made with) is recorded."""
+    """The classification's data, then before any long work: the directory's training is this
+    run's, --inference_layers is a depth the config has, and a prediction or export without a
+    sweep in this run has its stopping rule (the patience chosen on dev recorded); an early-exit
+    regression's --regression_threshold (not given: the recorded one, which its table and chosen
+    patience were made with) is recorded. Then a two-stage --do_train gets its stage 1
+    (``stage_one``)."""
     data = classification.read_classifier_data(own, start, heads=early.heads)
     settings = start.settings
     num_layers = start.config.num_hidden_layers
+    check_training(settings.output_dir, early.training)
+    if early.training == TWO_STAGE and num_layers < 2:
+        raise UserError("--early_exit_training=two_stage trains the internal classifiers of "
+                        "layers 1..L-1: the model has 1 layer (num_hidden_layers of "
+                        "--albert_config_file).")
     if (settings.do_predict or settings.export_dir) and not settings.do_eval:
         early.policy(num_layers, _results_path(settings))
     else:
         early.check_depth(num_layers)
-    facts = dict(data.facts)
+    facts = {**data.facts, TRAINING: (early.training, "--early_exit_training")}
     if data.content.task.is_regression:
         if early.regression_threshold is None:
             early = dataclasses.replace(
                 early, regression_threshold=start.manifest.fact(REGRESSION_THRESHOLD.key))
         facts[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
-    return dataclasses.replace(data, facts=facts,
+    init = None
+    if early.training == TWO_STAGE and settings.do_train:
+        for fact, (value, where) in {**facts, LABEL_SET: (data.label_set.to_fact(),
+                                                          data.label_source)}.items():
+            require_fact(start.manifest, fact, value, where)  # before stage 1's long work
+        init = stage_one(settings, own)
+    return dataclasses.replace(data, facts=facts, init_checkpoint=init,
                                content=dataclasses.replace(data.content, early_exit=early))
 
 
@@ -89,7 +119,9 @@ def report(run: TaskRun, best: dict[str, float]) -> None:
     key = run.data.content.task.selection_metric
     if layer_key(run.config.num_hidden_layers, key) not in best:
         key = task.metric_keys[0]
-    results = results_of(best, key, run.data.content.early_exit.sweep_tolerance)
+    early = run.data.content.early_exit
+    results = results_of(best, key, early.sweep_tolerance,
+                         ordinary_is_full_depth=early.training == TWO_STAGE)
     path = run.output_path(RESULTS_FILE)
     if results is None:
         print(f"Early exit: the best checkpoint was evaluated by an earlier sweep whose table "
@@ -99,7 +131,8 @@ def report(run: TaskRun, best: dict[str, float]) -> None:
     write_results(path, dict(results, best_step=best_checkpoint["step"],
                              fingerprint=best_checkpoint["fingerprint"]))
     print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
-          f"{results['tolerance_points']} points times the share of layers 2..L run) -> {path}")
+          f"{results['tolerance_points']} points times the share of layers 2..L run): "
+          f"{price_line(results)} -> {path}")
 
 
 def exit_layers(run: TaskRun, outputs: dict, suffix: str, key: str, guids: list) -> dict:
@@ -130,9 +163,44 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     return export(run, layers=layers)
 
 
-def classifier_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
-    """run_classifier's task: the classification spec, or its early-exit variant where
-    ``own.early_exit`` is set."""
+def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSource | None:
+    """Stage 1 of a two-stage --do_train; returns where stage 2 starts (None: --init_checkpoint).
+    Nothing when stage 2 has a checkpoint (it resumes) or --init_checkpoint holds an ordinary
+    classifier (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
+    written); else the ordinary run of the same flags (without --early_exit, predictions or
+    exports; --learning_rate, where the run's own is stage 2's) in ``<output_dir>/ordinary``,
+    whose weights are those of the same command run
+    without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
+    A rerun finds it finished, or resumes it."""
+    if trained_checkpoint(settings.output_dir) is not None:
+        return None
+    if ordinary_classifier(settings.init_checkpoint):
+        print(f"Two-stage training: the ordinary classifier of --init_checkpoint="
+              f"{settings.init_checkpoint} is stage 1; stage 2 trains the internal classifiers.")
+        return None
+    stage = dataclasses.replace(
+        settings, output_dir=os.path.join(settings.output_dir, ORDINARY_DIR), do_predict=False,
+        export_dir=None, tflite_file=None, onnx_file=None,
+        learning_rate=own.early_exit.ordinary_learning_rate)
+    print(f"Two-stage training, stage 1: the ordinary classifier in {stage.output_dir} "
+          f"(--learning_rate={stage.learning_rate})")
+    run_task(stage, classification.classification_spec(
+        stage, dataclasses.replace(own, early_exit=None)))
+    print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir} "
+          f"(learning rate {settings.learning_rate}), the encoder and the ordinary classifier of "
+          f"{stage.output_dir} frozen")
+    return resolve_checkpoint_source(stage.output_dir)
+
+
+def classifier_run(settings: RunSettings, own: ClassifierSettings,
+                   stage_two_rate: float | None) -> tuple[RunSettings, TaskSpec]:
+    """run_classifier's run, its settings and spec: the classification spec, or its early-exit
+    variant where ``own.early_exit`` is set. A two-stage one trains its stage 2 at
+    ``stage_two_rate`` (--early_exit_learning_rate; None: ``stage_two_learning_rate``'s default)
+    and its stage 1 at --learning_rate (which ``own.early_exit`` keeps)."""
     if own.early_exit is None:
-        return classification.classification_spec(settings, own)
-    return early_exit_spec(settings, own)
+        return settings, classification.classification_spec(settings, own)
+    if own.early_exit.training == TWO_STAGE:
+        settings = dataclasses.replace(settings, learning_rate=stage_two_learning_rate(
+            settings.learning_rate, stage_two_rate))
+    return settings, early_exit_spec(settings, own)

@@ -267,6 +267,32 @@ def test_the_chosen_patience_trades_the_metric_for_layers():
     assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
 
 
+def test_the_results_and_the_table_give_the_price_against_the_ordinary_model():
+    """early_exit_results.json's ``chosen``: the chosen patience's accuracy and mean layers and its
+    distance, in points, from the full depth and from the ordinary model; two-stage training: the
+    ordinary model is the full depth (the table's last row repeats it); joint: unknown, said."""
+    table = {**SST2_LIKE, "early_exit/layer_12/eval_accuracy": 0.7844}
+    two_stage = exits.results_of(table, "eval_accuracy", 2.0, ordinary_is_full_depth=True)
+    assert two_stage["patience"] == 3 and two_stage["ordinary"] == {"eval_accuracy": 0.7844}
+    assert two_stage["chosen"] == {"eval_accuracy": 0.7752, "mean_layers": 4.39,
+                                   "points_from_full_depth": pytest.approx(-0.92),
+                                   "points_from_ordinary": pytest.approx(-0.92)}
+    assert exits.price_line(two_stage) == (
+        "eval_accuracy 0.7752 with 4.39 of 12 layers on average: -0.92 points against the full "
+        "depth, -0.92 against the ordinary model (0.7844; two-stage training: the full depth is "
+        "the ordinary model)")
+    joint = exits.results_of(table, "eval_accuracy", 2.0)
+    assert joint["ordinary"] is None and joint["chosen"]["points_from_ordinary"] is None
+    assert exits.price_line(joint).endswith(
+        "-0.92 points against the full depth; against the ordinary model: unknown (joint "
+        "training changes the full depth; train without --early_exit, the same recipe and "
+        "seed, to know it)")
+    rows = exits.format_table(table, ("eval_accuracy",), ordinary_is_full_depth=True)
+    assert rows.splitlines()[-1].split()[:3] == ["ordinary", "0.7844", "12"]
+    assert exits.format_table(table, ("eval_accuracy",)).splitlines()[-1].split()[:2] == [
+        "ordinary", "unknown"]
+
+
 def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_path):
     """--do_predict / --export_dir without --patience: the patience the sweep chose, unless
     --patience_tolerance is given (it used to be ignored there): then the one that tolerance
@@ -420,10 +446,12 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
 
 @pytest.mark.slow  # two runs of run_classifier, about 30 s each
 @pytest.mark.requires_shared_data
-@pytest.mark.parametrize("heads", ["separate", "shared"])
-def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
+@pytest.mark.parametrize("heads, training", [("separate", "two_stage"), ("separate", "joint"),
+                                             ("shared", "joint")])
+def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
     """--early_exit with dropout on: a run restarted from its step-3 checkpoint ends with the
-    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included."""
+    uninterrupted run's step-7 checkpoint, bit for bit, internal classifiers included (two-stage:
+    stage 2 resumed, its stage 1 finished)."""
     import os
 
     from tests.shared_setup import EN8K_MODEL, GLUE_DIR
@@ -438,7 +466,7 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
     flags = ["--task_name=RTE", f"--data_dir={data_dir.parent}", f"--albert_config_file={config}",
              f"--spm_model_file={EN8K_MODEL}", "--max_seq_length=64", "--do_train",
              "--train_step=7", "--train_batch_size=8", "--learning_rate=1e-3", *LOOP,
-             "--early_exit", f"--early_exit_heads={heads}"]
+             "--early_exit", f"--early_exit_heads={heads}", f"--early_exit_training={training}"]
     assert resume_difference(tmp_path, "run_classifier.py", flags, 7, 3) == 0.0
     saved = checkpoint_tensors(str(tmp_path / "full" / "model.ckpt-7"))
     exit_heads = {name for name in saved if "exit_classifier" in name}
@@ -450,6 +478,13 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads):
     (["--early_exit_heads=shared"], "--early_exit_heads applies to --early_exit models only"),
     (["--early_exit", "--patience=2", "--inference_layers=3"], "give one or the other"),
     (["--early_exit", "--patience=0"], "--patience"),
+    (["--early_exit_training=joint"], "--early_exit_training applies to --early_exit models only"),
+    (["--early_exit", "--early_exit_heads=shared", "--early_exit_training=two_stage"],
+     "--early_exit_heads=shared has none (the ordinary classifier after every layer): give "
+     "--early_exit_training=joint."),
+    (["--early_exit", "--early_exit_heads=shared", "--early_exit_learning_rate=1e-3"],
+     "--early_exit_learning_rate is the learning rate of two-stage training's stage 2; this run "
+     "trains jointly"),
 ])
 def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
     from tests.command_runner import run_command
@@ -815,3 +850,144 @@ def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp
         "--inference_layers.")
     assert not (output_dir / "model.ckpt-4.index").exists()
     assert not (output_dir / "test_results.tsv").exists()
+
+
+# -- two-stage training (--early_exit_training=two_stage, the default with separate heads) --------
+
+def file_bytes(directory):
+    """{relative path: bytes} of every file under ``directory``."""
+    import os
+
+    return {os.path.relpath(os.path.join(root, name), directory):
+            open(os.path.join(root, name), "rb").read()
+            for root, _, names in os.walk(directory) for name in names}
+
+
+def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_untouched(
+        tmp_path):
+    """Two-stage training: stage 1 in <output_dir>/ordinary is the ordinary run of the same flags
+    (its checkpoint equals the ordinary run's, bit for bit); stage 2 changes no encoder or ordinary
+    classifier variable, so the full depth's outputs equal the ordinary model's bit for bit; a
+    two-stage run from an ordinary output directory reads it and leaves every byte of it as it
+    was; the results file and the printed price name the ordinary model's dev metric; a rerun with
+    joint training is refused in one line."""
+    import json
+
+    from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
+    from albert_tf.files.run_manifest import read_manifest
+    from tests.command_runner import run_command
+    from tests.shared_setup import tiny_config as small
+    from tests.test_resume_dropout import checkpoint_tensors
+
+    train, output_dir, flags = tiny_own_data_run(tmp_path)
+    flags = [flag for flag in flags if not flag.startswith("--output_dir")] + [
+        "--do_train", "--do_eval", "--train_step=4", "--save_checkpoints_steps=2", "--seed=3",
+        "--learning_rate=1e-2"]
+    ordinary_dir, two_stage_dir, from_dir = (tmp_path / name for name in
+                                             ("ordinary", "two_stage", "from_ordinary"))
+    ordinary = run_command("run_classifier.py", *flags, f"--output_dir={ordinary_dir}")
+    assert ordinary.returncode == 0, ordinary.stderr[-3000:]
+    two_stage = run_command("run_classifier.py", *flags, f"--output_dir={two_stage_dir}",
+                            "--early_exit")
+    assert two_stage.returncode == 0, two_stage.stderr[-3000:]
+    stage_one = checkpoint_tensors(str(two_stage_dir / "ordinary" / BEST_CHECKPOINT_NAME))
+    want = checkpoint_tensors(str(ordinary_dir / BEST_CHECKPOINT_NAME))
+    model_names = {name for name in want if name.startswith("model/")}
+    assert model_names and all(np.array_equal(stage_one[name], want[name])
+                               for name in model_names)  # stage 1 is the ordinary run, bit for bit
+    assert read_manifest(str(two_stage_dir)).record("early_exit_training") == "two_stage"
+
+    before = file_bytes(ordinary_dir)
+    from_ordinary = run_command("run_classifier.py", *flags, f"--output_dir={from_dir}",
+                                "--early_exit", f"--init_checkpoint={ordinary_dir}")
+    assert from_ordinary.returncode == 0, from_ordinary.stderr[-3000:]
+    assert file_bytes(ordinary_dir) == before
+    assert not (from_dir / "ordinary").exists()
+
+    cfg = small(vocab_size=500, max_position_embeddings=16)
+    rng = np.random.default_rng(0)
+    inputs = {"input_ids": tf.constant(rng.integers(5, 500, (6, 16)), tf.int32),
+              "input_mask": tf.constant(np.ones((6, 16)), tf.int32),
+              "segment_ids": tf.constant(np.zeros((6, 16)), tf.int32)}
+    plain = AlbertClassifierModel(cfg, 2)
+    tf.train.Checkpoint(model=plain).read(
+        str(ordinary_dir / BEST_CHECKPOINT_NAME)).expect_partial().assert_existing_objects_matched()
+    logits = plain(inputs, training=False)["logits"].numpy()
+    for directory in (two_stage_dir, from_dir):
+        tensors = checkpoint_tensors(str(directory / BEST_CHECKPOINT_NAME))
+        assert all(np.array_equal(tensors[name], want[name])
+                   for name in model_names)  # stage 2 froze all but the exit heads
+        trained_heads = [name for name in tensors if "exit_classifier_1/output_weights/" in name]
+        model = AlbertClassifierModel(cfg, 2, early_exit="separate")
+        tf.train.Checkpoint(model=model).read(str(directory / BEST_CHECKPOINT_NAME)) \
+            .expect_partial().assert_existing_objects_matched()
+        np.testing.assert_array_equal(model(inputs, training=False)["layer_logits"][:, -1], logits)
+        assert trained_heads
+        results = json.loads((directory / exits.RESULTS_FILE).read_text())
+        full = results["table"]["early_exit/layer_2/eval_accuracy"]
+        assert results["ordinary"] == {"eval_accuracy": full}
+        assert full == json.loads((ordinary_dir / "best_results.json").read_text())[
+            "metrics"]["eval_accuracy"]
+        chosen = results["chosen"]
+        assert chosen["points_from_ordinary"] == pytest.approx(
+            100 * (chosen["eval_accuracy"] - full))
+    # Conversion: the two-stage checkpoint to the reference's TF1 names, every classifier kept.
+    config_flag = next(flag for flag in flags if flag.startswith("--albert_config_file"))
+    converted = run_command("-m albert_tf.convert_checkpoint", config_flag,
+                            f"--checkpoint={from_dir}", "--to=reference",
+                            f"--output_dir={tmp_path / 'tf1'}")
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    tf1 = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt"))
+    np.testing.assert_array_equal(tf1.get_tensor("early_exit/layer_1/output_weights"), next(
+        value for name, value in checkpoint_tensors(str(from_dir / BEST_CHECKPOINT_NAME)).items()
+        if "exit_classifier_1/output_weights/" in name))
+    assert "against the ordinary model" in two_stage.stdout
+    assert "two-stage training: the full depth is the ordinary model" in two_stage.stdout
+
+    refused = run_command("run_classifier.py", *flags, f"--output_dir={from_dir}",
+                          "--early_exit", "--early_exit_training=joint")
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={from_dir} holds internal classifiers trained with "
+        "--early_exit_training=two_stage; this run has --early_exit_training=joint. Give "
+        "--early_exit_training=two_stage to continue it, or use another --output_dir.")
+
+
+def test_what_counts_as_stage_one_and_the_recorded_training(tmp_path):
+    """--init_checkpoint is stage 1 when it holds an ordinary classifier (its head, no internal
+    classifier, no early-exit record beside it); an encoder alone is what stage 1 starts from; an
+    early-exit classifier is refused. A directory records its training; one with an early-exit
+    classifier trained before the record counts as joint."""
+    from albert_tf.errors.user_error import UserError
+    from albert_tf.files.run_manifest import add_facts, update_manifest
+    from albert_tf.tasks.classification import two_stage
+    from albert_tf.tasks.classification.classifier_heads import HEADS
+
+    cfg = config()
+    for name, model in (("ordinary", AlbertClassifierModel(cfg, 2)),
+                        ("separate", AlbertClassifierModel(cfg, 2, early_exit="separate")),
+                        ("shared", AlbertClassifierModel(cfg, 2, early_exit="shared"))):
+        model(random_inputs(batch=1), training=False)
+        tf.train.Checkpoint(model=model).write(str(tmp_path / name / "model.ckpt-best"))
+    encoder = AlbertClassifierModel(cfg, 2).albert
+    encoder(random_inputs(batch=1), training=False)
+    tf.train.Checkpoint(model=tf.train.Checkpoint(albert=encoder)).write(
+        str(tmp_path / "encoder" / "model.ckpt-1"))
+    add_facts(str(tmp_path / "shared"), {HEADS: ("shared", "its early-exit flags")})
+    assert two_stage.ordinary_classifier(str(tmp_path / "ordinary"))
+    assert two_stage.ordinary_classifier(str(tmp_path / "ordinary" / "model.ckpt-best"))
+    assert not two_stage.ordinary_classifier(str(tmp_path / "encoder" / "model.ckpt-1"))
+    assert not two_stage.ordinary_classifier(None)
+    for name in ("separate", "shared"):  # shared: the same variables, told by the record
+        with pytest.raises(UserError, match="a classifier trained with --early_exit; two-stage"):
+            two_stage.ordinary_classifier(str(tmp_path / name))
+
+    two_stage.check_training(str(tmp_path / "ordinary"), "two_stage")  # nothing recorded
+    add_facts(str(tmp_path / "ordinary"), {two_stage.TRAINING: ("two_stage", "x")})
+    with pytest.raises(UserError, match="trained with --early_exit_training=two_stage; this run "
+                                        "has --early_exit_training=joint"):
+        two_stage.check_training(str(tmp_path / "ordinary"), "joint")
+    update_manifest(str(tmp_path / "shared"), lambda content: content.update(
+        trained={"step": 1, "checkpoint": "model.ckpt-best"}))
+    two_stage.check_training(str(tmp_path / "shared"), "joint")
+    with pytest.raises(UserError, match="trained with --early_exit_training=joint"):
+        two_stage.check_training(str(tmp_path / "shared"), "two_stage")

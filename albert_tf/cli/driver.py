@@ -70,6 +70,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
                      if settings.spm_model_file or settings.vocab_file else None)
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         data = spec.read_data(RunStart(settings, config, tokenizer, init, manifest))
+        init = data.init_checkpoint or init
         facts = {**({LABEL_SET: (data.label_set.to_fact(), data.label_source)}
                     if data.label_set is not None else {}), **data.facts}
         for fact, (value, where) in facts.items():

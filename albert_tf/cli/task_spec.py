@@ -48,13 +48,17 @@ class RunStart:
 class TaskData:
     """The task's data as read and checked: its label set (None: its outputs have no labels, as
     pretraining's) and where it comes from (named in a mismatch), what else its checkpoints are
-    (``facts``: {fact: (value, where it comes from)}, kept in the run manifest), and whatever the feature builders and the outputs need of
-    it (``content``: the own files' task, NER's sentences; None when nothing)."""
+    (``facts``: {fact: (value, where it comes from)}, kept in the run manifest), and whatever the
+    feature builders and the outputs need of it (``content``: the own files' task, NER's
+    sentences; None when nothing); ``init_checkpoint``: where training starts instead of
+    --init_checkpoint (a two-stage early exit's stage 1, which ``read_data`` trained; None:
+    --init_checkpoint)."""
 
     label_set: LabelSet | None
     label_source: str
     facts: Mapping[Fact, tuple[object, str]] = dataclasses.field(default_factory=dict)
     content: Any = None
+    init_checkpoint: CheckpointSource | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -158,9 +158,19 @@ def choose_patience(results: Mapping[str, float], key: str,
         round(value(p), 12), -results[patience_key(p, MEAN_LAYERS)], p))
 
 
-def format_table(results: Mapping[str, float], keys: tuple[str, ...]) -> str:
+# What the table and early_exit_results.json say of the ordinary model's dev metric, by training:
+# two-stage's full depth is the ordinary model; joint training changes it.
+ORDINARY_IS_FULL_DEPTH = "two-stage training: the full depth is the ordinary model"
+ORDINARY_UNKNOWN = ("unknown (joint training changes the full depth; train without --early_exit, "
+                    "the same recipe and seed, to know it)")
+
+
+def format_table(results: Mapping[str, float], keys: tuple[str, ...],
+                 ordinary_is_full_depth: bool = False) -> str:
     """The table ``--do_eval`` prints: a row per layer (its classifier alone) and per patience
-    (with the mean layers used), a column per metric ``keys``."""
+    (with the mean layers used), a column per metric ``keys``; then the ordinary model's row (the
+    full depth's, ``ordinary_is_full_depth``: two-stage training), or a line saying it is
+    unknown."""
     num_layers = num_layers_of(results)
     header = f"{'':>12}" + "".join(f"{key:>14}" for key in keys) + f"{'mean layers':>14}"
     lines = [header]
@@ -171,6 +181,12 @@ def format_table(results: Mapping[str, float], keys: tuple[str, ...]) -> str:
         lines.append(f"{f'patience {patience}':>12}" + "".join(
             f"{results[patience_key(patience, key)]:>14.4f}" for key in keys)
             + f"{results[patience_key(patience, MEAN_LAYERS)]:>14.2f}")
+    if ordinary_is_full_depth:
+        lines.append(f"{'ordinary':>12}" + "".join(
+            f"{results[layer_key(num_layers, key)]:>14.4f}" for key in keys)
+            + f"{num_layers:>14}  ({ORDINARY_IS_FULL_DEPTH})")
+    else:
+        lines.append(f"{'ordinary':>12}  {ORDINARY_UNKNOWN}")
     return "\n".join(lines)
 
 
@@ -214,7 +230,9 @@ def stopped_layers(layer_logits: np.ndarray, is_regression: bool,
 class EarlyExitSettings:
     """run_classifier's early-exit flags.
 
-    heads: ``EARLY_EXIT_HEADS`` of the model. patience / inference_layers: how --do_predict and
+    heads: ``EARLY_EXIT_HEADS`` of the model. training: how its internal classifiers are trained
+    (trainings.TRAININGS: "two_stage" or "joint"); ordinary_learning_rate: two-stage, stage 1's
+    peak learning rate (--learning_rate; the run's own is stage 2's). patience / inference_layers: how --do_predict and
     --export_dir stop (at most one given; neither: the patience chosen on dev).
     regression_threshold: a regression's "unchanged" (None: not given; the one the run directory
     records, else ``DEFAULT_REGRESSION_THRESHOLD``; ``threshold``). tolerance_points:
@@ -225,6 +243,8 @@ class EarlyExitSettings:
     """
 
     heads: str
+    training: str = "joint"
+    ordinary_learning_rate: float | None = None
     patience: int | None = None
     inference_layers: int | None = None
     regression_threshold: float | None = None
@@ -275,17 +295,45 @@ REGRESSION_THRESHOLD = Fact("regression_threshold", "early-exit decisions made w
 RESULTS_FILE = "early_exit_results.json"
 
 
-def results_of(best: Mapping[str, float], key: str,
-               tolerance_points: float) -> dict[str, object] | None:
+def results_of(best: Mapping[str, float], key: str, tolerance_points: float,
+               ordinary_is_full_depth: bool = False) -> dict[str, object] | None:
     """The content of ``RESULTS_FILE`` for the sweep's best metrics ``best`` (its unnamed
     evaluation set's table; None when ``best`` holds none: a resumed sweep whose best came
-    earlier and whose eval_results.txt lost it). ``key``: the metric the patience is chosen by."""
+    earlier and whose eval_results.txt lost it). ``key``: the metric the patience is chosen by.
+    ``chosen``: the chosen patience's price, its metric and mean layers and how far it is from the
+    full depth and from the ordinary model, in points; ``ordinary``: the ordinary model's metric,
+    known when the full depth is the ordinary model (``ordinary_is_full_depth``: two-stage
+    training), else None; ``ordinary_note`` says which."""
     table = {name: value for name, value in best.items() if name.startswith(f"{PREFIX}/")}
     if not table:
         return None
-    return {"selection_metric": key, "patience": choose_patience(table, key, tolerance_points),
-            "tolerance_points": tolerance_points, "num_layers": num_layers_of(table),
-            "table": table}
+    num_layers = num_layers_of(table)
+    patience = choose_patience(table, key, tolerance_points)
+    chosen, full = table[patience_key(patience, key)], table[layer_key(num_layers, key)]
+    ordinary = full if ordinary_is_full_depth else None
+    return {"selection_metric": key, "patience": patience, "tolerance_points": tolerance_points,
+            "num_layers": num_layers, "table": table,
+            "chosen": {key: chosen, MEAN_LAYERS: table[patience_key(patience, MEAN_LAYERS)],
+                       "points_from_full_depth": round(100 * (chosen - full), 6),
+                       "points_from_ordinary": (None if ordinary is None
+                                                else round(100 * (chosen - ordinary), 6))},
+            "ordinary": None if ordinary is None else {key: ordinary},
+            "ordinary_note": ORDINARY_IS_FULL_DEPTH if ordinary_is_full_depth
+            else ORDINARY_UNKNOWN}
+
+
+def price_line(results: Mapping[str, object]) -> str:
+    """What the chosen patience of ``results_of``'s content costs, in one line: its metric and
+    mean layers, against the full depth and against the ordinary model (or that it is
+    unknown)."""
+    chosen, key = results["chosen"], results["selection_metric"]
+    line = (f"{key} {chosen[key]:.4f} with {chosen[MEAN_LAYERS]:.2f} of {results['num_layers']} "
+            f"layers on average: {chosen['points_from_full_depth']:+.2f} points against the "
+            "full depth")
+    if results["ordinary"] is None:
+        return line + f"; against the ordinary model: {results['ordinary_note']}"
+    return (line + f", {chosen['points_from_ordinary']:+.2f} against the ordinary model "
+            f"({results['ordinary'][key]:.4f}; {results['ordinary_note']})")
 
 
 def write_results(path: str, results: Mapping[str, object]) -> None:

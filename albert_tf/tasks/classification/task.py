@@ -13,6 +13,11 @@
   metrics, and the metrics and mean layers of patience 1..L), also printed. The ordinary outputs
   and metrics stay those of the full depth (layer L's classifier, the ordinary computation), which
   selects the best checkpoint.
+- With ``internal_only`` (two-stage training's stage 2, albert_tf/tasks/classification/
+  two_stage.py): the encoder (its pooler too) and the ordinary classifier are frozen (not in the
+  model's trainable variables) and the loss is the mean over layers 1..L-1 of each internal
+  classifier's loss; with the encoder frozen the heads do not interact, and Adam's steps do not
+  depend on a loss's scale, so PABEE's weights would change nothing but the logged value.
 - Prediction files (reference format): ``test_results.tsv``, one line of tab-separated
   probabilities per real example (STS-B: the score); ``submit_results.tsv``, header
   ``index\\tprediction`` then ``guid\\t<label name>`` (STS-B: the score).
@@ -46,12 +51,17 @@ class ClassifierTask:
       (macro-F1 and per-class precision, recall, F1, support and predicted count).
     early_exit: None, or the kind of internal classifiers (``EARLY_EXIT_HEADS``): PABEE's loss and
       the early-exit table. regression_threshold: a regression's "unchanged" in that table.
+    internal_only: train the separate internal classifiers alone, the rest frozen (module doc).
     """
 
     def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
                  is_regression: bool = False, class_names: Sequence[str] | None = None,
                  early_exit: str | None = None,
-                 regression_threshold: float = exits.DEFAULT_REGRESSION_THRESHOLD):
+                 regression_threshold: float = exits.DEFAULT_REGRESSION_THRESHOLD,
+                 internal_only: bool = False):
+        if internal_only and early_exit != "separate":
+            raise ValueError(f"internal_only trains separate internal classifiers; early_exit is "
+                             f"{early_exit!r}")
         if class_names is not None and len(class_names) != num_labels:
             raise ValueError(f"{len(class_names)} class names for num_labels={num_labels}")
         self.config = config
@@ -61,10 +71,15 @@ class ClassifierTask:
         self.class_names = None if class_names is None else tuple(class_names)
         self.early_exit = early_exit
         self.regression_threshold = regression_threshold
+        self.internal_only = internal_only
 
     def build_model(self) -> keras.Model:
-        return AlbertClassifierModel(self.config, self.num_labels, self.is_regression,
-                                     early_exit=self.early_exit)
+        model = AlbertClassifierModel(self.config, self.num_labels, self.is_regression,
+                                      early_exit=self.early_exit)
+        if self.internal_only:
+            model.albert.trainable = False
+            model.classifier.trainable = False
+        return model
 
     def loss_normalizers(self, features: Features) -> dict[str, tf.Tensor]:
         return examples_normalizer(features)
@@ -81,7 +96,9 @@ class ClassifierTask:
                    normalizers: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         outputs = model(model_inputs(features), training=True)
         per_example_loss, _, predictions = self._per_example(outputs["logits"], features)
-        if self.early_exit is not None:
+        if self.internal_only:
+            per_example_loss = self._internal_loss(outputs["layer_logits"], features)
+        elif self.early_exit is not None:
             per_example_loss = self._pabee_loss(outputs["layer_logits"], features)
         if self.is_regression:
             return tf.reduce_sum(per_example_loss) / normalizers["examples"], {}
@@ -95,6 +112,12 @@ class ClassifierTask:
         losses = [self._per_example(layer_logits[:, layer], features)[0]
                   for layer in range(num_layers)]
         return tf.linalg.matvec(tf.stack(losses, axis=1), weights)
+
+    def _internal_loss(self, layer_logits: tf.Tensor, features: Features) -> tf.Tensor:
+        """float32 [B]: the mean of each example's losses at layers 1..L-1 (``internal_only``)."""
+        losses = [self._per_example(layer_logits[:, layer], features)[0]
+                  for layer in range(layer_logits.shape[1] - 1)]
+        return tf.add_n(losses) / len(losses)
 
     def predict_outputs(self, model: keras.Model, features: Features) -> dict[str, tf.Tensor]:
         model_outputs = model(model_inputs(features), training=False)
@@ -120,7 +143,8 @@ class ClassifierTask:
             table = self.early_exit_table(outputs)
             metrics.update(table)
             print("Early exit (dev): each layer's classifier, and each patience with the mean "
-                  f"layers used\n{exits.format_table(table, self.metric_keys)}", flush=True)
+                  f"layers used\n"
+                  f"{exits.format_table(table, self.metric_keys, self.internal_only)}", flush=True)
         return metrics
 
     @property
