@@ -31,8 +31,7 @@ import math
 
 from absl import app, flags
 
-from albert_tf.cli import command_line, flag_checks, flag_definitions
-from albert_tf.tasks.classification.trainings import default_training
+from albert_tf.cli import command_line, early_exit_flags, flag_checks, flag_definitions
 from albert_tf.tasks.classification.recipes import (GLUE_TASK_NAMES, REGRESSION_TASKS,
                                                     glue_recipe, unknown_task_message)
 
@@ -66,40 +65,7 @@ flags.DEFINE_enum("task_type", "classification", ["classification", "regression"
 flags.DEFINE_enum("selection_metric", "accuracy", ["accuracy", "macro_f1"], "[albert_tf] "
                   "Classification on your files: the dev metric that chooses model.ckpt-best "
                   "(regression: Pearson's r).")
-# Early exit (PABEE; albert_tf/tasks/classification/early_exit.py, docs/early_exit.md).
-flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after every layer, "
-                  "trained with PABEE's loss (layer j weighted by j); inference stops when the "
-                  "prediction stays unchanged --patience times. See docs/early_exit.md.")
-flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
-                  "--early_exit: a classifier of its own per layer (separate, the paper's), or the "
-                  "ordinary classifier after every layer (shared, no new weights).")
-flags.DEFINE_enum("early_exit_training", None, ["two_stage", "joint"], "[albert_tf] --early_exit: "
-                  "two_stage (default with separate heads): the ordinary classifier is trained "
-                  "first (or taken from --init_checkpoint), then the internal classifiers alone, "
-                  "so the full depth is the ordinary model; joint (PABEE's; the only one with "
-                  "shared heads): every layer's classifier and the encoder trained together.")
-flags.DEFINE_float("early_exit_learning_rate", None, "[albert_tf] --early_exit_training=two_stage: "
-                   "stage 2's peak learning rate, of the internal classifiers (default: 10 x "
-                   "--learning_rate, which is stage 1's: linear heads on frozen features).",
-                   lower_bound=0.0)
-flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and --export_dir "
-                     "stop after a layer whose prediction stayed unchanged this many times "
-                     "(default: the patience chosen on dev, in early_exit_results.json).",
-                     lower_bound=1)
-flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_predict, "
-                     "--export_dir and --tflite_file run this many layers (fixed depth) instead "
-                     "of stopping by patience.", lower_bound=1)
-flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
-                   "score that moves by less than this between layers counts as unchanged; "
-                   "recorded in --output_dir by its first run, whose value later runs there use "
-                   "(another is refused).", lower_bound=0.0)
-flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen on "
-                   "dev maximises the selection metric (x 100) minus this many points times the "
-                   "fraction of the layers after the first that it runs: it loses at most this "
-                   "much to the full depth, less the fewer layers it saves (0: the best metric).",
-                   lower_bound=0.0)
-_EARLY_EXIT_FLAGS = ("early_exit_heads", "early_exit_training", "early_exit_learning_rate",
-                     "patience", "inference_layers", "regression_threshold", "patience_tolerance")
+early_exit_flags.define()
 _OWN_FILE_FLAGS = ("train_file", "dev_file", "test_file")
 _OWN_DATA_FLAGS = (*_OWN_FILE_FLAGS, "file_format", "text_column", "text_b_column", "label_column",
                    "id_column", "labels", "task_type", "selection_metric")
@@ -152,40 +118,9 @@ def check_flags() -> None:
         if FLAGS.task_name.lower() not in GLUE_TASK_NAMES:
             raise app.UsageError(unknown_task_message(FLAGS.task_name))
     flag_checks.require_sequence_room(3, "the 3 special tokens of [CLS] a [SEP] b [SEP]")
-    check_early_exit()
-
-
-def check_early_exit() -> None:
-    """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
-    be ignored on a classification, whose prediction is unchanged when its class is); two-stage
-    training needs classifiers of their own (not shared heads), and has a stage 2's learning
-    rate; --patience and
-    --inference_layers are two ways of stopping (give one)."""
-    if not FLAGS.early_exit:
-        for name in _EARLY_EXIT_FLAGS:
-            if FLAGS[name].present:
-                raise app.UsageError(f"--{name} applies to --early_exit models only.")
-    if FLAGS["regression_threshold"].present and not is_regression():
-        task = ("your files are a classification (--task_type=classification)" if uses_own_files()
-                else f"--task_name={FLAGS.task_name} is a classification")
-        raise app.UsageError("--regression_threshold applies to a regression (--task_type="
-                             f"regression on your files, or --task_name=sts-b); {task}.")
-    if FLAGS.early_exit_training == "two_stage" and FLAGS.early_exit_heads == "shared":
-        raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
-                             "own; --early_exit_heads=shared has none (the ordinary classifier "
-                             "after every layer): give --early_exit_training=joint.")
-    if FLAGS.early_exit_learning_rate is not None and training() != "two_stage":
-        raise app.UsageError("--early_exit_learning_rate is the learning rate of two-stage "
-                             "training's stage 2; this run trains jointly "
-                             "(--early_exit_training=joint).")
-    if FLAGS.patience is not None and FLAGS.inference_layers is not None:
-        raise app.UsageError("--patience stops each example when its prediction settles, "
-                             "--inference_layers at a fixed depth: give one or the other.")
-
-
-def training() -> str:
-    """--early_exit_training, or its default for --early_exit_heads."""
-    return FLAGS.early_exit_training or default_training(FLAGS.early_exit_heads)
+    early_exit_flags.check(is_regression(), "your files are a classification (--task_type="
+                           "classification)" if uses_own_files() else
+                           f"--task_name={FLAGS.task_name} is a classification")
 
 
 def is_regression() -> bool:
@@ -214,16 +149,11 @@ def settings_from_flags() -> ClassifierSettings:
     files = {split: FLAGS[f"{split}_file"].value for split in ("train", "dev", "test")
              if FLAGS[f"{split}_file"].value}
     threshold = FLAGS.threshold_to_export
-    early_exit = EarlyExitSettings(
-        FLAGS.early_exit_heads, training(), FLAGS.learning_rate, FLAGS.patience,
-        FLAGS.inference_layers,
-        FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
-        FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
     return ClassifierSettings(
         FLAGS.task_name, FLAGS.data_dir, files, FLAGS.file_format,
         Columns(FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column),
         tuple(FLAGS.labels) if FLAGS.labels else None, FLAGS.task_type, FLAGS.selection_metric,
-        None if math.isnan(threshold) else threshold, early_exit if FLAGS.early_exit else None)
+        None if math.isnan(threshold) else threshold, early_exit_flags.read(EarlyExitSettings))
 
 
 def main(argv):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from absl import flags
 
-from albert_tf.cli import flag_definitions
+from albert_tf.cli import early_exit_flags, flag_definitions
 from albert_tf.serving import tflite
+from albert_tf.tasks.classification import trainings
 from albert_tf.training import distribute, optimization, trainer
 from tests.command_runner import command_flags
 
@@ -48,6 +49,7 @@ def test_the_table_agrees_with_the_library():
     assert set(flag_definitions.STRATEGIES) == set(distribute.STRATEGY_NAMES)
     assert set(flag_definitions.DTYPES) == set(trainer.DTYPE_POLICIES)
     assert flag_definitions.TFLITE_QUANTIZATIONS == tflite.QUANTIZATIONS
+    assert early_exit_flags.TRAININGS == trainings.TRAININGS
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
                    + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS
                    + flag_definitions.TFLITE_FLAGS)

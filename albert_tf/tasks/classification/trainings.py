@@ -1,6 +1,6 @@
-"""The two trainings of an early-exit classifier's internal classifiers (``--early_exit_training``)
-and their defaults, TensorFlow-free: run_classifier checks its flags with them before TensorFlow
-loads. What each does: albert_tf/tasks/classification/two_stage.py."""
+"""The two trainings of an early-exit classifier's internal classifiers (``--early_exit_training``;
+its default: albert_tf/cli/early_exit_flags.py) and stage 2's learning rate, TensorFlow-free. What
+each does: albert_tf/tasks/classification/two_stage.py."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ TRAININGS = (TWO_STAGE, JOINT)
 # are linear heads on frozen features, which fine-tuning's rate leaves far from trained (SST-2,
 # 12 layers from random weights, 1e-4: layer 1's classifier 0.549 on dev; 1e-3: 0.760).
 HEAD_LEARNING_RATE_FACTOR = 10.0
-
-
-def default_training(heads: str) -> str:
-    """The training of ``heads`` when --early_exit_training is not given: two-stage for separate
-    heads, joint for shared ones (which have nothing of their own to train in a second stage)."""
-    return JOINT if heads == "shared" else TWO_STAGE
 
 
 def stage_two_learning_rate(learning_rate: float, given: float | None) -> float:

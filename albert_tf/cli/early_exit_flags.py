@@ -1,0 +1,107 @@
+"""run_classifier's early-exit flags (PABEE; docs/early_exit.md): defined, checked before
+TensorFlow loads, and read, here, so that the script's own code has no early-exit branch.
+
+``define()`` registers them (run_classifier calls it beside its other flags); ``check`` refuses
+the combinations that mean nothing; ``read`` gives the values a run's early-exit settings take.
+TensorFlow-free, as every check before the command's imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+# The trainings of the internal classifiers, kept here (the flag layer imports no task; tested
+# equal to albert_tf/tasks/classification/trainings.TRAININGS).
+TWO_STAGE, JOINT = "two_stage", "joint"
+TRAININGS = (TWO_STAGE, JOINT)
+
+# The flags that only an --early_exit run takes.
+EARLY_EXIT_ONLY = ("early_exit_heads", "early_exit_training", "early_exit_learning_rate",
+                   "patience", "inference_layers", "regression_threshold", "patience_tolerance")
+
+
+def define() -> None:
+    """Registers --early_exit and the flags of ``EARLY_EXIT_ONLY``."""
+    flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after every layer; "
+                      "inference stops when the prediction stays unchanged --patience times. See "
+                      "docs/early_exit.md.")
+    flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
+                      "--early_exit: a classifier of its own per layer (separate, the paper's), or "
+                      "the ordinary classifier after every layer (shared, no new weights).")
+    flags.DEFINE_enum("early_exit_training", None, list(TRAININGS), "[albert_tf] --early_exit: "
+                      "two_stage (default with separate heads): the ordinary classifier is trained "
+                      "first (or taken from --init_checkpoint), then the internal classifiers "
+                      "alone, so the full depth is the ordinary model; joint (PABEE's; the only "
+                      "one with shared heads): every layer's classifier and the encoder trained "
+                      "together.")
+    flags.DEFINE_float("early_exit_learning_rate", None, "[albert_tf] --early_exit_training="
+                       "two_stage: stage 2's peak learning rate, of the internal classifiers "
+                       "(default: 10 x --learning_rate, which is stage 1's: linear heads on frozen "
+                       "features).", lower_bound=0.0)
+    flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and "
+                         "--export_dir stop after a layer whose prediction stayed unchanged this "
+                         "many times (default: the patience chosen on dev, in "
+                         "early_exit_results.json).", lower_bound=1)
+    flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_predict, "
+                         "--export_dir and --tflite_file run this many layers (fixed depth) "
+                         "instead of stopping by patience.", lower_bound=1)
+    flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
+                       "score that moves by less than this between layers counts as unchanged; "
+                       "recorded in --output_dir by its first run, whose value later runs there "
+                       "use (another is refused).", lower_bound=0.0)
+    flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen "
+                       "on dev maximises the selection metric (x 100) minus this many points "
+                       "times the fraction of the layers after the first that it runs: it loses "
+                       "at most this much to the full depth, less the fewer layers it saves (0: "
+                       "the best metric).", lower_bound=0.0)
+
+
+def training() -> str:
+    """--early_exit_training, or its default: two-stage for separate heads, joint for shared ones
+    (which have nothing of their own to train in a second stage)."""
+    if FLAGS.early_exit_training is not None:
+        return FLAGS.early_exit_training
+    return JOINT if FLAGS.early_exit_heads == "shared" else TWO_STAGE
+
+
+def check(is_regression: bool, classification: str) -> None:
+    """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
+    be ignored on a classification, whose prediction is unchanged when its class is;
+    ``classification`` says why the run is one); two-stage training needs classifiers of their
+    own (not shared heads), and only it has a stage 2's learning rate; --patience and
+    --inference_layers are two ways of stopping (give one)."""
+    if not FLAGS.early_exit:
+        for name in EARLY_EXIT_ONLY:
+            if FLAGS[name].present:
+                raise app.UsageError(f"--{name} applies to --early_exit models only.")
+    if FLAGS["regression_threshold"].present and not is_regression:
+        raise app.UsageError("--regression_threshold applies to a regression (--task_type="
+                             f"regression on your files, or --task_name=sts-b); {classification}.")
+    if FLAGS.early_exit_training == TWO_STAGE and FLAGS.early_exit_heads == "shared":
+        raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
+                             "own; --early_exit_heads=shared has none (the ordinary classifier "
+                             "after every layer): give --early_exit_training=joint.")
+    if FLAGS.early_exit_learning_rate is not None and training() != TWO_STAGE:
+        raise app.UsageError("--early_exit_learning_rate is the learning rate of two-stage "
+                             "training's stage 2; this run trains jointly "
+                             "(--early_exit_training=joint).")
+    if FLAGS.patience is not None and FLAGS.inference_layers is not None:
+        raise app.UsageError("--patience stops each example when its prediction settles, "
+                             "--inference_layers at a fixed depth: give one or the other.")
+
+
+def read(settings_type: Callable[..., Any]) -> Any:
+    """``settings_type`` (the early-exit settings, EarlyExitSettings, which loads TensorFlow) of the
+    flags, or None without --early_exit. A threshold or tolerance not given is None (the recorded
+    one, or the default, applies)."""
+    if not FLAGS.early_exit:
+        return None
+    return settings_type(
+        FLAGS.early_exit_heads, training(), FLAGS.learning_rate, FLAGS.patience,
+        FLAGS.inference_layers,
+        FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
+        FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
