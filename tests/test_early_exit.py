@@ -895,7 +895,7 @@ def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_u
     model_names = {name for name in want if name.startswith("model/")}
     assert model_names and all(np.array_equal(stage_one[name], want[name])
                                for name in model_names)  # stage 1 is the ordinary run, bit for bit
-    assert read_manifest(str(two_stage_dir)).record("early_exit_training") == "two_stage"
+    assert read_manifest(str(two_stage_dir)).fact("early_exit_training") == "two_stage"
 
     before = file_bytes(ordinary_dir)
     from_ordinary = run_command("run_classifier.py", *flags, f"--output_dir={from_dir}",
