@@ -15,14 +15,13 @@ import functools
 import os
 from typing import Callable
 
-from albert_tf.checkpoints.label_set import LABEL_SET
 from albert_tf.checkpoints.run_directory import trained_checkpoint
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.driver import run_task
 from albert_tf.cli.settings import RunSettings
 from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
 from albert_tf.errors.user_error import UserError
-from albert_tf.files.run_manifest import read_manifest, require_fact
+from albert_tf.files.run_manifest import read_manifest, require_facts
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
                                                        EarlyExitSettings, ExitPolicy, layer_key,
                                                        price_line, results_of, stopped_layers,
@@ -72,7 +71,7 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
     data = classification.read_classifier_data(own, start, heads=early.heads)
     settings = start.settings
     num_layers = start.config.num_hidden_layers
-    check_training(settings.output_dir, early.training)
+    check_training(start.manifest, early.training)
     if early.training == TWO_STAGE and num_layers < 2:
         raise UserError("--early_exit_training=two_stage trains the internal classifiers of "
                         "layers 1..L-1: the model has 1 layer (num_hidden_layers of "
@@ -89,10 +88,9 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
         facts[REGRESSION_THRESHOLD] = (early.threshold, "--regression_threshold")
     init = None
     if early.training == TWO_STAGE and settings.do_train:
-        for fact, (value, where) in {**facts, LABEL_SET: (data.label_set.to_fact(),
-                                                          data.label_source)}.items():
-            require_fact(start.manifest, fact, value, where)  # before stage 1's long work
-        init = stage_one(settings, own)
+        # The driver checks these after read_data; stage 1's long work needs them checked first.
+        require_facts(start.manifest, dataclasses.replace(data, facts=facts).all_facts())
+        init = stage_one(start, own)
     return dataclasses.replace(data, facts=facts, init_checkpoint=init,
                                content=dataclasses.replace(data.content, early_exit=early))
 
@@ -163,7 +161,7 @@ def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
     return export(run, layers=layers)
 
 
-def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSource | None:
+def stage_one(start: RunStart, own: ClassifierSettings) -> CheckpointSource | None:
     """Stage 1 of a two-stage --do_train; returns where stage 2 starts (None: --init_checkpoint).
     Nothing when stage 2 has a checkpoint (it resumes) or --init_checkpoint holds an ordinary
     classifier (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
@@ -172,7 +170,8 @@ def stage_one(settings: RunSettings, own: ClassifierSettings) -> CheckpointSourc
     whose weights are those of the same command run
     without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
     A rerun finds it finished, or resumes it."""
-    if trained_checkpoint(settings.output_dir) is not None:
+    settings = start.settings
+    if trained_checkpoint(settings.output_dir, start.manifest) is not None:
         return None
     if ordinary_classifier(settings.init_checkpoint):
         print(f"Two-stage training: the ordinary classifier of --init_checkpoint="

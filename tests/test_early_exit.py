@@ -958,7 +958,7 @@ def test_what_counts_as_stage_one_and_the_recorded_training(tmp_path):
     early-exit classifier is refused. A directory records its training; one with an early-exit
     classifier trained before the record counts as joint."""
     from albert_tf.errors.user_error import UserError
-    from albert_tf.files.run_manifest import add_facts, update_manifest
+    from albert_tf.files.run_manifest import add_facts, read_manifest, update_manifest
     from albert_tf.tasks.classification import two_stage
     from albert_tf.tasks.classification.classifier_heads import HEADS
 
@@ -981,13 +981,14 @@ def test_what_counts_as_stage_one_and_the_recorded_training(tmp_path):
         with pytest.raises(UserError, match="a classifier trained with --early_exit; two-stage"):
             two_stage.ordinary_classifier(str(tmp_path / name))
 
-    two_stage.check_training(str(tmp_path / "ordinary"), "two_stage")  # nothing recorded
+    # Nothing recorded: any training.
+    two_stage.check_training(read_manifest(str(tmp_path / "ordinary")), "two_stage")
     add_facts(str(tmp_path / "ordinary"), {two_stage.TRAINING: ("two_stage", "x")})
     with pytest.raises(UserError, match="trained with --early_exit_training=two_stage; this run "
                                         "has --early_exit_training=joint"):
-        two_stage.check_training(str(tmp_path / "ordinary"), "joint")
+        two_stage.check_training(read_manifest(str(tmp_path / "ordinary")), "joint")
     update_manifest(str(tmp_path / "shared"), lambda content: content.update(
         trained={"step": 1, "checkpoint": "model.ckpt-best"}))
-    two_stage.check_training(str(tmp_path / "shared"), "joint")
+    two_stage.check_training(read_manifest(str(tmp_path / "shared")), "joint")
     with pytest.raises(UserError, match="trained with --early_exit_training=joint"):
-        two_stage.check_training(str(tmp_path / "shared"), "two_stage")
+        two_stage.check_training(read_manifest(str(tmp_path / "shared")), "two_stage")

@@ -25,7 +25,6 @@ from typing import Sequence
 import tensorflow as tf
 
 from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, list_checkpoints
-from albert_tf.checkpoints.label_set import LABEL_SET
 from albert_tf.cli import error_boundary, training_run
 from albert_tf.cli.flag_checks import padded_batches_reason
 from albert_tf.cli.settings import RunSettings
@@ -36,7 +35,7 @@ from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_che
                                                   run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import check_eval_data
 from albert_tf.files.run_files import RunFiles, WorkDirectory, check_run_files, fixed_outputs
-from albert_tf.files.run_manifest import RunManifest, read_manifest, require_fact
+from albert_tf.files.run_manifest import RunManifest, read_manifest, require_facts
 from albert_tf.training.input_pipeline import needs_static_batches
 from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
 from albert_tf.training.task import EvalSet
@@ -71,10 +70,8 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         print(batch_lengths)  # after the quick checks of the config and SentencePiece model
         data = spec.read_data(RunStart(settings, config, tokenizer, init, manifest))
         init = data.init_checkpoint or init
-        facts = {**({LABEL_SET: (data.label_set.to_fact(), data.label_source)}
-                    if data.label_set is not None else {}), **data.facts}
-        for fact, (value, where) in facts.items():
-            require_fact(manifest, fact, value, where)
+        facts = data.all_facts()
+        require_facts(manifest, facts)
         features = {split.name: split.build(data, tokenizer)
                     for split in _splits_read(settings, spec.splits, sweeps)}
         steps, warmup = _schedule(settings, spec.training, features.get("train"))

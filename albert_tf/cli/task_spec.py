@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.label_set import LabelSet
+from albert_tf.checkpoints.label_set import LABEL_SET, LabelSet
 from albert_tf.checkpoints.warm_start import CheckpointSource
 from albert_tf.cli.settings import RunSettings
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy
@@ -59,6 +59,13 @@ class TaskData:
     facts: Mapping[Fact, tuple[object, str]] = dataclasses.field(default_factory=dict)
     content: Any = None
     init_checkpoint: CheckpointSource | None = None
+
+    def all_facts(self) -> dict[Fact, tuple[object, str]]:
+        """``facts`` and, where the task has one, its label set: all the run checks against its
+        directory's manifest and records there."""
+        label_set = ({LABEL_SET: (self.label_set.to_fact(), self.label_source)}
+                     if self.label_set is not None else {})
+        return {**label_set, **self.facts}
 
 
 @dataclasses.dataclass(frozen=True)

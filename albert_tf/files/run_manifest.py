@@ -32,7 +32,7 @@ import copy
 import dataclasses
 import json
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
@@ -197,13 +197,17 @@ def require_fact(manifest: RunManifest, fact: Fact, value: Any, source: str,
             f"({source}). Give the run's own settings to continue it, or use another {what}")
 
 
-def add_facts(directory: str, values: dict[Fact, tuple[Any, str]]) -> RunManifest:
-    """Checks each ``(value, source)`` of ``values`` against the manifest of ``directory``
-    (``require_fact``), then records those not recorded yet; a recorded value is never
-    replaced."""
-    manifest = read_manifest(directory)
+def require_facts(manifest: RunManifest, values: Mapping[Fact, tuple[Any, str]]) -> None:
+    """``require_fact`` for each ``{fact: (value, source)}`` of ``values``."""
     for fact, (value, source) in values.items():
         require_fact(manifest, fact, value, source)
+
+
+def add_facts(directory: str, values: dict[Fact, tuple[Any, str]]) -> RunManifest:
+    """Checks each ``(value, source)`` of ``values`` against the manifest of ``directory``
+    (``require_facts``), then records those not recorded yet; a recorded value is never
+    replaced."""
+    require_facts(read_manifest(directory), values)
 
     def add(content: dict) -> None:
         for fact, (value, _) in values.items():

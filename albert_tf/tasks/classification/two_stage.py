@@ -52,13 +52,14 @@ def recorded_training(manifest: RunManifest) -> str | None:
     return JOINT if trained and manifest.fact(HEADS.key) is not None else None
 
 
-def check_training(output_dir: str, training: str) -> None:
-    """UserError, in one line, when ``output_dir`` holds internal classifiers trained another way
-    than ``training``: a rerun with the other kind would mix the two, or report one as the other."""
-    recorded = recorded_training(read_manifest(output_dir))
+def check_training(manifest: RunManifest, training: str) -> None:
+    """UserError, in one line, when the run directory of ``manifest`` holds internal classifiers
+    trained another way than ``training``: a rerun with the other kind would mix the two, or
+    report one as the other."""
+    recorded = recorded_training(manifest)
     if recorded is not None and recorded != training:
-        raise UserError(f"--output_dir={output_dir} holds internal classifiers trained with "
-                        f"{describe(recorded)}; this run has {describe(training)}. Give "
+        raise UserError(f"--output_dir={manifest.directory} holds internal classifiers trained "
+                        f"with {describe(recorded)}; this run has {describe(training)}. Give "
                         f"{describe(recorded)} to continue it, or use another --output_dir.")
 
 
