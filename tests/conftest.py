@@ -18,6 +18,14 @@ import pytest
 # imports it).
 os.environ.setdefault("TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK", "true")
 
+# A pytest-xdist worker among as many as the machine has cores (scripts/test.sh: 2 on 2) gets one
+# TensorFlow thread per pool, and so do the processes its tests start (they inherit the
+# environment): with TensorFlow's default of a thread per core in each worker, the workers' threads
+# outnumber the cores and spend CPU time waiting on each other (a 78-test sample took 8% less CPU).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) >= (os.cpu_count() or 1):
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+    os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
+
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
 from tests import command_runner, spm_fixtures
 from tests.shared_setup import EN8K_MODEL, require_shared_data, shared_data_missing
@@ -42,6 +50,33 @@ def pytest_terminal_summary(terminalreporter) -> None:
                   if isinstance(report.longrepr, tuple) and reason in report.longrepr[2])
     if skipped:
         terminalreporter.write_line(f"{skipped} skipped: {reason}", yellow=True)
+
+
+def harness_run_users(tests_dir: str) -> set[str]:
+    """The test files (names in ``tests_dir``) that ask for the ``task_runs`` fixture."""
+    return {name for name in os.listdir(tests_dir)
+            if name.startswith("test_") and name.endswith(".py")
+            and "task_runs" in open(os.path.join(tests_dir, name), encoding="utf-8").read()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``--dist loadfile`` (scripts/test.sh), the files that read the harness's task runs
+    go to one worker as one unit: each run (15-60 s of training, predicting and exporting) is then
+    made once per suite, not once in each worker that has a file asking for it. Every other file
+    is its own unit, as loadfile makes it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    users = harness_run_users(os.path.dirname(__file__))
+
+    class HarnessRunsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "the harness's task runs" if os.path.basename(path) in users else path
+
+    return HarnessRunsTogether(config, log)
 
 
 @pytest.fixture(scope="session")
