@@ -85,8 +85,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_hub as hub
 
-encoder_dir, inputs_file, texts_file, arrays_file, json_file, part = sys.argv[1:]
-tf.keras.utils.set_random_seed(1)
+encoder_dir, inputs_file, texts_file, arrays_file, json_file = sys.argv[1:]
 arrays, report = {}, {}
 
 
@@ -172,19 +171,21 @@ def preprocessing_api(texts):
     report["single_shape"] = list(single(sentences).shape)
 
 
-if part == "encoder":
-    encoder_api(dict(np.load(inputs_file)))
-else:
-    preprocessing_api(json.load(open(texts_file)))
+# The encoder first: it must load before anything imports tensorflow_text.
+tf.keras.utils.set_random_seed(1)
+encoder_api(dict(np.load(inputs_file)))
+tf.keras.utils.set_random_seed(1)
+preprocessing_api(json.load(open(texts_file)))
 np.savez(arrays_file, **arrays)
 json.dump(report, open(json_file, "w"))
 """
 
 
-def run_hub_script(exported, part: str) -> types.SimpleNamespace:
-    """HUB_SCRIPT's ``part`` ("encoder" or "preprocessing") on the export in a fresh tf-keras
-    process: its arrays, report and the texts it was given."""
-    work = exported.work / part
+@pytest.fixture(scope="module")
+def hub_run(exported) -> types.SimpleNamespace:
+    """HUB_SCRIPT on the export in one fresh tf-keras process (the encoder's API, then the
+    preprocessing model's): its arrays, report and the texts it was given."""
+    work = exported.work / "hub_script"
     work.mkdir()
     np.savez(work / "inputs.npz", vocab=VOCAB, **exported.inputs)
     lines = [line for line in spm_fixtures.fixture_corpus_lines() if line.strip()]
@@ -192,21 +193,11 @@ def run_hub_script(exported, part: str) -> types.SimpleNamespace:
     (work / "texts.json").write_text(json.dumps(texts))
     result = subprocess.run(
         [sys.executable, "-c", HUB_SCRIPT, str(exported.path), str(work / "inputs.npz"),
-         str(work / "texts.json"), str(work / "arrays.npz"), str(work / "report.json"), part],
+         str(work / "texts.json"), str(work / "arrays.npz"), str(work / "report.json")],
         capture_output=True, text=True, env=subprocess_env(TF_USE_LEGACY_KERAS="1"), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return types.SimpleNamespace(arrays=dict(np.load(work / "arrays.npz")), texts=texts,
                                  report=json.loads((work / "report.json").read_text()))
-
-
-@pytest.fixture(scope="module")
-def hub_run(exported):
-    return run_hub_script(exported, "encoder")
-
-
-@pytest.fixture(scope="module")
-def hub_text_run(exported):
-    return run_hub_script(exported, "preprocessing")
 
 
 @pytest.fixture(scope="module")
@@ -256,8 +247,8 @@ def test_hub_keras_layer_fine_tunes_the_encoder(hub_run):
 
 
 @pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
-def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokenizer):
-    report, texts = hub_text_run.report, hub_text_run.texts
+def test_the_preprocessing_model_follows_the_tf2_convention(hub_run, tokenizer):
+    report, texts = hub_run.report, hub_run.texts
     assert report["special_tokens"] == {"vocab_size": VOCAB, "start_of_sequence_id": tokenizer.cls_id,
                                         "end_of_segment_id": tokenizer.sep_id, "padding_id": 0,
                                         "mask_id": tokenizer.mask_id}
@@ -278,10 +269,10 @@ def test_the_preprocessing_model_follows_the_tf2_convention(hub_text_run, tokeni
 
 
 @pytest.mark.subprocess  # hub.KerasLayer in a fresh process (TF_USE_LEGACY_KERAS)
-def test_raw_text_fine_tunes_through_the_preprocessing_and_encoder_layers(hub_text_run):
-    losses = hub_text_run.report["text_losses"]
+def test_raw_text_fine_tunes_through_the_preprocessing_and_encoder_layers(hub_run):
+    losses = hub_run.report["text_losses"]
     assert losses[-1] < losses[0], losses
-    assert hub_text_run.report["single_shape"] == [8, 32]
+    assert hub_run.report["single_shape"] == [8, 32]
 
 
 # ------------------------------------------------------------------------ Keras 3 and wrong inputs
