@@ -56,17 +56,19 @@ RACE_SEQ, RACE_QA = 96, 24
 SQUAD_SEQ, SQUAD_QUERY = 128, 32
 
 # Loads SavedModels in a process of its own (each once) and calls their signatures. argv: a JSON
-# list of calls {"export", "signature", "inputs" (.npz), "outputs" (.npz)}, then "text" to import
-# tensorflow_text first. A signature "keras:<function>" calls the function through
-# keras.layers.TFSMLayer instead. A call that raises writes the error's type and message instead.
+# list of calls {"export", "signature", "inputs" (.npz), "outputs" (.npz), "text"}, in order; the
+# first call with "text" true imports tensorflow_text before it runs (the calls before it run
+# without the SentencePiece op registered). A signature "keras:<function>" calls the function
+# through keras.layers.TFSMLayer instead. A call that raises writes the error's type and message
+# instead.
 LOADER = r"""
 import json, sys
 import numpy as np
 import tensorflow as tf
-if sys.argv[2] == "text":
-    import tensorflow_text  # registers the SentencePiece op of the text signatures
 loaded = {}
 for call in json.loads(sys.argv[1]):
+    if call["text"] and "tensorflow_text" not in sys.modules:
+        import tensorflow_text  # registers the SentencePiece op of the text signatures
     try:
         inputs = {name: tf.constant(value) for name, value in np.load(call["inputs"]).items()}
         if call["signature"].startswith("keras:"):
@@ -86,21 +88,22 @@ assert not project, project
 """
 
 
-def serve(directory, calls: dict[str, tuple], with_text: bool) -> dict[str, dict]:
-    """Runs {label: (SavedModel dir, signature, inputs)} in one fresh process; returns the outputs
-    of each label."""
+def serve(directory, calls: dict[str, tuple], text_calls: dict[str, tuple] | None = None
+          ) -> dict[str, dict]:
+    """Runs {label: (SavedModel dir, signature, inputs)} in one fresh process, ``calls`` before
+    tensorflow_text is imported and ``text_calls`` after; returns the outputs of each label."""
     directory.mkdir()
     specs = []
-    for label, (export, signature, inputs) in calls.items():
-        paths = [str(directory / f"{label}_{kind}.npz") for kind in ("in", "out")]
-        np.savez(paths[0], **inputs)
-        specs.append({"export": str(export), "signature": signature, "inputs": paths[0],
-                      "outputs": paths[1]})
-    result = subprocess.run([sys.executable, "-c", LOADER, json.dumps(specs),
-                             "text" if with_text else "ids"], capture_output=True, text=True,
-                            env=subprocess_env(), timeout=600)
+    for text, group in ((False, calls), (True, text_calls or {})):
+        for label, (export, signature, inputs) in group.items():
+            paths = [str(directory / f"{label}_{kind}.npz") for kind in ("in", "out")]
+            np.savez(paths[0], **inputs)
+            specs.append({"label": label, "export": str(export), "signature": signature,
+                          "inputs": paths[0], "outputs": paths[1], "text": text})
+    result = subprocess.run([sys.executable, "-c", LOADER, json.dumps(specs)], capture_output=True,
+                            text=True, env=subprocess_env(), timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-    return {label: dict(np.load(spec["outputs"])) for label, spec in zip(calls, specs)}
+    return {spec["label"]: dict(np.load(spec["outputs"])) for spec in specs}
 
 
 def strings(values) -> np.ndarray:
@@ -352,7 +355,7 @@ WRONG_CALLS, EMPTY_CALLS = wrong_calls(), empty_calls()
 @pytest.fixture(scope="module")
 def served(exports, en8k, tmp_path_factory):
     """Every signature called on real data, and on the wrong inputs and empty batches above, in
-    two fresh processes: {label: outputs}."""
+    one fresh process (tensorflow_text imported after the ids-only calls): {label: outputs}."""
     root, _ = exports
     texts, race = glue_texts(), race_raw_questions()
     ids_only = {
@@ -387,8 +390,7 @@ def served(exports, en8k, tmp_path_factory):
         calls = with_text if export.endswith("with_text") else ids_only
         calls[label] = (root / export, signature, inputs)
     directory = tmp_path_factory.mktemp("served")
-    return {**serve(directory / "ids", ids_only, with_text=False),
-            **serve(directory / "text", with_text, with_text=True)}
+    return serve(directory / "calls", ids_only, with_text)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -662,10 +664,10 @@ def test_run_race_exports_the_best_checkpoint(tmp_path, en8k, task_runs):
     output_dir, export_dir = run.output_dir, run.export_dir
     assert f"to {export_dir}" in run.result.stdout
     race = race_raw_questions()[:5]
-    (outputs,) = serve(tmp_path / "served", {"race": (
+    (outputs,) = serve(tmp_path / "served", {}, {"race": (
         export_dir / "with_text", "serve_text",
         {"article": strings(q["article"] for q in race), "question": strings(q["question"] for q in race),
-         "options": np.array([q["options"] for q in race], dtype=str)})}, with_text=True).values()
+         "options": np.array([q["options"] for q in race], dtype=str)})}).values()
     model = best_checkpoint_model(AlbertMultipleChoiceModel(tiny_config()), output_dir)
     features = {key: value[:5] for key, value in race_features(en8k).items()}
     assert_close(outputs["probabilities"],
@@ -689,10 +691,10 @@ def test_run_squad_exports_the_best_checkpoint(tmp_path, en8k):
                         f"--max_query_length={SQUAD_QUERY}", f"--export_dir={export_dir}")
     assert f"to {export_dir}" in result.stdout
     examples, windows = squad_first_windows(en8k, "2.0")
-    (outputs,) = serve(tmp_path / "served", {"squad": (
+    (outputs,) = serve(tmp_path / "served", {}, {"squad": (
         export_dir / "with_text", "serve_text",
         {"question": strings(e.question_text for e in examples),
-         "context": strings(e.paragraph_text for e in examples)})}, with_text=True).values()
+         "context": strings(e.paragraph_text for e in examples)})}).values()
     expected = model(squad_inputs(windows, version_2=True), training=False)
     np.testing.assert_array_equal(outputs["end_top_index"], expected["end_top_index"])
     for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
