@@ -27,6 +27,8 @@ does not take).
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 import tensorflow as tf
 
@@ -63,29 +65,45 @@ def check_quantization(quantization: str) -> None:
                               f"{quantization!r}.")
 
 
-def convert_to_onnx(model: keras.Model, max_seq_length: int, outputs_of: OutputsFn,
-                    quantization: str = "none") -> bytes:
-    """The serialized ONNX model of ``model`` (see the module docstring), its weights float32
-    (``quantization`` ``none``) or int8 (``dynamic_range``). OnnxExportError for a model that
-    computes in another dtype than float32, a max_seq_length outside
-    [1, max_position_embeddings], an unknown quantization, or a missing tf2onnx (or, for int8,
-    ONNX Runtime)."""
-    check_quantization(quantization)
-    check_convertible(model, max_seq_length, OnnxExportError, "ONNX")
+def _tf2onnx():
+    """The converter module; OnnxExportError saying what to install where it is missing."""
     try:
         import tf2onnx  # the optional converter: requirements-onnx.txt
     except ImportError as error:
         raise OnnxExportError(f"the ONNX export needs tf2onnx ({error}): pip install -r "
                               "requirements-onnx.txt") from error
+    return tf2onnx
+
+
+def tf2onnx_graph(model: keras.Model, max_seq_length: int, outputs_of: OutputsFn) -> Any:
+    """tf2onnx's ``onnx.ModelProto`` of ``model``'s serving function, with ``max_seq_length`` in
+    its metadata, before ``convert_to_onnx`` rewrites it (what the rewrite is tested against)."""
+    check_convertible(model, max_seq_length, OnnxExportError, "ONNX")
     function = tf.function(serving_function(model, outputs_of), autograph=False)
-    proto, _ = tf2onnx.convert.from_function(function, input_signature=input_specs(),
-                                             opset=OPSET)
+    proto, _ = _tf2onnx().convert.from_function(function, input_signature=input_specs(),
+                                                opset=OPSET)
     entry = proto.metadata_props.add()
     entry.key, entry.value = LENGTH_KEY, str(max_seq_length)
+    return proto
+
+
+def convert_to_onnx(model: keras.Model, max_seq_length: int, outputs_of: OutputsFn,
+                    quantization: str = "none") -> bytes:
+    """The serialized ONNX model of ``model`` (see the module docstring), its weights float32
+    (``quantization`` ``none``) or int8 (``dynamic_range``). OnnxExportError, before converting,
+    for a model that computes in another dtype than float32, a max_seq_length outside
+    [1, max_position_embeddings], an unknown quantization, or a missing tf2onnx (or, for int8,
+    ONNX Runtime's quantizer)."""
+    check_quantization(quantization)
+    check_convertible(model, max_seq_length, OnnxExportError, "ONNX")
+    _tf2onnx()
     # Both import onnx, which tf2onnx installs: loaded only here, as tf2onnx is.
     from albert_tf.serving.onnx_graph import optimize
-    from albert_tf.serving.onnx_quantize import quantize_dynamic_range
+    from albert_tf.serving.onnx_quantize import load_quantizer, quantize_dynamic_range
 
+    if quantization == "dynamic_range":
+        load_quantizer(OnnxExportError)
+    proto = tf2onnx_graph(model, max_seq_length, outputs_of)
     optimize(proto)
     if quantization == "dynamic_range":
         proto = quantize_dynamic_range(proto, OnnxExportError)

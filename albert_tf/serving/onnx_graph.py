@@ -213,7 +213,9 @@ def fuse_parallel_matmuls(model: onnx.ModelProto) -> int:
     """Computes the products of one input with several weights (the attention's query, key and
     value) as one ``MatMul`` with the weights side by side, its bias ``Add`` with the biases side
     by side, and a ``Split`` into the former outputs; returns how many groups were fused. The
-    joined weights are stored once per set of weights: ALBERT's twelve layers share them."""
+    joined weights are stored once per set of weights, which ALBERT's layers share (the
+    classifier's last layer computes its query for the first token only, so it joins its key and
+    value alone: a second joined weight)."""
     graph = model.graph
     constants = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
     readers = _consumers(graph)
@@ -227,6 +229,9 @@ def fuse_parallel_matmuls(model: onnx.ModelProto) -> int:
     for source, matmuls in groups.items():
         if len(matmuls) < 2 or len({constants[m.input[1]].shape[0] for m in matmuls}) != 1:
             continue
+        # One order (by weight name) for every group, so that the groups of the same weights
+        # share one joined weight whatever order the graph lists their products in.
+        matmuls.sort(key=lambda node: node.input[1])
         biases = [_only_reader(readers, m.output[0], "Add") for m in matmuls]
         bias_names = [bias and _other_input(bias, m.output[0]) for bias, m in zip(biases, matmuls)]
         with_bias = all(name in constants and constants[name].ndim == 1 for name in bias_names)

@@ -18,26 +18,34 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 import onnx
 
 
-def quantize_dynamic_range(model: onnx.ModelProto, error: type[Exception]) -> onnx.ModelProto:
-    """The int8 copy of ``model`` (module docstring); ``error``: what to raise when ONNX
-    Runtime's quantizer is not installed."""
+def load_quantizer(error: type[Exception]) -> tuple[Any, Any, Any]:
+    """(``quant_pre_process``, ``quantize_dynamic``, ``QuantType``) of ONNX Runtime; ``error``
+    (saying what to install) where it is missing."""
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as missing:
         raise error(f"the int8 ONNX export needs ONNX Runtime's quantizer ({missing}): pip "
                     "install onnxruntime") from missing
+    return quant_pre_process, quantize_dynamic, QuantType
+
+
+def quantize_dynamic_range(model: onnx.ModelProto, error: type[Exception]) -> onnx.ModelProto:
+    """The int8 copy of ``model`` (module docstring); ``error``: what to raise when ONNX
+    Runtime's quantizer is not installed."""
+    quant_pre_process, quantize_dynamic, quant_type = load_quantizer(error)
     with tempfile.TemporaryDirectory(prefix="albert_tf_onnx_") as scratch:
         source, prepared, target = (os.path.join(scratch, name)
                                     for name in ("float32.onnx", "prepared.onnx", "int8.onnx"))
         onnx.save(model, source)
         # The symbolic shape inference is for graphs with contrib operators; this one has none.
         quant_pre_process(source, prepared, skip_symbolic_shape=True)
-        quantize_dynamic(prepared, target, weight_type=QuantType.QInt8, per_channel=True,
+        quantize_dynamic(prepared, target, weight_type=quant_type.QInt8, per_channel=True,
                          extra_options={"MatMulConstBOnly": True})
         quantized = onnx.load(target)
     del quantized.metadata_props[:]
