@@ -1,6 +1,6 @@
 """ONNX export of a fine-tuned model (``--onnx_file``), for ONNX Runtime and other ONNX engines.
 
-``export_onnx(model, path, max_seq_length, outputs_of)`` converts the function the TFLite export
+``export_onnx(model, path, max_seq_length, outputs_of, quantization="none")`` converts the function the TFLite export
 converts (albert_tf/serving/tflite.py: ``outputs_of(model, inputs)`` on int32 ``input_ids``,
 ``input_mask``, ``segment_ids`` [1, L], L any length from 1 to max_seq_length, one example per
 call) into an ONNX graph with float32 weights, using tf2onnx (opset ``OPSET``). The file's inputs
@@ -15,7 +15,7 @@ The converted graph is rewritten before it is written (albert_tf/serving/onnx_gr
 norms as ``LayerNormalization``, constant reshape targets, the query, key and value products as
 one), in standard ONNX operators only, so the file stays portable and every engine that opens it
 gains; rewriting once at export costs nothing per request, where rewriting in the client would
-cost every process that opens the file a second of shape inference. ``quantization``
+cost every process that opens the file about a second of shape inference (albert base). ``quantization``
 ``dynamic_range`` writes the int8 copy (albert_tf/serving/onnx_quantize.py) instead.
 
 tf2onnx is an optional requirement (requirements-onnx.txt, as Beam's requirements-beam.txt),

@@ -1,9 +1,10 @@
 """The int8 copy of an ONNX export: 8-bit weights, activations rounded to 8 bits call by call.
 
-``quantize_dynamic_range(model)`` is ONNX Runtime's dynamic quantization of the weight products
-(``onnxruntime.quantization``: ``quant_pre_process``, then ``quantize_dynamic`` with int8
-weights, one scale per output column), the scheme of albert_tf's TFLite ``dynamic_range`` file:
-the products of a weight and an activation compute in int8, those of two activations (the
+``quantize_dynamic_range(model, error)`` is ONNX Runtime's dynamic quantization of the weight
+products (``onnxruntime.quantization``: ``quant_pre_process``, then ``quantize_dynamic`` with
+int8 weights, one scale per output column), the kind of scheme of albert_tf's TFLite
+``dynamic_range`` file: the products of a weight and an activation compute in int8 (the
+activation rounded to 8 bits at each call), those of two activations (the
 attention's scores and their weighted sum) stay float32 (``MatMulConstBOnly``). The
 pre-processing is what makes every weight product quantizable: without it, the quantizer leaves
 weights it cannot see as constants in float32. It runs on the rewritten graph
