@@ -1,12 +1,15 @@
 """Serving latency at batch 1 on the CPU: albert_tf's exports beside PyTorch and ONNX Runtime.
 
 One ALBERT classifier (``--albert_config_file``, albert base by default; random initial weights,
-``--num_labels`` labels: speed does not depend on the values) is served by every engine of
-benchmarks/serving_engines.py, all holding the same weights:
+``--num_labels`` labels: speed does not depend on the values, but the biases, zero at
+initialisation, are drawn at random as a fine-tuned model's are non-zero: tf2onnx drops an
+``Add`` of zeros, which would spare albert_tf's ONNX file work that a real model's does) is served
+by every engine of benchmarks/serving_engines.py, all holding the same weights:
 
 - albert_tf: the ids SavedModel (``export_classifier``, ``ids_only``), the TFLite file in each
   storage (``export_classifier_tflite``: float32, float16 weights, int8 dynamic range) and the
-  ONNX file (``export_classifier_onnx``, run by ONNX Runtime), whose sequence axes are dynamic,
+  ONNX file in float32 and int8 (``export_classifier_onnx``: the rewritten graph of
+  albert_tf/serving/onnx_graph.py, run through ``OnnxModel``), whose sequence axes are dynamic,
   so each request computes on its own tokens;
 - Hugging Face transformers' ``AlbertForSequenceClassification``, PyTorch eager;
 - that PyTorch model exported to ONNX (``torch.onnx.export``, dynamic axes) and run by ONNX
@@ -18,10 +21,13 @@ pools of TensorFlow, PyTorch and ONNX Runtime spin for a while after their work,
 sharing a process, or called back to back, slow each other down (sharing one, PyTorch's latency
 on the tiny model grew a hundredfold). Latency: one example of L real tokens per call (L in
 ``--lengths``, no padding), ``--warmup_calls`` untimed then ``--timed_calls`` timed calls per
-engine and length, timed inside the engine's process; printed: the median per engine and length,
-and per length the ratio of the best of the others to albert_tf's best, float32 (albert_tf's
-SavedModel, TFLite float32 and float16 and ONNX float32 against PyTorch and ONNX Runtime
-float32) and int8 (TFLite int8 against ONNX Runtime int8) separately (> 1: albert_tf faster). Agreement: the
+engine and length, timed inside the engine's process, as wall time and as the process's CPU time (every thread's,
+``time.process_time``: on a shared machine the wall time also counts the waits for a core, which
+the CPU time does not, though it counts a thread pool's spinning); printed: the medians per
+engine and length, and per length the ratio of the best of the others to albert_tf's best,
+float32 (albert_tf's SavedModel, TFLite float32 and float16 and ONNX float32 against PyTorch and
+ONNX Runtime float32) and int8 (TFLite int8 and ONNX int8 against ONNX Runtime int8) separately
+(> 1: albert_tf faster), by wall time and by CPU time. Agreement: the
 largest difference of each engine's batch-1 probabilities from the float32 SavedModel's, over the
 lengths. Throughput: examples per second at batch ``--throughput_batches`` of
 ``--throughput_length`` real tokens each (albert_tf's TFLite and ONNX files: one example per
@@ -56,13 +62,13 @@ from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.serving.saved_model import IDS_ONLY  # noqa: E402
 from albert_tf.serving.tflite import QUANTIZATIONS  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
-from albert_tf.models.encoder import INPUT_NAMES  # noqa: E402
 from albert_tf.tasks.classification.serving import (export_classifier,  # noqa: E402
                                                     export_classifier_onnx,
                                                     export_classifier_tflite)
 from benchmarks.serving_engines import (Call, Inputs, load_hf_classifier,  # noqa: E402
-                                        onnx_files, onnx_runtime_call, saved_model_call,
-                                        tflite_call, torch_call, write_hf_classifier)
+                                        onnx_files, onnx_model_call, onnx_runtime_call,
+                                        saved_model_call, tflite_call, torch_call,
+                                        write_hf_classifier)
 from tests.shared_setup import tiny_config  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -89,7 +95,9 @@ flags.DEFINE_string("scratch", None, "Internal: the directory of the exported fi
 # (engine, precision): albert_tf's first, then the others'.
 TFLITE_NAMES = {"none": "TFLite fp32", "float16": "TFLite fp16", "dynamic_range": "TFLite int8"}
 ALBERT_TF = {"SavedModel": "float32", "TFLite fp32": "float32", "TFLite fp16": "float32",
-             "TFLite int8": "int8", "ONNX fp32": "float32"}
+             "TFLite int8": "int8", "ONNX fp32": "float32", "ONNX int8": "int8"}
+ONNX_FILES = {"ONNX fp32": ("albert_tf.onnx", "none"), "ONNX int8": ("albert_tf.int8.onnx",
+                                                                     "dynamic_range")}
 OTHERS = {"HF PyTorch eager": "float32", "ONNX RT fp32": "float32", "ONNX RT int8": "int8"}
 REFERENCE = "SavedModel"
 
@@ -104,6 +112,16 @@ def random_inputs(vocab_size: int, batch: int, length: int, seed: int = 0) -> In
             "input_mask": np.ones([batch, length], np.int32), "segment_ids": segment_ids}
 
 
+def random_biases(model: AlbertClassifierModel, stddev: float = 0.02) -> AlbertClassifierModel:
+    """``model`` with every bias drawn from N(0, stddev²) (a fine-tuned model's are not zero; the
+    module docstring says why it matters); the other weights keep their random initial values."""
+    rng = np.random.default_rng(0)
+    for variable in model.weights:
+        if variable.path.endswith("bias"):
+            variable.assign(rng.normal(0.0, stddev, variable.shape).astype(np.float32))
+    return model
+
+
 def write_files(model: AlbertClassifierModel, scratch: str, max_seq_length: int) -> None:
     """Every engine's files under ``scratch``: albert_tf's exports, the Hugging Face directory and
     its two ONNX files."""
@@ -111,7 +129,9 @@ def write_files(model: AlbertClassifierModel, scratch: str, max_seq_length: int)
     for quantization in QUANTIZATIONS:
         export_classifier_tflite(model, os.path.join(scratch, f"{quantization}.tflite"),
                                  max_seq_length, quantization)
-    export_classifier_onnx(model, os.path.join(scratch, "albert_tf.onnx"), max_seq_length)
+    for file_name, quantization in ONNX_FILES.values():
+        export_classifier_onnx(model, os.path.join(scratch, file_name), max_seq_length,
+                               quantization=quantization)
     onnx_files(load_hf_classifier(write_hf_classifier(model, scratch)), scratch)
 
 
@@ -123,9 +143,8 @@ def load_engine(name: str, scratch: str) -> Call:
         return saved_model_call(os.path.join(scratch, "export", IDS_ONLY))
     if name in tflite:
         return tflite_call(os.path.join(scratch, f"{tflite[name]}.tflite"), threads)
-    if name == "ONNX fp32":
-        return onnx_runtime_call(os.path.join(scratch, "albert_tf.onnx"), threads, INPUT_NAMES,
-                                 int64=False)
+    if name in ONNX_FILES:
+        return onnx_model_call(os.path.join(scratch, ONNX_FILES[name][0]), threads)
     if name == "HF PyTorch eager":
         return torch_call(load_hf_classifier(os.path.join(scratch, "huggingface")))
     int8 = name == "ONNX RT int8"
@@ -139,7 +158,7 @@ RESULT = "RESULT "  # the prefix of the child's answers on stdout (libraries pri
 def serve_requests(vocab_size: int) -> None:
     """The child: loads ``--engine`` and answers each line of stdin, ``<batch> <length>``, by
     timing one call on ``random_inputs(vocab_size, batch, length, seed=length)`` and printing
-    ``RESULT {"seconds": ..., "outputs": [[...]]}``; an empty line ends it."""
+    ``RESULT {"seconds": ..., "cpu_seconds": ..., "outputs": [[...]]}``; an empty line ends it."""
     import torch
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
@@ -151,10 +170,11 @@ def serve_requests(vocab_size: int) -> None:
             return
         batch, length = (int(value) for value in line.split())
         inputs = random_inputs(vocab_size, batch, length, seed=length)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         outputs = call(inputs)
-        seconds = time.perf_counter() - start
-        print(RESULT + json.dumps({"seconds": seconds, "outputs": outputs.tolist()}), flush=True)
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        print(RESULT + json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds,
+                                   "outputs": outputs.tolist()}), flush=True)
 
 
 class Engine:
@@ -177,12 +197,12 @@ class Engine:
         raise RuntimeError(f"{self.name} ended (exit status {self.process.wait()}); run it "
                            f"alone with --engine='{self.name}' to see why")
 
-    def call(self, batch: int, length: int) -> tuple[float, np.ndarray]:
-        """(seconds, probabilities [batch, num_labels]) of one call."""
+    def call(self, batch: int, length: int) -> tuple[float, float, np.ndarray]:
+        """(wall seconds, CPU seconds, probabilities [batch, num_labels]) of one call."""
         self.process.stdin.write(f"{batch} {length}\n")
         self.process.stdin.flush()
         answer = self._answer()
-        return answer["seconds"], np.array(answer["outputs"])
+        return answer["seconds"], answer["cpu_seconds"], np.array(answer["outputs"])
 
     def close(self) -> None:
         self.process.stdin.write("\n")
@@ -191,19 +211,23 @@ class Engine:
 
 
 def take_turns(engines: list[Engine], batch: int, length: int, warmup: int,
-               timed: int) -> tuple[dict, dict]:
-    """({engine: median seconds per call}, {engine: last probabilities}): ``warmup`` then
-    ``timed`` calls each, the engines taking turns call by call with a pause before each call,
-    so that every engine sees the same load and no engine's threads still spin from the last."""
+               timed: int) -> tuple[dict, dict, dict]:
+    """({engine: median wall seconds per call}, {engine: median CPU seconds per call},
+    {engine: last probabilities}): ``warmup`` then ``timed`` calls each, the engines taking
+    turns call by call with a pause before each call, so that every engine sees the same load and
+    no engine's threads still spin from the last."""
     times = {engine.name: [] for engine in engines}
+    cpu_times = {engine.name: [] for engine in engines}
     outputs = {}
     for turn in range(warmup + timed):
         for engine in engines:
             time.sleep(FLAGS.pause_ms / 1e3)
-            seconds, outputs[engine.name] = engine.call(batch, length)
+            seconds, cpu_seconds, outputs[engine.name] = engine.call(batch, length)
             if turn >= warmup:
                 times[engine.name].append(seconds)
-    return {name: float(np.median(values)) for name, values in times.items()}, outputs
+                cpu_times[engine.name].append(cpu_seconds)
+    return ({name: float(np.median(values)) for name, values in times.items()},
+            {name: float(np.median(values)) for name, values in cpu_times.items()}, outputs)
 
 
 def best(values: dict[str, float], names: dict[str, str], precision: str) -> tuple[str, float]:
@@ -214,11 +238,12 @@ def best(values: dict[str, float], names: dict[str, str], precision: str) -> tup
 
 
 def print_latency(lengths: list[int], medians: dict[str, dict],
-                  differences: dict[str, float]) -> None:
-    """The latency table ({engine: {L: seconds}}), the largest probability difference of each
-    engine from the SavedModel's, and the float32 and int8 ratios."""
+                  differences: dict[str, float], what: str) -> None:
+    """The latency table ({engine: {L: seconds}}; ``what``: wall or CPU time), the largest
+    probability difference of each engine from the SavedModel's, and the float32 and int8
+    ratios."""
     width = max(len(name) for name in medians) + 2
-    print(f"\nlatency, batch 1, median of {FLAGS.timed_calls} calls (ms)")
+    print(f"\nlatency ({what}), batch 1, median of {FLAGS.timed_calls} calls (ms)")
     print(f"{'engine':<{width}}" + "".join(f"{f'L={length}':>10}" for length in lengths)
           + f"{'max |p - SavedModel|':>24}")
     for name, times in medians.items():
@@ -268,29 +293,32 @@ def main(argv: list[str]) -> None:
     scratch = tempfile.mkdtemp(prefix="bench_serving_")
     engines = []
     try:
-        write_files(AlbertClassifierModel(config, FLAGS.num_labels), scratch, max_seq_length)
+        write_files(random_biases(AlbertClassifierModel(config, FLAGS.num_labels)), scratch,
+                    max_seq_length)
         for name in (*ALBERT_TF, *OTHERS):
             engines.append(Engine(name, scratch))
-        latency, differences = {}, dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
+        latency, cpu_latency, differences = {}, {}, dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
         for length in lengths:
-            medians, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
-                                          FLAGS.timed_calls)
+            medians, cpu_medians, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
+                                                       FLAGS.timed_calls)
             for name, median in medians.items():
                 latency.setdefault(name, {})[length] = median
+                cpu_latency.setdefault(name, {})[length] = cpu_medians[name]
                 differences[name] = max(differences[name], float(np.abs(
                     outputs[name] - outputs[REFERENCE]).max()))
             print(f"  L={length}: done; load average {_load_average()}", flush=True)
         throughput = {}
         for batch in (int(batch) for batch in FLAGS.throughput_batches):
-            medians, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
-                                    FLAGS.throughput_calls)
+            medians, _, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
+                                       FLAGS.throughput_calls)
             for name, median in medians.items():
                 throughput.setdefault(name, {})[batch] = batch / median
     finally:
         for engine in engines:
             engine.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    print_latency(lengths, latency, differences)
+    print_latency(lengths, latency, differences, "wall time")
+    print_latency(lengths, cpu_latency, differences, "CPU time of the engine's process")
     print_throughput(throughput)
     print(f"\nload average {_load_average()}")
 

@@ -13,8 +13,10 @@ be compared with each other:
   Hugging Face directory writer, the classifier copied), run eagerly by PyTorch;
 - ``onnx_files`` and ``onnx_runtime_call``: that PyTorch model exported by ``torch.onnx.export``
   with dynamic batch and sequence axes, and its int8 copy by ONNX Runtime's ``quantize_dynamic``,
-  run by ONNX Runtime with every graph optimization; ``onnx_runtime_call`` also runs albert_tf's
-  own ONNX export (albert_tf/serving/onnx_export.py), one example per call.
+  run by a plain ONNX Runtime session with every graph optimization;
+- ``onnx_model_call``: albert_tf's own ONNX files (albert_tf/serving/onnx_export.py, float32 or
+  int8) through ``OnnxModel`` (albert_tf/serving/onnx_client.py: inputs checked, ONNX Runtime
+  with every graph optimization), one example per call.
 
 PyTorch, transformers, onnx and onnxruntime are test / benchmark requirements
 (requirements-test.txt), imported only by the functions that use them.
@@ -29,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.checkpoints.hf_format import write_hf_directory
+from albert_tf.serving.onnx_client import OnnxModel
 from albert_tf.serving.tflite_client import TFLiteModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 
@@ -58,7 +61,12 @@ def saved_model_call(export_dir: str) -> Call:
 def tflite_call(model_path: str, threads: int | None = None) -> Call:
     """Probabilities [B, num_labels] of an albert_tf TFLite file, one example [1, L] per call of
     ``TFLiteModel`` (``threads``: the interpreter's)."""
-    model = TFLiteModel(model_path, num_threads=threads)
+    return one_example_per_call(TFLiteModel(model_path, num_threads=threads))
+
+
+def one_example_per_call(model: Callable[..., dict[str, np.ndarray]]) -> Call:
+    """The ``Call`` of a client that takes one example [1, L] per call as keyword arguments
+    (``TFLiteModel``, ``OnnxModel``): a batch is a loop over its rows."""
 
     def call(inputs: Inputs) -> np.ndarray:
         return np.concatenate([model(**{name: value[row:row + 1]
@@ -144,13 +152,10 @@ def onnx_files(hf, directory: str) -> tuple[str, str]:
     return float32, int8
 
 
-def onnx_runtime_call(path: str, threads: int, names: tuple[str, ...] = ONNX_INPUTS,
-                      int64: bool = True) -> Call:
-    """Probabilities [B, num_labels] of an ONNX file run by ONNX Runtime's CPU provider with every
-    graph optimization and ``threads`` intra-op threads; ``names``: the file's inputs for
-    ``input_ids``, ``input_mask``, ``segment_ids`` (default: transformers' names), ``int64``:
-    whether it takes them as int64 (transformers') or int32 (albert_tf's ONNX export, which
-    takes one example [1, L] per call: a batch is a loop over its rows)."""
+def onnx_runtime_call(path: str, threads: int) -> Call:
+    """Probabilities [B, num_labels] of transformers' ONNX file (``onnx_files``) run by ONNX
+    Runtime's CPU provider with every graph optimization and ``threads`` intra-op threads, the
+    whole batch per call (int64 inputs named as transformers names them)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -158,13 +163,15 @@ def onnx_runtime_call(path: str, threads: int, names: tuple[str, ...] = ONNX_INP
     options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
-    def run(inputs: Inputs) -> np.ndarray:
-        feed = {name: inputs[ours].astype(np.int64 if int64 else np.int32)
-                for name, ours in zip(names, ("input_ids", "input_mask", "segment_ids"))}
+    def call(inputs: Inputs) -> np.ndarray:
+        feed = {name: inputs[ours].astype(np.int64)
+                for name, ours in zip(ONNX_INPUTS, ("input_ids", "input_mask", "segment_ids"))}
         return softmax(session.run(None, feed)[0])
 
-    if int64:
-        return run
-    return lambda inputs: np.concatenate([run({name: value[row:row + 1]
-                                               for name, value in inputs.items()})
-                                          for row in range(len(inputs["input_ids"]))])
+    return call
+
+
+def onnx_model_call(path: str, threads: int) -> Call:
+    """Probabilities [B, num_labels] of an albert_tf ONNX file, one example [1, L] per call of
+    ``OnnxModel`` (``threads``: its session's intra-op threads)."""
+    return one_example_per_call(OnnxModel(path, num_threads=threads))

@@ -9,8 +9,9 @@ input before the session runs it, as albert_tf/serving/request_checks.py says (n
 dtype, shape [1, L] with L from 1 to the export's max_seq_length S, mask and embedding-table
 ranges): S is read off the file's ``metadata_props`` (key ``LENGTH_KEY``, which the export
 writes), the tables' rows off the graph: the first input of each ``Gather`` (axis 0) that an
-input feeds directly, when that table is an initializer (an input gathered otherwise is not
-bounded).
+input feeds directly, or the tables of a fused ``EmbedLayerNormalization``, when that table is an
+initializer (an input gathered otherwise is not bounded). The int8 file
+(albert_tf/serving/onnx_quantize.py) is run and checked the same way.
 
 Each mistake is a ``request_checks.ModelInputError`` (a ``UserError`` and ``ValueError``) naming the input, e.g.
 ``input_ids has shape (1, 9) but this ONNX model takes [1, L] with L from 1 to 8 ...``; a file
@@ -36,22 +37,37 @@ class OnnxFileError(UserError, ValueError):
     """An ONNX file that is not albert_tf's export: it records no max_seq_length."""
 
 
+# ONNX Runtime's fused embedding (com.microsoft EmbedLayerNormalization): (index input, table
+# input) positions of the ids and the segment ids. A graph fused by onnxruntime.transformers'
+# optimizer holds it instead of the two Gathers; albert_tf's own rewrite (onnx_graph.py) keeps them.
+EMBED_LAYER_NORM_TABLES = ((0, 2), (1, 4))
+
+
+def _lookups(node: Any) -> list[tuple[str, str]]:
+    """(index, table) pairs of the embedding lookups ``node`` makes: a ``Gather`` on axis 0, or
+    the ids and segment ids of a fused ``EmbedLayerNormalization``."""
+    if node.op_type == "Gather" and len(node.input) == 2:
+        axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
+        return [(node.input[1], node.input[0])] if axis == 0 else []
+    if node.op_type == "EmbedLayerNormalization":
+        return [(node.input[index], node.input[table])
+                for index, table in EMBED_LAYER_NORM_TABLES if len(node.input) > table]
+    return []
+
+
 def table_rows(graph: Any, input_names: Iterable[str]) -> dict[str, int]:
     """{input name: rows of the embedding table it is looked up in} for the inputs of ``graph``
-    (an ``onnx.GraphProto``) that index a ``Gather`` on axis 0 directly, whose table is an
-    initializer [rows, ...] (the ids and segment ids in albert_tf's exports); the fewest rows
-    where an input indexes several tables."""
+    (an ``onnx.GraphProto``) that index an embedding table directly (``_lookups``: a ``Gather``
+    on axis 0 or a fused ``EmbedLayerNormalization``) whose table is an initializer [rows, ...]
+    (the ids and segment ids in albert_tf's exports, float32 or int8); the fewest rows where an
+    input indexes several tables."""
     names = set(input_names)
     shapes = {tensor.name: tuple(tensor.dims) for tensor in graph.initializer}
     rows: dict[str, int] = {}
     for node in graph.node:
-        if node.op_type != "Gather" or len(node.input) != 2 or node.input[1] not in names:
-            continue
-        axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
-        table = shapes.get(node.input[0])
-        if axis == 0 and table:
-            name = node.input[1]
-            rows[name] = min(rows.get(name, table[0]), int(table[0]))
+        for name, table in _lookups(node):
+            if name in names and shapes.get(table):
+                rows[name] = min(rows.get(name, shapes[table][0]), int(shapes[table][0]))
     return rows
 
 

@@ -54,12 +54,9 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_open
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.serving.saved_model import output_name
+# The signatures' names, defined once in the TensorFlow-free client that reads them.
+from albert_tf.serving.tflite_client import LENGTH_SIGNATURE_KEY, SIGNATURE_KEY
 
-SIGNATURE_KEY = "serving_default"
-# The signature without inputs that returns the export's max_seq_length (int32 scalar). Its name
-# sorts after SIGNATURE_KEY: the converter orders the subgraphs by signature key, and LiteRT lists
-# the ops of the first subgraph only, which the client reads its embedding tables' sizes from.
-LENGTH_SIGNATURE_KEY = "serving_max_seq_length"
 # The weight storages of the export; flag_definitions keeps the same names for
 # --tflite_quantization (tested equal).
 QUANTIZATIONS = ("none", "dynamic_range", "float16")

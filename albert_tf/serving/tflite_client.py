@@ -27,7 +27,9 @@ import numpy as np
 from albert_tf.serving.request_checks import ModelInputError, check_inputs
 
 SIGNATURE_KEY = "serving_default"  # the model's signature in albert_tf's TFLite exports
-# The export's max_seq_length (int32 scalar), a signature without inputs.
+# The signature without inputs that returns the export's max_seq_length (int32 scalar). Its name
+# sorts after SIGNATURE_KEY: the converter orders the subgraphs by signature key, and LiteRT lists
+# the ops of the first subgraph only, which the client reads its embedding tables' sizes from.
 LENGTH_SIGNATURE_KEY = "serving_max_seq_length"
 # What TFLiteModel raises: the error of every client's checks, under the name callers know.
 TFLiteInputError = ModelInputError

@@ -237,9 +237,10 @@ def export_classifier_tflite(model: AlbertClassifierModel, path: str, max_seq_le
 
 
 def export_classifier_onnx(model: AlbertClassifierModel, path: str, max_seq_length: int,
-                           layers: int | None = None) -> str:
+                           layers: int | None = None, quantization: str = "none") -> str:
     """Writes the classifier's ONNX model to ``path``: the TFLite file's signature
-    (``file_outputs``) as an ONNX graph with float32 weights (albert_tf/serving/onnx_export.py;
-    needs tf2onnx, requirements-onnx.txt). An early-exit model runs ``layers`` of its layers
-    (default: all). Returns ``path``."""
-    return export_onnx(model, path, max_seq_length, file_outputs(model, layers))
+    (``file_outputs``) as an ONNX graph, its weights float32 (``quantization`` ``none``) or int8
+    (``dynamic_range``; albert_tf/serving/onnx_export.py; needs tf2onnx, requirements-onnx.txt,
+    and for int8 onnxruntime). An early-exit model runs ``layers`` of its layers (default: all).
+    Returns ``path``."""
+    return export_onnx(model, path, max_seq_length, file_outputs(model, layers), quantization)

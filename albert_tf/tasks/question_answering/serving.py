@@ -238,13 +238,15 @@ def export_squad_tflite(model: AlbertSquadModel, path: str, max_seq_length: int,
     return export_tflite(model, path, max_seq_length, _tflite_outputs, quantization)
 
 
-def export_squad_onnx(model: AlbertSquadModel, path: str, max_seq_length: int) -> str:
+def export_squad_onnx(model: AlbertSquadModel, path: str, max_seq_length: int,
+                      quantization: str = "none") -> str:
     """Writes the SQuAD v1.1 model's ONNX model to ``path``: the TFLite file's signature
     (``start_logits``, ``end_logits`` float32 [1, L] on inputs [1, L], L up to
-    ``max_seq_length``) as an ONNX graph with float32 weights (albert_tf/serving/onnx_export.py;
-    needs tf2onnx, requirements-onnx.txt). The SQuAD 2.0 model has none: OnnxExportError.
-    Returns ``path``."""
+    ``max_seq_length``) as an ONNX graph, its weights float32 (``quantization`` ``none``) or
+    int8 (``dynamic_range``; albert_tf/serving/onnx_export.py; needs tf2onnx,
+    requirements-onnx.txt, and for int8 onnxruntime). The SQuAD 2.0 model has none:
+    OnnxExportError. Returns ``path``."""
     if model.version_2:
         raise OnnxExportError("the SQuAD 2.0 model has no ONNX export (as none in TFLite); "
                               "export a SQuAD v1.1 model (version_2=False).")
-    return export_onnx(model, path, max_seq_length, _tflite_outputs)
+    return export_onnx(model, path, max_seq_length, _tflite_outputs, quantization)
