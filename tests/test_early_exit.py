@@ -831,19 +831,23 @@ def test_an_inference_depth_the_config_has_not_is_refused_before_any_work(tmp_pa
     assert not output_dir.exists() or not os.listdir(output_dir)
 
 
-def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp_path):
+def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp_path, task_runs):
     """--do_predict without --do_eval, --patience or --inference_layers takes the patience that
     early_exit_results.json records: without that file the run stops in one line before any step
-    (it used to train, predict, and only then refuse)."""
-    from tests.command_runner import run_command
+    (it used to train, predict, and only then refuse). On a copy of the harness's early-exit run,
+    its results file and predictions removed, asked to train two more steps and predict."""
+    import shutil
 
-    train, output_dir, flags = tiny_own_data_run(tmp_path)
-    flags += [f"--test_file={train}", "--save_checkpoints_steps=2", "--early_exit"]
-    trained = run_command("run_classifier.py", *flags, "--do_train", "--do_eval", "--train_step=2")
-    assert trained.returncode == 0, trained.stderr[-3000:]
-    (output_dir / exits.RESULTS_FILE).unlink()
-    refused = run_command("run_classifier.py", *flags, "--do_train", "--train_step=4",
-                          "--do_predict")
+    from tests.command_runner import run_command
+    from tests.task_harness import arguments, only_actions, with_steps
+
+    run = task_runs.get("glue_early_exit")
+    output_dir = tmp_path / "out"
+    shutil.copytree(run.output_dir, output_dir)
+    for product in run.case.products:  # the results file and the predictions
+        (output_dir / product).unlink()
+    flags = with_steps(only_actions(run.case, run.flags, "do_train", "do_predict"), 4)
+    refused = run_command(run.case.script, *arguments({**flags, "output_dir": str(output_dir)}))
     assert refused.error_line() == (
         f"run_classifier: error: {output_dir / exits.RESULTS_FILE} does not exist: the patience "
         "chosen on dev is written by --do_eval with --early_exit; run it, or give --patience or "
