@@ -256,4 +256,5 @@ def export_tflite(run: TaskRun, layers: int | None) -> str:
 def export_onnx(run: TaskRun, layers: int | None) -> str:
     """The ONNX model of the best checkpoint; ``layers``: an early-exit model's fixed depth."""
     return export_classifier_onnx(run.trainer.model, run.settings.onnx_file,
-                                  run.settings.max_seq_length, layers=layers)
+                                  run.settings.max_seq_length, layers=layers,
+                                  quantization=run.settings.onnx_quantization)

@@ -131,4 +131,4 @@ def export_tflite(run: TaskRun) -> str:
 
 def export_onnx(run: TaskRun) -> str:
     return export_squad_onnx(run.trainer.model, run.settings.onnx_file,
-                             run.settings.max_seq_length)
+                             run.settings.max_seq_length, run.settings.onnx_quantization)

@@ -6,7 +6,7 @@ import pytest
 from absl import flags
 
 from albert_tf.cli import early_exit_flags, flag_definitions
-from albert_tf.serving import tflite
+from albert_tf.serving import onnx_export, tflite
 from albert_tf.tasks.classification import trainings
 from albert_tf.training import distribute, optimization, trainer
 from tests.command_runner import command_flags
@@ -49,10 +49,11 @@ def test_the_table_agrees_with_the_library():
     assert set(flag_definitions.STRATEGIES) == set(distribute.STRATEGY_NAMES)
     assert set(flag_definitions.DTYPES) == set(trainer.DTYPE_POLICIES)
     assert flag_definitions.TFLITE_QUANTIZATIONS == tflite.QUANTIZATIONS
+    assert flag_definitions.ONNX_QUANTIZATIONS == onnx_export.QUANTIZATIONS
     assert early_exit_flags.TRAININGS == trainings.TRAININGS
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
                    + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS
-                   + flag_definitions.TFLITE_FLAGS)
+                   + flag_definitions.TFLITE_FLAGS + flag_definitions.ONNX_FLAGS)
     assert set(every_group) <= set(flag_definitions.SPECS)
     assert len(set(flag_definitions.FINE_TUNING_FLAGS)) == len(flag_definitions.FINE_TUNING_FLAGS)
 
@@ -89,3 +90,13 @@ def test_an_onnx_file_needs_float32_when_the_command_line_is_parsed():
     values.unparse_flags()
     with pytest.raises(flags.IllegalFlagValueError, match="--onnx_file needs --dtype=float32"):
         values(["prog", "--onnx_file=m.onnx", "--dtype=bfloat16"])
+    values.unparse_flags()
+    with pytest.raises(flags.IllegalFlagValueError,
+                       match="--onnx_quantization chooses the weights of the --onnx_file model"):
+        values(["prog", "--onnx_quantization=dynamic_range"])
+    values.unparse_flags()
+    with pytest.raises(flags.IllegalFlagValueError, match="onnx_quantization"):
+        values(["prog", "--onnx_file=m.onnx", "--onnx_quantization=int4"])
+    values.unparse_flags()
+    values(["prog", "--onnx_file=m.onnx", "--onnx_quantization=dynamic_range"])
+    assert values.onnx_quantization == "dynamic_range"

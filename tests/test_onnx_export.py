@@ -154,3 +154,34 @@ def test_a_script_exports_its_best_checkpoint_as_the_tflite_file_computes(task_r
             spread = max(np.ptp(wanted), np.abs(wanted).max())
             assert (np.abs(actual[output] - wanted).max()
                     <= 2 * TOLERANCE * spread), (output, length)
+
+
+def test_onnx_quantization_writes_the_int8_file_of_the_best_checkpoint(task_runs, tmp_path):
+    """--onnx_file with --onnx_quantization=dynamic_range on a harness run's directory: the int8
+    file (its weight products quantized), served by OnnxModel within the int8 tolerance
+    (tests/test_tflite.py, of the same rounding) of the float32 TFLite file of the same
+    checkpoint."""
+    from albert_tf.serving.onnx_client import OnnxModel
+    from albert_tf.serving.tflite_client import TFLiteModel
+    from tests.command_runner import run_command
+    from tests.task_harness import arguments, only_actions
+    from tests.test_tflite import TOLERANCES
+
+    run = task_runs.get("own_regression")
+    path = tmp_path / "model.int8.onnx"
+    result = run_command(run.case.script, *arguments(
+        {**only_actions(run.case, run.flags), "onnx_file": str(path),
+         "onnx_quantization": "dynamic_range"}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Wrote the ONNX model of model.ckpt-best (int8, one example of up to" in result.stdout
+    assert "MatMulInteger" in {node.op_type for node in onnx.load(str(path)).graph.node}
+    tflite, int8 = TFLiteModel(str(run.tflite_file)), OnnxModel(str(path))
+    rng = np.random.default_rng(1)
+    for length in (4, tflite.max_seq_length):
+        inputs = {"input_ids": rng.integers(5, 400, (1, length)).astype(np.int32),
+                  "input_mask": np.ones((1, length), np.int32),
+                  "segment_ids": np.zeros((1, length), np.int32)}
+        expected, actual = tflite(**inputs), int8(**inputs)
+        for output, wanted in expected.items():
+            magnitude = max(np.ptp(wanted), np.abs(wanted).max())  # one score: its size
+            assert np.abs(actual[output] - wanted).max() <= TOLERANCES["dynamic_range"] * magnitude

@@ -193,5 +193,6 @@ def _write_outputs(run: TaskRun, spec: TaskSpec, best: dict[str, float] | None) 
               f"S={settings.max_seq_length}) to {path}")
     if settings.onnx_file:
         path = outputs.export_onnx(run)
-        print(f"Wrote the ONNX model of {BEST_CHECKPOINT_NAME} (float32, one example of up to "
+        weights = "float32" if settings.onnx_quantization == "none" else "int8"
+        print(f"Wrote the ONNX model of {BEST_CHECKPOINT_NAME} ({weights}, one example of up to "
               f"{settings.max_seq_length} tokens per call) to {path}")

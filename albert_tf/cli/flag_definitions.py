@@ -29,6 +29,7 @@ DTYPES = ("bfloat16", "float16", "float32")
 DATA_SPLITS = ("train", "dev", "test")
 # The weight storages of a TFLite export (serving/tflite.QUANTIZATIONS; tested equal).
 TFLITE_QUANTIZATIONS = ("none", "dynamic_range", "float16")
+ONNX_QUANTIZATIONS = ("none", "dynamic_range")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +108,14 @@ def check_tflite_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
 
 
 def check_onnx_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
-    """Registers the check of ``ONNX_FLAGS`` in a script that defines them and --dtype (when the
-    command line is parsed): --onnx_file needs --dtype=float32, as --tflite_file does."""
+    """Registers the checks of ``ONNX_FLAGS`` in a script that defines them and --dtype (when the
+    command line is parsed), as ``check_tflite_flags`` does for TFLite: --onnx_quantization other
+    than none needs --onnx_file, and --onnx_file needs --dtype=float32."""
+    flags.register_multi_flags_validator(
+        ["onnx_file", "onnx_quantization"],
+        lambda values: values["onnx_file"] or values["onnx_quantization"] == "none",
+        message="--onnx_quantization chooses the weights of the --onnx_file model: give "
+                "--onnx_file too", flag_values=flag_values)
     _needs_float32("onnx_file", "ONNX", flag_values)
 
 
@@ -152,10 +159,13 @@ SECTIONS: dict[str, dict[str, FlagSpec]] = {
         "tflite_quantization": _enum("none", TFLITE_QUANTIZATIONS, "[albert_tf] Weights of the "
                                      "--tflite_file model: none (float32), dynamic_range (int8, "
                                      "about a quarter of the size) or float16 (half the size)."),
-        "onnx_file": FlagSpec(_S, None, "[albert_tf] Write an ONNX model (float32) of "
-                              "model.ckpt-best to this file (one example of up to "
-                              "--max_seq_length tokens per call; an existing file is replaced). "
-                              "Needs --dtype=float32 and tf2onnx (requirements-onnx.txt)."),
+        "onnx_file": FlagSpec(_S, None, "[albert_tf] Write an ONNX model of model.ckpt-best to "
+                              "this file (one example of up to --max_seq_length tokens per "
+                              "call; an existing file is replaced). Needs --dtype=float32 and "
+                              "tf2onnx (requirements-onnx.txt)."),
+        "onnx_quantization": _enum("none", ONNX_QUANTIZATIONS, "[albert_tf] Weights of the "
+                                   "--onnx_file model: none (float32) or dynamic_range (int8, "
+                                   "quantized by ONNX Runtime, which it then needs)."),
         "num_workers": FlagSpec(_I, 1, "[albert_tf] Worker processes converting the data in parallel; "
                                 "the output does not depend on it."),
     },
@@ -283,8 +293,8 @@ TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case")
 # The flags of the scripts whose task has a TFLite export: run_classifier and run_squad (RACE and
 # NER have none).
 TFLITE_FLAGS = ("tflite_file", "tflite_quantization")
-# The flag of the scripts whose task has an ONNX export (the same two; check_onnx_flags).
-ONNX_FLAGS = ("onnx_file",)
+# The flags of the scripts whose task has an ONNX export (the same two; check_onnx_flags).
+ONNX_FLAGS = ("onnx_file", "onnx_quantization")
 # What the fine-tuning scripts share: run_classifier and run_race define them all, run_squad all but
 # data_dir, do_eval and eval_batch_size, run_ner all but data_dir. A script defining print_recipe
 # runs flag_checks.print_recipe first among its checks.

@@ -52,6 +52,7 @@ class RunSettings:
     tflite_file: str | None = None
     tflite_quantization: str = "none"
     onnx_file: str | None = None
+    onnx_quantization: str = "none"
     train_batch_size: int = 32
     eval_batch_size: int = 8
     predict_batch_size: int = 8
