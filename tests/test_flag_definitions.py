@@ -50,6 +50,7 @@ def test_the_table_agrees_with_the_library():
     assert set(flag_definitions.DTYPES) == set(trainer.DTYPE_POLICIES)
     assert flag_definitions.TFLITE_QUANTIZATIONS == tflite.QUANTIZATIONS
     assert early_exit_flags.TRAININGS == trainings.TRAININGS
+    assert early_exit_flags.DEFAULT_DISTILLATION == trainings.DEFAULT_DISTILLATION
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
                    + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS
                    + flag_definitions.TFLITE_FLAGS)
