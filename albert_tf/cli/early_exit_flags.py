@@ -20,7 +20,7 @@ TWO_STAGE, JOINT = "two_stage", "joint"
 TRAININGS = (TWO_STAGE, JOINT)
 # Stage 2's default weight of self-distillation (tested equal to trainings.DEFAULT_DISTILLATION,
 # where the measurement that chose it is said).
-DEFAULT_DISTILLATION = 1.0
+DEFAULT_DISTILLATION = 0.5
 # Two-stage training's stage-2 flags, by what each sets of stage 2.
 STAGE_TWO_ONLY = {"early_exit_learning_rate": "the learning rate",
                   "early_exit_train_step": "the number of training steps",
