@@ -125,6 +125,8 @@ flags.DEFINE_integer("warmup_step", 150, "Warmup steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 500, "Checkpoint cadence (sweep granularity).")
 flags.DEFINE_integer("latency_examples", 300, "Dev examples timed at batch 1 (the first ones).")
 flags.DEFINE_string("work_dir", None, "Keep the runs here (default: a temporary directory).")
+flags.DEFINE_float("early_exit_distillation", None, "two_stage's --early_exit_distillation "
+                   "(default: run_classifier's); give each value its own --work_dir.")
 
 
 def task_layout(task: str, root: str) -> str:
@@ -267,6 +269,8 @@ def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> fl
     took. A two-stage variant starts from the ordinary run beside ``output_dir``."""
     start_from = ([f"--init_checkpoint={os.path.join(os.path.dirname(output_dir), 'ordinary')}"]
                   if is_two_stage(variant) else [])
+    if variant == "two_stage" and FLAGS.early_exit_distillation is not None:
+        start_from.append(f"--early_exit_distillation={FLAGS.early_exit_distillation}")
     command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *data,
                f"--albert_config_file={config}",
                f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
