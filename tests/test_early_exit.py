@@ -585,7 +585,8 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
      "stage 2; this run trains jointly (--early_exit_training=joint)."),
     (["--early_exit_distillation=0.5"],
      "--early_exit_distillation applies to --early_exit models only"),
-    (["--early_exit_train_step=100"], "--early_exit_train_step applies to --early_exit models only"),
+    (["--early_exit_train_step=100"],
+     "--early_exit_train_step applies to --early_exit models only"),
     (["--early_exit", "--early_exit_distillation=1.5"], "--early_exit_distillation"),
     (["--early_exit", "--early_exit_train_step=0"], "--early_exit_train_step"),
 ])

@@ -6,10 +6,10 @@ Patience-based exit stops where consecutive internal classifiers agree, and with
 training the full depth is the ordinary model: an internal classifier that answers as the full
 depth does lets an example exit with the ordinary model's answer. Trained on the labels alone, a
 linear head on a frozen early layer learns the labels as well as that layer allows, and where it
-cannot, it disagrees with the full depth at random; the full depth's probabilities tell it which
-examples the ordinary model gets right and how sure it is. The teacher is frozen (stage 2 trains
-the internal classifiers alone), so its gradient is stopped anyway; it is stopped explicitly so
-that the loss is right under any training.
+cannot, nothing asks it to answer as the full depth does; the full depth's probabilities say
+what the ordinary model answers and how sure it is. The teacher is frozen (stage 2 trains the
+internal classifiers alone), so no gradient would reach it anyway; it is stopped explicitly so
+that the loss means the same under any training.
 """
 
 from __future__ import annotations

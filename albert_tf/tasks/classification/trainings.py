@@ -24,4 +24,3 @@ def stage_two_learning_rate(learning_rate: float, given: float | None) -> float:
     """Stage 2's peak learning rate: ``given`` (--early_exit_learning_rate), else
     ``HEAD_LEARNING_RATE_FACTOR`` times ``learning_rate`` (--learning_rate, stage 1's)."""
     return given if given is not None else HEAD_LEARNING_RATE_FACTOR * learning_rate
-
