@@ -159,7 +159,8 @@ def settings_from_flags() -> ClassifierSettings:
 def main(argv):
     del argv
     settings = RunSettings.from_flags()
-    run_task(*classifier_run(settings, settings_from_flags(), FLAGS.early_exit_learning_rate))
+    run_task(*classifier_run(settings, settings_from_flags(), FLAGS.early_exit_learning_rate,
+                             FLAGS.early_exit_train_step))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ as the variants say:
 - ``two_stage``: --early_exit with two-stage training (the default) from the ordinary run's
   directory (--init_checkpoint): stage 1 is that run (a two-stage run that trains stage 1 itself
   trains the same weights bit for bit, tests/test_early_exit.py), stage 2 trains the internal
-  classifiers for the same steps, the rest frozen;
+  classifiers for the same steps, the rest frozen, with the default self-distillation;
+- ``two_stage_labels``: the same, stage 2 on the labels alone (--early_exit_distillation=0);
 - ``joint``: --early_exit --early_exit_training=joint (PABEE's loss, from the same start);
 - ``shared``: --early_exit --early_exit_heads=shared (joint, one classifier after every layer).
 
@@ -22,9 +23,13 @@ Each run sweeps its checkpoints on dev and exports its best one. Printed per tas
 - the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
   examples at their real length, mean over examples, for each patience, against the ordinary
   export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
-  served model used on them (the table's mean is over the whole dev set);
+  served model used on them (the table's mean is over the whole dev set). Both exports run
+  with TensorFlow's intra- and inter-op threads at 1, and each call is measured twice: the
+  process's CPU time (what the call computed: on a shared machine, time spent waiting for a CPU
+  is not counted) and the wall time (what a caller waits; it moves with the machine's load).
+  The speed-up is given by both;
 - one summary line per early-exit variant: at the patience chosen on dev, the accuracy lost
-  against the ordinary model (points), the mean layers and the batch-1 speed-up.
+  against the ordinary model (points), the mean layers and the batch-1 speed-up (CPU, wall).
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
 public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py).
@@ -99,13 +104,14 @@ SENTENCE_LABELS = ("claim", "news")
 DEV_PAIRS = 700
 RTE_DOCS = os.path.join(SHARED_DATA, "pretraining", "rte_docs.txt")
 VARIANTS = {"ordinary": [], "two_stage": ["--early_exit"],
+            "two_stage_labels": ["--early_exit", "--early_exit_distillation=0"],
             "joint": ["--early_exit", "--early_exit_training=joint"],
             "shared": ["--early_exit", "--early_exit_heads=shared"]}
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("tasks", ["sst-2", SENTENCES, "quickstart", SOURCES], f"Some of {TASKS}.")
 flags.DEFINE_list("variants", ["ordinary", "two_stage"], f"Some of {list(VARIANTS)} "
-                  "(two_stage starts from the ordinary run: give both).")
+                  "(the two_stage ones start from the ordinary run: list it first).")
 flags.DEFINE_integer("embedding_size", 64, "E.")
 flags.DEFINE_integer("hidden_size", 64, "H.")
 flags.DEFINE_integer("num_hidden_layers", 12, "L.")
@@ -119,6 +125,8 @@ flags.DEFINE_integer("warmup_step", 150, "Warmup steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 500, "Checkpoint cadence (sweep granularity).")
 flags.DEFINE_integer("latency_examples", 300, "Dev examples timed at batch 1 (the first ones).")
 flags.DEFINE_string("work_dir", None, "Keep the runs here (default: a temporary directory).")
+flags.DEFINE_float("early_exit_distillation", None, "two_stage's --early_exit_distillation "
+                   "(default: run_classifier's); give each value its own --work_dir.")
 
 
 def task_layout(task: str, root: str) -> str:
@@ -258,9 +266,11 @@ def write_config(path: str) -> str:
 
 def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> float:
     """run_classifier on the data flags ``data``: train, sweep, export; returns the seconds it
-    took. ``two_stage`` starts from the ordinary run beside ``output_dir``."""
+    took. A two-stage variant starts from the ordinary run beside ``output_dir``."""
     start_from = ([f"--init_checkpoint={os.path.join(os.path.dirname(output_dir), 'ordinary')}"]
-                  if variant == "two_stage" else [])
+                  if is_two_stage(variant) else [])
+    if variant == "two_stage" and FLAGS.early_exit_distillation is not None:
+        start_from.append(f"--early_exit_distillation={FLAGS.early_exit_distillation}")
     command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), *data,
                f"--albert_config_file={config}",
                f"--spm_model_file={EN8K_MODEL}", f"--output_dir={output_dir}",
@@ -278,6 +288,11 @@ def fine_tune(data: list[str], config: str, output_dir: str, variant: str) -> fl
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
     return time.time() - start
+
+
+def is_two_stage(variant: str) -> bool:
+    """Whether ``variant`` trains in two stages from the ordinary run."""
+    return variant.startswith("two_stage")
 
 
 def dev_examples(task: str, root: str) -> tuple[list, list[str]]:
@@ -326,9 +341,11 @@ def signature_of(export_dir: str, name: str):
 
 
 def batch_one_latency(signature, requests: list[dict], patience: int | None = None
-                      ) -> tuple[float, float]:
-    """(mean seconds per request, mean layers used) of a SavedModel signature called at batch 1
-    on every request; ``patience``: serve_patience's input."""
+                      ) -> tuple[float, float, float]:
+    """(mean CPU seconds per request, mean wall seconds per request, mean layers used) of a
+    SavedModel signature called at batch 1 on every request; ``patience``: serve_patience's
+    input. The CPU time is the process's (``time.process_time``): with one TensorFlow thread
+    (``main``) it is what the calls computed, whatever else the machine runs."""
     import numpy as np
     import tensorflow as tf
 
@@ -336,13 +353,14 @@ def batch_one_latency(signature, requests: list[dict], patience: int | None = No
     calls = [{name: tf.constant(value) for name, value in request.items()} for request in requests]
     for call in calls[:20]:  # warm-up: traces and first-call allocations
         signature(**call, **extra)
-    layers, start = [], time.perf_counter()
+    layers, cpu_start, wall_start = [], time.process_time(), time.perf_counter()
     for call in calls:
         outputs = signature(**call, **extra)
         if "layers_used" in outputs:
             layers.append(int(outputs["layers_used"][0]))
-    elapsed = time.perf_counter() - start
-    return elapsed / len(calls), float(np.mean(layers)) if layers else float("nan")
+    cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    return (cpu / len(calls), wall / len(calls),
+            float(np.mean(layers)) if layers else float("nan"))
 
 
 def report(task: str, root: str, times: dict[str, float]) -> None:
@@ -363,7 +381,8 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
     requests = dev_ids(task, root)
     ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
                 if "ordinary" in FLAGS.variants else None)
-    print(f"batch-1 latency on the first {len(requests)} dev examples at their real length")
+    print(f"batch-1 latency on the first {len(requests)} dev examples at their real length "
+          f"(one TensorFlow thread; load average {os.getloadavg()})")
     for variant in [v for v in FLAGS.variants if v != "ordinary"]:
         with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
             results = json.load(handle)
@@ -373,15 +392,18 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
         print("layer accuracy: " + " ".join(
             f"{table[f'early_exit/layer_{j}/eval_accuracy']:.3f}"
             for j in range(1, num_layers + 1)))
-        print(f"{'patience':>8} {'accuracy':>9} {'mean layers':>12} {'ms/example':>11} "
-              f"{'ordinary ms':>12} {'speed-up':>9} {'served layers':>14}")
+        print(f"{'patience':>8} {'accuracy':>9} {'mean layers':>12} {'CPU ms':>7} "
+              f"{'ordinary':>9} {'CPU speed-up':>13} {'wall ms':>8} {'ordinary':>9} "
+              f"{'wall speed-up':>14} {'served layers':>14}")
         for patience in range(1, num_layers + 1):
-            base = batch_one_latency(ordinary, requests)[0] if ordinary else float("nan")
-            latency, served_layers = batch_one_latency(served, requests, patience)
+            base_cpu, base_wall = (batch_one_latency(ordinary, requests)[:2] if ordinary
+                                   else (float("nan"),) * 2)
+            cpu, wall, served_layers = batch_one_latency(served, requests, patience)
             accuracy = table[f"early_exit/patience_{patience}/eval_accuracy"]
             layers = table[f"early_exit/patience_{patience}/mean_layers"]
-            print(f"{patience:>8} {accuracy:>9.4f} {layers:>12.2f} {latency * 1000:>11.2f} "
-                  f"{base * 1000:>12.2f} {base / latency:>8.2f}x {served_layers:>14.2f}"
+            print(f"{patience:>8} {accuracy:>9.4f} {layers:>12.2f} {cpu * 1000:>7.2f} "
+                  f"{base_cpu * 1000:>9.2f} {base_cpu / cpu:>12.2f}x {wall * 1000:>8.2f} "
+                  f"{base_wall * 1000:>9.2f} {base_wall / wall:>13.2f}x {served_layers:>14.2f}"
                   + ("  <- chosen" if patience == chosen else ""))
             if patience == chosen:
                 points = (100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary
@@ -390,19 +412,26 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
                     f"{task} {variant}: patience {chosen}: accuracy {accuracy:.4f}"
                     + (f" against the ordinary {best['ordinary']['eval_accuracy']:.4f} "
                        f"({points:+.2f} points)" if points is not None else "")
-                    + f", {layers:.2f} mean layers, batch-1 speed-up {base / latency:.2f}x")
-    print("\n" + "\n".join(summary))
+                    + f", {layers:.2f} mean layers, batch-1 speed-up {base_cpu / cpu:.2f}x "
+                    f"(CPU), {base_wall / wall:.2f}x (wall)")
+    print("\n" + "\n".join(summary) + f"\nload average after the timings: {os.getloadavg()}")
 
 
 def main(argv):
     del argv
+    import tensorflow as tf
+
+    # One thread for every timed call: its CPU time is then what it computed (batch_one_latency).
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     root = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_early_exit_")
     os.makedirs(root, exist_ok=True)
     config = write_config(os.path.join(root, "albert_config.json"))
     variants = FLAGS.variants
-    if "two_stage" in variants and "ordinary" not in variants[:variants.index("two_stage")]:
-        raise app.UsageError("--variants: two_stage starts from the ordinary run; list ordinary "
-                             "first.")
+    first_two_stage = next((i for i, v in enumerate(variants) if is_two_stage(v)), None)
+    if first_two_stage is not None and "ordinary" not in variants[:first_two_stage]:
+        raise app.UsageError("--variants: the two_stage variants start from the ordinary run; "
+                             "list ordinary first.")
     for task in FLAGS.tasks:
         task_root = os.path.join(root, task)
         data = data_flags(task, task_root)
@@ -410,6 +439,7 @@ def main(argv):
         for variant in FLAGS.variants:
             output_dir = os.path.join(task_root, variant)
             if not os.path.isdir(os.path.join(output_dir, "export")):
+                print(f"{task} {variant}: training; load average {os.getloadavg()}", flush=True)
                 times[variant] = fine_tune(data, config, output_dir, variant)
         report(task, task_root, times)
     print(f"\nruns in {root}; load average {os.getloadavg()}")

@@ -185,9 +185,10 @@ def read_classifier_data(own: ClassifierSettings, start: RunStart,
 
 
 def classifier_task(config: AlbertConfig, data: TaskData, early_exit: str | None,
-                    internal_only: bool = False) -> ClassifierTask:
+                    internal_only: bool = False, distillation: float = 0.0) -> ClassifierTask:
     """The classifier of the data's task; ``early_exit``: its early-exit heads (None: none);
-    ``internal_only``: two-stage training's stage 2 (``ClassifierTask``)."""
+    ``internal_only``: two-stage training's stage 2, ``distillation`` its weight of the full
+    depth's answers (``ClassifierTask``)."""
     content: ClassifierData = data.content
     task = content.task
     return ClassifierTask(config, task.metric_kinds, task.num_labels, task.is_regression,
@@ -195,7 +196,7 @@ def classifier_task(config: AlbertConfig, data: TaskData, early_exit: str | None
                           early_exit=early_exit,
                           regression_threshold=(content.early_exit.threshold if content.early_exit
                                                 else DEFAULT_REGRESSION_THRESHOLD),
-                          internal_only=internal_only)
+                          internal_only=internal_only, distillation=distillation)
 
 
 def class_report(run: TaskRun, best: dict[str, float]) -> None:

@@ -43,7 +43,8 @@ def early_exit_spec(settings: RunSettings, own: ClassifierSettings) -> TaskSpec:
         ordinary,
         read_data=functools.partial(read_early_exit_data, own, early),
         training=dataclasses.replace(ordinary.training, task=functools.partial(
-            classification.classifier_task, early_exit=early.heads, internal_only=two_stage)),
+            classification.classifier_task, early_exit=early.heads, internal_only=two_stage,
+            distillation=early.distillation if two_stage else 0.0)),
         # Two-stage: every checkpoint has the ordinary full depth, so the sweep keeps the last
         # one, whose internal classifiers trained longest (the first of equal metrics would win).
         sweep=dataclasses.replace(ordinary.sweep, report=report,
@@ -166,7 +167,8 @@ def stage_one(start: RunStart, own: ClassifierSettings) -> CheckpointSource | No
     Nothing when stage 2 has a checkpoint (it resumes) or --init_checkpoint holds an ordinary
     classifier (``ordinary_classifier``: an ordinary run's directory or checkpoint, read and never
     written); else the ordinary run of the same flags (without --early_exit, predictions or
-    exports; --learning_rate, where the run's own is stage 2's) in ``<output_dir>/ordinary``,
+    exports; --learning_rate and --train_step, where the run's own are stage 2's) in
+    ``<output_dir>/ordinary``,
     whose weights are those of the same command run
     without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
     A rerun finds it finished, or resumes it."""
@@ -180,26 +182,35 @@ def stage_one(start: RunStart, own: ClassifierSettings) -> CheckpointSource | No
     stage = dataclasses.replace(
         settings, output_dir=os.path.join(settings.output_dir, ORDINARY_DIR), do_predict=False,
         export_dir=None, tflite_file=None, onnx_file=None,
-        learning_rate=own.early_exit.ordinary_learning_rate)
+        learning_rate=own.early_exit.ordinary_learning_rate,
+        num_train_steps=own.early_exit.ordinary_train_steps)
     print(f"Two-stage training, stage 1: the ordinary classifier in {stage.output_dir} "
-          f"(--learning_rate={stage.learning_rate})")
+          f"(--learning_rate={stage.learning_rate}, --train_step={stage.num_train_steps})")
     run_task(stage, classification.classification_spec(
         stage, dataclasses.replace(own, early_exit=None)))
     print(f"Two-stage training, stage 2: the internal classifiers in {settings.output_dir} "
-          f"(learning rate {settings.learning_rate}), the encoder and the ordinary classifier of "
-          f"{stage.output_dir} frozen")
+          f"(learning rate {settings.learning_rate}, {settings.num_train_steps} steps, "
+          f"self-distillation weight {own.early_exit.distillation}), the encoder and the "
+          f"ordinary classifier of {stage.output_dir} frozen")
     return resolve_checkpoint_source(stage.output_dir)
 
 
-def classifier_run(settings: RunSettings, own: ClassifierSettings,
-                   stage_two_rate: float | None) -> tuple[RunSettings, TaskSpec]:
+def classifier_run(settings: RunSettings, own: ClassifierSettings, stage_two_rate: float | None,
+                   stage_two_steps: int | None) -> tuple[RunSettings, TaskSpec]:
     """run_classifier's run, its settings and spec: the classification spec, or its early-exit
     variant where ``own.early_exit`` is set. A two-stage one trains its stage 2 at
     ``stage_two_rate`` (--early_exit_learning_rate; None: ``stage_two_learning_rate``'s default)
-    and its stage 1 at --learning_rate (which ``own.early_exit`` keeps)."""
+    for ``stage_two_steps`` (--early_exit_train_step; None: --train_step), and its stage 1 at
+    --learning_rate for --train_step (which ``own.early_exit`` keeps)."""
     if own.early_exit is None:
         return settings, classification.classification_spec(settings, own)
     if own.early_exit.training == TWO_STAGE:
-        settings = dataclasses.replace(settings, learning_rate=stage_two_learning_rate(
-            settings.learning_rate, stage_two_rate))
+        own = dataclasses.replace(own, early_exit=dataclasses.replace(
+            own.early_exit, ordinary_learning_rate=settings.learning_rate,
+            ordinary_train_steps=settings.num_train_steps))
+        settings = dataclasses.replace(
+            settings, learning_rate=stage_two_learning_rate(settings.learning_rate,
+                                                            stage_two_rate),
+            num_train_steps=(settings.num_train_steps if stage_two_steps is None
+                             else stage_two_steps))
     return settings, early_exit_spec(settings, own)

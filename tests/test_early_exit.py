@@ -155,6 +155,98 @@ def test_training_loss_is_the_layer_weighted_mean_of_the_internal_losses(is_regr
             np.mean(layer_logits[:, -1].argmax(-1) == labels))
 
 
+def numpy_kl(teacher, student):
+    """KL(softmax(teacher) || softmax(student)) per row, in float64."""
+    def log_softmax(logits):
+        logits = logits.astype(np.float64) - logits.max(-1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+    return (np.exp(log_softmax(teacher)) * (log_softmax(teacher) - log_softmax(student))).sum(-1)
+
+
+# float32 log-softmax of logits within +-4 over 3 classes: each value is off by at most a few
+# ulps of its magnitude (<= ~6, ulp 4.8e-7), so each KL term (a probability times a difference of
+# two of them) by <= ~6e-6 and the sum over classes, whose probabilities add up to 1, likewise.
+KL_TOLERANCE = 1e-5
+
+
+def test_the_distillation_loss_is_the_kl_to_the_full_depth_and_the_squared_gap_of_scores():
+    """distillation_loss against NumPy: KL(teacher || student) of softmaxes (0 for equal logits,
+    whatever their shift), the squared score difference for a regression; mixed_loss weighs it
+    against the labels' loss; no gradient reaches the teacher."""
+    from albert_tf.tasks.classification.distillation import distillation_loss, mixed_loss
+
+    rng = np.random.default_rng(7)
+    student, teacher = (rng.uniform(-4, 4, (6, 3)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(distillation_loss(tf.constant(student), tf.constant(teacher),
+                                                 False).numpy(),
+                               numpy_kl(teacher, student), atol=KL_TOLERANCE)
+    assert np.all(np.abs(distillation_loss(tf.constant(student), tf.constant(student + 2.5),
+                                           False).numpy()) <= KL_TOLERANCE)
+    np.testing.assert_allclose(
+        distillation_loss(tf.constant(student[:, :1]), tf.constant(teacher[:, :1]), True).numpy(),
+        (student[:, 0].astype(np.float64) - teacher[:, 0]) ** 2, rtol=1e-6)
+    labels_loss = rng.uniform(0, 3, 6).astype(np.float32)
+    mixed = mixed_loss(tf.constant(labels_loss), tf.constant(student), tf.constant(teacher),
+                       False, 0.25).numpy()
+    np.testing.assert_allclose(mixed, 0.75 * labels_loss + 0.25 * numpy_kl(teacher, student),
+                               atol=KL_TOLERANCE)
+    np.testing.assert_array_equal(mixed_loss(tf.constant(labels_loss), tf.constant(student),
+                                             tf.constant(teacher), False, 0.0).numpy(),
+                                  labels_loss)
+    teacher_variable = tf.Variable(teacher)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(distillation_loss(tf.constant(student), teacher_variable, False))
+    assert tape.gradient(loss, teacher_variable) is None
+
+
+@pytest.mark.parametrize("is_regression", [False, True])
+@pytest.mark.parametrize("weight", [0.0, 0.6, 1.0])
+def test_stage_two_loss_mixes_each_internal_classifiers_labels_and_the_full_depth(is_regression,
+                                                                                  weight):
+    """Two-stage training's stage 2 (``internal_only``): train_loss (head dropout off) = mean over
+    examples and layers 1..L-1 of (1 - w) x the labels' loss + w x the distance to layer L's
+    logits (KL; a regression: squared gap), computed with NumPy from the model's per-layer logits;
+    the gradients reach the internal classifiers alone."""
+    num_labels = 1 if is_regression else 3
+    task = ClassifierTask(config(), ("pearson",) if is_regression else ("accuracy",), num_labels,
+                          is_regression=is_regression, early_exit="separate", internal_only=True,
+                          distillation=weight)
+    model = perturbed(task.build_model())
+    for head in model.layer_heads():
+        head.dropout_rate = 0.0
+    inputs = random_inputs(batch=5, seed=5)
+    labels = (np.array([0.5, 2.0, 4.5, 1.0, 3.0], np.float32) if is_regression
+              else np.array([0, 2, 1, 1, 0], np.int32))
+    features = {**{k: tf.constant(v) for k, v in inputs.items()},
+                "label_ids": tf.constant(labels), "is_real_example": tf.ones(5)}
+    with tf.GradientTape() as tape:
+        loss, _ = task.train_loss(model, features, task.loss_normalizers(features))
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy().astype(np.float64)
+    internal, full = layer_logits[:, :-1], layer_logits[:, -1]
+    if is_regression:
+        label_loss = (internal[..., 0] - labels[:, None]) ** 2
+        distance = (internal[..., 0] - full[:, None, 0]) ** 2
+    else:
+        label_loss = np.stack([numpy_cross_entropy(internal[:, j], labels)
+                               for j in range(LAYERS - 1)], axis=1)
+        distance = np.stack([numpy_kl(full, internal[:, j]) for j in range(LAYERS - 1)], axis=1)
+    want = np.mean((1 - weight) * label_loss + weight * distance)
+    assert float(loss) == pytest.approx(float(want), rel=1e-5, abs=KL_TOLERANCE)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    assert {v.path.split("/")[0] for v in model.trainable_variables} == {
+        f"exit_classifier_{j}" for j in range(1, LAYERS)}
+    assert all(g is not None and np.any(g.numpy()) for g in gradients)
+
+
+def test_distillation_is_stage_two_s_and_a_weight():
+    with pytest.raises(ValueError, match="needs internal_only"):
+        ClassifierTask(config(), ("accuracy",), 2, early_exit="separate", distillation=0.5)
+    with pytest.raises(ValueError, match=r"a weight in \[0, 1\], got 1.5"):
+        ClassifierTask(config(), ("accuracy",), 2, early_exit="separate", internal_only=True,
+                       distillation=1.5)
+
+
 # -- the patience rule ----------------------------------------------------------------------------
 
 def one_hot_layers(classes, num_classes=3):
@@ -485,6 +577,18 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
     (["--early_exit", "--early_exit_heads=shared", "--early_exit_learning_rate=1e-3"],
      "--early_exit_learning_rate is the learning rate of two-stage training's stage 2; this run "
      "trains jointly"),
+    (["--early_exit", "--early_exit_training=joint", "--early_exit_train_step=100"],
+     "--early_exit_train_step is the number of training steps of two-stage training's stage 2; "
+     "this run trains jointly (--early_exit_training=joint)."),
+    (["--early_exit", "--early_exit_heads=shared", "--early_exit_distillation=0.5"],
+     "--early_exit_distillation is the weight of self-distillation of two-stage training's "
+     "stage 2; this run trains jointly (--early_exit_training=joint)."),
+    (["--early_exit_distillation=0.5"],
+     "--early_exit_distillation applies to --early_exit models only"),
+    (["--early_exit_train_step=100"],
+     "--early_exit_train_step applies to --early_exit models only"),
+    (["--early_exit", "--early_exit_distillation=1.5"], "--early_exit_distillation"),
+    (["--early_exit", "--early_exit_train_step=0"], "--early_exit_train_step"),
 ])
 def test_early_exit_flag_mistakes_are_usage_errors(tmp_path, flags, message):
     from tests.command_runner import run_command
@@ -870,7 +974,8 @@ def file_bytes(directory):
 def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_untouched(
         tmp_path):
     """Two-stage training: stage 1 in <output_dir>/ordinary is the ordinary run of the same flags
-    (its checkpoint equals the ordinary run's, bit for bit); stage 2 changes no encoder or ordinary
+    (its checkpoint equals the ordinary run's, bit for bit, though stage 2 trains its own number
+    of steps, --early_exit_train_step); stage 2 changes no encoder or ordinary
     classifier variable, so the full depth's outputs equal the ordinary model's bit for bit; a
     two-stage run from an ordinary output directory reads it and leaves every byte of it as it
     was; the results file and the printed price name the ordinary model's dev metric; a rerun with
@@ -892,8 +997,11 @@ def test_two_stage_full_depth_is_the_ordinary_model_bit_for_bit_and_its_source_u
     ordinary = run_command("run_classifier.py", *flags, f"--output_dir={ordinary_dir}")
     assert ordinary.returncode == 0, ordinary.stderr[-3000:]
     two_stage = run_command("run_classifier.py", *flags, f"--output_dir={two_stage_dir}",
-                            "--early_exit")
+                            "--early_exit", "--early_exit_train_step=2")
     assert two_stage.returncode == 0, two_stage.stderr[-3000:]
+    # Stage 1 trains --train_step steps, stage 2 --early_exit_train_step.
+    assert read_manifest(str(two_stage_dir / "ordinary")).trained["step"] == 4
+    assert read_manifest(str(two_stage_dir)).trained["step"] == 2
     stage_one = checkpoint_tensors(str(two_stage_dir / "ordinary" / BEST_CHECKPOINT_NAME))
     want = checkpoint_tensors(str(ordinary_dir / BEST_CHECKPOINT_NAME))
     model_names = {name for name in want if name.startswith("model/")}

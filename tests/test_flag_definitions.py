@@ -51,6 +51,7 @@ def test_the_table_agrees_with_the_library():
     assert flag_definitions.TFLITE_QUANTIZATIONS == tflite.QUANTIZATIONS
     assert flag_definitions.ONNX_QUANTIZATIONS == onnx_export.QUANTIZATIONS
     assert early_exit_flags.TRAININGS == trainings.TRAININGS
+    assert early_exit_flags.DEFAULT_DISTILLATION == trainings.DEFAULT_DISTILLATION
     every_group = (flag_definitions.TPU_FLAGS + flag_definitions.LOOP_FLAGS
                    + flag_definitions.CHECKPOINT_FLAGS + flag_definitions.FINE_TUNING_FLAGS
                    + flag_definitions.TFLITE_FLAGS + flag_definitions.ONNX_FLAGS)

@@ -18,10 +18,17 @@ FLAGS = flags.FLAGS
 # equal to albert_tf/tasks/classification/trainings.TRAININGS).
 TWO_STAGE, JOINT = "two_stage", "joint"
 TRAININGS = (TWO_STAGE, JOINT)
+# Stage 2's default weight of self-distillation (tested equal to trainings.DEFAULT_DISTILLATION,
+# where the measurement that chose it is said).
+DEFAULT_DISTILLATION = 0.5
+# Two-stage training's stage-2 flags, by what each sets of stage 2.
+STAGE_TWO_ONLY = {"early_exit_learning_rate": "the learning rate",
+                  "early_exit_train_step": "the number of training steps",
+                  "early_exit_distillation": "the weight of self-distillation"}
 
 # The flags that only an --early_exit run takes.
-EARLY_EXIT_ONLY = ("early_exit_heads", "early_exit_training", "early_exit_learning_rate",
-                   "patience", "inference_layers", "regression_threshold", "patience_tolerance")
+EARLY_EXIT_ONLY = ("early_exit_heads", "early_exit_training", *STAGE_TWO_ONLY, "patience",
+                   "inference_layers", "regression_threshold", "patience_tolerance")
 
 
 def define() -> None:
@@ -42,6 +49,15 @@ def define() -> None:
                        "two_stage: stage 2's peak learning rate, of the internal classifiers "
                        "(default: 10 x --learning_rate, which is stage 1's: linear heads on frozen "
                        "features).", lower_bound=0.0)
+    flags.DEFINE_integer("early_exit_train_step", None, "[albert_tf] --early_exit_training="
+                         "two_stage: stage 2's training steps (default: --train_step, which is "
+                         "stage 1's; --warmup_step is stage 2's warmup too).", lower_bound=1)
+    flags.DEFINE_float("early_exit_distillation", DEFAULT_DISTILLATION, "[albert_tf] "
+                       "--early_exit_training=two_stage: in stage 2, each internal classifier's "
+                       "loss is (1 - this) x its cross-entropy on the labels + this x its "
+                       "distance to the frozen full depth's answers (self-distillation: the "
+                       "patience rule exits where they agree).", lower_bound=0.0,
+                       upper_bound=1.0)
     flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and "
                          "--export_dir stop after a layer whose prediction stayed unchanged this "
                          "many times (default: the patience chosen on dev, in "
@@ -72,7 +88,7 @@ def check(is_regression: bool, classification: str) -> None:
     """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
     be ignored on a classification, whose prediction is unchanged when its class is;
     ``classification`` says why the run is one); two-stage training needs classifiers of their
-    own (not shared heads), and only it has a stage 2's learning rate; --patience and
+    own (not shared heads), and only it has a stage 2 (``STAGE_TWO_ONLY``); --patience and
     --inference_layers are two ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in EARLY_EXIT_ONLY:
@@ -85,10 +101,11 @@ def check(is_regression: bool, classification: str) -> None:
         raise app.UsageError("--early_exit_training=two_stage trains internal classifiers of their "
                              "own; --early_exit_heads=shared has none (the ordinary classifier "
                              "after every layer): give --early_exit_training=joint.")
-    if FLAGS.early_exit_learning_rate is not None and training() != TWO_STAGE:
-        raise app.UsageError("--early_exit_learning_rate is the learning rate of two-stage "
-                             "training's stage 2; this run trains jointly "
-                             "(--early_exit_training=joint).")
+    if training() != TWO_STAGE:
+        for name, what in STAGE_TWO_ONLY.items():
+            if FLAGS[name].present:
+                raise app.UsageError(f"--{name} is {what} of two-stage training's stage 2; "
+                                     "this run trains jointly (--early_exit_training=joint).")
     if FLAGS.patience is not None and FLAGS.inference_layers is not None:
         raise app.UsageError("--patience stops each example when its prediction settles, "
                              "--inference_layers at a fixed depth: give one or the other.")
@@ -97,11 +114,15 @@ def check(is_regression: bool, classification: str) -> None:
 def read(settings_type: Callable[..., Any]) -> Any:
     """``settings_type`` (the early-exit settings, EarlyExitSettings, which loads TensorFlow) of the
     flags, or None without --early_exit. A threshold or tolerance not given is None (the recorded
-    one, or the default, applies)."""
+    one, or the default, applies). Stage 2's learning rate and steps are the run's own
+    (task_specs/early_exit.classifier_run)."""
     if not FLAGS.early_exit:
         return None
     return settings_type(
-        FLAGS.early_exit_heads, training(), FLAGS.learning_rate, FLAGS.patience,
-        FLAGS.inference_layers,
-        FLAGS.regression_threshold if FLAGS["regression_threshold"].present else None,
-        FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present else None)
+        FLAGS.early_exit_heads, training(), patience=FLAGS.patience,
+        inference_layers=FLAGS.inference_layers,
+        regression_threshold=(FLAGS.regression_threshold if FLAGS["regression_threshold"].present
+                              else None),
+        tolerance_points=(FLAGS.patience_tolerance if FLAGS["patience_tolerance"].present
+                          else None),
+        distillation=FLAGS.early_exit_distillation)

@@ -38,6 +38,7 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.json_objects import read_json_object
 from albert_tf.files.run_manifest import Fact, read_manifest
+from albert_tf.tasks.classification.trainings import DEFAULT_DISTILLATION
 
 # The key prefix of every early-exit result (eval_results.txt, TensorBoard, best_results.json).
 PREFIX = "early_exit"
@@ -231,9 +232,12 @@ class EarlyExitSettings:
     """run_classifier's early-exit flags.
 
     heads: ``EARLY_EXIT_HEADS`` of the model. training: how its internal classifiers are trained
-    (trainings.TRAININGS: "two_stage" or "joint"); ordinary_learning_rate: two-stage, stage 1's
-    peak learning rate (--learning_rate; the run's own is stage 2's). patience / inference_layers: how --do_predict and
-    --export_dir stop (at most one given; neither: the patience chosen on dev).
+    (trainings.TRAININGS: "two_stage" or "joint"); ordinary_learning_rate and
+    ordinary_train_steps: two-stage, stage 1's peak learning rate and steps (--learning_rate,
+    --train_step; the run's own are stage 2's); distillation: two-stage, stage 2's weight of the
+    full depth's answers in each internal classifier's loss (--early_exit_distillation).
+    patience / inference_layers: how --do_predict and --export_dir stop (at most one given;
+    neither: the patience chosen on dev).
     regression_threshold: a regression's "unchanged" (None: not given; the one the run directory
     records, else ``DEFAULT_REGRESSION_THRESHOLD``; ``threshold``). tolerance_points:
     --patience_tolerance, the
@@ -245,10 +249,12 @@ class EarlyExitSettings:
     heads: str
     training: str = "joint"
     ordinary_learning_rate: float | None = None
+    ordinary_train_steps: int | None = None
     patience: int | None = None
     inference_layers: int | None = None
     regression_threshold: float | None = None
     tolerance_points: float | None = None
+    distillation: float = DEFAULT_DISTILLATION
 
     @property
     def threshold(self) -> float:

@@ -17,7 +17,9 @@
   two_stage.py): the encoder (its pooler too) and the ordinary classifier are frozen (not in the
   model's trainable variables) and the loss is the mean over layers 1..L-1 of each internal
   classifier's loss; with the encoder frozen the heads do not interact, and Adam's steps do not
-  depend on a loss's scale, so PABEE's weights would change nothing but the logged value.
+  depend on a loss's scale, so PABEE's weights would change nothing but the logged value. With
+  ``distillation`` w > 0 each internal classifier's loss is (1 - w) x its loss on the labels + w x
+  its distance to the full depth's answer (albert_tf/tasks/classification/distillation.py).
 - Prediction files (reference format): ``test_results.tsv``, one line of tab-separated
   probabilities per real example (STS-B: the score); ``submit_results.tsv``, header
   ``index\\tprediction`` then ``guid\\t<label name>`` (STS-B: the score).
@@ -35,6 +37,7 @@ from albert_tf.files.atomic import atomic_open
 from albert_tf.models.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.classification import early_exit as exits
+from albert_tf.tasks.classification.distillation import mixed_loss
 from albert_tf.tasks.classification.metrics import GLUE_METRIC_KEYS, class_report, glue_metrics
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 from albert_tf.training.per_example import (examples_normalizer, mean_with_accuracy, real_examples,
@@ -52,16 +55,23 @@ class ClassifierTask:
     early_exit: None, or the kind of internal classifiers (``EARLY_EXIT_HEADS``): PABEE's loss and
       the early-exit table. regression_threshold: a regression's "unchanged" in that table.
     internal_only: train the separate internal classifiers alone, the rest frozen (module doc).
+    distillation: with ``internal_only``, the weight in [0, 1] of the full depth's answers in
+      each internal classifier's loss (``mixed_loss``; 0: the labels alone).
     """
 
     def __init__(self, config: AlbertConfig, metric_kinds: Sequence[str], num_labels: int,
                  is_regression: bool = False, class_names: Sequence[str] | None = None,
                  early_exit: str | None = None,
                  regression_threshold: float = exits.DEFAULT_REGRESSION_THRESHOLD,
-                 internal_only: bool = False):
+                 internal_only: bool = False, distillation: float = 0.0):
         if internal_only and early_exit != "separate":
             raise ValueError(f"internal_only trains separate internal classifiers; early_exit is "
                              f"{early_exit!r}")
+        if distillation and not internal_only:
+            raise ValueError("distillation trains internal classifiers toward a frozen full "
+                             "depth: it needs internal_only")
+        if not 0.0 <= distillation <= 1.0:
+            raise ValueError(f"distillation is a weight in [0, 1], got {distillation}")
         if class_names is not None and len(class_names) != num_labels:
             raise ValueError(f"{len(class_names)} class names for num_labels={num_labels}")
         self.config = config
@@ -72,6 +82,7 @@ class ClassifierTask:
         self.early_exit = early_exit
         self.regression_threshold = regression_threshold
         self.internal_only = internal_only
+        self.distillation = distillation
 
     def build_model(self) -> keras.Model:
         model = AlbertClassifierModel(self.config, self.num_labels, self.is_regression,
@@ -114,8 +125,12 @@ class ClassifierTask:
         return tf.linalg.matvec(tf.stack(losses, axis=1), weights)
 
     def _internal_loss(self, layer_logits: tf.Tensor, features: Features) -> tf.Tensor:
-        """float32 [B]: the mean of each example's losses at layers 1..L-1 (``internal_only``)."""
-        losses = [self._per_example(layer_logits[:, layer], features)[0]
+        """float32 [B]: the mean of each example's losses at layers 1..L-1 (``internal_only``),
+        each mixed with its distance to the full depth (layer L) by ``distillation``."""
+        full_depth = layer_logits[:, -1]
+        losses = [mixed_loss(self._per_example(layer_logits[:, layer], features)[0],
+                             layer_logits[:, layer], full_depth, self.is_regression,
+                             self.distillation)
                   for layer in range(layer_logits.shape[1] - 1)]
         return tf.add_n(losses) / len(losses)
 
