@@ -748,6 +748,29 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
                                atol=1e-5)
 
 
+def test_a_policy_that_cannot_stop_early_runs_its_layers_without_the_loop():
+    """A full depth, a fixed depth, and patiences of max_layers and max_layers - 1 (which stop at
+    max_layers at the earliest): early_exit_logits traces no while loop, and gives the loop's
+    layers and logits (the loop forced by a patience tensor)."""
+    from albert_tf.tasks.classification.early_exit_inference import early_exit_logits
+
+    keras.utils.set_random_seed(4)
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=6), 3,
+                                            early_exit="separate"), seed=3)
+    ids = {name: tf.constant(value) for name, value in random_inputs(batch=4).items()}
+    for policy in (exits.ExitPolicy.full_depth(6), exits.ExitPolicy.fixed_depth(3, 6),
+                   exits.ExitPolicy(4, 4), exits.ExitPolicy(5, 6)):
+        straight = tf.function(lambda ids, policy=policy: early_exit_logits(model, ids, policy))
+        operations = straight.get_concrete_function(ids).graph.get_operations()
+        assert not [op.type for op in operations if "While" in op.type], policy
+        logits, layers = straight(ids)
+        looped, loop_layers = tf.function(lambda ids, policy=policy: early_exit_logits(
+            model, ids, policy, tf.constant(policy.patience)))(ids)
+        np.testing.assert_array_equal(layers.numpy(), loop_layers.numpy())
+        np.testing.assert_array_equal(layers.numpy(), policy.max_layers)
+        np.testing.assert_allclose(logits.numpy(), looped.numpy(), atol=1e-5)
+
+
 # -- the kind of classifier an output directory records --------------------------------------------
 
 def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 from absl import app, flags
 
+from albert_tf.cli import flag_definitions
+
 FLAGS = flags.FLAGS
 
 # The trainings of the internal classifiers, kept here (the flag layer imports no task; tested
@@ -56,8 +58,10 @@ def define() -> None:
                        "--early_exit_training=two_stage: in stage 2, each internal classifier's "
                        "loss is (1 - this) x its cross-entropy on the labels + this x its "
                        "distance to the frozen full depth's answers (self-distillation: the "
-                       "patience rule exits where they agree).", lower_bound=0.0,
-                       upper_bound=1.0)
+                       "patience rule exits where they agree).")
+    # A range, not absl's bounds: absl would refuse inf as out of bounds, before the check that
+    # names it not finite, as every other float flag's refusal does.
+    flag_definitions.check_ranges(early_exit_distillation=flag_definitions.FRACTION)
     flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and "
                          "--export_dir stop after a layer whose prediction stayed unchanged this "
                          "many times (default: the patience chosen on dev, in "

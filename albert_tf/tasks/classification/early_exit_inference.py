@@ -70,10 +70,18 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
 
     inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. policy: how to stop
     (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's.
+
+    A policy that cannot stop before its max_layers k (its patience at least k - 1: after layer
+    j the streak of unchanged predictions is at most j - 1 long, so a patience p stops no earlier
+    than layer p + 1), given no other patience, runs its k layers in one straight pass (``fixed_depth_logits``) instead of the loop, whose bookkeeping per layer
+    would make, e.g., a full-depth policy slower than the ordinary model.
     """
     heads = model.layer_heads()
     if not heads:
         raise ValueError("early_exit_logits needs a model built with early_exit")
+    if patience is None and policy.patience >= policy.max_layers - 1:
+        logits = tf.cast(fixed_depth_logits(model, inputs, policy.max_layers), tf.float32)
+        return logits, tf.fill([tf.shape(logits)[0]], tf.constant(policy.max_layers, tf.int32))
     kernels = tf.stack([tf.convert_to_tensor(head.output_weights) for head in heads])  # [L, C, H]
     biases = tf.stack([tf.convert_to_tensor(head.output_bias) for head in heads])  # [L, C]
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
