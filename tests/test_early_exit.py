@@ -124,6 +124,20 @@ def test_pabee_weights_are_the_layer_numbers_normalised():
     np.testing.assert_allclose(exits.pabee_weights(4), np.array([1, 2, 3, 4]) / 10)
 
 
+def loss_case(task: ClassifierTask, is_regression: bool, seed: int):
+    """(model, inputs, labels, features) for a loss test: a perturbed model of ``task`` with its
+    heads' dropout off, 5 random examples and their labels (scores for a regression)."""
+    model = perturbed(task.build_model())
+    for head in model.layer_heads():
+        head.dropout_rate = 0.0
+    inputs = random_inputs(batch=5, seed=seed)
+    labels = (np.array([0.5, 2.0, 4.5, 1.0, 3.0], np.float32) if is_regression
+              else np.array([0, 2, 1, 1, 0], np.int32))
+    features = {**{k: tf.constant(v) for k, v in inputs.items()},
+                "label_ids": tf.constant(labels), "is_real_example": tf.ones(5)}
+    return model, inputs, labels, features
+
+
 @pytest.mark.parametrize("is_regression", [False, True])
 @pytest.mark.parametrize("heads", ["separate", "shared"])
 def test_training_loss_is_the_layer_weighted_mean_of_the_internal_losses(is_regression, heads):
@@ -133,14 +147,7 @@ def test_training_loss_is_the_layer_weighted_mean_of_the_internal_losses(is_regr
     num_labels = 1 if is_regression else 3
     task = ClassifierTask(config(), ("pearson",) if is_regression else ("accuracy",), num_labels,
                           is_regression=is_regression, early_exit=heads)
-    model = perturbed(task.build_model())
-    for head in model.layer_heads():
-        head.dropout_rate = 0.0
-    inputs = random_inputs(batch=5, seed=4)
-    labels = (np.array([0.5, 2.0, 4.5, 1.0, 3.0], np.float32) if is_regression
-              else np.array([0, 2, 1, 1, 0], np.int32))
-    features = {**{k: tf.constant(v) for k, v in inputs.items()},
-                "label_ids": tf.constant(labels), "is_real_example": tf.ones(5)}
+    model, inputs, labels, features = loss_case(task, is_regression, seed=4)
     loss, logs = task.train_loss(model, features, task.loss_normalizers(features))
     layer_logits = model(inputs, training=False)["layer_logits"].numpy().astype(np.float64)
     if is_regression:
@@ -212,14 +219,7 @@ def test_stage_two_loss_mixes_each_internal_classifiers_labels_and_the_full_dept
     task = ClassifierTask(config(), ("pearson",) if is_regression else ("accuracy",), num_labels,
                           is_regression=is_regression, early_exit="separate", internal_only=True,
                           distillation=weight)
-    model = perturbed(task.build_model())
-    for head in model.layer_heads():
-        head.dropout_rate = 0.0
-    inputs = random_inputs(batch=5, seed=5)
-    labels = (np.array([0.5, 2.0, 4.5, 1.0, 3.0], np.float32) if is_regression
-              else np.array([0, 2, 1, 1, 0], np.int32))
-    features = {**{k: tf.constant(v) for k, v in inputs.items()},
-                "label_ids": tf.constant(labels), "is_real_example": tf.ones(5)}
+    model, inputs, labels, features = loss_case(task, is_regression, seed=5)
     with tf.GradientTape() as tape:
         loss, _ = task.train_loss(model, features, task.loss_normalizers(features))
     layer_logits = model(inputs, training=False)["layer_logits"].numpy().astype(np.float64)
