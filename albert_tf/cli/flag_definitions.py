@@ -99,11 +99,7 @@ def check_tflite_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     none needs --tflite_file (it would be ignored), and --tflite_file needs --dtype=float32 (the
     TFLite export converts a float32 model; a model trained in mixed precision is exported by a
     second run, --dtype=float32 --tflite_file=..., which only reads its best checkpoint)."""
-    flags.register_multi_flags_validator(
-        ["tflite_file", "tflite_quantization"],
-        lambda values: values["tflite_file"] or values["tflite_quantization"] == "none",
-        message="--tflite_quantization chooses the weights of the --tflite_file model: give "
-                "--tflite_file too", flag_values=flag_values)
+    _weights_need_file("tflite_quantization", "tflite_file", flag_values)
     _needs_float32("tflite_file", "TFLite", flag_values)
 
 
@@ -111,12 +107,17 @@ def check_onnx_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Registers the checks of ``ONNX_FLAGS`` in a script that defines them and --dtype (when the
     command line is parsed), as ``check_tflite_flags`` does for TFLite: --onnx_quantization other
     than none needs --onnx_file, and --onnx_file needs --dtype=float32."""
-    flags.register_multi_flags_validator(
-        ["onnx_file", "onnx_quantization"],
-        lambda values: values["onnx_file"] or values["onnx_quantization"] == "none",
-        message="--onnx_quantization chooses the weights of the --onnx_file model: give "
-                "--onnx_file too", flag_values=flag_values)
+    _weights_need_file("onnx_quantization", "onnx_file", flag_values)
     _needs_float32("onnx_file", "ONNX", flag_values)
+
+
+def _weights_need_file(quantization: str, file: str, flag_values: flags.FlagValues) -> None:
+    """Registers the check that --``quantization`` other than none comes with the one-file
+    export --``file`` whose weights it chooses (alone it would be ignored)."""
+    flags.register_multi_flags_validator(
+        [file, quantization], lambda values: values[file] or values[quantization] == "none",
+        message=f"--{quantization} chooses the weights of the --{file} model: give --{file} too",
+        flag_values=flag_values)
 
 
 def _needs_float32(flag: str, export: str, flag_values: flags.FlagValues) -> None:
