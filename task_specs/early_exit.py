@@ -173,7 +173,7 @@ def stage_one(start: RunStart, own: ClassifierSettings) -> CheckpointSource | No
     without --early_exit, bit for bit; stage 2 starts from its best checkpoint (else its last).
     A rerun finds it finished, or resumes it."""
     settings = start.settings
-    if trained_checkpoint(settings.output_dir, start.manifest) is not None:
+    if trained_checkpoint(start.manifest) is not None:
         return None
     if ordinary_classifier(settings.init_checkpoint):
         print(f"Two-stage training: the ordinary classifier of --init_checkpoint="

@@ -259,7 +259,8 @@ def test_the_best_checkpoint_is_the_one_the_sweep_chose_or_refused(tmp_path):
     """model.ckpt-best is checked against the fingerprint the sweep recorded: replaced files are
     refused (its results would describe other weights); a best the sweep chose but a stop kept
     from reaching model.ckpt-best is found by its fingerprint and moved there."""
-    from albert_tf.checkpoints.run_directory import RunDirectoryError, settled_best
+    from albert_tf.checkpoints.run_directory import RunDirectoryError, recorded_best, settled_best
+    from albert_tf.files.run_manifest import read_manifest
     from albert_tf.evaluation.best_checkpoint import best_checkpoint_prefix
 
     for step in (1, 2):
@@ -267,20 +268,21 @@ def test_the_best_checkpoint_is_the_one_the_sweep_chose_or_refused(tmp_path):
     sweep_checkpoints(str(tmp_path), lambda prefix: {"acc": 1.0 / int(prefix[-1])}, "acc",
                       log=lambda m: None)
     best = str(tmp_path / "model.ckpt-best")
-    assert settled_best(str(tmp_path)) == best == best_checkpoint_prefix(str(tmp_path))
+    assert settled_best(str(tmp_path)) == best == best_checkpoint_prefix(read_manifest(str(tmp_path)))
     for path in tmp_path.glob("model.ckpt-best.*"):
         path.unlink()  # as if stopped between recording the best and copying it
-    assert settled_best(str(tmp_path), repair=False) == str(tmp_path / "model.ckpt-1")
+    assert recorded_best(read_manifest(str(tmp_path))) == str(tmp_path / "model.ckpt-1")
+    assert not (tmp_path / "model.ckpt-best.index").exists()  # read only
     assert settled_best(str(tmp_path)) == best
     assert (tmp_path / "model.ckpt-best.index").read_text() == "step 1"
     (tmp_path / "model.ckpt-best.index").write_text("step 2")  # replaced by hand
-    assert best_checkpoint_prefix(str(tmp_path)) == str(tmp_path / "model.ckpt-1")  # the chosen
+    assert best_checkpoint_prefix(read_manifest(str(tmp_path))) == str(tmp_path / "model.ckpt-1")  # the chosen
     for path in tmp_path.glob("model.ckpt-1.*"):
         path.unlink()
     with pytest.raises(RunDirectoryError, match=r"model.ckpt-best is not the checkpoint the sweep "
                                                 r"of .* chose \(step 1, acc 1.0; "
                                                 r"run_manifest.json\): its files were replaced"):
-        best_checkpoint_prefix(str(tmp_path))
+        best_checkpoint_prefix(read_manifest(str(tmp_path)))
 
 
 def test_a_glue_sweep_waits_only_while_a_training_run_holds_the_directory(tmp_path):

@@ -4,8 +4,9 @@
   ``model.ckpt-<step>``, or ``model.ckpt-best`` once the sweep renamed it there (a directory of an
   earlier version, without a manifest, is read from its checkpoints and TF's ``checkpoint`` state
   file); ``record_trained`` records it after each save.
-- ``settled_best``: ``model.ckpt-best``, checked to hold the checkpoint the manifest's best
-  describes (its fingerprint); one whose move there a stopped sweep did not finish is moved now.
+- ``recorded_best``: the checkpoint the manifest's best describes, checked by its fingerprint
+  (read only); ``settled_best``: the same, moved to ``model.ckpt-best`` by a run holding the
+  directory where a stopped sweep did not finish the move.
 - ``resolve_checkpoint_path``: what a path given as a checkpoint names: a prefix, a SavedModel
   directory, or a run directory (its best checkpoint, else its last trained one).
 """
@@ -22,8 +23,8 @@ from albert_tf.checkpoints.files import (BEST_CHECKPOINT_NAME, SAVED_MODEL_FILE,
                                          checkpoint_fingerprint, checkpoint_step, copy_checkpoint,
                                          list_checkpoints, not_a_checkpoint_message)
 from albert_tf.errors.user_error import MissingFileError, UserError
-from albert_tf.files.run_manifest import (MANIFEST_NAME, RunManifest, read_manifest,
-                                          update_manifest)
+from albert_tf.files.run_manifest import (MANIFEST_NAME, RunManifest, raise_trained,
+                                          read_manifest, update_manifest)
 
 
 class RunDirectoryError(UserError, ValueError):
@@ -49,13 +50,12 @@ def _state_file_step(directory: str) -> int | None:
     return checkpoint_step(state.model_checkpoint_path) if state else None
 
 
-def trained_checkpoint(directory: str,
-                       manifest: RunManifest | None = None) -> tuple[int, str] | None:
-    """(step, prefix) of the last trained checkpoint of ``directory``; None when it has none.
+def trained_checkpoint(manifest: RunManifest) -> tuple[int, str] | None:
+    """(step, prefix) of the last trained checkpoint of the directory of ``manifest``; None when it
+    has none.
     RunDirectoryError when the manifest records a trained step whose checkpoint is gone (never a
     silent restart from an older checkpoint or from random weights)."""
-    manifest = manifest or read_manifest(directory)
-    best = manifest.best
+    directory, best = manifest.directory, manifest.best
     if manifest.trained is not None:
         step = manifest.trained["step"]
         prefix = os.path.join(directory, manifest.trained["checkpoint"])
@@ -79,11 +79,8 @@ def trained_checkpoint(directory: str,
 def record_trained(directory: str, step: int, prefix: str) -> None:
     """Records that training reached ``step``, its checkpoint at ``prefix`` (in ``directory``),
     unless a later step is recorded already (a training job beside this evaluation job)."""
-    def change(content: dict) -> None:
-        if (content.get("trained") or {}).get("step", -1) <= step:
-            content["trained"] = {"step": int(step), "checkpoint": os.path.basename(prefix)}
-
-    update_manifest(directory, change)
+    update_manifest(directory,
+                    lambda content: raise_trained(content, step, os.path.basename(prefix)))
 
 
 def holds_trained_model(directory: str) -> str | None:
@@ -95,35 +92,26 @@ def holds_trained_model(directory: str) -> str | None:
     return None
 
 
-def settled_best(directory: str, repair: bool = True) -> str | None:
-    """The prefix of the checkpoint the manifest's best describes (checked by its fingerprint):
-    ``model.ckpt-best``; None when there is neither a recorded best nor a model.ckpt-best.
+def recorded_best(manifest: RunManifest) -> str | None:
+    """The prefix of the checkpoint that ``manifest``'s best describes, read only (nothing is
+    moved or recorded): ``model.ckpt-best``, or the ``model.ckpt-<step>`` a sweep stopped before
+    moving there (it has the recorded fingerprint); None when there is neither a recorded best nor
+    a model.ckpt-best.
 
-    A checkpoint that a stopped sweep chose but had not yet moved there (its ``model.ckpt-<step>``
-    has the recorded fingerprint) is copied there now with ``repair`` (a run holding the
-    directory), else returned where it is. A directory of an earlier version records no
-    fingerprint: its model.ckpt-best is taken as its best (and recorded, with ``repair``). Any other
-    model.ckpt-best is refused (RunDirectoryError): results would describe other weights. A
-    model.ckpt-best without a recorded best (the user's, in a directory albert_tf did not train)
-    is returned as it is."""
-    manifest = read_manifest(directory)
+    A directory of an earlier version records no fingerprint: its model.ckpt-best is taken as its
+    best. Any other model.ckpt-best is refused (RunDirectoryError): results would describe other
+    weights. A model.ckpt-best without a recorded best (the user's, in a directory albert_tf did
+    not train) is returned as it is."""
+    directory = manifest.directory
     best, target = manifest.best, best_prefix(directory)
     if best is None:
         return target if _exists(target) else None
     held = checkpoint_fingerprint(target) if _exists(target) else None
-    if best.get("fingerprint") is None and held is not None:
-        if repair:
-            update_manifest(directory, lambda content: content["best"].update(fingerprint=held))
-        return target
-    if held is not None and held == best["fingerprint"]:
+    if held is not None and best.get("fingerprint") in (None, held):
         return target
     source = os.path.join(directory, f"{TF2_CHECKPOINT_NAME}-{best['step']}")
     if _exists(source) and checkpoint_fingerprint(source) == best["fingerprint"]:
-        if not repair:
-            return source
-        copy_checkpoint(source, target)
-        print(f"Copied {source}, the best checkpoint its sweep chose, to {target}.")
-        return target
+        return source
     score = best["metrics"].get(best["selection_metric"])
     raise RunDirectoryError(
         f"{target} is not the checkpoint the sweep of {directory} chose (step {best['step']}, "
@@ -131,6 +119,21 @@ def settled_best(directory: str, repair: bool = True) -> str | None:
         + ("it is gone" if held is None else "its files were replaced since") + ", so its "
         "results would describe other weights. Restore it, or evaluate again in another "
         "--output_dir")
+
+
+def settled_best(directory: str) -> str | None:
+    """``recorded_best`` of ``directory``, settled by a run holding it: a best a stopped sweep
+    had not yet moved to ``model.ckpt-best`` is copied there now, and an earlier version's
+    model.ckpt-best gets its fingerprint recorded. Returns model.ckpt-best (None: no best)."""
+    manifest = read_manifest(directory)
+    prefix, target = recorded_best(manifest), best_prefix(directory)
+    if prefix is not None and prefix != target:
+        copy_checkpoint(prefix, target)
+        print(f"Copied {prefix}, the best checkpoint its sweep chose, to {target}.")
+    elif prefix is not None and manifest.best is not None and not manifest.best.get("fingerprint"):
+        held = checkpoint_fingerprint(target)
+        update_manifest(directory, lambda content: content["best"].update(fingerprint=held))
+    return None if prefix is None else target
 
 
 def resolve_checkpoint_path(path: str) -> str:
@@ -158,10 +161,11 @@ def _directory_checkpoint(directory: str) -> str:
     """The checkpoint a directory given as a checkpoint stands for: a run directory's best, else
     its last trained one (the commands name the prefix they read, which says which); else the one
     its ``checkpoint`` state file names (a reference TF1 checkpoint's directory)."""
-    best = settled_best(directory, repair=False)
+    manifest = read_manifest(directory)
+    best = recorded_best(manifest)
     if best is not None:
         return best
-    trained = trained_checkpoint(directory)
+    trained = trained_checkpoint(manifest)
     if trained is not None:
         return trained[1]
     latest = tf.train.latest_checkpoint(directory)  # a directory of other checkpoints (TF1)

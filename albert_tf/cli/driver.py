@@ -5,9 +5,9 @@ The procedure, in order:
 
 1. before any work: --init_checkpoint resolved; everything the run reads and writes declared (the
    shared files of a training run, albert_tf/cli/training_run.py, plus every split's inputs and
-   feature caches and the task's outputs) and checked in one pre-flight check; a run that predicts
-   or exports without sweeping needs an earlier sweep's model.ckpt-best; the locks of
-   --output_dir taken;
+   feature caches and the task's outputs) and checked in one pre-flight check; the locks of
+   --output_dir taken, its run manifest read once; a run that predicts or exports without
+   sweeping needs an earlier sweep's model.ckpt-best;
 2. the config and the tokenizer, once; the task's data read and checked (``read_data``); its label
    set and facts checked against the run manifest of --output_dir; then every split the run
    reads built once (or found in the cache), the smaller ones first, before the first step;
@@ -31,10 +31,10 @@ from albert_tf.cli.settings import RunSettings
 from albert_tf.cli.task_spec import (EVALUATE, PREDICT, TRAIN, RunStart, Split, SplitFeatures,
                                      TaskRun, TaskSpec, Training)
 from albert_tf.errors.user_error import UserError
-from albert_tf.evaluation.best_checkpoint import (eval_data_of, restore_best_checkpoint,
-                                                  run_checkpoint_sweep)
+from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, eval_data_of,
+                                                  restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import check_eval_data
-from albert_tf.files.run_files import RunFiles, WorkDirectory, check_run_files, fixed_outputs
+from albert_tf.files.run_files import check_run_files
 from albert_tf.files.run_manifest import RunManifest, read_manifest, require_facts
 from albert_tf.training.input_pipeline import needs_static_batches
 from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
@@ -48,8 +48,10 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
     sweeps = getattr(settings, spec.sweep.flag)
     init = (training_run.init_checkpoint_source(settings)
             if settings.do_train or (sweeps and spec.sweep.evaluates_init_checkpoint) else None)
-    files = (training_run.run_files(settings, init, sweeps, spec.outputs.files)
-             + _split_files(settings, spec.splits))
+    files = training_run.run_files(
+        settings, init, sweeps, spec.outputs.files,
+        task_inputs=tuple(item for split in spec.splits for item in split.inputs),
+        cached_names=tuple(dict.fromkeys(split.cache for split in spec.splits if split.cache)))
     check_run_files(files)
     flag = f"--{spec.sweep.flag}"
     if (sweeps and spec.sweep.evaluates_init_checkpoint and not settings.do_train and init is None
@@ -59,10 +61,10 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
     buckets, batch_lengths = _length_buckets(settings, spec.training, strategy)
     outputs = (settings.do_predict or settings.export_dir or settings.tflite_file
                or settings.onnx_file)
-    if outputs and not sweeps:
-        training_run.require_best_checkpoint(settings, flag)
     with training_run.output_dir_locks(settings):
         manifest = read_manifest(settings.output_dir)  # the run's state as this run starts
+        if outputs and not sweeps:
+            best_checkpoint_prefix(manifest, flag)  # an earlier sweep's model.ckpt-best, checked
         config = training_run.load_config(settings, manifest)
         training_run.check_init_checkpoint_config(settings, init, config)
         tokenizer = (training_run.load_tokenizer(settings, config)
@@ -86,7 +88,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         if sweeps and trainer.chief:
             check_eval_data(manifest, eval_data_of(eval_sets), spec.sweep.policy)
         if trainer.chief:
-            training_run.record_run(settings, config, facts)
+            training_run.record_run(settings, manifest, config, facts)
         if finished:
             print(finished)
         elif settings.do_train:
@@ -96,16 +98,6 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
             restore_best_checkpoint(trainer)
         _write_outputs(run, spec, best)
     return best
-
-
-def _split_files(settings: RunSettings, splits: Sequence[Split]) -> RunFiles:
-    """Every split's inputs and the feature files it caches in --cached_dir, whatever the run
-    builds: no output of any run of the directory lands on a name another one writes."""
-    cache = WorkDirectory("--cached_dir" if settings.cached_dir != settings.output_dir
-                          else "--output_dir", settings.cached_dir)
-    patterns = dict.fromkeys(split.cache for split in splits if split.cache)
-    return RunFiles(tuple(item for split in splits for item in split.inputs),
-                    fixed_outputs(cache, patterns, listed_as_owned=False))
 
 
 def _splits_read(settings: RunSettings, splits: Sequence[Split], sweeps: bool) -> list[Split]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from typing import Iterator
 
 import tensorflow as tf
@@ -18,16 +19,16 @@ from albert_tf.checkpoints.config_beside import check_config_beside
 from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME, CHECKPOINT_STATE_FILE
 from albert_tf.checkpoints.run_config import (CONFIG, RUN_CONFIG_FILE, run_config_path,
                                               write_config_file)
-from albert_tf.checkpoints.run_directory import record_trained, trained_checkpoint
+from albert_tf.checkpoints.run_directory import trained_checkpoint
 from albert_tf.checkpoints.warm_start import CheckpointSource, resolve_checkpoint_source
 from albert_tf.cli.settings import RunSettings, StrategySettings
 from albert_tf.errors.user_error import UserError
-from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS, best_checkpoint_prefix
+from albert_tf.evaluation.best_checkpoint import SWEEP_OUTPUTS
 from albert_tf.files import run_lock
 from albert_tf.files.earlier_layouts import EARLIER_FILE_NAMES
 from albert_tf.files.paths import absolute_path, path_identity
 from albert_tf.files.run_manifest import Fact, RunManifest, add_facts, require_fact
-from albert_tf.files.run_files import (NewDirectory, Output, RunFiles, WorkDirectory,
+from albert_tf.files.run_files import (Input, NewDirectory, Output, RunFiles, WorkDirectory,
                                        fixed_outputs, inputs)
 from albert_tf.models.config import AlbertConfig
 from albert_tf.tokenization.full_tokenizer import FullTokenizer
@@ -49,26 +50,27 @@ class RunSettingsError(UserError, ValueError):
     """Settings that cannot work together (e.g. a max_seq_length longer than the config allows)."""
 
 
-def output_directory(settings: RunSettings) -> WorkDirectory:
-    return WorkDirectory("--output_dir", settings.output_dir)
-
-
 def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, sweeps: bool,
-              run_outputs: tuple[str, ...] = ()) -> RunFiles:
-    """What a training run reads (config, tokenizer, the checkpoint it starts from) and writes:
-    ``--output_dir`` with the trainer's and the sweep's files, the lock files, the script's
-    ``run_outputs`` (names there), ``--cached_dir``, ``--export_dir``, ``--tflite_file`` and
-    ``--onnx_file`` (and
-    the run manifest of --output_dir, albert_tf/files/run_manifest.py). Every fixed name is
+              run_outputs: tuple[str, ...] = (), task_inputs: tuple[Input, ...] = (),
+              cached_names: tuple[str, ...] = ()) -> RunFiles:
+    """What a training run reads (config, tokenizer, the checkpoint it starts from, the task's
+    ``task_inputs``) and writes: ``--output_dir`` with the trainer's and the sweep's files, the
+    lock files, the task's ``run_outputs`` (names there), its feature caches in ``--cached_dir``
+    (``cached_names``: names and patterns, each declared whatever the run builds), ``--export_dir``,
+    ``--tflite_file`` and ``--onnx_file`` (and the run manifest of --output_dir,
+    albert_tf/files/run_manifest.py). Every fixed name is
     declared whatever the run's actions, so no output of any run ever lands on a file another run
     of the directory owns; those that only training or the checkpoint sweep (``sweeps``) writes are
     ``touched`` only then, so a run that only predicts or exports reads a ``model.ckpt-best`` the
     user put there. The config file a training run writes (albert_tf/checkpoints/run_config.py) is
     written only where absent, so it is no output of a run given it as --albert_config_file."""
-    output_dir = output_directory(settings)
+    output_dir = WorkDirectory("--output_dir", settings.output_dir)
+    reads_run_config = _reads_run_config(settings)
     directories = (output_dir,)
+    cache = output_dir
     if settings.cached_dir != settings.output_dir:
-        directories += (WorkDirectory("--cached_dir", settings.cached_dir),)
+        cache = WorkDirectory("--cached_dir", settings.cached_dir)
+        directories += (cache,)
     lock_names = tuple(run_lock.lock_name(role) for role in run_lock.ROLES)
     outputs = (fixed_outputs(output_dir, [CHECKPOINTS], consequence=CHECKPOINTS_CONSEQUENCE,
                              touched=settings.do_train or sweeps)
@@ -79,12 +81,13 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                + fixed_outputs(output_dir, [EVAL_LOGS], is_directory=True, touched=sweeps)
                + fixed_outputs(output_dir, SWEEP_OUTPUTS, touched=sweeps)
                + fixed_outputs(output_dir, run_outputs)
-               + fixed_outputs(output_dir, [] if _reads_run_config(settings)
-                               else [RUN_CONFIG_FILE], touched=settings.do_train,
+               + fixed_outputs(output_dir, [] if reads_run_config else [RUN_CONFIG_FILE],
+                               touched=settings.do_train,
                                listed_as_owned=False)
                + fixed_outputs(output_dir, lock_names, listed_as_owned=False)
                + fixed_outputs(output_dir, EARLIER_FILE_NAMES, listed_as_owned=False,
-                               touched=False))
+                               touched=False)
+               + fixed_outputs(cache, cached_names, listed_as_owned=False))
     for flag, path in (("--tflite_file", settings.tflite_file),
                        ("--onnx_file", settings.onnx_file)):
         if path:
@@ -94,6 +97,7 @@ def run_files(settings: RunSettings, init_checkpoint: CheckpointSource | None, s
                   ("--vocab_file", settings.vocab_file))
     if init_checkpoint is not None:
         read += inputs(("--init_checkpoint", init_checkpoint.path))
+    read += task_inputs
     exports = (NewDirectory("--export_dir", settings.export_dir),) if settings.export_dir else ()
     return RunFiles(read, outputs, directories, exports)
 
@@ -114,12 +118,6 @@ def init_checkpoint_source(settings: RunSettings) -> CheckpointSource | None:
         return resolve_checkpoint_source(settings.init_checkpoint)
     except FileNotFoundError as error:
         raise RunSettingsError(f"--init_checkpoint: {error}") from None
-
-
-def require_best_checkpoint(settings: RunSettings, selecting_flag: str = "--do_eval") -> None:
-    """Before any work: a run that predicts or exports without selecting a best checkpoint itself
-    needs the ``model.ckpt-best`` an earlier run selected (FileNotFoundError naming the flag)."""
-    best_checkpoint_prefix(settings.output_dir, selecting_flag)
 
 
 @functools.cache
@@ -184,7 +182,7 @@ def finished_line(output_dir: str, manifest: RunManifest, num_train_steps: int,
     trained step is at or past ``num_train_steps``), with its best checkpoint; None while there is
     training to do. A rerun of a finished run trains nothing: it evaluates nothing new and redoes
     only what it is asked to predict or export."""
-    trained = trained_checkpoint(output_dir, manifest)
+    trained = trained_checkpoint(manifest)
     if trained is None or trained[0] < num_train_steps:
         return None
     line = f"The run in {output_dir} is finished at step {trained[0]} (of {num_train_steps})"
@@ -196,19 +194,19 @@ def finished_line(output_dir: str, manifest: RunManifest, num_train_steps: int,
     return line + ". Nothing to train."
 
 
-def record_run(settings: RunSettings, config: AlbertConfig,
+def record_run(settings: RunSettings, manifest: RunManifest, config: AlbertConfig,
                facts: dict[Fact, tuple[object, str]]) -> None:
-    """Records in the run manifest of --output_dir what its checkpoints are (``facts``: {fact:
-    (value, where it comes from)}, checked against what it records), with the config when the run
-    trains (also written as albert_config.json beside the checkpoints); an earlier version's
-    directory also gets its last trained step, read from its checkpoints."""
+    """Records in the run manifest of --output_dir (``manifest``, as the run read it at its start)
+    what its checkpoints are (``facts``: {fact: (value, where it comes from)}, checked against what
+    it records), with the config when the run trains (also written as albert_config.json beside
+    the checkpoints); an earlier version's directory also gets its last trained step, read from
+    its checkpoints, in the same write."""
     if settings.do_train:
         facts = {**facts, CONFIG: (config.to_dict(), settings.albert_config_file)}
         write_config_file(settings.output_dir, config)
-    manifest = add_facts(settings.output_dir, facts)
-    trained = manifest.trained is None and trained_checkpoint(settings.output_dir, manifest)
-    if trained:
-        record_trained(settings.output_dir, *trained)
+    trained = None if manifest.trained is not None else trained_checkpoint(manifest)
+    add_facts(settings.output_dir, facts,
+              trained=None if trained is None else (trained[0], os.path.basename(trained[1])))
 
 
 def check_init_checkpoint_config(settings: RunSettings, init_checkpoint: CheckpointSource | None,

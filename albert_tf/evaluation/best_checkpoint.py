@@ -14,13 +14,14 @@ import json
 import os
 from typing import Sequence
 
-from albert_tf.checkpoints.run_directory import best_prefix, settled_best
+from albert_tf.checkpoints.run_directory import best_prefix, recorded_best, settled_best
 from albert_tf.errors.user_error import MissingFileError
 from albert_tf.evaluation.checkpoint_sweep import (SweepPolicy,
                                                    sweep_checkpoints)
 from albert_tf.files import run_lock
 from albert_tf.files.atomic import atomic_write_text
 from albert_tf.files.earlier_layouts import BEST_TRIAL_FILE
+from albert_tf.files.run_manifest import RunManifest
 from albert_tf.training.task import EvalSet
 from albert_tf.training.trainer import Trainer
 
@@ -72,16 +73,20 @@ def eval_data_of(eval_sets: Sequence[EvalSet]) -> dict[str, str]:
     return {eval_set.name: eval_set.source for eval_set in eval_sets if eval_set.source}
 
 
-def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval",
-                           repair: bool = False) -> str:
-    """The prefix of the best checkpoint of ``output_dir`` (``settled_best``: model.ckpt-best,
-    checked against the run manifest; ``repair``: a run holding the directory completes the move
-    of a best a stopped sweep chose).
+def best_checkpoint_prefix(manifest: RunManifest, selecting_flag: str = "--do_eval") -> str:
+    """The prefix of the best checkpoint of the directory of ``manifest`` (``recorded_best``:
+    model.ckpt-best, checked against the manifest; read only): a run that predicts or exports
+    without sweeping checks, before any work, that an earlier sweep selected it.
 
     Raises MissingFileError (a FileNotFoundError) when no sweep has selected it yet, naming
     ``selecting_flag``, the flag of the script's sweep.
     """
-    prefix = settled_best(output_dir, repair=repair)
+    return _selected(recorded_best(manifest), manifest.directory, selecting_flag)
+
+
+def _selected(prefix: str | None, output_dir: str, selecting_flag: str) -> str:
+    """``prefix``, the best checkpoint found; MissingFileError naming ``selecting_flag`` when none
+    was (no sweep has selected one yet)."""
     if prefix is None:
         raise MissingFileError(f"{best_prefix(output_dir)} does not exist: "
                                "prediction and export use the best checkpoint, which "
@@ -90,7 +95,9 @@ def best_checkpoint_prefix(output_dir: str, selecting_flag: str = "--do_eval",
 
 
 def restore_best_checkpoint(trainer: Trainer) -> str:
-    """Loads the best checkpoint of the output_dir into the model; returns its prefix."""
-    prefix = best_checkpoint_prefix(trainer.config.output_dir, repair=True)
+    """Loads the best checkpoint of the output_dir into the model (a best whose move a stopped
+    sweep did not finish is moved first: the run holds the directory); returns its prefix."""
+    output_dir = trainer.config.output_dir
+    prefix = _selected(settled_best(output_dir), output_dir, "--do_eval")
     trainer.restore_weights(prefix)
     return prefix

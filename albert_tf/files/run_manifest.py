@@ -203,14 +203,25 @@ def require_facts(manifest: RunManifest, values: Mapping[Fact, tuple[Any, str]])
         require_fact(manifest, fact, value, source)
 
 
-def add_facts(directory: str, values: dict[Fact, tuple[Any, str]]) -> RunManifest:
+def add_facts(directory: str, values: dict[Fact, tuple[Any, str]],
+              trained: tuple[int, str] | None = None) -> RunManifest:
     """Checks each ``(value, source)`` of ``values`` against the manifest of ``directory``
-    (``require_facts``), then records those not recorded yet; a recorded value is never
-    replaced."""
+    (``require_facts``), then records those not recorded yet (a recorded value is never
+    replaced) and, in the same write, ``trained`` (``raise_trained``'s step and checkpoint)."""
     require_facts(read_manifest(directory), values)
 
     def add(content: dict) -> None:
         for fact, (value, _) in values.items():
             content["facts"].setdefault(fact.key, value)
+        if trained is not None:
+            raise_trained(content, *trained)
 
     return update_manifest(directory, add)
+
+
+def raise_trained(content: dict, step: int, checkpoint: str) -> None:
+    """Records in a manifest's ``content`` that training reached ``step``, its checkpoint the file
+    prefix ``checkpoint`` (a name in the directory), unless a later step is recorded already (a
+    training job beside this evaluation job): the last trained step only goes up."""
+    if (content.get("trained") or {}).get("step", -1) <= step:
+        content["trained"] = {"step": int(step), "checkpoint": checkpoint}

@@ -49,13 +49,14 @@ class FullTokenizer:
     def __init__(self, vocab_file: str | None = None, do_lower_case: bool = True,
                  spm_model_file: str | None = None):
         if spm_model_file:
-            self._load(True, spm_model_file, read_model_file(spm_model_file, "SentencePiece model file"),
-                       do_lower_case)
+            source_file, kind = spm_model_file, "SentencePiece model file"
         elif vocab_file:
-            self._load(False, vocab_file, read_model_file(vocab_file, "vocab file"), do_lower_case)
+            source_file, kind = vocab_file, "vocab file"
         else:
             raise TokenizerError("FullTokenizer needs spm_model_file (SentencePiece) or vocab_file "
                                  "(WordPiece); both are empty")
+        source_bytes = read_model_file(source_file, kind)
+        self._load(bool(spm_model_file), source_file, source_bytes, do_lower_case)
 
     def __reduce__(self):
         """Pickles as the model or vocabulary bytes, so that a process on another machine (a Beam

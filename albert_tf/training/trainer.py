@@ -54,6 +54,7 @@ from albert_tf.checkpoints.run_directory import (holds_trained_model, record_tra
 from albert_tf.checkpoints.warm_start import CheckpointSource, load_checkpoint
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.records import reading_records
+from albert_tf.files.run_manifest import read_manifest
 from albert_tf.models.layers import dropout_seed_scope
 from albert_tf.training.input_pipeline import RECORD_INDEX, DatasetFn
 from albert_tf.training.length_buckets import LengthSplit
@@ -274,7 +275,7 @@ class Trainer:
         """The checkpoint to resume from: the last trained one the run manifest records (its
         ``model.ckpt-<step>``, or model.ckpt-best where the sweep renamed it), None when there is
         none (albert_tf/checkpoints/run_directory.py)."""
-        trained = trained_checkpoint(self.config.output_dir)
+        trained = trained_checkpoint(read_manifest(self.config.output_dir))
         return trained[1] if trained else None
 
     def warm_start(self, init_checkpoint: CheckpointSource, init_from_group0: bool = False,
