@@ -45,7 +45,7 @@ DATA_PREP_CORE = ("common",)
 # The only library modules allowed to import absl.flags or read FLAGS (besides the commands).
 FLAG_MODULES = {"albert_tf.cli.command_line", "albert_tf.cli.flag_definitions",
                 "albert_tf.cli.flag_checks", "albert_tf.cli.settings",
-                "albert_tf.cli.early_exit_flags"}
+                "albert_tf.cli.early_exit_flags", "albert_tf.cli.own_data_flags"}
 # What data_prep may import from albert_tf (a module, or everything under a folder): Keras-free.
 DATA_PREP_USES = ("albert_tf.errors", "albert_tf.files", "albert_tf.tokenization",
                   "albert_tf.cli.error_boundary", "albert_tf.training.recipe")
