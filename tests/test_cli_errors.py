@@ -27,7 +27,8 @@ from albert_tf.cli import error_boundary
 from albert_tf.errors.user_error import MissingFileError, UserError, opening_user_path
 from albert_tf.evaluation.checkpoint_sweep import SweepPolicy, sweep_checkpoints
 from albert_tf.files import json_objects
-from albert_tf.files.records import RecordFileError, reading_records, record_file_error
+from albert_tf.files.records import (RecordFileError, reading_records, record_file_error,
+                                     require_records)
 from albert_tf.models.config import AlbertConfig, ConfigError
 from albert_tf.tasks.pretraining.records import (PretrainingDataError, check_pretraining_files,
                                                  parse_pretraining_example)
@@ -93,7 +94,7 @@ def assert_bug_report(err, error):
 @pytest.mark.parametrize("error", [
     ConfigError("config.json: 'hidden_size' must be divisible"),
     MissingFileError("input pattern 'x*' matches no file"),
-    RecordFileError("data.tfrecord: no record (an empty TFRecord file)"),
+    RecordFileError("data.tfrecord: no record (an empty file)"),
     UserError("any mistake of the user's"),
     app.UsageError("Nothing to do: set --do_train"),
     flags.ValidationError("--tflite_file needs --dtype=float32"),
@@ -298,6 +299,19 @@ def test_a_dataset_without_records_is_an_error_naming_the_file(tmp_path):
         record_train_dataset_fn(str(empty), parse=lambda records: {"x": records})
     with pytest.raises(RecordFileError, match=f"{empty}: no record"):
         record_eval_dataset(str(empty), parse=lambda records: {"x": records}, batch_size=8)
+
+
+def test_a_file_without_records_is_named_empty_only_when_it_is(tmp_path):
+    """A file shorter than a TFRecord header (e.g. a word of text) reads as no record at all, as a
+    0-byte file does: the message says which of the two it is."""
+    empty, short = tmp_path / "empty.tfrecord", tmp_path / "words.txt"
+    empty.write_bytes(b"")
+    short.write_text("hello\n")
+    with pytest.raises(RecordFileError, match=re.escape(f"{empty}: no record (an empty file)")):
+        require_records([str(empty)], 1)
+    with pytest.raises(RecordFileError, match=re.escape(
+            f"{short}: no record (too short to be a TFRecord file)")):
+        require_records([str(short)], 1)
 
 
 def test_evaluation_that_drops_the_remainder_needs_one_batch(tmp_path, pretraining_records):

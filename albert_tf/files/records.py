@@ -121,7 +121,10 @@ def require_records(paths: Sequence[str], count: int) -> None:
             return
     files = paths[0] if len(paths) == 1 else f"the {len(paths)} files {', '.join(paths)}"
     if found == 0:
-        raise RecordFileError(f"{files}: no record (an empty TFRecord file); recreate the data or "
+        # A file of fewer bytes than a record's 12-byte header reads as no record at all.
+        empty = all(tf.io.gfile.stat(path).length == 0 for path in paths)
+        raise RecordFileError(f"{files}: no record (" + ("an empty file" if empty else
+                              "too short to be a TFRecord file") + "); recreate the data or "
                               "leave it out of the input")
     raise RecordFileError(f"{files}: {found} record(s), fewer than one batch of {count}; give more "
                           "data or a smaller batch size")
