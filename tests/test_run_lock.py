@@ -157,6 +157,45 @@ def test_without_atomic_creation_gs_style_paths_still_refuse_and_release():
     assert not tf.io.gfile.exists(lock.path)
 
 
+def test_a_manifest_update_undone_by_another_machines_write_is_made_again(monkeypatch):
+    """gs://-style directories have no flock: a write of another job (read before this one's write)
+    that lands right after it undoes this change; the update reads the file back and makes it
+    again on what is there, keeping both. A file another job keeps overwriting is refused."""
+    import tensorflow as tf
+    from albert_tf.files import run_manifest
+    directory = "ram://manifest_race/out"
+    tf.io.gfile.makedirs(directory)
+    run_manifest.update_manifest(directory, lambda content: content.update(trained={
+        "step": 10, "checkpoint": "model.ckpt-10"}))
+    stale = read_manifest(directory).content  # what the other job read before this update
+    real_write = run_manifest.atomic_write_text
+    writes = []
+
+    def write_then_other_job(path, text):
+        real_write(path, text)
+        writes.append(json.loads(text))
+        if len(writes) == 1:  # the other job's write, of what it read plus its own change
+            other = json.loads(json.dumps(stale))
+            other["trained"] = {"step": 20, "checkpoint": "model.ckpt-20"}
+            real_write(path, json.dumps(other))
+
+    monkeypatch.setattr(run_manifest, "atomic_write_text", write_then_other_job)
+    best = {"step": 10, "selection_metric": "acc", "metrics": {"acc": 0.5}}
+    result = run_manifest.update_manifest(directory, lambda content: content.update(best=best))
+    assert len(writes) == 2
+    assert result.best == best and result.trained["step"] == 20
+    assert read_manifest(directory).content == result.content
+
+    def another_job_always(path, text):
+        real_write(path, text)
+        real_write(path, json.dumps(stale))
+
+    monkeypatch.setattr(run_manifest, "atomic_write_text", another_job_always)
+    later = dict(best, step=20)
+    with pytest.raises(run_manifest.RunManifestError, match="another job wrote it each of the 5"):
+        run_manifest.update_manifest(directory, lambda content: content.update(best=later))
+
+
 # -- the scripts -----------------------------------------------------------------------------------
 
 def run_script(script, *args):

@@ -44,6 +44,8 @@ from albert_tf.files.run_lock import directory_flock
 
 MANIFEST_NAME = "run_manifest.json"
 _FORMAT = 2
+# Writes of one update of a manifest on a file system without flock (gs://), each read back.
+_REMOTE_ATTEMPTS = 5
 _SECTIONS = {"owned_names": list, "facts": dict, "trained": dict, "sweeps": dict, "best": dict}
 
 
@@ -169,18 +171,39 @@ def read_manifest(directory: str) -> RunManifest:
     return RunManifest(directory, content, exists=False)
 
 
+def _as_text(content: dict) -> str:
+    """The manifest file's text of ``content``: two contents that write the same file are the same
+    (a tuple and the list it reads back as, NaN and NaN)."""
+    return json.dumps(content, indent=1, sort_keys=True) + "\n"
+
+
 def update_manifest(directory: str, change: Callable[[dict], None]) -> RunManifest:
-    """Applies ``change`` (which edits the manifest's content in place) to the manifest of
-    ``directory`` as it is now, and writes it atomically; processes of this machine update one at
-    a time (a training job and its separate evaluation job both update it). Returns the result."""
+    """Applies ``change`` (which edits the manifest's content in place, and must be idempotent:
+    it sets values) to the manifest of ``directory`` as it is now, and writes it atomically.
+    Returns the result.
+
+    A training job and its separate evaluation job both update the manifest. Processes of this
+    machine update it one at a time (flock). Where the file system has no flock (``gs://``: the
+    jobs on two machines), another job's write can land between this read and this write and
+    undo this change: the manifest is read back after each write and the change made again on
+    what is there, until it holds (RunManifestError after ``_REMOTE_ATTEMPTS`` writes)."""
+    remote = "://" in directory
     with directory_flock(directory):
-        manifest = read_manifest(directory)
-        content = copy.deepcopy(manifest.content)
-        change(content)
-        if content != manifest.content or not manifest.exists:
-            atomic_write_text(manifest_path(directory),
-                              json.dumps(content, indent=1, sort_keys=True) + "\n")
-    return RunManifest(directory, content, exists=True)
+        for attempt in range(_REMOTE_ATTEMPTS + 1 if remote else 1):
+            manifest = read_manifest(directory)
+            content = copy.deepcopy(manifest.content)
+            change(content)
+            text = _as_text(content)
+            if manifest.exists and text == _as_text(manifest.content):
+                return manifest  # the change holds
+            if attempt == _REMOTE_ATTEMPTS:
+                break
+            atomic_write_text(manifest_path(directory), text)
+            if not remote:
+                return RunManifest(directory, content, exists=True)
+    raise RunManifestError(f"{manifest_path(directory)}: another job wrote it each of the "
+                           f"{_REMOTE_ATTEMPTS} times this one updated it; one training job and "
+                           "one evaluation job may share an --output_dir, no more")
 
 
 def require_fact(manifest: RunManifest, fact: Fact, value: Any, source: str,
