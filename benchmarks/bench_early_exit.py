@@ -29,7 +29,10 @@ Each run sweeps its checkpoints on dev and exports its best one. Printed per tas
   is not counted) and the wall time (what a caller waits; it moves with the machine's load).
   The speed-up is given by both;
 - one summary line per early-exit variant: at the patience chosen on dev, the accuracy lost
-  against the ordinary model (points), the mean layers and the batch-1 speed-up (CPU, wall).
+  against the ordinary model (points), the mean layers and the batch-1 speed-up (CPU, wall);
+  and under it the export's ``serving_default`` (the rule recorded at export, the chosen
+  patience) timed the same way: what a client gets, one straight pass without the loop when the
+  rule cannot stop early (``serve_patience`` always runs the loop).
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
 public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py).
