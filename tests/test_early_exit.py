@@ -771,6 +771,31 @@ def test_a_policy_that_cannot_stop_early_runs_its_layers_without_the_loop():
         np.testing.assert_allclose(logits.numpy(), looped.numpy(), atol=1e-5)
 
 
+@pytest.mark.parametrize("sharing", [{}, {"num_hidden_groups": 3}, {"inner_group_num": 2}])
+def test_the_straight_pass_at_full_depth_is_the_ordinary_models_forward_pass_bit_for_bit(sharing):
+    """fixed_depth_logits at full depth (what a policy that cannot stop early serves, and the
+    TFLite and ONNX files run) computes its last block for [CLS] alone, as the ordinary model
+    does: under tf.function its logits equal an ordinary classifier's with the same weights, bit
+    for bit, and the same again through early_exit_logits' straight pass."""
+    from albert_tf.tasks.classification.early_exit_inference import (early_exit_logits,
+                                                                     fixed_depth_logits)
+
+    cfg = tiny_config(num_hidden_layers=6, **sharing)
+    model = perturbed(AlbertClassifierModel(cfg, 3, early_exit="separate"), seed=5)
+    ordinary = AlbertClassifierModel(cfg, 3)
+    weights = tf1_variable_map(model)
+    for name, variable in tf1_variable_map(ordinary).items():
+        variable.assign(weights[name])
+    ids = {name: tf.constant(value) for name, value in random_inputs(batch=4).items()}
+    want = tf.function(lambda ids: ordinary(ids, training=False)["logits"])(ids).numpy()
+    np.testing.assert_array_equal(tf.function(lambda ids: fixed_depth_logits(model, ids, 6))(
+        ids).numpy(), want)
+    served, layers = tf.function(lambda ids: early_exit_logits(
+        model, ids, exits.ExitPolicy.full_depth(6)))(ids)
+    np.testing.assert_array_equal(served.numpy(), want)
+    np.testing.assert_array_equal(layers.numpy(), 6)
+
+
 # -- the kind of classifier an output directory records --------------------------------------------
 
 def test_the_recorded_kind_of_classifier_is_written_once_and_checked(tmp_path):

@@ -14,7 +14,8 @@ layer's blocks. Examples that exited early in a batch of several still ride alon
 computed until the last one exits): the saving is per batch, all of it at batch 1.
 
 ``fixed_depth_logits(model, inputs, layers)`` is the fixed depth k unrolled in Python (what a
-TFLite model, whose graph is traced for one depth, runs).
+TFLite model, whose graph is traced for one depth, runs, and a policy that cannot stop early),
+its last layer for [CLS] alone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Mapping
 
 import tensorflow as tf
 
+from albert_tf.models.layers import weights_cast_once
 from albert_tf.tasks.classification.early_exit import ExitPolicy
 from albert_tf.tasks.classification.model import AlbertClassifierModel
 
@@ -54,13 +56,22 @@ def _layer_logits(model: AlbertClassifierModel, hidden: tf.Tensor, kernel: tf.Te
 
 def fixed_depth_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
                        layers: int) -> tf.Tensor:
-    """float32 [B, C]: layer ``layers``' internal classifier, computing only those layers."""
+    """float32 [B, C]: layer ``layers``' internal classifier, computing only those layers, and
+    the last block of the last of them for [CLS] alone ([B, 1, H]: all its classifier reads), as
+    the ordinary model's forward pass does (``AlbertModel``'s ``first_token_only``); each weight
+    read (or cast) once for all layers (``weights_cast_once``). At full depth this is the
+    ordinary model's computation, so a straight pass serves at its speed."""
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
-    hidden = _embedded(model, inputs)
-    for blocks in model.albert.transformer.layer_blocks[:layers]:
-        hidden = _run_blocks(blocks, hidden, input_mask)
-    head = model.layer_heads()[layers - 1]
-    return _layer_logits(model, hidden, head.output_weights, head.output_bias)
+    blocks = [block for layer in model.albert.transformer.layer_blocks[:layers]
+              for block in layer]
+    with weights_cast_once():
+        hidden = _embedded(model, inputs)
+        for index, block in enumerate(blocks):
+            hidden = block(hidden, input_mask, training=False,
+                           first_only=index == len(blocks) - 1)
+        head = model.layer_heads()[layers - 1]
+        return _layer_logits(model, tf.cast(hidden, tf.float32), head.output_weights,
+                             head.output_bias)
 
 
 def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
