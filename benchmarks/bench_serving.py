@@ -13,9 +13,7 @@ by every engine of benchmarks/serving_engines.py, all holding the same weights:
   so each request computes on its own tokens;
 - Hugging Face transformers' ``AlbertForSequenceClassification``, PyTorch eager;
 - that PyTorch model exported to ONNX (``torch.onnx.export``, dynamic axes) and run by ONNX
-  Runtime with every graph optimization, in float32 and int8 (``quantize_dynamic``), in a plain
-  session (the targets' baseline) and, apart from the targets, in one whose threads sleep
-  instead of spinning as ``OnnxModel``'s do.
+  Runtime with every graph optimization, in float32 and int8 (``quantize_dynamic``).
 
 Each engine runs in a process of its own, and the engines take turns call by call (so that all see
 the same load of a shared machine), with a pause of ``--pause_ms`` before each call: the thread
@@ -101,10 +99,6 @@ ALBERT_TF = {"SavedModel": "float32", "TFLite fp32": "float32", "TFLite fp16": "
 ONNX_FILES = {"ONNX fp32": ("albert_tf.onnx", "none"), "ONNX int8": ("albert_tf.int8.onnx",
                                                                      "dynamic_range")}
 OTHERS = {"HF PyTorch eager": "float32", "ONNX RT fp32": "float32", "ONNX RT int8": "int8"}
-# transformers' ONNX files in sessions whose threads sleep instead of spinning, as OnnxModel's:
-# printed and compared with albert_tf's best apart from the targets (which are against plain
-# sessions), so that the session option's share of the ratio is visible.
-ASLEEP = {"ONNX RT fp32 asleep": "float32", "ONNX RT int8 asleep": "int8"}
 REFERENCE = "SavedModel"
 
 
@@ -153,9 +147,9 @@ def load_engine(name: str, scratch: str) -> Call:
         return onnx_model_call(os.path.join(scratch, ONNX_FILES[name][0]), threads)
     if name == "HF PyTorch eager":
         return torch_call(load_hf_classifier(os.path.join(scratch, "huggingface")))
-    int8 = name.startswith("ONNX RT int8")
+    int8 = name == "ONNX RT int8"
     return onnx_runtime_call(os.path.join(scratch, f"hf_albert{'.int8' if int8 else ''}.onnx"),
-                             threads, spinning=name not in ASLEEP)
+                             threads)
 
 
 RESULT = "RESULT "  # the prefix of the child's answers on stdout (libraries print there too)
@@ -255,15 +249,14 @@ def print_latency(lengths: list[int], medians: dict[str, dict],
     for name, times in medians.items():
         print(f"{name:<{width}}" + "".join(f"{times[length] * 1e3:10.1f}" for length in lengths)
               + f"{differences[name]:24.2e}")
-    for others, which in ((OTHERS, "the others' best"), (ASLEEP, "ONNX RT asleep")):
-        for precision in ("float32", "int8"):
-            print(f"{precision}: {which} / albert_tf's best (> 1: albert_tf faster)")
-            for length in lengths:
-                at_length = {name: times[length] for name, times in medians.items()}
-                ours, our_time = best(at_length, ALBERT_TF, precision)
-                theirs, their_time = best(at_length, others, precision)
-                print(f"  L={length:<4} {ours} {our_time * 1e3:.1f} ms vs {theirs} "
-                      f"{their_time * 1e3:.1f} ms: {their_time / our_time:.2f}x")
+    for precision in ("float32", "int8"):
+        print(f"{precision}: the others' best / albert_tf's best (> 1: albert_tf faster)")
+        for length in lengths:
+            at_length = {name: times[length] for name, times in medians.items()}
+            ours, our_time = best(at_length, ALBERT_TF, precision)
+            theirs, their_time = best(at_length, OTHERS, precision)
+            print(f"  L={length:<4} {ours} {our_time * 1e3:.1f} ms vs {theirs} "
+                  f"{their_time * 1e3:.1f} ms: {their_time / our_time:.2f}x")
 
 
 def print_throughput(rates: dict[str, dict]) -> None:
@@ -302,10 +295,9 @@ def main(argv: list[str]) -> None:
     try:
         write_files(random_biases(AlbertClassifierModel(config, FLAGS.num_labels)), scratch,
                     max_seq_length)
-        for name in (*ALBERT_TF, *OTHERS, *ASLEEP):
+        for name in (*ALBERT_TF, *OTHERS):
             engines.append(Engine(name, scratch))
-        latency, cpu_latency = {}, {}
-        differences = dict.fromkeys(ALBERT_TF | OTHERS | ASLEEP, 0.0)
+        latency, cpu_latency, differences = {}, {}, dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
         for length in lengths:
             medians, cpu_medians, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
                                                        FLAGS.timed_calls)

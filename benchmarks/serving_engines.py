@@ -13,8 +13,7 @@ be compared with each other:
   Hugging Face directory writer, the classifier copied), run eagerly by PyTorch;
 - ``onnx_files`` and ``onnx_runtime_call``: that PyTorch model exported by ``torch.onnx.export``
   with dynamic batch and sequence axes, and its int8 copy by ONNX Runtime's ``quantize_dynamic``,
-  run by a plain ONNX Runtime session with every graph optimization (its threads spinning, ONNX
-  Runtime's default, or sleeping as ``OnnxModel``'s do);
+  run by a plain ONNX Runtime session with every graph optimization;
 - ``onnx_model_call``: albert_tf's own ONNX files (albert_tf/serving/onnx_export.py, float32 or
   int8) through ``OnnxModel`` (albert_tf/serving/onnx_client.py: inputs checked, ONNX Runtime
   with every graph optimization), one example per call.
@@ -153,19 +152,15 @@ def onnx_files(hf, directory: str) -> tuple[str, str]:
     return float32, int8
 
 
-def onnx_runtime_call(path: str, threads: int, spinning: bool = True) -> Call:
+def onnx_runtime_call(path: str, threads: int) -> Call:
     """Probabilities [B, num_labels] of transformers' ONNX file (``onnx_files``) run by ONNX
     Runtime's CPU provider with every graph optimization and ``threads`` intra-op threads, the
-    whole batch per call (int64 inputs named as transformers names them). ``spinning`` False:
-    the threads sleep while they wait for work, as in ``OnnxModel`` (ONNX Runtime's default
-    lets them spin)."""
+    whole batch per call (int64 inputs named as transformers names them)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
     def call(inputs: Inputs) -> np.ndarray:
