@@ -71,19 +71,22 @@ def table_rows(graph: Any, input_names: Iterable[str]) -> dict[str, int]:
     return rows
 
 
-def session_options(onnxruntime: Any, num_threads: int | None) -> Any:
+def session_options(onnxruntime: Any, num_threads: int | None, spinning: bool = True) -> Any:
     """The ``onnxruntime.SessionOptions`` of ``OnnxModel``: ONNX Runtime's defaults (every graph
-    optimization), ``num_threads`` intra-op threads (its default when None), and the pool's
-    threads sleeping instead of spinning while they wait for work
-    (``session.intra_op.allow_spinning`` 0). At batch 1 a call is a chain of small operators,
-    most too small to split, and a spinning thread burns a core between them, which on a shared
-    CPU is the core another thread of the call waits for: with 2 threads on the 2-core machine
-    at load average 2.2 (albert base, 16 and 48 tokens), spinning took 1.7-1.9x the CPU time
-    and the wall time per call of sleeping threads (docs/export.md has the figures)."""
+    optimization), ``num_threads`` intra-op threads (its default when None), and, with
+    ``spinning`` False, the pool's threads sleeping instead of spinning while they wait for work
+    (``session.intra_op.allow_spinning`` 0).
+
+    At batch 1 a call is a chain of small operators. On a CPU of its own, spinning threads start
+    each one sooner: on the quiet 2-core machine (albert base, 2 threads, 16 tokens) a plain
+    session took 19.4 ms a call, one whose threads sleep 34.0 ms. On a CPU shared with other
+    work, a spinning thread burns the core another thread of the call waits for: at load average
+    2.2, spinning took 1.7-1.9x the CPU and wall time of sleeping threads (docs/export.md)."""
     options = onnxruntime.SessionOptions()
     if num_threads is not None:
         options.intra_op_num_threads = num_threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
 
 
@@ -91,19 +94,20 @@ class OnnxModel:
     """An ONNX export run by ONNX Runtime (CPU), its inputs checked first (module docstring).
 
     ``model_path``: the .onnx file; ``num_threads``: the session's intra-op threads (ONNX
-    Runtime's default when None; they do not spin: ``session_options``). Calling it with the
+    Runtime's default when None); ``spinning``: False on a CPU shared with other work (its
+    threads then sleep while they wait: ``session_options``). Calling it with the
     inputs of one example as keyword arguments (NumPy arrays or lists, [1, L]) returns the
     model's outputs, {name: array} as ONNX Runtime gives them (per-position outputs [1, L]).
     ``input_shapes`` ({name: shape}, -1 for the dynamic length), ``value_bounds`` ({name: table
     rows}) and ``max_seq_length`` are what the checks use.
     """
 
-    def __init__(self, model_path: str, num_threads: int | None = None):
+    def __init__(self, model_path: str, num_threads: int | None = None, spinning: bool = True):
         import onnx  # both loaded only when used: the user installs them
         import onnxruntime
 
         self._session = onnxruntime.InferenceSession(
-            model_path, sess_options=session_options(onnxruntime, num_threads),
+            model_path, sess_options=session_options(onnxruntime, num_threads, spinning),
             providers=["CPUExecutionProvider"])
         self.input_shapes = {
             node.name: tuple(size if isinstance(size, int) else -1 for size in node.shape)
