@@ -58,24 +58,20 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.serving.saved_model import IDS_ONLY  # noqa: E402
 from albert_tf.serving.tflite import QUANTIZATIONS  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
 from albert_tf.tasks.classification.serving import (export_classifier,  # noqa: E402
                                                     export_classifier_onnx,
                                                     export_classifier_tflite)
-from benchmarks.serving_engines import (Call, Inputs, load_hf_classifier,  # noqa: E402
-                                        onnx_files, onnx_model_call, onnx_runtime_call,
-                                        saved_model_call, tflite_call, torch_call,
-                                        write_hf_classifier)
-from tests.shared_setup import tiny_config  # noqa: E402
+from benchmarks.serving_engines import (Call, Inputs, define_model_flags,  # noqa: E402
+                                        load_hf_classifier, model_config, onnx_files,
+                                        onnx_model_call, onnx_runtime_call, saved_model_call,
+                                        tflite_call, torch_call, write_hf_classifier)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
-flags.DEFINE_bool("tiny", False, "Use the 2-layer test model instead of --albert_config_file.")
+define_model_flags()
 flags.DEFINE_integer("num_labels", 2, "Classes of the classifier.")
 flags.DEFINE_list("lengths", ["16", "48", "128"], "Real tokens per example of the latency runs.")
 flags.DEFINE_integer("warmup_calls", 3, "Untimed calls per engine and length before timing.")
@@ -278,7 +274,7 @@ def main(argv: list[str]) -> None:
     del argv
     import torch
 
-    config = tiny_config() if FLAGS.tiny else AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    config, model_name = model_config()
     if FLAGS.engine:
         serve_requests(config.vocab_size)
         return
@@ -286,7 +282,7 @@ def main(argv: list[str]) -> None:
     max_seq_length = max(lengths + [FLAGS.throughput_length])
     if not 1 <= min(lengths) <= max_seq_length <= config.max_position_embeddings:
         raise app.UsageError(f"lengths must lie in [1, {config.max_position_embeddings}].")
-    print(f"{'tiny test model' if FLAGS.tiny else FLAGS.albert_config_file}: classifier, "
+    print(f"{model_name}: classifier, "
           f"{FLAGS.num_labels} labels, random weights; {os.cpu_count()} CPUs, {FLAGS.threads} "
           f"threads per engine; TensorFlow {tf.__version__}, PyTorch {torch.__version__}; load "
           f"average {_load_average()}", flush=True)

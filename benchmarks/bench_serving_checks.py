@@ -43,19 +43,15 @@ from albert_tf.serving.saved_model import IDS_ONLY, ids_specs  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
 from albert_tf.tasks.classification.serving import (ClassifierServing,  # noqa: E402
                                                     export_classifier)
-from tests.shared_setup import tiny_config  # noqa: E402
+from benchmarks.serving_engines import Inputs, define_model_flags, model_config  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
-flags.DEFINE_bool("tiny", False, "Use the 2-layer test model instead of --albert_config_file.")
+define_model_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length S of the timed input.")
 flags.DEFINE_integer("batch_size", 1, "Examples per call.")
 flags.DEFINE_integer("warmup_calls", 20, "Untimed calls per model before timing.")
 flags.DEFINE_integer("timed_calls", 200, "Timed calls per model.")
-
-Inputs = dict[str, np.ndarray]
 
 
 def save_unchecked(model: AlbertClassifierModel, path: str) -> None:
@@ -100,11 +96,11 @@ def _load_average() -> str:
 
 def main(argv: list[str]) -> None:
     del argv
-    config = tiny_config() if FLAGS.tiny else AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    config, model_name = model_config()
     seq_length = FLAGS.max_seq_length
     if not 1 <= seq_length <= config.max_position_embeddings:
         raise app.UsageError(f"--max_seq_length must lie in [1, {config.max_position_embeddings}].")
-    print(f"{'tiny test model' if FLAGS.tiny else FLAGS.albert_config_file}: classifier, batch "
+    print(f"{model_name}: classifier, batch "
           f"{FLAGS.batch_size}, S={seq_length}; {os.cpu_count()} CPUs; TensorFlow "
           f"{tf.__version__}; load average {_load_average()}", flush=True)
     model = AlbertClassifierModel(config, 2)

@@ -29,14 +29,35 @@ from typing import Callable
 
 import numpy as np
 import tensorflow as tf
+from absl import flags
 
 from albert_tf.checkpoints.hf_format import write_hf_directory
+from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.onnx_client import OnnxModel
 from albert_tf.serving.tflite_client import TFLiteModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
+from tests.shared_setup import tiny_config
 
 Inputs = dict[str, np.ndarray]
 Call = Callable[[Inputs], np.ndarray]
+
+_BASE_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "configs", "albert_base_v2.json")
+
+
+def define_model_flags() -> None:
+    """--albert_config_file and --tiny: the model a serving benchmark times."""
+    flags.DEFINE_string("albert_config_file", _BASE_CONFIG, "ALBERT config JSON.")
+    flags.DEFINE_bool("tiny", False, "Use the 2-layer test model instead of --albert_config_file.")
+
+
+def model_config() -> tuple[AlbertConfig, str]:
+    """The config ``define_model_flags``' flags name, and how the benchmark's first line names
+    it."""
+    values = flags.FLAGS
+    if values.tiny:
+        return tiny_config(), "tiny test model"
+    return AlbertConfig.from_json_file(values.albert_config_file), values.albert_config_file
 
 
 def directory_bytes(path: str) -> int:
