@@ -1,8 +1,8 @@
 """Early exit (PABEE; docs/early_exit.md): the classification spec with an internal classifier after
 every layer. Its own members: the heads (recorded; an early-exit regression's threshold too), the
-sweep's per-layer / per-patience table and chosen patience (early_exit_results.json), predictions
-that stop by patience (exit_layers.tsv), and exports that stop the same way (TFLite: a fixed
-depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
+sweep's per-layer / per-rule table and chosen rule, a patience or a confidence
+(early_exit_results.json), predictions that stop by it (exit_layers.tsv), and exports that stop
+the same way (TFLite: a fixed depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
 two_stage.py): ``stage_one`` trains the ordinary classifier first where --init_checkpoint holds
 none (from ``read_data``, once the run's checks passed), then the run trains the internal
 classifiers alone; its sweep keeps the last checkpoint (the full depth is the same at every
@@ -23,9 +23,9 @@ from albert_tf.cli.task_spec import RunStart, TaskData, TaskRun, TaskSpec
 from albert_tf.errors.user_error import UserError
 from albert_tf.files.run_manifest import read_manifest, require_facts
 from albert_tf.tasks.classification.early_exit import (REGRESSION_THRESHOLD, RESULTS_FILE,
-                                                       EarlyExitSettings, ExitPolicy, layer_key,
-                                                       price_line, results_of, stopped_layers,
-                                                       write_results)
+                                                       EarlyExitSettings, ExitPolicy, chosen_rule,
+                                                       layer_key, price_line, results_of,
+                                                       stopped_layers, write_results)
 from albert_tf.tasks.classification.task import early_exit_predictions, write_exit_layers
 from albert_tf.tasks.classification.trainings import TWO_STAGE, stage_two_learning_rate
 from albert_tf.tasks.classification.two_stage import (ORDINARY_DIR, TRAINING, check_training,
@@ -65,9 +65,9 @@ def read_early_exit_data(own: ClassifierSettings, early: EarlyExitSettings,
                          start: RunStart) -> TaskData:
     """The classification's data, then before any long work: the directory's training is this
     run's, --inference_layers is a depth the config has, and a prediction or export without a
-    sweep in this run has its stopping rule (the patience chosen on dev recorded); an early-exit
+    sweep in this run has its stopping rule (the rule chosen on dev recorded); an early-exit
     regression's --regression_threshold (not given: the recorded one, which its table and chosen
-    patience were made with) is recorded. Then a two-stage --do_train gets its stage 1
+    rule were made with) is recorded. Then a two-stage --do_train gets its stage 1
     (``stage_one``)."""
     data = classification.read_classifier_data(own, start, heads=early.heads)
     settings = start.settings
@@ -108,7 +108,7 @@ def exit_policy(run: TaskRun) -> ExitPolicy:
 
 def report(run: TaskRun, best: dict[str, float]) -> None:
     """The ordinary report, then early_exit_results.json: the best checkpoint's early-exit table
-    and the patience chosen on dev by the selection metric (the task's first metric where the
+    and the rule chosen on dev by the selection metric (the task's first metric where the
     table has not that one, e.g. macro-F1), with the step and fingerprint of the checkpoint it
     describes."""
     classification.class_report(run, best)
@@ -129,7 +129,7 @@ def report(run: TaskRun, best: dict[str, float]) -> None:
     best_checkpoint = read_manifest(run.settings.output_dir).best
     write_results(path, dict(results, best_step=best_checkpoint["step"],
                              fingerprint=best_checkpoint["fingerprint"]))
-    print(f"Early exit: patience {results['patience']} chosen on dev (the best {key} less "
+    print(f"Early exit: {chosen_rule(results)} chosen on dev (the best {key} less "
           f"{results['tolerance_points']} points times the share of layers 2..L run): "
           f"{price_line(results)} -> {path}")
 
@@ -148,15 +148,15 @@ def exit_layers(run: TaskRun, outputs: dict, suffix: str, key: str, guids: list)
 def served_policy(run: TaskRun) -> ExitPolicy:
     """The export's stopping rule, said."""
     policy = exit_policy(run)
-    print(f"Early exit: the export stops at patience {policy.patience}, at the latest after "
-          f"layer {policy.max_layers} (serve_patience takes another patience).")
+    print(f"Early exit: the export stops {policy.describe()} (serve_patience stops by the "
+          "patience of the request instead).")
     return policy
 
 
 def fixed_depth_export(export: Callable[..., str], kind: str, run: TaskRun,
                        layers: int | None) -> str:
     """A one-file export of the best checkpoint (``kind``: TFLite, ONNX) at the fixed depth
-    ``layers`` (None: every layer); it does not stop by patience."""
+    ``layers`` (None: every layer); it does not stop early."""
     print(f"Early exit: the {kind} model runs a fixed depth of "
           f"{layers or run.config.num_hidden_layers} layers (--inference_layers).")
     return export(run, layers=layers)

@@ -294,6 +294,98 @@ def test_fixed_depth_and_the_served_probabilities_at_the_exit_layer():
     np.testing.assert_allclose(outputs["probabilities"].sum(-1), 1.0, rtol=1e-6)
 
 
+def probability_layers(rows):
+    """layer_logits [N, L, C] whose softmax at each layer is the given probabilities."""
+    return np.log(np.asarray(rows, np.float64))
+
+
+def test_confidence_exits_at_the_first_layer_sure_enough():
+    """Confidence c: the first layer whose top probability is at least c (layer 1 included), the
+    last layer when none is; with a patience in the same policy, whichever stops first; within
+    max_layers."""
+    logits = probability_layers([[[0.55, 0.45], [0.8, 0.2], [0.95, 0.05]],
+                                 [[0.9, 0.1], [0.3, 0.7], [0.3, 0.7]],
+                                 [[0.5, 0.5], [0.6, 0.4], [0.4, 0.6]]])
+    assert exits.confident_exit_layers(logits, 0.8).tolist() == [2, 1, 3]
+    assert exits.confident_exit_layers(logits, 0.95).tolist() == [3, 3, 3]
+    assert exits.confident_exit_layers(logits, 0.55).tolist() == [1, 1, 2]
+    rule = exits.ExitPolicy.of_rule(exits.ExitRule(confidence=0.8), 3)
+    assert (rule.patience, rule.max_layers, rule.confidence) == (3, 3, 0.8)
+    assert exits.stopped_layers(logits, False, rule).tolist() == [2, 1, 3]
+    # Patience 1 stops the first and third examples at layer 2 (their classes agree there), the
+    # second at 3; confidence 0.95 the first at 3: the earlier one wins.
+    both = exits.ExitPolicy(1, 3, confidence=0.95)
+    assert exits.stopped_layers(logits, False, both).tolist() == [2, 3, 2]
+    assert exits.stopped_layers(logits, False, exits.ExitPolicy(3, 2, confidence=0.95)
+                                ).tolist() == [2, 2, 2]
+    assert exits.ExitPolicy.of_rule(exits.ExitRule(confidence=0.99), 3).can_stop_early
+    assert not exits.ExitPolicy(2, 3).can_stop_early
+    with pytest.raises(ValueError):
+        exits.ExitPolicy(3, 3, confidence=1.0).check(3)
+    with pytest.raises(ValueError):
+        exits.ExitRule(patience=1, confidence=0.5)
+
+
+def test_the_table_measures_confidences_above_chance_and_may_choose_one(tmp_path):
+    """A classification's table holds each of ``CONFIDENCES`` above 1 / C (a regression's none);
+    the chooser weighs them with the patiences by the same price per layer, and records the
+    chosen rule in early_exit_results.json, which prediction and export then stop by; a file of
+    an earlier version (a patience alone) still reads."""
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, 200)
+    # Half the examples: layer 1 right and sure (0.9), then right. The others: layer 1 wrong at
+    # 0.4, then right, wrong and right at 0.5, 0.5 and 0.9, so patience 1 runs them to the last
+    # layer and the sure ones to layer 2, where a confidence of 0.85 stops the sure ones at 1.
+    sure = rng.random(200) < 0.5
+
+    def top(label, probability):
+        row = np.full(3, (1 - probability) / 2)
+        row[label % 3] = probability
+        return row
+
+    rows = [[top(label, 0.9), top(label, 0.5), top(label, 0.5), top(label, 0.9)] if is_sure
+            else [top(label + 1, 0.4), top(label, 0.5), top(label + 2, 0.5), top(label, 0.9)]
+            for label, is_sure in zip(labels, sure)]
+    logits = probability_layers(rows)
+
+    def metrics(outputs):
+        return {"eval_accuracy": float(np.mean(outputs.argmax(-1) == labels))}
+
+    table = exits.early_exit_metrics(logits, metrics, False)
+    confidences = [value for value in exits.CONFIDENCES if value > 1 / 3]
+    assert [rule.confidence for rule in exits.table_rules(table)[4:]] == confidences
+    assert table["early_exit/confidence_0.85/eval_accuracy"] == 1.0
+    assert table["early_exit/confidence_0.85/mean_layers"] == pytest.approx(
+        1 + 3 * (1 - sure.mean()))
+    assert "early_exit/confidence_0.3/eval_accuracy" not in table  # below 1 / 3: layer 1 always
+    assert exits.sweep_confidences(2)[0] == 0.55 and exits.sweep_confidences(1) == ()
+    assert not [name for name in exits.early_exit_metrics(logits[..., :1], metrics, True)
+                if "confidence" in name]
+    rule = exits.choose_rule(table, "eval_accuracy")
+    assert rule.confidence is not None and table[rule.key("eval_accuracy")] == 1.0
+    assert "confidence 0.85" in exits.format_table(table, ("eval_accuracy",))
+    results = exits.results_of(table, "eval_accuracy", 2.0, ordinary_is_full_depth=True)
+    assert (results["patience"], results["confidence"]) == (None, rule.confidence)
+    assert results["chosen"]["points_from_ordinary"] == 0.0
+    path = str(tmp_path / exits.RESULTS_FILE)
+    exits.write_results(path, results)
+    policy = exits.EarlyExitSettings("separate").policy(4, path)
+    assert (policy.confidence, policy.max_layers) == (rule.confidence, 4)
+    np.testing.assert_array_equal(exits.stopped_layers(logits, False, policy),
+                                  exits.confident_exit_layers(logits, rule.confidence))
+    assert table["early_exit/patience_1/mean_layers"] == pytest.approx(2 + 2 * (1 - sure.mean()))
+    given = exits.EarlyExitSettings("separate", confidence=0.5).policy(4, path)
+    assert given.confidence == 0.5
+    exits.write_results(path, {**results, "patience": 2, "confidence": None})
+    assert exits.EarlyExitSettings("separate").policy(4, path).patience == 2
+    earlier = {name: value for name, value in results.items() if name != "confidence"}
+    exits.write_results(path, {**earlier, "patience": 3})
+    assert exits.read_chosen_rule(path) == exits.ExitRule(patience=3)
+    exits.write_results(path, {**results, "confidence": 1.5})
+    with pytest.raises(exits.UserError, match="expected a patience >= 1 or a confidence in"):
+        exits.read_chosen_rule(path)
+
+
 def test_early_exit_table_and_the_chosen_patience():
     """Per layer: its classifier's accuracy; per patience: the accuracy of the exit layers'
     predictions and their mean; the chosen patience has the fewest mean layers within the
@@ -313,7 +405,11 @@ def test_early_exit_table_and_the_chosen_patience():
     assert table["early_exit/patience_2/mean_layers"] == 3.75
     assert table["early_exit/patience_4/mean_layers"] == 4.0
     assert exits.num_layers_of(table) == 4
-    assert exits.choose_patience(table, "eval_accuracy") == 1
+    # Layer 1 alone is right on every example, and sure enough of it: a confidence stops there.
+    chosen = exits.choose_rule(table, "eval_accuracy")
+    assert table[chosen.key("eval_accuracy")] == 1.0 and table[chosen.key("mean_layers")] == 1
+    patiences_only = {name: value for name, value in table.items() if "confidence" not in name}
+    assert exits.choose_rule(patiences_only, "eval_accuracy") == exits.ExitRule(patience=1)
     text = exits.format_table(table, ("eval_accuracy",))
     assert "patience 1" in text and "layer 4" in text
     # Padding examples (weight 0) count in neither.
@@ -346,17 +442,17 @@ def test_the_chosen_patience_trades_the_metric_for_layers():
     below a full depth that stands alone), not patience 8 as a threshold at 0.5 points below the
     full depth did; a tolerance of 0.5 keeps the full depth; 0 takes the best metric (ties: the
     fewest layers); a model of one layer has only patience 1."""
-    assert exits.choose_patience(SST2_LIKE, "eval_accuracy") == 3
+    assert exits.choose_rule(SST2_LIKE, "eval_accuracy").patience == 3
     # Patiences 11 and 12 both run all 12 layers: ties go to the larger patience.
-    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.5) == 12
-    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 0.0) == 12
-    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 10.0) == 2
-    assert exits.choose_patience(SST2_LIKE, "eval_accuracy", 20.0) == 1
+    assert exits.choose_rule(SST2_LIKE, "eval_accuracy", 0.5).patience == 12
+    assert exits.choose_rule(SST2_LIKE, "eval_accuracy", 0.0).patience == 12
+    assert exits.choose_rule(SST2_LIKE, "eval_accuracy", 10.0).patience == 2
+    assert exits.choose_rule(SST2_LIKE, "eval_accuracy", 20.0).patience == 1
     # A flat metric: the fewest layers whatever the tolerance > 0.
     flat = patience_table([0.8] * 4, [2.0, 3.0, 4.0, 4.0])
-    assert exits.choose_patience(flat, "eval_accuracy", 0.1) == 1
-    assert exits.choose_patience(flat, "eval_accuracy", 0.0) == 1
-    assert exits.choose_patience(patience_table([0.7], [1.0]), "eval_accuracy") == 1
+    assert exits.choose_rule(flat, "eval_accuracy", 0.1).patience == 1
+    assert exits.choose_rule(flat, "eval_accuracy", 0.0).patience == 1
+    assert exits.choose_rule(patience_table([0.7], [1.0]), "eval_accuracy").patience == 1
 
 
 def test_the_results_and_the_table_give_the_price_against_the_ordinary_model():
@@ -398,7 +494,7 @@ def test_prediction_and_export_choose_again_with_a_given_patience_tolerance(tmp_
     assert exits.EarlyExitSettings("separate", patience=5, tolerance_points=0.0).policy(
         12, path).patience == 5
     (tmp_path / exits.RESULTS_FILE).write_text('{"patience": 3, "tolerance_points": 2.0}')
-    with pytest.raises(exits.UserError, match="no early-exit table to choose a patience from "
+    with pytest.raises(exits.UserError, match="no early-exit table to choose a rule from "
                        "with --patience_tolerance=0.0"):
         exits.EarlyExitSettings("separate", tolerance_points=0.0).policy(12, path)
 
@@ -412,7 +508,7 @@ def test_a_chosen_patience_of_another_checkpoint_than_the_best_is_refused(tmp_pa
     path = str(tmp_path / exits.RESULTS_FILE)
     results = exits.results_of(SST2_LIKE, "eval_accuracy", 2.0)
     exits.write_results(path, dict(results, best_step=4, fingerprint="f4"))
-    assert exits.read_chosen_patience(path) == 3  # no manifest: nothing to hold it against
+    assert exits.read_chosen_rule(path) == exits.ExitRule(patience=3)  # no manifest: nothing to hold it against
     update_manifest(str(tmp_path), lambda content: content.update(
         best={"step": 4, "fingerprint": "f4", "selection_metric": "eval_accuracy",
               "metrics": {}}))
@@ -440,7 +536,7 @@ def test_the_chosen_patience_loses_at_most_the_tolerance_times_the_layers_it_sav
         table = patience_table(metric.tolist(), mean_layers.tolist())
         previous = np.inf
         for tolerance in (0.0, 0.25, 0.5, 1.0, 2.0, 5.0, 20.0):
-            chosen = exits.choose_patience(table, "eval_accuracy", tolerance)
+            chosen = exits.choose_rule(table, "eval_accuracy", tolerance).patience
             loss = (metric[-1] - metric[chosen - 1]) * 100
             allowed = tolerance * (layers - mean_layers[chosen - 1]) / (layers - 1)
             assert loss <= allowed + 1e-9 <= tolerance + 1e-9, (tolerance, chosen, table)
@@ -531,7 +627,7 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
                                        atol=1e-5)
     assert json.loads((tmp_path / "export" / IDS_ONLY / "assets.extra" / "early_exit.json")
                       .read_text()) == {"heads": "separate", "patience": 2, "max_layers": layers,
-                                        "regression_threshold": threshold}
+                                        "regression_threshold": threshold, "confidence": None}
 
 
 # -- through run_classifier -----------------------------------------------------------------------
@@ -568,7 +664,15 @@ def test_run_classifier_early_exit_resumes_exactly(tmp_path, heads, training):
 @pytest.mark.parametrize("flags, message", [
     (["--patience=2"], "--patience applies to --early_exit models only"),
     (["--early_exit_heads=shared"], "--early_exit_heads applies to --early_exit models only"),
-    (["--early_exit", "--patience=2", "--inference_layers=3"], "give one or the other"),
+    (["--early_exit", "--patience=2", "--inference_layers=3"],
+     "--patience and --inference_layers: each is a way of stopping"),
+    (["--early_exit", "--patience=2", "--exit_confidence=0.9"],
+     "--patience and --exit_confidence: each is a way of stopping"),
+    (["--exit_confidence=0.9"], "--exit_confidence applies to --early_exit models only"),
+    (["--early_exit", "--exit_confidence=1"],
+     "--exit_confidence=1.0: expected a probability strictly between 0 and 1."),
+    (["--early_exit", "--exit_confidence=0"],
+     "--exit_confidence=0.0: expected a probability strictly between 0 and 1."),
     (["--early_exit", "--patience=0"], "--patience"),
     (["--early_exit_training=joint"], "--early_exit_training applies to --early_exit models only"),
     (["--early_exit", "--early_exit_heads=shared", "--early_exit_training=two_stage"],
@@ -651,15 +755,15 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
     results = json.loads((output_dir / "early_exit_results.json").read_text())
     best = json.loads((output_dir / "best_results.json").read_text())["metrics"]
     assert results["table"] == {k: v for k, v in best.items() if k.startswith("early_exit/")}
-    patience = results["patience"]
-    assert results["num_layers"] == layers and 1 <= patience <= layers
+    policy = exits.ExitPolicy.of_rule(exits.chosen_rule(results), layers)
+    assert results["num_layers"] == layers
 
     model = ClassifierTask(config(max_position_embeddings=RTE_SEQ), ("accuracy",), 2,
                            early_exit="separate").build_model()
     tf.train.Checkpoint(model=model).read(str(output_dir / BEST_CHECKPOINT_NAME)).expect_partial()
     _, test_inputs, _ = features_of("rte", pathlib.Path(run.flags["data_dir"]), "test")
     layer_logits = model(test_inputs, training=False)["layer_logits"].numpy()
-    exit_at = exits.exit_layers(layer_logits, patience, False)
+    exit_at = exits.stopped_layers(layer_logits, False, policy)
     rows = (output_dir / "exit_layers.tsv").read_text().splitlines()
     assert rows[0] == "index\tlayers" and len(rows) == 41
     assert [int(row.split("\t")[1]) for row in rows[1:]] == exit_at.tolist()
@@ -676,6 +780,56 @@ def test_run_classifier_early_exit_sweeps_predicts_and_serves_by_patience(task_r
     other = loaded.signatures["serve_patience"](**ids, patience=tf.constant(1))
     np.testing.assert_array_equal(other["layers_used"].numpy(),
                                   exits.exit_layers(layer_logits[:8], 1, False))
+
+
+@pytest.mark.requires_shared_data
+def test_run_classifier_predicts_and_serves_by_a_given_confidence(tmp_path, task_runs):
+    """--exit_confidence on a copy of the harness's early-exit RTE run, predicting and exporting
+    alone: exit_layers.tsv and the export's serving_default stop where the NumPy confidence rule
+    does on the Keras model's layers, the export records the confidence, and the run says it."""
+    import json
+    import pathlib
+    import shutil
+
+    from albert_tf.checkpoints.files import BEST_CHECKPOINT_NAME
+    from tests.command_runner import run_command
+    from tests.task_cases import EARLY_EXIT_LAYERS, RTE_SEQ
+    from tests.task_harness import arguments, only_actions
+    from tests.test_run_classifier import features_of
+
+    run = task_runs.get("glue_early_exit")
+    output_dir, export_dir = tmp_path / "out", tmp_path / "export"
+    shutil.copytree(run.output_dir, output_dir)
+    model = ClassifierTask(config(max_position_embeddings=RTE_SEQ), ("accuracy",), 2,
+                           early_exit="separate").build_model()
+    tf.train.Checkpoint(model=model).read(str(output_dir / BEST_CHECKPOINT_NAME)).expect_partial()
+    _, test_inputs, _ = features_of("rte", pathlib.Path(run.flags["data_dir"]), "test")
+    layer_logits = model(test_inputs, training=False)["layer_logits"].numpy()
+    top = np.exp(layer_logits).max(-1) / np.exp(layer_logits).sum(-1)  # [N, L]
+    # The middle of the widest gap between the top probabilities of any layer, among those that
+    # stop 20-80% of the examples after layer 1: the served graph's float32 rounding cannot move
+    # an example across it.
+    values = np.unique(top)
+    middles = [(low + high) / 2 for low, high in zip(values[:-1], values[1:])
+               if 0.2 <= np.mean(top[:, 0] >= (low + high) / 2) <= 0.8]
+    confidence = float(max(middles, key=lambda middle: np.abs(top - middle).min()))
+    flags = {**only_actions(run.case, run.flags, "do_predict"), "output_dir": str(output_dir),
+             "export_dir": str(export_dir), "exit_confidence": str(confidence)}
+    result = run_command(run.case.script, *arguments(flags))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (f"the export stops at confidence {confidence:g}, at the latest after layer "
+            f"{EARLY_EXIT_LAYERS}") in result.stdout
+    exit_at = exits.confident_exit_layers(layer_logits, confidence)
+    assert 1 in exit_at and len(set(exit_at.tolist())) > 1
+    rows = (output_dir / "exit_layers.tsv").read_text().splitlines()
+    assert [int(row.split("\t")[1]) for row in rows[1:]] == exit_at.tolist()
+    loaded = tf.saved_model.load(str(export_dir / "ids_only"))
+    served = loaded.signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in test_inputs.items()})
+    np.testing.assert_array_equal(served["layers_used"].numpy(), exit_at)
+    recorded = json.loads((export_dir / "ids_only" / "assets.extra" / "early_exit.json")
+                          .read_text())
+    assert (recorded["confidence"], recorded["max_layers"]) == (confidence, EARLY_EXIT_LAYERS)
 
 
 def test_tflite_runs_a_fixed_depth_as_the_keras_layer(tmp_path):
@@ -733,17 +887,21 @@ def test_the_while_loop_exits_where_the_numpy_rule_does_whatever_the_sharing(sha
     layer_logits = model(inputs, training=False)["layer_logits"].numpy()
     loop = tf.function(lambda ids, patience, policy: early_exit_logits(model, ids, policy,
                                                                        patience))
+    by_policy = tf.function(lambda ids, policy: early_exit_logits(model, ids, policy))
     ids = {name: tf.constant(value) for name, value in inputs.items()}
     seen = set()
+    confident = [exits.ExitPolicy.of_rule(exits.ExitRule(confidence=value), 6)
+                 for value in (0.6, 0.9, 0.99)] + [exits.ExitPolicy(2, 5, confidence=0.9)]
     for policy in (exits.ExitPolicy(1, 6), exits.ExitPolicy(2, 6), exits.ExitPolicy(1, 4),
-                   exits.ExitPolicy.fixed_depth(3, 6)):
-        logits, layers = loop(ids, tf.constant(policy.patience), policy)
+                   exits.ExitPolicy.fixed_depth(3, 6), *confident):
+        logits, layers = (by_policy(ids, policy) if policy.confidence is not None
+                          else loop(ids, tf.constant(policy.patience), policy))
         want = exits.stopped_layers(layer_logits, False, policy)
         np.testing.assert_array_equal(layers.numpy(), want)
         np.testing.assert_allclose(logits.numpy(), exits.outputs_at(layer_logits, want),
                                    atol=1e-5)
         seen.update(want.tolist())
-    assert len(seen) >= 3
+    assert len(seen) >= 3 and 1 in seen  # a confidence exits after layer 1 where it is sure
     np.testing.assert_allclose(fixed_depth_logits(model, inputs, 3).numpy(), layer_logits[:, 2],
                                atol=1e-5)
 
@@ -1001,9 +1159,9 @@ def test_a_prediction_without_the_chosen_patience_is_refused_before_training(tmp
     flags = with_steps(only_actions(run.case, run.flags, "do_train", "do_predict"), 4)
     refused = run_command(run.case.script, *arguments({**flags, "output_dir": str(output_dir)}))
     assert refused.error_line() == (
-        f"run_classifier: error: {output_dir / exits.RESULTS_FILE} does not exist: the patience "
-        "chosen on dev is written by --do_eval with --early_exit; run it, or give --patience or "
-        "--inference_layers.")
+        f"run_classifier: error: {output_dir / exits.RESULTS_FILE} does not exist: the stopping "
+        "rule chosen on dev is written by --do_eval with --early_exit; run it, or give "
+        "--patience, --exit_confidence or --inference_layers.")
     assert not (output_dir / "model.ckpt-4.index").exists()
     assert not (output_dir / "test_results.tsv").exists()
 

@@ -30,14 +30,17 @@ STAGE_TWO_ONLY = {"early_exit_learning_rate": "the learning rate",
 
 # The flags that only an --early_exit run takes.
 EARLY_EXIT_ONLY = ("early_exit_heads", "early_exit_training", *STAGE_TWO_ONLY, "patience",
-                   "inference_layers", "regression_threshold", "patience_tolerance")
+                   "exit_confidence", "inference_layers", "regression_threshold",
+                   "patience_tolerance")
+# The flags that say how --do_predict and --export_dir stop: give at most one.
+STOPPING_FLAGS = ("patience", "exit_confidence", "inference_layers")
 
 
 def define() -> None:
     """Registers --early_exit and the flags of ``EARLY_EXIT_ONLY``."""
     flags.DEFINE_bool("early_exit", False, "[albert_tf] An internal classifier after every layer; "
-                      "inference stops when the prediction stays unchanged --patience times. See "
-                      "docs/early_exit.md.")
+                      "inference stops when the prediction stays unchanged --patience times or "
+                      "is --exit_confidence sure. See docs/early_exit.md.")
     flags.DEFINE_enum("early_exit_heads", "separate", ["separate", "shared"], "[albert_tf] "
                       "--early_exit: a classifier of its own per layer (separate, the paper's), or "
                       "the ordinary classifier after every layer (shared, no new weights).")
@@ -64,17 +67,21 @@ def define() -> None:
     flag_definitions.check_ranges(early_exit_distillation=flag_definitions.FRACTION)
     flags.DEFINE_integer("patience", None, "[albert_tf] --early_exit: --do_predict and "
                          "--export_dir stop after a layer whose prediction stayed unchanged this "
-                         "many times (default: the patience chosen on dev, in "
-                         "early_exit_results.json).", lower_bound=1)
+                         "many times (default: the rule chosen on dev, a patience or a "
+                         "confidence, in early_exit_results.json).", lower_bound=1)
+    flags.DEFINE_float("exit_confidence", None, "[albert_tf] --early_exit on a classification: "
+                       "--do_predict and --export_dir stop after the first layer whose classifier "
+                       "gives its class at least this probability, between 0 and 1 (default: the "
+                       "rule chosen on dev).")
     flags.DEFINE_integer("inference_layers", None, "[albert_tf] --early_exit: --do_predict, "
                          "--export_dir and --tflite_file run this many layers (fixed depth) "
-                         "instead of stopping by patience.", lower_bound=1)
+                         "instead of stopping early.", lower_bound=1)
     flags.DEFINE_float("regression_threshold", 0.1, "[albert_tf] --early_exit on a regression: a "
                        "score that moves by less than this between layers counts as unchanged; "
                        "recorded in --output_dir by its first run, whose value later runs there "
                        "use (another is refused).", lower_bound=0.0)
-    flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the patience chosen "
-                       "on dev maximises the selection metric (x 100) minus this many points "
+    flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the stopping rule "
+                       "(a patience or a confidence) chosen on dev maximises the selection metric (x 100) minus this many points "
                        "times the fraction of the layers after the first that it runs: it loses "
                        "at most this much to the full depth, less the fewer layers it saves (0: "
                        "the best metric).", lower_bound=0.0)
@@ -92,8 +99,9 @@ def check(is_regression: bool, classification: str) -> None:
     """The early-exit flags need --early_exit, and --regression_threshold a regression (it would
     be ignored on a classification, whose prediction is unchanged when its class is;
     ``classification`` says why the run is one); two-stage training needs classifiers of their
-    own (not shared heads), and only it has a stage 2 (``STAGE_TWO_ONLY``); --patience and
-    --inference_layers are two ways of stopping (give one)."""
+    own (not shared heads), and only it has a stage 2 (``STAGE_TWO_ONLY``); --patience,
+    --exit_confidence (a classification's, a probability strictly between 0 and 1) and
+    --inference_layers are ways of stopping (give one)."""
     if not FLAGS.early_exit:
         for name in EARLY_EXIT_ONLY:
             if FLAGS[name].present:
@@ -110,9 +118,18 @@ def check(is_regression: bool, classification: str) -> None:
             if FLAGS[name].present:
                 raise app.UsageError(f"--{name} is {what} of two-stage training's stage 2; "
                                      "this run trains jointly (--early_exit_training=joint).")
-    if FLAGS.patience is not None and FLAGS.inference_layers is not None:
-        raise app.UsageError("--patience stops each example when its prediction settles, "
-                             "--inference_layers at a fixed depth: give one or the other.")
+    given = [f"--{name}" for name in STOPPING_FLAGS if FLAGS[name].value is not None]
+    if len(given) > 1:
+        raise app.UsageError(f"{' and '.join(given)}: each is a way of stopping (--patience when "
+                             "the prediction settles, --exit_confidence when it is sure enough, "
+                             "--inference_layers at a fixed depth): give one.")
+    if FLAGS.exit_confidence is not None:
+        if is_regression:
+            raise app.UsageError("--exit_confidence is a class's probability, and this run is "
+                                 "a regression (a score, no classes): give --patience.")
+        if not 0 < FLAGS.exit_confidence < 1:
+            raise app.UsageError(f"--exit_confidence={FLAGS.exit_confidence}: expected a "
+                                 "probability strictly between 0 and 1.")
 
 
 def read(settings_type: Callable[..., Any]) -> Any:
@@ -124,6 +141,7 @@ def read(settings_type: Callable[..., Any]) -> Any:
         return None
     return settings_type(
         FLAGS.early_exit_heads, training(), patience=FLAGS.patience,
+        confidence=FLAGS.exit_confidence,
         inference_layers=FLAGS.inference_layers,
         regression_threshold=(FLAGS.regression_threshold if FLAGS["regression_threshold"].present
                               else None),

@@ -13,13 +13,18 @@ C = 1, the score). Layers are counted from 1.
   L - 1 or more always runs all L layers (the paper's rule, where patience t is t agreements, not t
   classifiers). ``--inference_layers=k`` is the fixed depth k instead: every example exits after
   layer k.
+- Confidence c (a classification only; a probability, 0 < c < 1): an example exits after the
+  first layer whose classifier gives its class a probability of at least c (softmax); one that
+  never does runs all L layers. It can exit after layer 1. (DeeBERT's rule, Xin et al., ACL 2020,
+  by the top probability instead of the entropy.) The sweep measures it at ``CONFIDENCES``.
 - The prediction is the output of the layer the example exits at.
 
 ``early_exit_metrics`` turns a whole evaluation set's ``layer_logits`` into the table of the
-sweep: each layer's metrics, and for patience 1..L the metrics and the mean number of layers used,
-under keys ``early_exit/layer_<j>/<key>``, ``early_exit/patience_<t>/<key>`` and
-``early_exit/patience_<t>/mean_layers``; ``choose_patience`` picks the patience that export and
-prediction use by default, recorded in ``RESULTS_FILE`` with the best checkpoint's table. No model
+sweep: each layer's metrics, and for patience 1..L and each confidence the metrics and the mean
+number of layers used, under keys ``early_exit/layer_<j>/<key>``, ``early_exit/patience_<t>/<key>``,
+``early_exit/confidence_<c>/<key>`` and ``.../mean_layers``; ``choose_rule`` picks the rule (a
+patience or a confidence) that export and prediction use by default, recorded in ``RESULTS_FILE``
+with the best checkpoint's table. No model
 here: the same rule in the graph, for serving, is
 albert_tf/tasks/classification/early_exit_inference.py.
 """
@@ -47,8 +52,11 @@ MEAN_LAYERS = "mean_layers"
 # less than this between two layers counts as an agreement.
 DEFAULT_REGRESSION_THRESHOLD = 0.1
 # The points of the dev metric (2.0 = 0.02) that the chosen patience may give up for running only
-# the first layer instead of all L; proportionally less for saving fewer (``choose_patience``).
+# the first layer instead of all L; proportionally less for saving fewer (``choose_rule``).
 DEFAULT_TOLERANCE_POINTS = 2.0
+# The confidences the sweep measures (of those above 1 / C: a lower one exits every example after
+# layer 1, which ``--inference_layers=1`` is): steps of 0.05, then 0.97 and 0.99.
+CONFIDENCES = tuple(round(0.05 * step, 2) for step in range(1, 20)) + (0.97, 0.99)
 
 
 def pabee_weights(num_layers: int) -> np.ndarray:
@@ -87,6 +95,23 @@ def exit_layers(layer_logits: np.ndarray, patience: int, is_regression: bool,
     return exits
 
 
+def confident_exit_layers(layer_logits: np.ndarray, confidence: float) -> np.ndarray:
+    """int64 [N]: the first layer (1..L) whose classifier in ``layer_logits`` [N, L, C] gives its
+    class a softmax probability of at least ``confidence``; L where none does."""
+    logits = np.asarray(layer_logits, np.float64)
+    shifted = np.exp(logits - logits.max(-1, keepdims=True))
+    top = (shifted / shifted.sum(-1, keepdims=True)).max(-1)
+    sure = top >= confidence
+    sure[:, -1] = True
+    return np.argmax(sure, axis=1).astype(np.int64) + 1
+
+
+def sweep_confidences(num_labels: int) -> tuple[float, ...]:
+    """The ``CONFIDENCES`` a classification of ``num_labels`` classes is measured at: those above
+    1 / num_labels (a regression: none)."""
+    return tuple(value for value in CONFIDENCES if num_labels > 1 and value > 1 / num_labels)
+
+
 def outputs_at(layer_logits: np.ndarray, layers: np.ndarray) -> np.ndarray:
     """[N, C]: each example's output at its (1-based) exit layer ``layers`` [N]."""
     return layer_logits[np.arange(len(layers)), np.asarray(layers) - 1]
@@ -100,6 +125,41 @@ def patience_key(patience: int, key: str) -> str:
     return f"{PREFIX}/patience_{patience}/{key}"
 
 
+def confidence_key(confidence: float, key: str) -> str:
+    return f"{PREFIX}/confidence_{confidence:g}/{key}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExitRule:
+    """One row of the sweep's table that inference can stop by: a ``patience`` (an int >= 1) or a
+    ``confidence`` (0 < c < 1), exactly one of them set."""
+
+    patience: int | None = None
+    confidence: float | None = None
+
+    def __post_init__(self):
+        if (self.patience is None) == (self.confidence is None):
+            raise ValueError(f"an exit rule is a patience or a confidence: {self}")
+
+    def key(self, key: str) -> str:
+        """This rule's row key for the metric ``key`` in the sweep's table."""
+        return (patience_key(self.patience, key) if self.patience is not None
+                else confidence_key(self.confidence, key))
+
+    def __str__(self) -> str:
+        return (f"patience {self.patience}" if self.patience is not None
+                else f"confidence {self.confidence:g}")
+
+
+def table_rules(results: Mapping[str, float]) -> list[ExitRule]:
+    """The rules an ``early_exit_metrics`` table measured: patience 1..L, then its confidences
+    in increasing order."""
+    confidences = sorted({float(name.split("/")[1][len("confidence_"):]) for name in results
+                          if name.startswith(f"{PREFIX}/confidence_")})
+    return ([ExitRule(patience=patience) for patience in range(1, num_layers_of(results) + 1)]
+            + [ExitRule(confidence=confidence) for confidence in confidences])
+
+
 Metrics = Callable[[np.ndarray], Mapping[str, float]]
 
 
@@ -107,19 +167,26 @@ def early_exit_metrics(layer_logits: np.ndarray, metrics: Metrics, is_regression
                        threshold: float = DEFAULT_REGRESSION_THRESHOLD,
                        weights: np.ndarray | None = None) -> dict[str, float]:
     """The sweep's table of one evaluation: ``metrics(outputs [N, C]) -> {key: value}`` of each
-    layer's classifier alone and of patience 1..L, with the mean number of layers used (weighted
-    by ``weights`` [N], e.g. ``is_real_example``; None: all 1)."""
+    layer's classifier alone, of patience 1..L and (a classification) of each of
+    ``sweep_confidences``, with the mean number of layers used (weighted by ``weights`` [N], e.g.
+    ``is_real_example``; None: all 1)."""
     num_examples, num_layers = layer_logits.shape[:2]
     weights = np.ones(num_examples) if weights is None else np.asarray(weights, np.float64)
     results = {}
     for layer in range(1, num_layers + 1):
         for key, value in metrics(layer_logits[:, layer - 1]).items():
             results[layer_key(layer, key)] = float(value)
-    for patience in range(1, num_layers + 1):
-        layers = exit_layers(layer_logits, patience, is_regression, threshold)
+    rules = [(ExitRule(patience=patience),
+              exit_layers(layer_logits, patience, is_regression, threshold))
+             for patience in range(1, num_layers + 1)]
+    if not is_regression:
+        rules += [(ExitRule(confidence=confidence),
+                   confident_exit_layers(layer_logits, confidence))
+                  for confidence in sweep_confidences(layer_logits.shape[2])]
+    for rule, layers in rules:
         for key, value in metrics(outputs_at(layer_logits, layers)).items():
-            results[patience_key(patience, key)] = float(value)
-        results[patience_key(patience, MEAN_LAYERS)] = float(
+            results[rule.key(key)] = float(value)
+        results[rule.key(MEAN_LAYERS)] = float(
             np.sum(layers * weights) / max(np.sum(weights), 1e-12))
     return results
 
@@ -131,32 +198,35 @@ def num_layers_of(results: Mapping[str, float]) -> int:
     return max(layers, default=0)
 
 
-def choose_patience(results: Mapping[str, float], key: str,
-                    tolerance_points: float = DEFAULT_TOLERANCE_POINTS) -> int:
-    """The patience that best trades the dev metric ``key`` (higher is better) for layers: the
-    one that maximises  metric - tolerance_points / 100 * (mean layers - 1) / (L - 1).
+def choose_rule(results: Mapping[str, float], key: str,
+                tolerance_points: float = DEFAULT_TOLERANCE_POINTS) -> ExitRule:
+    """The rule of the table (a patience or a confidence) that best trades the dev metric ``key``
+    (higher is better) for layers: the one that maximises
+    metric - tolerance_points / 100 * (mean layers - 1) / (L - 1).
 
     Every layer an example runs after the first costs tolerance_points / (L - 1) points, so a
-    patience may lose against the full depth (patience L - 1: every example runs all L layers)
-    at most tolerance_points times the fraction of those layers it saves, and never more than
+    rule may lose against the full depth (patience L - 1: every example runs all L layers) at
+    most tolerance_points times the fraction of those layers it saves, and never more than
     tolerance_points; tolerance 0: the best metric, whatever it costs. The full depth's own
     metric is not a lone threshold: a full depth one lucky dev point higher does not push the
-    choice to the deepest patiences. Ties: fewer mean layers, then the larger patience.
-    ``results``: an ``early_exit_metrics`` table.
+    choice to the deepest patiences. Ties: fewer mean layers, then a patience before a
+    confidence, then the larger patience or confidence. ``results``: an ``early_exit_metrics``
+    table.
     """
     num_layers = num_layers_of(results)
     if num_layers == 0:
-        raise ValueError("no early-exit results to choose a patience from")
+        raise ValueError("no early-exit results to choose a rule from")
     if num_layers == 1:
-        return 1
+        return ExitRule(patience=1)
     cost = tolerance_points / 100 / (num_layers - 1)
 
-    def value(patience: int) -> float:
-        return (results[patience_key(patience, key)]
-                - cost * (results[patience_key(patience, MEAN_LAYERS)] - 1))
+    def order(rule: ExitRule) -> tuple:
+        layers = results[rule.key(MEAN_LAYERS)]
+        value = results[rule.key(key)] - cost * (layers - 1)
+        return (round(value, 12), -layers, rule.patience is not None,
+                rule.patience or rule.confidence)
 
-    return max(range(1, num_layers + 1), key=lambda p: (
-        round(value(p), 12), -results[patience_key(p, MEAN_LAYERS)], p))
+    return max(table_rules(results), key=order)
 
 
 # What the table and early_exit_results.json say of the ordinary model's dev metric, by training:
@@ -168,39 +238,44 @@ ORDINARY_UNKNOWN = ("unknown (joint training changes the full depth; train witho
 
 def format_table(results: Mapping[str, float], keys: tuple[str, ...],
                  ordinary_is_full_depth: bool = False) -> str:
-    """The table ``--do_eval`` prints: a row per layer (its classifier alone) and per patience
-    (with the mean layers used), a column per metric ``keys``; then the ordinary model's row (the
+    """The table ``--do_eval`` prints: a row per layer (its classifier alone) and per patience and
+    confidence (with the mean layers used), a column per metric ``keys``; then the ordinary
+    model's row (the
     full depth's, ``ordinary_is_full_depth``: two-stage training), or a line saying it is
     unknown."""
     num_layers = num_layers_of(results)
-    header = f"{'':>12}" + "".join(f"{key:>14}" for key in keys) + f"{'mean layers':>14}"
+    header = f"{'':>16}" + "".join(f"{key:>14}" for key in keys) + f"{'mean layers':>14}"
     lines = [header]
     for layer in range(1, num_layers + 1):
-        lines.append(f"{f'layer {layer}':>12}" + "".join(
+        lines.append(f"{f'layer {layer}':>16}" + "".join(
             f"{results[layer_key(layer, key)]:>14.4f}" for key in keys) + f"{layer:>14}")
-    for patience in range(1, num_layers + 1):
-        lines.append(f"{f'patience {patience}':>12}" + "".join(
-            f"{results[patience_key(patience, key)]:>14.4f}" for key in keys)
-            + f"{results[patience_key(patience, MEAN_LAYERS)]:>14.2f}")
+    for rule in table_rules(results):
+        lines.append(f"{str(rule):>16}" + "".join(
+            f"{results[rule.key(key)]:>14.4f}" for key in keys)
+            + f"{results[rule.key(MEAN_LAYERS)]:>14.2f}")
     if ordinary_is_full_depth:
-        lines.append(f"{'ordinary':>12}" + "".join(
+        lines.append(f"{'ordinary':>16}" + "".join(
             f"{results[layer_key(num_layers, key)]:>14.4f}" for key in keys)
             + f"{num_layers:>14}  ({ORDINARY_IS_FULL_DEPTH})")
     else:
-        lines.append(f"{'ordinary':>12}  {ORDINARY_UNKNOWN}")
+        lines.append(f"{'ordinary':>16}  {ORDINARY_UNKNOWN}")
     return "\n".join(lines)
 
 
 @dataclasses.dataclass(frozen=True)
 class ExitPolicy:
     """How inference stops: after a layer whose prediction stayed unchanged ``patience`` times,
-    and at the latest after layer ``max_layers``; ``regression_threshold``: a regression's
-    "unchanged". A fixed depth k is ``ExitPolicy.fixed_depth(k, L)`` (a patience of L, which no
-    streak reaches: a streak of unchanged predictions is at most L - 1 long)."""
+    or (``confidence`` set, a classification) after a layer whose classifier gives its class at
+    least that probability, and at the latest after layer ``max_layers``;
+    ``regression_threshold``: a regression's "unchanged". A fixed depth k is
+    ``ExitPolicy.fixed_depth(k, L)`` (a patience of L, which no streak reaches: a streak of
+    unchanged predictions is at most L - 1 long); a confidence alone is
+    ``ExitPolicy.of_rule(ExitRule(confidence=c), L)`` (with that patience of L)."""
 
     patience: int
     max_layers: int
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD
+    confidence: float | None = None
 
     @classmethod
     def full_depth(cls, num_layers: int) -> "ExitPolicy":
@@ -213,18 +288,45 @@ class ExitPolicy:
         """Every example exits after layer ``layers`` of ``num_layers``."""
         return cls(num_layers, layers, regression_threshold)
 
+    @classmethod
+    def of_rule(cls, rule: ExitRule, num_layers: int,
+                regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD) -> "ExitPolicy":
+        """``rule`` over all ``num_layers`` layers."""
+        if rule.patience is not None:
+            return cls(rule.patience, num_layers, regression_threshold)
+        return cls(num_layers, num_layers, regression_threshold, rule.confidence)
+
+    @property
+    def can_stop_early(self) -> bool:
+        """Whether some example may exit before layer ``max_layers``: a confidence, or a patience
+        below max_layers - 1 (patience p exits no earlier than layer p + 1)."""
+        return self.confidence is not None or self.patience < self.max_layers - 1
+
     def check(self, num_layers: int) -> None:
-        """ValueError unless 1 <= patience and 1 <= max_layers <= L."""
-        if self.patience < 1 or not 1 <= self.max_layers <= num_layers:
+        """ValueError unless 1 <= patience, 1 <= max_layers <= L and a confidence in (0, 1)."""
+        if (self.patience < 1 or not 1 <= self.max_layers <= num_layers
+                or (self.confidence is not None and not 0 < self.confidence < 1)):
             raise ValueError(f"{self} for a model of {num_layers} layers")
+
+    def describe(self) -> str:
+        """How it stops, in words, e.g. "at patience 2, at the latest after layer 12"."""
+        rule = (f"at confidence {self.confidence:g}" if self.confidence is not None
+                else f"at patience {self.patience}" if self.can_stop_early
+                else "at a fixed depth")
+        return f"{rule}, at the latest after layer {self.max_layers}"
 
 
 def stopped_layers(layer_logits: np.ndarray, is_regression: bool,
                    policy: ExitPolicy) -> np.ndarray:
-    """int64 [N]: each example's exit layer under ``policy`` (the patience rule over the first
-    ``max_layers`` layers of ``layer_logits`` [N, L, C]), as the served model stops."""
-    return exit_layers(layer_logits[:, :policy.max_layers], policy.patience, is_regression,
-                       policy.regression_threshold)
+    """int64 [N]: each example's exit layer under ``policy`` (the patience rule, and the
+    confidence rule when it has one, over the first ``max_layers`` layers of ``layer_logits``
+    [N, L, C]: the first layer where either stops), as the served model stops."""
+    layer_logits = layer_logits[:, :policy.max_layers]
+    layers = exit_layers(layer_logits, policy.patience, is_regression,
+                         policy.regression_threshold)
+    if policy.confidence is not None:
+        layers = np.minimum(layers, confident_exit_layers(layer_logits, policy.confidence))
+    return layers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,14 +338,14 @@ class EarlyExitSettings:
     ordinary_train_steps: two-stage, stage 1's peak learning rate and steps (--learning_rate,
     --train_step; the run's own are stage 2's); distillation: two-stage, stage 2's weight of the
     full depth's answers in each internal classifier's loss (--early_exit_distillation).
-    patience / inference_layers: how --do_predict and --export_dir stop (at most one given;
-    neither: the patience chosen on dev).
+    patience / confidence / inference_layers: how --do_predict and --export_dir stop (at most one
+    given; none: the rule chosen on dev, a patience or a confidence).
     regression_threshold: a regression's "unchanged" (None: not given; the one the run directory
     records, else ``DEFAULT_REGRESSION_THRESHOLD``; ``threshold``). tolerance_points:
     --patience_tolerance, the
-    dev-metric points the chosen patience may trade for skipping all layers after the first
-    (``choose_patience``); None when not given: the sweep chooses with
-    ``DEFAULT_TOLERANCE_POINTS``, prediction and export take the patience the sweep chose.
+    dev-metric points the chosen rule may trade for skipping all layers after the first
+    (``choose_rule``); None when not given: the sweep chooses with
+    ``DEFAULT_TOLERANCE_POINTS``, prediction and export take the rule the sweep chose.
     """
 
     heads: str
@@ -255,6 +357,7 @@ class EarlyExitSettings:
     regression_threshold: float | None = None
     tolerance_points: float | None = None
     distillation: float = DEFAULT_DISTILLATION
+    confidence: float | None = None
 
     @property
     def threshold(self) -> float:
@@ -264,7 +367,7 @@ class EarlyExitSettings:
 
     @property
     def sweep_tolerance(self) -> float:
-        """The tolerance the sweep chooses the patience with."""
+        """The tolerance the sweep chooses the rule with."""
         return (DEFAULT_TOLERANCE_POINTS if self.tolerance_points is None
                 else self.tolerance_points)
 
@@ -276,16 +379,18 @@ class EarlyExitSettings:
                             f"{num_layers} layers (num_hidden_layers of --albert_config_file).")
 
     def policy(self, num_layers: int, results_path: str) -> ExitPolicy:
-        """How prediction and export stop: the fixed depth --inference_layers, or --patience over
-        all the layers, by default the patience chosen on dev (``RESULTS_FILE`` at
-        ``results_path``; chosen again from its table with --patience_tolerance when that was
-        given). UserError for a depth the model has not."""
+        """How prediction and export stop: the fixed depth --inference_layers, or --patience or
+        --exit_confidence over all the layers, by default the rule chosen on dev
+        (``RESULTS_FILE`` at ``results_path``; chosen again from its table with
+        --patience_tolerance when that was given). UserError for a depth the model has not."""
         self.check_depth(num_layers)
         if self.inference_layers is not None:
             return ExitPolicy.fixed_depth(self.inference_layers, num_layers, self.threshold)
-        patience = (self.patience if self.patience is not None
-                    else read_chosen_patience(results_path, self.tolerance_points))
-        return ExitPolicy(patience, num_layers, self.threshold)
+        if self.patience is not None or self.confidence is not None:
+            rule = ExitRule(self.patience, self.confidence)
+        else:
+            rule = read_chosen_rule(results_path, self.tolerance_points)
+        return ExitPolicy.of_rule(rule, num_layers, self.threshold)
 
 
 # The threshold a regression's early-exit table, chosen patience and exports were made with:
@@ -295,7 +400,8 @@ REGRESSION_THRESHOLD = Fact("regression_threshold", "early-exit decisions made w
 
 
 # The early-exit results of the best checkpoint, written by the sweep into --output_dir:
-# {"selection_metric": key, "patience": the chosen patience, "tolerance_points": ...,
+# {"selection_metric": key, "patience" or "confidence": the chosen rule (the other null),
+#  "tolerance_points": ...,
 #  "num_layers": L, "table": {early_exit/... key: value}, "best_step", "fingerprint": the
 #  checkpoint it describes (the run manifest's best; a file naming another one is refused)}.
 RESULTS_FILE = "early_exit_results.json"
@@ -305,8 +411,8 @@ def results_of(best: Mapping[str, float], key: str, tolerance_points: float,
                ordinary_is_full_depth: bool = False) -> dict[str, object] | None:
     """The content of ``RESULTS_FILE`` for the sweep's best metrics ``best`` (its unnamed
     evaluation set's table; None when ``best`` holds none: a resumed sweep whose best came
-    earlier and whose eval_results.txt lost it). ``key``: the metric the patience is chosen by.
-    ``chosen``: the chosen patience's price, its metric and mean layers and how far it is from the
+    earlier and whose eval_results.txt lost it). ``key``: the metric the rule is chosen by.
+    ``chosen``: the chosen rule's price, its metric and mean layers and how far it is from the
     full depth and from the ordinary model, in points; ``ordinary``: the ordinary model's metric,
     known when the full depth is the ordinary model (``ordinary_is_full_depth``: two-stage
     training), else None; ``ordinary_note`` says which."""
@@ -314,12 +420,12 @@ def results_of(best: Mapping[str, float], key: str, tolerance_points: float,
     if not table:
         return None
     num_layers = num_layers_of(table)
-    patience = choose_patience(table, key, tolerance_points)
-    chosen, full = table[patience_key(patience, key)], table[layer_key(num_layers, key)]
+    rule = choose_rule(table, key, tolerance_points)
+    chosen, full = table[rule.key(key)], table[layer_key(num_layers, key)]
     ordinary = full if ordinary_is_full_depth else None
-    return {"selection_metric": key, "patience": patience, "tolerance_points": tolerance_points,
-            "num_layers": num_layers, "table": table,
-            "chosen": {key: chosen, MEAN_LAYERS: table[patience_key(patience, MEAN_LAYERS)],
+    return {"selection_metric": key, "patience": rule.patience, "confidence": rule.confidence,
+            "tolerance_points": tolerance_points, "num_layers": num_layers, "table": table,
+            "chosen": {key: chosen, MEAN_LAYERS: table[rule.key(MEAN_LAYERS)],
                        "points_from_full_depth": round(100 * (chosen - full), 6),
                        "points_from_ordinary": (None if ordinary is None
                                                 else round(100 * (chosen - ordinary), 6))},
@@ -329,7 +435,7 @@ def results_of(best: Mapping[str, float], key: str, tolerance_points: float,
 
 
 def price_line(results: Mapping[str, object]) -> str:
-    """What the chosen patience of ``results_of``'s content costs, in one line: its metric and
+    """What the chosen rule of ``results_of``'s content costs, in one line: its metric and
     mean layers, against the full depth and against the ordinary model (or that it is
     unknown)."""
     chosen, key = results["chosen"], results["selection_metric"]
@@ -348,30 +454,47 @@ def write_results(path: str, results: Mapping[str, object]) -> None:
     atomic_write_text(path, json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
-def read_chosen_patience(path: str, tolerance_points: float | None = None) -> int:
-    """The patience chosen on dev that ``RESULTS_FILE`` at ``path`` records; with
-    ``tolerance_points`` other than the file's, the one ``choose_patience`` takes from its table
+def chosen_rule(results: Mapping[str, object]) -> ExitRule:
+    """The rule ``results_of``'s content records (a file written before confidences were
+    measured records a patience alone). ValueError when it records no valid one."""
+    patience, confidence = results.get("patience"), results.get("confidence")
+    if confidence is None:
+        if not isinstance(patience, int) or isinstance(patience, bool) or patience < 1:
+            raise ValueError(f"expected a patience >= 1, got {patience!r}")
+        return ExitRule(patience=patience)
+    if (patience is not None or not isinstance(confidence, (int, float))
+            or isinstance(confidence, bool) or not 0 < confidence < 1):
+        raise ValueError(f"expected a patience >= 1 or a confidence in (0, 1), got patience "
+                         f"{patience!r} and confidence {confidence!r}")
+    return ExitRule(confidence=float(confidence))
+
+
+def read_chosen_rule(path: str, tolerance_points: float | None = None) -> ExitRule:
+    """The rule chosen on dev that ``RESULTS_FILE`` at ``path`` records; with
+    ``tolerance_points`` other than the file's, the one ``choose_rule`` takes from its table
     with that tolerance. UserError when there is none (no early-exit sweep yet) or the file is
     not one."""
     if not tf.io.gfile.exists(path):
-        raise UserError(f"{path} does not exist: the patience chosen on dev is written by "
-                        "--do_eval with --early_exit; run it, or give --patience or "
-                        "--inference_layers.")
+        raise UserError(f"{path} does not exist: the stopping rule chosen on dev is written by "
+                        "--do_eval with --early_exit; run it, or give --patience, "
+                        "--exit_confidence or --inference_layers.")
     results = read_json_object(path, UserError, "the early-exit results")
     best = read_manifest(os.path.dirname(path)).best
     if results.get("fingerprint") and best and best.get("fingerprint") not in (
             None, results["fingerprint"]):
         raise UserError(f"{path} describes the checkpoint of step {results.get('best_step')}, not "
-                        f"model.ckpt-best (step {best['step']}): its patience was chosen for "
+                        f"model.ckpt-best (step {best['step']}): its rule was chosen for "
                         "other weights; rerun --do_eval with --early_exit to choose it again.")
-    patience = results.get("patience")
-    if not isinstance(patience, int) or patience < 1:
-        raise UserError(f"{path}: expected a patience >= 1, got {patience!r}.")
-    if tolerance_points is None or tolerance_points == results.get("tolerance_points"):
-        return patience
     try:
-        return choose_patience(results["table"], results["selection_metric"], tolerance_points)
+        rule = chosen_rule(results)
+    except ValueError as error:
+        raise UserError(f"{path}: {error}.") from None
+    if tolerance_points is None or tolerance_points == results.get("tolerance_points"):
+        return rule
+    try:
+        return choose_rule(results["table"], results["selection_metric"], tolerance_points)
     except (KeyError, TypeError, ValueError):
-        raise UserError(f"{path}: no early-exit table to choose a patience from with "
+        raise UserError(f"{path}: no early-exit table to choose a rule from with "
                         f"--patience_tolerance={tolerance_points}; rerun --do_eval with "
                         "--early_exit.") from None
+

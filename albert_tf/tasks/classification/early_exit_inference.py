@@ -6,7 +6,8 @@ when the example has).
 ``early_exit_logits(model, inputs, policy)`` runs the embeddings, then per iteration one layer
 (its K blocks), the pooler on its [CLS] vector and that layer's internal classifier
 (``AlbertClassifierModel.layer_heads``), and updates each example's streak of unchanged
-predictions; an example exits after layer j when its streak reaches the patience or j is the
+predictions; an example exits after layer j when its streak reaches the patience, when the
+classifier gives its class at least the policy's confidence (if it has one), or when j is the
 ``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example
 has exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration
 applies the same block; with several groups or another sharing a ``tf.switch_case`` picks the
@@ -80,24 +81,34 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
     """(logits float32 [B, C] at each example's exit layer, that layer int32 [B], 1-based).
 
     inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. policy: how to stop
-    (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's.
+    (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's rule (its
+    confidence too: the request stops by this patience alone).
 
-    A policy that cannot stop before its max_layers k (its patience at least k - 1: after layer
-    j the streak of unchanged predictions is at most j - 1 long, so a patience p stops no earlier
-    than layer p + 1), given no other patience, runs its k layers in one straight pass (``fixed_depth_logits``) instead of the loop, whose bookkeeping per layer
-    would make, e.g., a full-depth policy slower than the ordinary model.
+    A policy that cannot stop before its max_layers k (``ExitPolicy.can_stop_early``: no
+    confidence and a patience of at least k - 1; after layer j the streak of unchanged
+    predictions is at most j - 1 long, so a patience p stops no earlier than layer p + 1), given
+    no other patience, runs its k layers in one straight pass (``fixed_depth_logits``) instead
+    of the loop, whose bookkeeping per layer would make, e.g., a full-depth policy slower than
+    the ordinary model.
     """
     heads = model.layer_heads()
     if not heads:
         raise ValueError("early_exit_logits needs a model built with early_exit")
-    if patience is None and policy.patience >= policy.max_layers - 1:
+    if patience is None and not policy.can_stop_early:
         logits = tf.cast(fixed_depth_logits(model, inputs, policy.max_layers), tf.float32)
         return logits, tf.fill([tf.shape(logits)[0]], tf.constant(policy.max_layers, tf.int32))
     kernels = tf.stack([tf.convert_to_tensor(head.output_weights) for head in heads])  # [L, C, H]
     biases = tf.stack([tf.convert_to_tensor(head.output_bias) for head in heads])  # [L, C]
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
-    patience = tf.cast(policy.patience if patience is None else patience, tf.int32)
+    # Only the rules that can stop an example before max_layers are traced: a confidence-only
+    # policy carries no streak, a patience request (or policy) without confidence computes no
+    # probabilities: at batch 1 each op of the loop's body costs a few microseconds, which a
+    # small model's layer does not dwarf.
     max_layers, regression_threshold = policy.max_layers, policy.regression_threshold
+    by_patience = patience is not None or policy.patience < max_layers - 1
+    by_confidence = (patience is None and policy.confidence is not None
+                     and not model.is_regression)
+    patience = tf.cast(policy.patience if patience is None else patience, tf.int32)
     # The distinct block lists the layers run (one under ALBERT's sharing), and each layer's.
     distinct, branch_of_layer = [], []
     for blocks in model.albert.transformer.layer_blocks:
@@ -118,32 +129,43 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
     hidden = tf.cast(_embedded(model, inputs), tf.float32)
     batch = tf.shape(hidden)[0]
     is_regression = model.is_regression
-    state = (tf.constant(0, tf.int32), hidden,
-             tf.zeros([batch], tf.float32),  # the previous layer's class (as float) or score
-             tf.zeros([batch], tf.int32),  # streak of unchanged predictions
-             tf.zeros([batch], tf.bool),  # exited
-             tf.zeros([batch], tf.int32),  # exit layer
-             tf.zeros([batch, model.num_labels], tf.float32))  # logits at the exit layer
+    state = {"layer": tf.constant(0, tf.int32), "hidden": hidden,
+             "done": tf.zeros([batch], tf.bool),  # exited
+             "exits": tf.zeros([batch], tf.int32),  # exit layer
+             "logits": tf.zeros([batch, model.num_labels], tf.float32)}  # at the exit layer
+    if by_patience:
+        state["previous"] = tf.zeros([batch], tf.float32)  # the last class (as float) or score
+        state["streak"] = tf.zeros([batch], tf.int32)  # of unchanged predictions
 
-    def not_done(layer, hidden, previous, streak, done, exits, logits):
-        return tf.logical_and(layer < max_layers, tf.logical_not(tf.reduce_all(done)))
+    def not_done(state):
+        return tf.logical_and(state["layer"] < max_layers,
+                              tf.logical_not(tf.reduce_all(state["done"])))
 
-    def step(layer, hidden, previous, streak, done, exits, logits):
-        hidden = run_layer(layer, hidden)
+    def step(state):
+        layer = state["layer"]
+        hidden = run_layer(layer, state["hidden"])
         current = _layer_logits(model, hidden, tf.gather(kernels, layer),
                                 tf.gather(biases, layer))
-        if is_regression:
-            value = current[:, 0]
-            same = tf.abs(value - previous) < regression_threshold
-        else:
-            value = tf.cast(tf.argmax(current, axis=-1, output_type=tf.int32), tf.float32)
-            same = tf.equal(value, previous)
-        streak = tf.where(tf.logical_and(same, layer > 0), streak + 1, 0)
-        exiting = tf.logical_and(tf.logical_not(done), tf.logical_or(
-            streak >= patience, layer + 1 >= max_layers))
-        exits = tf.where(exiting, layer + 1, exits)
-        logits = tf.where(exiting[:, tf.newaxis], current, logits)
-        return (layer + 1, hidden, value, streak, tf.logical_or(done, exiting), exits, logits)
+        stops = layer + 1 >= max_layers
+        new = {}
+        if by_patience:
+            if is_regression:
+                value = current[:, 0]
+                same = tf.abs(value - state["previous"]) < regression_threshold
+            else:
+                value = tf.cast(tf.argmax(current, axis=-1, output_type=tf.int32), tf.float32)
+                same = tf.equal(value, state["previous"])
+            streak = tf.where(tf.logical_and(same, layer > 0), state["streak"] + 1, 0)
+            new.update(previous=value, streak=streak)
+            stops = tf.logical_or(stops, streak >= patience)
+        if by_confidence:
+            sure = tf.reduce_max(tf.nn.softmax(current, axis=-1), axis=-1) >= policy.confidence
+            stops = tf.logical_or(stops, sure)
+        exiting = tf.logical_and(tf.logical_not(state["done"]), stops)
+        new.update(layer=layer + 1, hidden=hidden, done=tf.logical_or(state["done"], exiting),
+                   exits=tf.where(exiting, layer + 1, state["exits"]),
+                   logits=tf.where(exiting[:, tf.newaxis], current, state["logits"]))
+        return (new,)
 
-    *_, exits, logits = tf.while_loop(not_done, step, state)
-    return logits, exits
+    final = tf.while_loop(not_done, step, (state,))[0]
+    return final["logits"], final["exits"]

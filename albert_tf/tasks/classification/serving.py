@@ -15,10 +15,11 @@ albert_tf/serving/saved_model.py) and its TFLite model.
 An early-exit model (``AlbertClassifierModel(early_exit=...)``, run_classifier's --early_exit)
 serves with its ``ExitPolicy`` (albert_tf/tasks/classification/early_exit.py), in a
 ``tf.while_loop`` (albert_tf/tasks/classification/early_exit_inference.py): both
-signatures stop computing once every example of the request has exited (the patience recorded
-at export, or a fixed depth) and add ``layers_used`` int32 [batch], the layers each example ran;
-``serve_patience`` and ``serve_text_patience`` take the same inputs plus ``patience`` int32 scalar
-(>= 1) instead of the recorded one. ``assets.extra/early_exit.json`` records the policy.
+signatures stop computing once every example of the request has exited (the rule recorded at
+export: a patience, a confidence, or a fixed depth) and add ``layers_used`` int32 [batch], the
+layers each example ran; ``serve_patience`` and ``serve_text_patience`` take the same inputs plus
+``patience`` int32 scalar (>= 1), which they stop by instead of the recorded rule.
+``assets.extra/early_exit.json`` records the policy.
 
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
 protobuf step.

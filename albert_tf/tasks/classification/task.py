@@ -10,7 +10,7 @@
 - With ``early_exit`` (PABEE, albert_tf/tasks/classification/early_exit.py): the loss is the mean
   over layers of each internal classifier's loss, layer j weighted by j / (1 + ... + L); the eval
   outputs add ``layer_logits`` [B, L, C] and ``reduce`` adds the early-exit table (each layer's
-  metrics, and the metrics and mean layers of patience 1..L), also printed. The ordinary outputs
+  metrics, and the metrics and mean layers of patience 1..L and of each confidence), also printed. The ordinary outputs
   and metrics stay those of the full depth (layer L's classifier, the ordinary computation), which
   selects the best checkpoint.
 - With ``internal_only`` (two-stage training's stage 2, albert_tf/tasks/classification/
@@ -157,7 +157,7 @@ class ClassifierTask:
         if self.early_exit is not None:
             table = self.early_exit_table(outputs)
             metrics.update(table)
-            print("Early exit (dev): each layer's classifier, and each patience with the mean "
+            print("Early exit (dev): each layer's classifier, and each patience and confidence with the mean "
                   f"layers used\n"
                   f"{exits.format_table(table, self.metric_keys, self.internal_only)}", flush=True)
         return metrics
@@ -169,7 +169,7 @@ class ClassifierTask:
 
     def early_exit_table(self, outputs: Mapping[str, np.ndarray]) -> dict[str, float]:
         """``early_exit_metrics`` of an evaluation's ``layer_logits``: the task's metrics of each
-        layer and of each patience, over the real examples."""
+        layer and of each patience and confidence, over the real examples."""
         weights = outputs["is_real_example"]
 
         def metrics(layer_outputs: np.ndarray) -> dict[str, float]:
