@@ -18,8 +18,8 @@ as the variants say:
 Each run sweeps its checkpoints on dev and exports its best one. Printed per task:
 
 - the dev accuracy of the ordinary model and of each early-exit model's full depth;
-- for each early-exit model and patience 1..L: dev accuracy and mean layers used (the sweep's
-  table, early_exit_results.json), and the patience it chose;
+- for each early-exit model, patience 1..L and each confidence: dev accuracy and mean layers used
+  (the sweep's table, early_exit_results.json), and the rule it chose;
 - the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
   examples at their real length, mean over examples, for each patience, against the ordinary
   export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
@@ -28,11 +28,21 @@ Each run sweeps its checkpoints on dev and exports its best one. Printed per tas
   process's CPU time (what the call computed: on a shared machine, time spent waiting for a CPU
   is not counted) and the wall time (what a caller waits; it moves with the machine's load).
   The speed-up is given by both;
-- one summary line per early-exit variant: at the patience chosen on dev, the accuracy lost
-  against the ordinary model (points), the mean layers and the batch-1 speed-up (CPU, wall);
-  and under it the export's ``serving_default`` (the rule recorded at export, the chosen
-  patience) timed the same way: what a client gets, one straight pass without the loop when the
-  rule cannot stop early (``serve_patience`` always runs the loop).
+- one summary line per early-exit variant: at the rule chosen on dev (a patience or a
+  confidence), the accuracy lost against the ordinary model (points), the mean layers, and the
+  batch-1 speed-up (CPU, wall) of the export's ``serving_default`` (the rule recorded at export)
+  timed the same way: what a client gets, one straight pass without the loop when the rule
+  cannot stop early (``serve_patience``, timed in the table, always runs the loop). A
+  confidence has no signature of its own: only the chosen one is timed;
+- under it (``--base_width_latency``, default on) the same exits timed at ALBERT-base widths
+  (E 128, H 768, 12 heads, FFN 3,072, L layers, random weights): at H 64 the loop's bookkeeping
+  after every layer weighs as much as a layer, at ALBERT-base's a layer dominates, which is the
+  model a user serves. No such model can be trained to the small one's accuracy on these CPUs,
+  so each timed example is run by a base-width early-exit export for exactly the layers the
+  small model's export used on it (its internal classifiers made to agree: a patience of k - 1
+  stops after layer k, a confidence of 0.5 after layer 1), against the same model's ordinary
+  computation (the straight full-depth pass, bit for bit the ordinary model's), both timed
+  per group of examples that exit at the same layer, paired.
 
 SST-2: train.tsv (60,614 phrases) trains; test.tsv, which holds the 872 labelled sentences of the
 public GLUE dev set, is the dev set (as benchmarks/bench_glue_sst2.py).
@@ -128,6 +138,8 @@ flags.DEFINE_integer("warmup_step", 150, "Warmup steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 500, "Checkpoint cadence (sweep granularity).")
 flags.DEFINE_integer("latency_examples", 300, "Dev examples timed at batch 1 (the first ones).")
 flags.DEFINE_string("work_dir", None, "Keep the runs here (default: a temporary directory).")
+flags.DEFINE_bool("base_width_latency", True, "Also time the chosen rule's exit layers at "
+                  "ALBERT-base widths (module doc).")
 flags.DEFINE_float("early_exit_distillation", None, "two_stage's --early_exit_distillation "
                    "(default: run_classifier's); give each value its own --work_dir.")
 
@@ -370,6 +382,8 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
     """Prints the task's table (see the module doc). Each early-exit timing is paired with a
     timing of the ordinary export taken just before it, so that the speed-up compares the two
     under the same load (the machine may be shared)."""
+    from albert_tf.tasks.classification.early_exit import chosen_rule, table_rules
+
     num_layers = FLAGS.num_hidden_layers
     best = {}
     for variant in FLAGS.variants:
@@ -389,9 +403,9 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
     for variant in [v for v in FLAGS.variants if v != "ordinary"]:
         with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
             results = json.load(handle)
-        table, chosen = results["table"], results["patience"]
+        table, chosen = results["table"], chosen_rule(results)
         served = signature_of(os.path.join(root, variant, "export"), "serve_patience")
-        print(f"\n{variant} internal classifiers (patience chosen on dev: {chosen})")
+        print(f"\n{variant} internal classifiers (chosen on dev: {chosen})")
         print("layer accuracy: " + " ".join(
             f"{table[f'early_exit/layer_{j}/eval_accuracy']:.3f}"
             for j in range(1, num_layers + 1)))
@@ -407,34 +421,102 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
             print(f"{patience:>8} {accuracy:>9.4f} {layers:>12.2f} {cpu * 1000:>7.2f} "
                   f"{base_cpu * 1000:>9.2f} {base_cpu / cpu:>12.2f}x {wall * 1000:>8.2f} "
                   f"{base_wall * 1000:>9.2f} {base_wall / wall:>13.2f}x {served_layers:>14.2f}"
-                  + ("  <- chosen" if patience == chosen else ""))
-            if patience == chosen:
-                points = (100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary
-                          else None)
-                summary.append(
-                    f"{task} {variant}: patience {chosen}: accuracy {accuracy:.4f}"
-                    + (f" against the ordinary {best['ordinary']['eval_accuracy']:.4f} "
-                       f"({points:+.2f} points)" if points is not None else "")
-                    + f", {layers:.2f} mean layers, batch-1 speed-up {base_cpu / cpu:.2f}x "
-                    f"(CPU), {base_wall / wall:.2f}x (wall)")
+                  + ("  <- chosen" if chosen.patience == patience else ""))
+        for rule in table_rules(table)[num_layers:]:
+            print(f"{str(rule):>16} {table[rule.key('eval_accuracy')]:>9.4f} "
+                  f"{table[rule.key('mean_layers')]:>12.2f}"
+                  + ("  <- chosen" if rule == chosen else ""))
+        accuracy = table[chosen.key("eval_accuracy")]
+        points = 100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary else None
+        summary.append(
+            f"{task} {variant}: {chosen}: accuracy {accuracy:.4f}"
+            + (f" against the ordinary {best['ordinary']['eval_accuracy']:.4f} "
+               f"({points:+.2f} points)" if points is not None else "")
+            + f", {table[chosen.key('mean_layers')]:.2f} mean layers")
         summary.append(served_rule_line(root, variant, chosen, ordinary, requests))
+        if FLAGS.base_width_latency:
+            summary.append(base_width_line(os.path.join(root, variant, "export"), requests))
     print("\n" + "\n".join(summary) + f"\nload average after the timings: {os.getloadavg()}")
 
 
-def served_rule_line(root: str, variant: str, chosen: int, ordinary,
-                     requests: list[dict]) -> str:
+def served_rule_line(root: str, variant: str, chosen, ordinary, requests: list[dict]) -> str:
     """``variant``'s export called by ``serving_default`` (the rule recorded at export: the
-    chosen patience) and timed against the ordinary export, paired as in ``report``: what a
-    client of the export gets. A rule that cannot stop before the last layer (patience L - 1 or
-    more) is served there as one straight pass without the loop, which ``serve_patience``, timed
-    in the table, always runs."""
+    ``chosen`` ExitRule) and timed against the ordinary export, paired as in ``report``: what a
+    client of the export gets, the batch-1 speed-up. A rule that cannot stop before the last
+    layer (patience L - 1 or more) is served there as one straight pass without the loop, which
+    ``serve_patience``, timed in the table, always runs."""
     served = signature_of(os.path.join(root, variant, "export"), "serving_default")
     base_cpu, base_wall = (batch_one_latency(ordinary, requests)[:2] if ordinary
                            else (float("nan"),) * 2)
     cpu, wall, served_layers = batch_one_latency(served, requests)
-    return (f"  served by serving_default (patience {chosen} recorded): {served_layers:.2f} "
+    return (f"  served by serving_default ({chosen} recorded): {served_layers:.2f} "
             f"layers on the timed examples, {cpu * 1000:.2f} CPU ms against the ordinary "
             f"{base_cpu * 1000:.2f}: {base_cpu / cpu:.2f}x (CPU), {base_wall / wall:.2f}x (wall)")
+
+
+def base_width_exports(directory: str, num_labels: int) -> tuple[str, str]:
+    """Two exports of one random ALBERT-base-width early-exit classifier (vocabulary en8k's,
+    --num_hidden_layers layers, --max_seq_length positions) whose every classifier answers class
+    0 with certainty (bias 20): one served by a confidence of 0.5 (every example exits after
+    layer 1; serve_patience k - 1 exits after layer k), one at full depth (the straight pass:
+    the ordinary model's computation). Returns (early-exit export, ordinary export)."""
+    import keras
+
+    from albert_tf.models.config import AlbertConfig
+    from albert_tf.tasks.classification.early_exit import ExitPolicy, ExitRule
+    from albert_tf.tasks.classification.model import AlbertClassifierModel
+    from albert_tf.tasks.classification.serving import export_classifier
+
+    config = AlbertConfig.from_dict(dict(
+        vocab_size=8000, embedding_size=128, hidden_size=768,
+        num_hidden_layers=FLAGS.num_hidden_layers, num_attention_heads=12,
+        intermediate_size=3072, max_position_embeddings=FLAGS.max_seq_length))
+    keras.utils.set_random_seed(0)
+    model = AlbertClassifierModel(config, num_labels, early_exit="separate")
+    model({name: keras.ops.zeros([1, 8], "int32")
+           for name in ("input_ids", "input_mask", "segment_ids")})
+    for head in model.layer_heads():
+        head.output_bias.assign(keras.ops.one_hot(0, num_labels) * 20.0)
+    early, full = os.path.join(directory, "early_exit"), os.path.join(directory, "full_depth")
+    export_classifier(model, early, policy=ExitPolicy.of_rule(
+        ExitRule(confidence=0.5), config.num_hidden_layers))
+    export_classifier(model, full, policy=ExitPolicy.full_depth(config.num_hidden_layers))
+    return early, full
+
+
+def base_width_line(export_dir: str, requests: list[dict]) -> str:
+    """The chosen rule's exits on ``requests`` (the layers the small model's export used on each)
+    timed at ALBERT-base widths (module doc): the CPU and wall speed-up over the same examples,
+    summed over the groups of examples that exit at the same layer, each group's early-exit
+    timing paired with an ordinary one just before it."""
+    import collections
+
+    served = signature_of(export_dir, "serving_default")
+    exits = [int(served(**call)["layers_used"][0]) for call in requests]
+    num_labels = int(served(**requests[0])["probabilities"].shape[-1])
+    with tempfile.TemporaryDirectory(prefix="base_width_") as directory:
+        early_dir, full_dir = base_width_exports(directory, num_labels)
+        loop = {name: signature_of(early_dir, name)
+                for name in ("serving_default", "serve_patience")}
+        ordinary = signature_of(full_dir, "serving_default")
+        groups = collections.defaultdict(list)
+        for call, layers in zip(requests, exits):
+            groups[layers].append(call)
+        totals = [0.0] * 4  # early CPU, early wall, ordinary CPU, ordinary wall
+        for layers, calls in sorted(groups.items()):
+            base_cpu, base_wall = batch_one_latency(ordinary, calls)[:2]
+            if layers == 1:
+                cpu, wall, used = batch_one_latency(loop["serving_default"], calls)
+            else:
+                cpu, wall, used = batch_one_latency(loop["serve_patience"], calls, layers - 1)
+            if round(used) != layers:
+                raise RuntimeError(f"the base-width export ran {used} layers, not {layers}")
+            for index, value in enumerate((cpu, wall, base_cpu, base_wall)):
+                totals[index] += value * len(calls)
+    cpu, wall, base_cpu, base_wall = (total / len(requests) for total in totals)
+    return (f"  at ALBERT-base widths, the same {sum(exits) / len(exits):.2f} layers per example: "
+            f"{cpu * 1000:.1f} CPU ms against the ordinary {base_cpu * 1000:.1f}: "
+            f"{base_cpu / cpu:.2f}x (CPU), {base_wall / wall:.2f}x (wall)")
 
 
 def main(argv):
