@@ -320,6 +320,9 @@ def test_confidence_exits_at_the_first_layer_sure_enough():
                                 ).tolist() == [2, 2, 2]
     assert exits.ExitPolicy.of_rule(exits.ExitRule(confidence=0.99), 3).can_stop_early
     assert not exits.ExitPolicy(2, 3).can_stop_early
+    assert rule.describe() == "at confidence 0.8, at the latest after layer 3"
+    assert exits.ExitPolicy(1, 6).describe() == "at patience 1, at the latest after layer 6"
+    assert exits.ExitPolicy.fixed_depth(3, 6).describe() == "after layer 3 (a fixed depth)"
     with pytest.raises(ValueError):
         exits.ExitPolicy(3, 3, confidence=1.0).check(3)
     with pytest.raises(ValueError):

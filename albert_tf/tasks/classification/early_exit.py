@@ -310,9 +310,10 @@ class ExitPolicy:
 
     def describe(self) -> str:
         """How it stops, in words, e.g. "at patience 2, at the latest after layer 12"."""
+        if not self.can_stop_early:
+            return f"after layer {self.max_layers} (a fixed depth)"
         rule = (f"at confidence {self.confidence:g}" if self.confidence is not None
-                else f"at patience {self.patience}" if self.can_stop_early
-                else "at a fixed depth")
+                else f"at patience {self.patience}")
         return f"{rule}, at the latest after layer {self.max_layers}"
 
 
