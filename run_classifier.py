@@ -17,9 +17,10 @@ Early exit (docs/early_exit.md): --early_exit trains an internal classifier afte
 by default in two stages (the ordinary classifier first, in <output_dir>/ordinary unless
 --init_checkpoint holds one, then the internal classifiers alone, the rest frozen: the full depth
 is the ordinary model), or jointly with PABEE's weighted loss (--early_exit_training=joint);
---do_eval adds each layer's and each patience's metrics (the best checkpoint's in
-early_exit_results.json, with the patience chosen on dev and its price); --do_predict and
---export_dir stop at --patience (default: the chosen one) or at --inference_layers. An output
+--do_eval adds each layer's, each patience's and each confidence's metrics (the best checkpoint's
+in early_exit_results.json, with the rule chosen on dev and its price); --do_predict and
+--export_dir stop at --patience or --exit_confidence (default: the rule chosen on dev) or at
+--inference_layers. An output
 directory holds one kind of classifier (ordinary, or early exit with separate or shared heads,
 and its training, recorded in its run manifest): a later run there with other early-exit flags is
 refused.
