@@ -120,6 +120,10 @@ import time
 from absl import app, flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from benchmarks.machine_load import load_average  # noqa: E402
+
 SHARED = os.path.join(REPO_ROOT, "..", "shared", "data")
 
 FRAMEWORKS = ("albert_tf", "hf")
@@ -377,7 +381,6 @@ def albert_tf_widths(output_dir: str, grouped: bool, first: int, count: int) -> 
     the masks only."""
     import tensorflow as tf
 
-    sys.path.insert(0, REPO_ROOT)
     from albert_tf.training.input_pipeline import record_train_dataset_fn
     from albert_tf.training.length_buckets import MASK_FEATURE, LengthBuckets
 
@@ -629,13 +632,9 @@ def _check_flags() -> None:
             raise app.UsageError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}.")
 
 
-def _load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
 
 def prepare(root: str) -> dict:
     """The files of both frameworks, the token ids of the Hugging Face side, length statistics."""
-    sys.path.insert(0, REPO_ROOT)
     from albert_tf.tokenization.full_tokenizer import FullTokenizer
 
     with open(FLAGS.albert_config_file, encoding="utf-8") as handle:
@@ -748,7 +747,7 @@ def main(argv: list[str]) -> None:
     _check_flags()
     root = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_fine_tuning_")
     os.makedirs(root, exist_ok=True)
-    print(f"load average at start: {_load_average()} on {os.cpu_count()} cores", flush=True)
+    print(f"load average at start: {load_average()} on {os.cpu_count()} cores", flush=True)
     started = time.perf_counter()
     try:
         files = prepare(root)
@@ -791,7 +790,7 @@ def main(argv: list[str]) -> None:
               f"{FLAGS.loop_steps * (1 + timed_loops('padded'))} for padded), the "
               f"first {FLAGS.loop_steps} untimed; evaluation batch {FLAGS.eval_batch_size}; total "
               f"{(time.perf_counter() - started) / 60:.1f} min")
-        print(f"load average at end: {_load_average()} on {os.cpu_count()} cores")
+        print(f"load average at end: {load_average()} on {os.cpu_count()} cores")
     finally:
         if not FLAGS.work_dir:
             shutil.rmtree(root, ignore_errors=True)

@@ -64,6 +64,7 @@ from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: 
 from albert_tf.tasks.classification.serving import (export_classifier,  # noqa: E402
                                                     export_classifier_onnx,
                                                     export_classifier_tflite)
+from benchmarks.machine_load import load_average  # noqa: E402
 from benchmarks.serving_engines import (Call, Inputs, define_model_flags,  # noqa: E402
                                         load_hf_classifier, model_config, onnx_files,
                                         onnx_model_call, onnx_runtime_call, saved_model_call,
@@ -266,9 +267,6 @@ def print_throughput(rates: dict[str, dict]) -> None:
         print(f"{name:<{width}}" + "".join(f"{by_batch[batch]:10.1f}" for batch in batches))
 
 
-def _load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
 
 def main(argv: list[str]) -> None:
     del argv
@@ -285,7 +283,7 @@ def main(argv: list[str]) -> None:
     print(f"{model_name}: classifier, "
           f"{FLAGS.num_labels} labels, random weights; {os.cpu_count()} CPUs, {FLAGS.threads} "
           f"threads per engine; TensorFlow {tf.__version__}, PyTorch {torch.__version__}; load "
-          f"average {_load_average()}", flush=True)
+          f"average {load_average()}", flush=True)
     scratch = tempfile.mkdtemp(prefix="bench_serving_")
     engines = []
     try:
@@ -302,7 +300,7 @@ def main(argv: list[str]) -> None:
                 cpu_latency.setdefault(name, {})[length] = cpu_medians[name]
                 differences[name] = max(differences[name], float(np.abs(
                     outputs[name] - outputs[REFERENCE]).max()))
-            print(f"  L={length}: done; load average {_load_average()}", flush=True)
+            print(f"  L={length}: done; load average {load_average()}", flush=True)
         throughput = {}
         for batch in (int(batch) for batch in FLAGS.throughput_batches):
             medians, _, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
@@ -316,7 +314,7 @@ def main(argv: list[str]) -> None:
     print_latency(lengths, latency, differences, "wall time")
     print_latency(lengths, cpu_latency, differences, "CPU time of the engine's process")
     print_throughput(throughput)
-    print(f"\nload average {_load_average()}")
+    print(f"\nload average {load_average()}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from albert_tf.serving.saved_model import IDS_ONLY, ids_specs  # noqa: E402
 from albert_tf.tasks.classification.model import AlbertClassifierModel  # noqa: E402
 from albert_tf.tasks.classification.serving import (ClassifierServing,  # noqa: E402
                                                     export_classifier)
+from benchmarks.machine_load import load_average  # noqa: E402
 from benchmarks.serving_engines import Inputs, define_model_flags, model_config  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -90,9 +91,6 @@ def random_inputs(config: AlbertConfig, batch_size: int, seq_length: int) -> Inp
             "segment_ids": segment_ids}
 
 
-def _load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
 
 def main(argv: list[str]) -> None:
     del argv
@@ -102,7 +100,7 @@ def main(argv: list[str]) -> None:
         raise app.UsageError(f"--max_seq_length must lie in [1, {config.max_position_embeddings}].")
     print(f"{model_name}: classifier, batch "
           f"{FLAGS.batch_size}, S={seq_length}; {os.cpu_count()} CPUs; TensorFlow "
-          f"{tf.__version__}; load average {_load_average()}", flush=True)
+          f"{tf.__version__}; load average {load_average()}", flush=True)
     model = AlbertClassifierModel(config, 2)
     scratch = tempfile.mkdtemp(prefix="bench_serving_checks_")
     try:
@@ -124,7 +122,7 @@ def main(argv: list[str]) -> None:
     print(f"checked - unchecked: median latency "
           f"{(np.median(checked_walls) - np.median(walls)) * 1e3:+.3f} ms, CPU per call "
           f"{(np.median(checked_cpus) - np.median(cpus)) * 1e3:+.3f} ms; identical outputs: "
-          f"{np.array_equal(checked, unchecked)}; load average {_load_average()}")
+          f"{np.array_equal(checked, unchecked)}; load average {load_average()}")
 
 
 if __name__ == "__main__":

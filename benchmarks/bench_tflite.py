@@ -63,6 +63,7 @@ from albert_tf.tasks.classification.serving import (  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.classification.features import convert_example  # noqa: E402
 from data_prep.classification.processors import RteProcessor, Sst2Processor  # noqa: E402
+from benchmarks.machine_load import load_average  # noqa: E402
 from benchmarks.serving_engines import (Call, Inputs, directory_bytes,  # noqa: E402
                                         saved_model_call)
 
@@ -107,9 +108,6 @@ def load_calls(models: dict[str, str], threads: int | None = None) -> dict[str, 
             for name, path in models.items()}
 
 
-def _load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
 
 # -- the child: latency at one thread count ------------------------------------------------------
 
@@ -140,7 +138,7 @@ def time_models(directory: str) -> None:
             call(inputs)
             times[name][0].append(time.perf_counter() - wall_start)
             times[name][1].append(time.process_time() - cpu_start)
-    print(json.dumps({"times": times, "load": _load_average()}))
+    print(json.dumps({"times": times, "load": load_average()}))
 
 
 def latencies(directory: str, threads: int) -> dict:
@@ -226,7 +224,7 @@ def main(argv: list[str]) -> None:
     if not 1 <= seq_length <= config.max_position_embeddings:
         raise app.UsageError(f"--max_seq_length must lie in [1, {config.max_position_embeddings}].")
     print(f"{FLAGS.albert_config_file}: classifier on {FLAGS.task}, batch 1, S={seq_length}; "
-          f"{os.cpu_count()} CPUs; TensorFlow {tf.__version__}; load average {_load_average()}",
+          f"{os.cpu_count()} CPUs; TensorFlow {tf.__version__}; load average {load_average()}",
           flush=True)
     tokenizer = FullTokenizer(spm_model_file=FLAGS.spm_model_file, do_lower_case=True)
     processor_class, eval_split = TASKS[FLAGS.task]

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 import time
 
@@ -54,13 +55,16 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from albert_tf.models.config import AlbertConfig
-from albert_tf.tasks.pretraining.task import PretrainingTask
-from albert_tf.training.input_pipeline import DatasetFn
-from albert_tf.training.optimization import create_optimizer
-from albert_tf.training.trainer import DTYPE_POLICIES, RunConfig, Trainer
-
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from albert_tf.models.config import AlbertConfig  # noqa: E402
+from albert_tf.tasks.pretraining.task import PretrainingTask  # noqa: E402
+from albert_tf.training.input_pipeline import DatasetFn  # noqa: E402
+from albert_tf.training.optimization import create_optimizer  # noqa: E402
+from albert_tf.training.trainer import DTYPE_POLICIES, RunConfig, Trainer  # noqa: E402
+from benchmarks.machine_load import load_average  # noqa: E402
+
 HUGE_STEPS = 10 ** 9
 
 FLAGS = flags.FLAGS
@@ -248,9 +252,6 @@ def _check_flags() -> None:
             raise app.UsageError(f"--matmul_sizes takes positive integers, got {size!r}.")
 
 
-def _load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
 
 def main(argv: list[str]) -> None:
     del argv
@@ -267,7 +268,7 @@ def main(argv: list[str]) -> None:
     print(f"{FLAGS.albert_config_file}: B={batch} S={seq} M={preds}; devices "
           f"{[d.name for d in tf.config.list_logical_devices()]}; threads intra "
           f"{FLAGS.threads or 'default'} inter {FLAGS.inter_op_threads or 'default'}; "
-          f"{os.cpu_count()} CPUs; load average {_load_average()}")
+          f"{os.cpu_count()} CPUs; load average {load_average()}")
     print(f"weights in use: {flops.per_token:,} per token, {flops.per_mask:,} per masked position, "
           f"{flops.per_seq:,} per sequence")
     print(f"FLOPs per step: {flops.total / 1e9:.1f} GFLOP = 6 x weights x tokens "
@@ -302,7 +303,7 @@ def main(argv: list[str]) -> None:
             print(f"{dtype:>8} {str(use_xla).lower():>5} {steps * batch / seconds:10.2f} {best:7.2f} "
                   f"{seconds / steps:7.3f} {cpu / seconds:5.2f} {achieved / 1e9:8.1f} {of_f32:>11} "
                   f"{of_dtype:>13} {per_cpu:>9}", flush=True)
-    print(f"load average after: {_load_average()}")
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":
