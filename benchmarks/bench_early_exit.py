@@ -99,6 +99,8 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
+from benchmarks.machine_load import load_average  # noqa: E402
+
 SHARED_DATA = os.environ.get("ALBERT_TF_SHARED_DATA",
                              os.path.join(REPO_ROOT, "..", "shared", "data"))
 GLUE_DIR = os.path.join(SHARED_DATA, "glue")
@@ -399,7 +401,7 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
     ordinary = (signature_of(os.path.join(root, "ordinary", "export"), "serving_default")
                 if "ordinary" in FLAGS.variants else None)
     print(f"batch-1 latency on the first {len(requests)} dev examples at their real length "
-          f"(one TensorFlow thread; load average {os.getloadavg()})")
+          f"(one TensorFlow thread; load average {load_average()})")
     for variant in [v for v in FLAGS.variants if v != "ordinary"]:
         with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
             results = json.load(handle)
@@ -436,7 +438,7 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
         summary.append(served_rule_line(root, variant, chosen, ordinary, requests))
         if FLAGS.base_width_latency:
             summary.append(base_width_line(os.path.join(root, variant, "export"), requests))
-    print("\n" + "\n".join(summary) + f"\nload average after the timings: {os.getloadavg()}")
+    print("\n" + "\n".join(summary) + f"\nload average after the timings: {load_average()}")
 
 
 def served_rule_line(root: str, variant: str, chosen, ordinary, requests: list[dict]) -> str:
@@ -541,10 +543,10 @@ def main(argv):
         for variant in FLAGS.variants:
             output_dir = os.path.join(task_root, variant)
             if not os.path.isdir(os.path.join(output_dir, "export")):
-                print(f"{task} {variant}: training; load average {os.getloadavg()}", flush=True)
+                print(f"{task} {variant}: training; load average {load_average()}", flush=True)
                 times[variant] = fine_tune(data, config, output_dir, variant)
         report(task, task_root, times)
-    print(f"\nruns in {root}; load average {os.getloadavg()}")
+    print(f"\nruns in {root}; load average {load_average()}")
 
 
 if __name__ == "__main__":

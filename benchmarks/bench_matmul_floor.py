@@ -33,6 +33,8 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
+from benchmarks.machine_load import load_average  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
                     "ALBERT config JSON.")
@@ -108,7 +110,7 @@ def main(argv: list[str]) -> None:
     config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
     hidden, intermediate = config.hidden_size, config.intermediate_size
     print(f"{FLAGS.albert_config_file}: H {hidden}, I {intermediate}, "
-          f"{config.num_hidden_layers} layers; load average {os.getloadavg()}")
+          f"{config.num_hidden_layers} layers; load average {load_average()}")
     print(f"{'L':>5} {'M MACs ([CLS] last)':>20} {'M MACs (all)':>13} {'GMAC/s, 1 thread':>17} "
           f"{'floor ms ([CLS] last)':>22} {'floor ms (all)':>15}")
     for length in (int(value) for value in FLAGS.lengths):
@@ -119,7 +121,7 @@ def main(argv: list[str]) -> None:
         print(f"{length:>5} {macs[True] / 1e6:>20.0f} {macs[False] / 1e6:>13.0f} "
               f"{rate / 1e9:>17.1f} {macs[True] / rate * 1e3:>22.1f} "
               f"{macs[False] / rate * 1e3:>15.1f}")
-    print(f"load average {os.getloadavg()}")
+    print(f"load average {load_average()}")
 
 
 if __name__ == "__main__":
