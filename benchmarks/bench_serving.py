@@ -33,7 +33,7 @@ lengths. Throughput: examples per second at batch ``--throughput_batches`` of
 ``--throughput_length`` real tokens each (albert_tf's TFLite and ONNX files: one example per
 call, the rows in turn). Every engine uses ``--threads`` threads.
 
-    .venv/bin/python benchmarks/bench_serving.py     # albert base: 15-20 minutes on 2 busy cores
+    .venv/bin/python benchmarks/bench_serving.py     # albert base: 13 minutes on 2 quiet cores
     .venv/bin/python benchmarks/bench_serving.py --tiny --timed_calls=5   # a smoke run
 
 Needs requirements-test.txt (torch, transformers, onnx, onnxruntime) and requirements-onnx.txt
@@ -76,7 +76,8 @@ define_model_flags()
 flags.DEFINE_integer("num_labels", 2, "Classes of the classifier.")
 flags.DEFINE_list("lengths", ["16", "48", "128"], "Real tokens per example of the latency runs.")
 flags.DEFINE_integer("warmup_calls", 3, "Untimed calls per engine and length before timing.")
-flags.DEFINE_integer("timed_calls", 20, "Timed calls per engine and length.")
+flags.DEFINE_integer("timed_calls", 60, "Timed calls per engine and length (20 gave 16-token "
+                     "int8 medians that moved between runs by more than the engines differ).")
 flags.DEFINE_list("throughput_batches", ["8", "32"], "Batch sizes of the throughput runs.")
 flags.DEFINE_integer("throughput_length", 128, "Real tokens per example of the throughput runs.")
 flags.DEFINE_integer("throughput_calls", 3, "Timed calls per engine and batch size (after one "
