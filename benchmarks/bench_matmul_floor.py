@@ -55,7 +55,8 @@ length, hidden, inner, repeats = (int(value) for value in sys.argv[1:5])
 rng = np.random.default_rng(0)
 weights = {"h_h": (hidden, hidden), "h_i": (hidden, inner), "i_h": (inner, hidden)}
 graph = helper.make_graph(
-    [helper.make_node("MatMul", ["x", "h_h"], ["y"]), helper.make_node("MatMul", ["x", "h_i"], ["z"]),
+    [helper.make_node("MatMul", ["x", "h_h"], ["y"]),
+     helper.make_node("MatMul", ["x", "h_i"], ["z"]),
      helper.make_node("MatMul", ["z", "i_h"], ["w"])], "products",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [length, hidden])],
     [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y", "w")],

@@ -2,11 +2,11 @@
 every layer. Its own members: the heads (recorded; an early-exit regression's threshold too), the
 sweep's per-layer / per-rule table and chosen rule, a patience or a confidence
 (early_exit_results.json), predictions that stop by it (exit_layers.tsv), and exports that stop
-the same way (TFLite: a fixed depth). Two-stage training (the default with separate heads; albert_tf/tasks/classification/
-two_stage.py): ``stage_one`` trains the ordinary classifier first where --init_checkpoint holds
-none (from ``read_data``, once the run's checks passed), then the run trains the internal
-classifiers alone; its sweep keeps the last checkpoint (the full depth is the same at every
-one)."""
+the same way (TFLite: a fixed depth). Two-stage training (the default with separate heads;
+albert_tf/tasks/classification/two_stage.py): ``stage_one`` trains the ordinary classifier
+first where --init_checkpoint holds none (from ``read_data``, once the run's checks passed),
+then the run trains the internal classifiers alone; its sweep keeps the last checkpoint (the
+full depth is the same at every one)."""
 
 from __future__ import annotations
 

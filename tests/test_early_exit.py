@@ -511,7 +511,8 @@ def test_a_chosen_patience_of_another_checkpoint_than_the_best_is_refused(tmp_pa
     path = str(tmp_path / exits.RESULTS_FILE)
     results = exits.results_of(SST2_LIKE, "eval_accuracy", 2.0)
     exits.write_results(path, dict(results, best_step=4, fingerprint="f4"))
-    assert exits.read_chosen_rule(path) == exits.ExitRule(patience=3)  # no manifest: nothing to hold it against
+    # No manifest: nothing to hold it against.
+    assert exits.read_chosen_rule(path) == exits.ExitRule(patience=3)
     update_manifest(str(tmp_path), lambda content: content.update(
         best={"step": 4, "fingerprint": "f4", "selection_metric": "eval_accuracy",
               "metrics": {}}))

@@ -81,10 +81,11 @@ def define() -> None:
                        "recorded in --output_dir by its first run, whose value later runs there "
                        "use (another is refused).", lower_bound=0.0)
     flags.DEFINE_float("patience_tolerance", 2.0, "[albert_tf] --early_exit: the stopping rule "
-                       "(a patience or a confidence) chosen on dev maximises the selection metric (x 100) minus this many points "
-                       "times the fraction of the layers after the first that it runs: it loses "
-                       "at most this much to the full depth, less the fewer layers it saves (0: "
-                       "the best metric).", lower_bound=0.0)
+                       "(a patience or a confidence) chosen on dev maximises the selection "
+                       "metric (x 100) minus this many points times the fraction of the layers "
+                       "after the first that it runs: it loses at most this much to the full "
+                       "depth, less the fewer layers it saves (0: the best metric).",
+                       lower_bound=0.0)
 
 
 def training() -> str:

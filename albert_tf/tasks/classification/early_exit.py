@@ -95,13 +95,16 @@ def exit_layers(layer_logits: np.ndarray, patience: int, is_regression: bool,
     return exits
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """The softmax over the last axis of ``logits``, in their dtype."""
+    shifted = np.exp(logits - logits.max(-1, keepdims=True))
+    return shifted / shifted.sum(-1, keepdims=True)
+
+
 def confident_exit_layers(layer_logits: np.ndarray, confidence: float) -> np.ndarray:
     """int64 [N]: the first layer (1..L) whose classifier in ``layer_logits`` [N, L, C] gives its
     class a softmax probability of at least ``confidence``; L where none does."""
-    logits = np.asarray(layer_logits, np.float64)
-    shifted = np.exp(logits - logits.max(-1, keepdims=True))
-    top = (shifted / shifted.sum(-1, keepdims=True)).max(-1)
-    sure = top >= confidence
+    sure = softmax(np.asarray(layer_logits, np.float64)).max(-1) >= confidence
     sure[:, -1] = True
     return np.argmax(sure, axis=1).astype(np.int64) + 1
 
@@ -297,10 +300,16 @@ class ExitPolicy:
         return cls(num_layers, num_layers, regression_threshold, rule.confidence)
 
     @property
+    def patience_can_stop_early(self) -> bool:
+        """Whether the patience may stop an example before layer ``max_layers``: patience p exits
+        no earlier than layer p + 1."""
+        return self.patience < self.max_layers - 1
+
+    @property
     def can_stop_early(self) -> bool:
         """Whether some example may exit before layer ``max_layers``: a confidence, or a patience
-        below max_layers - 1 (patience p exits no earlier than layer p + 1)."""
-        return self.confidence is not None or self.patience < self.max_layers - 1
+        that can (``patience_can_stop_early``)."""
+        return self.confidence is not None or self.patience_can_stop_early
 
     def check(self, num_layers: int) -> None:
         """ValueError unless 1 <= patience, 1 <= max_layers <= L and a confidence in (0, 1)."""
@@ -498,4 +507,3 @@ def read_chosen_rule(path: str, tolerance_points: float | None = None) -> ExitRu
         raise UserError(f"{path}: no early-exit table to choose a rule from with "
                         f"--patience_tolerance={tolerance_points}; rerun --do_eval with "
                         "--early_exit.") from None
-

@@ -105,7 +105,7 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
     # probabilities: at batch 1 each op of the loop's body costs a few microseconds, which a
     # small model's layer does not dwarf.
     max_layers, regression_threshold = policy.max_layers, policy.regression_threshold
-    by_patience = patience is not None or policy.patience < max_layers - 1
+    by_patience = patience is not None or policy.patience_can_stop_early
     by_confidence = (patience is None and policy.confidence is not None
                      and not model.is_regression)
     patience = tf.cast(policy.patience if patience is None else patience, tf.int32)

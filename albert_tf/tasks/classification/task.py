@@ -10,9 +10,9 @@
 - With ``early_exit`` (PABEE, albert_tf/tasks/classification/early_exit.py): the loss is the mean
   over layers of each internal classifier's loss, layer j weighted by j / (1 + ... + L); the eval
   outputs add ``layer_logits`` [B, L, C] and ``reduce`` adds the early-exit table (each layer's
-  metrics, and the metrics and mean layers of patience 1..L and of each confidence), also printed. The ordinary outputs
-  and metrics stay those of the full depth (layer L's classifier, the ordinary computation), which
-  selects the best checkpoint.
+  metrics, and the metrics and mean layers of patience 1..L and of each confidence), also
+  printed. The ordinary outputs and metrics stay those of the full depth (layer L's classifier,
+  the ordinary computation), which selects the best checkpoint.
 - With ``internal_only`` (two-stage training's stage 2, albert_tf/tasks/classification/
   two_stage.py): the encoder (its pooler too) and the ordinary classifier are frozen (not in the
   model's trainable variables) and the loss is the mean over layers 1..L-1 of each internal
@@ -157,8 +157,8 @@ class ClassifierTask:
         if self.early_exit is not None:
             table = self.early_exit_table(outputs)
             metrics.update(table)
-            print("Early exit (dev): each layer's classifier, and each patience and confidence with the mean "
-                  f"layers used\n"
+            print("Early exit (dev): each layer's classifier, and each patience and confidence "
+                  "with the mean layers used\n"
                   f"{exits.format_table(table, self.metric_keys, self.internal_only)}", flush=True)
         return metrics
 
@@ -217,8 +217,7 @@ def early_exit_predictions(outputs: Mapping[str, np.ndarray], layers: np.ndarray
     if is_regression:
         probabilities, predictions = logits, logits[:, 0]
     else:
-        shifted = np.exp(logits - logits.max(-1, keepdims=True))
-        probabilities = (shifted / shifted.sum(-1, keepdims=True)).astype(np.float32)
+        probabilities = exits.softmax(logits).astype(np.float32)
         predictions = np.argmax(logits, axis=-1).astype(np.int32)
     return {**outputs, "probabilities": probabilities, "predictions": predictions,
             "exit_layers": np.asarray(layers)}
