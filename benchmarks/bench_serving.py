@@ -21,13 +21,15 @@ pools of TensorFlow, PyTorch and ONNX Runtime spin for a while after their work,
 sharing a process, or called back to back, slow each other down (sharing one, PyTorch's latency
 on the tiny model grew a hundredfold). Latency: one example of L real tokens per call (L in
 ``--lengths``, no padding), ``--warmup_calls`` untimed then ``--timed_calls`` timed calls per
-engine and length, timed inside the engine's process, as wall time and as the process's CPU time (every thread's,
-``time.process_time``: on a shared machine the wall time also counts the waits for a core, which
-the CPU time does not, though it counts a thread pool's spinning); printed: the medians per
+engine and length, timed inside the engine's process, as wall time and as the process's CPU
+time (every thread's, ``time.process_time``: on a shared machine the wall time also counts the
+waits for a core, which the CPU time does not, though it counts a thread pool's spinning);
+printed: the medians per
 engine and length, and per length the ratio of the best of the others to albert_tf's best,
 float32 (albert_tf's SavedModel, TFLite float32 and float16 and ONNX float32 against PyTorch and
 ONNX Runtime float32) and int8 (TFLite int8 and ONNX int8 against ONNX Runtime int8) separately
-(> 1: albert_tf faster), by wall time and by CPU time. Agreement: the
+(> 1: albert_tf faster), by wall time and by CPU time; with more than one thread, the share of
+each engine's calls that used one core's time only (``one_core_share``). Agreement: the
 largest difference of each engine's batch-1 probabilities from the float32 SavedModel's, over the
 lengths. Throughput: examples per second at batch ``--throughput_batches`` of
 ``--throughput_length`` real tokens each (albert_tf's TFLite and ONNX files: one example per
@@ -98,6 +100,8 @@ ONNX_FILES = {"ONNX fp32": ("albert_tf.onnx", "none"), "ONNX int8": ("albert_tf.
                                                                      "dynamic_range")}
 OTHERS = {"HF PyTorch eager": "float32", "ONNX RT fp32": "float32", "ONNX RT int8": "int8"}
 REFERENCE = "SavedModel"
+# A call whose CPU time is at most this many times its wall time ran on one core's time.
+ONE_CORE = 1.15
 
 
 def random_inputs(vocab_size: int, batch: int, length: int, seed: int = 0) -> Inputs:
@@ -210,7 +214,7 @@ class Engine:
 
 def take_turns(engines: list[Engine], batch: int, length: int, warmup: int,
                timed: int) -> tuple[dict, dict, dict]:
-    """({engine: median wall seconds per call}, {engine: median CPU seconds per call},
+    """({engine: wall seconds of each timed call}, {engine: CPU seconds of each timed call},
     {engine: last probabilities}): ``warmup`` then ``timed`` calls each, the engines taking
     turns call by call with a pause before each call, so that every engine sees the same load and
     no engine's threads still spin from the last."""
@@ -224,8 +228,30 @@ def take_turns(engines: list[Engine], batch: int, length: int, warmup: int,
             if turn >= warmup:
                 times[engine.name].append(seconds)
                 cpu_times[engine.name].append(cpu_seconds)
-    return ({name: float(np.median(values)) for name, values in times.items()},
-            {name: float(np.median(values)) for name, values in cpu_times.items()}, outputs)
+    return times, cpu_times, outputs
+
+
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
+    """{engine: the median of its samples}."""
+    return {name: float(np.median(values)) for name, values in samples.items()}
+
+
+def one_core_share(walls: list[float], cpus: list[float]) -> float:
+    """The share of calls that used one core's time only (CPU time at most ``ONE_CORE`` times
+    the wall time) though the engine has more threads: calls whose second thread did not get a
+    core of its own in time, which take about a one-thread call's time. Where the share is
+    neither near 0 nor near 1, a median falls on either side of the split from run to run."""
+    return float(np.mean([cpu <= ONE_CORE * wall for wall, cpu in zip(walls, cpus)]))
+
+
+def print_one_core_shares(lengths: list[int], shares: dict[str, dict]) -> None:
+    """The table of ``one_core_share`` ({engine: {L: share}}), in percent."""
+    width = max(len(name) for name in shares) + 2
+    print(f"\ncalls on one core's time (CPU time <= {ONE_CORE} x wall time), % of the timed calls")
+    print(f"{'engine':<{width}}" + "".join(f"{f'L={length}':>10}" for length in lengths))
+    for name, by_length in shares.items():
+        print(f"{name:<{width}}" + "".join(f"{by_length[length] * 100:10.0f}"
+                                           for length in lengths))
 
 
 def best(values: dict[str, float], names: dict[str, str], precision: str) -> tuple[str, float]:
@@ -292,21 +318,23 @@ def main(argv: list[str]) -> None:
                     max_seq_length)
         for name in (*ALBERT_TF, *OTHERS):
             engines.append(Engine(name, scratch))
-        latency, cpu_latency, differences = {}, {}, dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
+        latency, cpu_latency, shares = {}, {}, {}
+        differences = dict.fromkeys(ALBERT_TF | OTHERS, 0.0)
         for length in lengths:
-            medians, cpu_medians, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
-                                                       FLAGS.timed_calls)
-            for name, median in medians.items():
+            walls, cpus, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
+                                              FLAGS.timed_calls)
+            for name, median in medians(walls).items():
                 latency.setdefault(name, {})[length] = median
-                cpu_latency.setdefault(name, {})[length] = cpu_medians[name]
+                cpu_latency.setdefault(name, {})[length] = float(np.median(cpus[name]))
+                shares.setdefault(name, {})[length] = one_core_share(walls[name], cpus[name])
                 differences[name] = max(differences[name], float(np.abs(
                     outputs[name] - outputs[REFERENCE]).max()))
             print(f"  L={length}: done; load average {load_average()}", flush=True)
         throughput = {}
         for batch in (int(batch) for batch in FLAGS.throughput_batches):
-            medians, _, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
-                                       FLAGS.throughput_calls)
-            for name, median in medians.items():
+            walls, _, _ = take_turns(engines, batch, FLAGS.throughput_length, 1,
+                                     FLAGS.throughput_calls)
+            for name, median in medians(walls).items():
                 throughput.setdefault(name, {})[batch] = batch / median
     finally:
         for engine in engines:
@@ -314,6 +342,8 @@ def main(argv: list[str]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     print_latency(lengths, latency, differences, "wall time")
     print_latency(lengths, cpu_latency, differences, "CPU time of the engine's process")
+    if FLAGS.threads > 1:
+        print_one_core_shares(lengths, shares)
     print_throughput(throughput)
     print(f"\nload average {load_average()}")
 
