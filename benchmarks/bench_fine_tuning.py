@@ -122,6 +122,7 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
+from benchmarks.base_config import define_config_flag  # noqa: E402
 from benchmarks.machine_load import load_average  # noqa: E402
 
 SHARED = os.path.join(REPO_ROOT, "..", "shared", "data")
@@ -160,8 +161,7 @@ flags.DEFINE_integer("num_eval", 872, "Classification evaluation examples (the f
                      "sentences; 872: all).")
 flags.DEFINE_integer("ner_num_eval", 256, "NER evaluation sentences.")
 flags.DEFINE_integer("ner_max_words", 32, "Longest NER sentence kept, in words.")
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "Model shapes (the v2 base config).")
+define_config_flag("Model shapes (the v2 base config).")
 flags.DEFINE_string("spm_model_file", os.path.join(SHARED, "pretraining", "en8k.model"),
                     "SentencePiece model; extended with unused pieces to the config's vocab_size.")
 flags.DEFINE_string("sst2_dir", os.path.join(SHARED, "glue", "SST-2"),

@@ -35,12 +35,12 @@ from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.tasks.pretraining.hub_export import export_encoder  # noqa: E402
 from albert_tf.tasks.pretraining.model import AlbertPretrainingModel  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
+from benchmarks.base_config import define_config_flag  # noqa: E402
 from tests.shared_setup import SHARED_DATA_DIR  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
+define_config_flag()
 flags.DEFINE_string("spm_model_file",
                     os.path.join(SHARED_DATA_DIR, "spm", "albert-recipe-de-30k.model"),
                     "SentencePiece model with the config's vocab_size pieces.")

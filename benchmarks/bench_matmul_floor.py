@@ -41,11 +41,11 @@ from absl import app, flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
+from benchmarks.base_config import define_config_flag  # noqa: E402
 from benchmarks.machine_load import load_average  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
+define_config_flag()
 flags.DEFINE_list("lengths", ["16", "48", "128"], "Real tokens per request.")
 flags.DEFINE_integer("repeats", 5, "Rounds of the matrix products; the fastest counts.")
 

@@ -63,6 +63,7 @@ from albert_tf.tasks.classification.serving import (  # noqa: E402
 from albert_tf.tokenization.full_tokenizer import FullTokenizer  # noqa: E402
 from data_prep.classification.features import convert_example  # noqa: E402
 from data_prep.classification.processors import RteProcessor, Sst2Processor  # noqa: E402
+from benchmarks.base_config import define_config_flag  # noqa: E402
 from benchmarks.machine_load import load_average  # noqa: E402
 from benchmarks.serving_engines import (Call, Inputs, directory_bytes,  # noqa: E402
                                         saved_model_call)
@@ -74,8 +75,7 @@ TASKS = {"sst-2": (Sst2Processor, "test"), "rte": (RteProcessor, "dev")}
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
+define_config_flag()
 flags.DEFINE_enum("task", "sst-2", list(TASKS), "GLUE task of the dev sample (and of training).")
 flags.DEFINE_string("glue_dir", os.path.join(SHARED_DATA, "glue"), "GLUE data root.")
 flags.DEFINE_string("spm_model_file", os.path.join(SHARED_DATA, "pretraining", "en8k.model"),

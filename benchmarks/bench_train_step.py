@@ -63,14 +63,14 @@ from albert_tf.tasks.pretraining.task import PretrainingTask  # noqa: E402
 from albert_tf.training.input_pipeline import DatasetFn  # noqa: E402
 from albert_tf.training.optimization import create_optimizer  # noqa: E402
 from albert_tf.training.trainer import DTYPE_POLICIES, RunConfig, Trainer  # noqa: E402
+from benchmarks.base_config import define_config_flag  # noqa: E402
 from benchmarks.machine_load import load_average  # noqa: E402
 
 HUGE_STEPS = 10 ** 9
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", os.path.join(REPO_ROOT, "configs", "albert_base_v2.json"),
-                    "ALBERT config JSON.")
+define_config_flag()
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length S.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence M.")
 flags.DEFINE_integer("train_batch_size", 8, "Global batch B.")

@@ -36,18 +36,15 @@ from albert_tf.models.config import AlbertConfig
 from albert_tf.serving.onnx_client import OnnxModel
 from albert_tf.serving.tflite_client import TFLiteModel
 from albert_tf.tasks.classification.model import AlbertClassifierModel
+from benchmarks.base_config import define_config_flag
 from tests.shared_setup import tiny_config
 
 Inputs = dict[str, np.ndarray]
 Call = Callable[[Inputs], np.ndarray]
 
-_BASE_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "configs", "albert_base_v2.json")
-
-
 def define_model_flags() -> None:
     """--albert_config_file and --tiny: the model a serving benchmark times."""
-    flags.DEFINE_string("albert_config_file", _BASE_CONFIG, "ALBERT config JSON.")
+    define_config_flag()
     flags.DEFINE_bool("tiny", False, "Use the 2-layer test model instead of --albert_config_file.")
 
 
