@@ -634,6 +634,101 @@ def test_export_serves_the_patience_rule_in_a_tensorflow_only_process(tmp_path, 
                                         "regression_threshold": threshold, "confidence": None}
 
 
+def test_the_export_serves_a_confidence_each_request_gives(tmp_path):
+    """serve_confidence of a classification's export (recorded rule: patience 2) stops each
+    example where the NumPy confidence rule does on the Keras model's layers, at batch 1 and for
+    a batch, whatever the recorded patience; a confidence outside (0, 1) fails the graph's check,
+    and a regression's export has no such signature (no class probabilities to be sure of)."""
+    from albert_tf.serving.saved_model import IDS_ONLY
+    from albert_tf.tasks.classification.early_exit_inference import early_exit_logits
+    from albert_tf.tasks.classification.serving import export_classifier
+
+    layers = 6
+    keras.utils.set_random_seed(7)
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=layers), 3,
+                                            early_exit="separate"), seed=7)
+    for head in model.layer_heads()[:-1]:  # heads unsure at some layers, sure at others
+        head.output_weights.assign(head.output_weights * 30)
+    inputs = random_inputs(batch=6, seed=8)
+    export_classifier(model, str(tmp_path / "export"), policy=exits.ExitPolicy(2, layers))
+    loaded = tf.saved_model.load(str(tmp_path / "export" / IDS_ONLY))
+    assert {"serve_patience", "serve_confidence"} <= set(loaded.signatures)
+    layer_logits = model(inputs, training=False)["layer_logits"].numpy()
+    spread = set()
+    for confidence in (0.4, 0.7, 0.95):
+        exit_at = exits.confident_exit_layers(layer_logits, confidence)
+        spread.add(tuple(exit_at))
+        want = early_exit_predictions({"layer_logits": layer_logits}, exit_at, False)
+        served = loaded.signatures["serve_confidence"](
+            **{name: tf.constant(value) for name, value in inputs.items()},
+            confidence=tf.constant(confidence))
+        np.testing.assert_array_equal(served["layers_used"].numpy(), exit_at)
+        np.testing.assert_allclose(served["probabilities"].numpy(), want["probabilities"],
+                                   atol=1e-5)
+        for row in range(len(exit_at)):  # batch 1: each example stops on its own
+            one = loaded.signatures["serve_confidence"](
+                **{name: tf.constant(value[row:row + 1]) for name, value in inputs.items()},
+                confidence=tf.constant(confidence))
+            assert one["layers_used"].numpy().tolist() == [exit_at[row]], (confidence, row)
+    assert len(spread) == 3  # the three confidences stop the examples at different layers
+    # The request's rule replaces the recorded patience: some example runs past where it stops.
+    assert (exits.confident_exit_layers(layer_logits, 0.95)
+            > exits.exit_layers(layer_logits, 2, False)).any()
+    for wrong in (0.0, 1.0, float("nan")):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"confidence must lie in \(0, 1\)"):
+            loaded.signatures["serve_confidence"](
+                **{name: tf.constant(value) for name, value in inputs.items()},
+                confidence=tf.constant(wrong))
+    with pytest.raises(ValueError, match="a patience or by a confidence, not both"):
+        early_exit_logits(model, inputs, exits.ExitPolicy(2, layers), patience=tf.constant(1),
+                          confidence=tf.constant(0.5))
+
+    regression = AlbertClassifierModel(tiny_config(num_hidden_layers=2), 1, is_regression=True,
+                                       early_exit="separate")
+    export_classifier(regression, str(tmp_path / "regression"))
+    signatures = tf.saved_model.load(str(tmp_path / "regression" / IDS_ONLY)).signatures
+    assert "serve_patience" in signatures and "serve_confidence" not in signatures
+
+
+@pytest.mark.parametrize("rule, value", [("patience", 1), ("confidence", 0.7)])
+def test_the_text_signatures_stop_by_the_requests_rule(tmp_path, rule, value):
+    """serve_text_<rule> of an export with a tokenizer packs the texts as serve_text does and
+    stops each example where the NumPy rule does on the Keras model's layers for those packed
+    ids, returning the packed ids."""
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops of with_text)
+
+    from albert_tf.tasks.classification.serving import TextPacker, export_classifier
+    from albert_tf.tokenization.full_tokenizer import FullTokenizer
+    from tests import spm_fixtures
+
+    layers, max_seq_length = 6, 16
+    tokenizer = FullTokenizer(spm_model_file=spm_fixtures.cached_tiny_spm(500),
+                              do_lower_case=True)
+    keras.utils.set_random_seed(7)
+    model = perturbed(AlbertClassifierModel(tiny_config(num_hidden_layers=layers, vocab_size=500),
+                                            3, early_exit="separate"), seed=7)
+    for head in model.layer_heads()[:-1]:
+        head.output_weights.assign(head.output_weights * 30)
+    export_classifier(model, str(tmp_path / "export"), tokenizer=tokenizer,
+                      max_seq_length=max_seq_length, policy=exits.ExitPolicy(3, layers))
+    texts = {"text_a": tf.constant(["the cat sat on the mat", "a dog", "rain all day long",
+                                    "what is this"]),
+             "text_b": tf.constant(["", "it ran away", "", "nothing at all"])}
+    served = tf.saved_model.load(str(tmp_path / "export" / "with_text")).signatures[
+        f"serve_text_{rule}"](**texts, **{rule: tf.constant(value)})
+    packed = {name: tensor.numpy() for name, tensor in
+              TextPacker(tokenizer, max_seq_length)(texts["text_a"], texts["text_b"]).items()}
+    layer_logits = model(packed, training=False)["layer_logits"].numpy()
+    exit_at = (exits.exit_layers(layer_logits, value, False) if rule == "patience"
+               else exits.confident_exit_layers(layer_logits, value))
+    assert exit_at.min() < 3  # the request's rule stops before the recorded patience 3 can
+    np.testing.assert_array_equal(served["input_ids"].numpy(), packed["input_ids"])
+    np.testing.assert_array_equal(served["layers_used"].numpy(), exit_at)
+    want = early_exit_predictions({"layer_logits": layer_logits}, exit_at, False)
+    np.testing.assert_allclose(served["probabilities"].numpy(), want["probabilities"], atol=1e-5)
+
+
 # -- through run_classifier -----------------------------------------------------------------------
 
 @pytest.mark.slow  # two runs of run_classifier, about 30 s each

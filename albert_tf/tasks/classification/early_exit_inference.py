@@ -1,4 +1,4 @@
-"""Early-exit inference in the graph: the patience rule of
+"""Early-exit inference in the graph: the stopping rules of
 albert_tf/tasks/classification/early_exit.py run inside a ``tf.while_loop`` over the encoder's
 layers, so that a batch stops computing when every one of its examples has exited (at batch 1:
 when the example has).
@@ -8,7 +8,8 @@ when the example has).
 (``AlbertClassifierModel.layer_heads``), and updates each example's streak of unchanged
 predictions; an example exits after layer j when its streak reaches the patience, when the
 classifier gives its class at least the policy's confidence (if it has one), or when j is the
-``ExitPolicy``'s last layer, and keeps the logits of that layer. The loop ends when every example
+``ExitPolicy``'s last layer, and keeps the logits of that layer; a request's own patience or
+confidence replaces the policy's rule. The loop ends when every example
 has exited. Under ALBERT's sharing (``cross_layer_sharing="all"``, one group) every iteration
 applies the same block; with several groups or another sharing a ``tf.switch_case`` picks the
 layer's blocks. Examples that exited early in a batch of several still ride along (their rows are
@@ -76,39 +77,49 @@ def fixed_depth_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Ten
 
 
 def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tensor],
-                      policy: ExitPolicy, patience: tf.Tensor | None = None
-                      ) -> tuple[tf.Tensor, tf.Tensor]:
+                      policy: ExitPolicy, patience: tf.Tensor | None = None,
+                      confidence: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
     """(logits float32 [B, C] at each example's exit layer, that layer int32 [B], 1-based).
 
     inputs: ``input_ids``, ``input_mask``, ``segment_ids`` int [B, S]. policy: how to stop
-    (``ExitPolicy``); patience: an int32 scalar (>= 1) instead of the policy's rule (its
-    confidence too: the request stops by this patience alone).
+    (``ExitPolicy``; its max_layers bounds every rule); patience: an int32 scalar (>= 1), or
+    confidence: a float32 scalar in (0, 1) (a classification only), instead of the policy's
+    rule: the request stops by that rule alone.
 
     A policy that cannot stop before its max_layers k (``ExitPolicy.can_stop_early``: no
     confidence and a patience of at least k - 1; after layer j the streak of unchanged
     predictions is at most j - 1 long, so a patience p stops no earlier than layer p + 1), given
-    no other patience, runs its k layers in one straight pass (``fixed_depth_logits``) instead
-    of the loop, whose bookkeeping per layer would make, e.g., a full-depth policy slower than
-    the ordinary model.
+    no rule of the request's, runs its k layers in one straight pass (``fixed_depth_logits``)
+    instead of the loop, whose bookkeeping per layer would make, e.g., a full-depth policy
+    slower than the ordinary model.
     """
     heads = model.layer_heads()
     if not heads:
         raise ValueError("early_exit_logits needs a model built with early_exit")
-    if patience is None and not policy.can_stop_early:
+    if patience is not None and confidence is not None:
+        raise ValueError("a request stops by a patience or by a confidence, not both")
+    if confidence is not None and model.is_regression:
+        raise ValueError("a confidence rule for a regression, which has no class probabilities")
+    requested = patience is not None or confidence is not None
+    if not requested and not policy.can_stop_early:
         logits = tf.cast(fixed_depth_logits(model, inputs, policy.max_layers), tf.float32)
         return logits, tf.fill([tf.shape(logits)[0]], tf.constant(policy.max_layers, tf.int32))
     kernels = tf.stack([tf.convert_to_tensor(head.output_weights) for head in heads])  # [L, C, H]
     biases = tf.stack([tf.convert_to_tensor(head.output_bias) for head in heads])  # [L, C]
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
     # Only the rules that can stop an example before max_layers are traced: a confidence-only
-    # policy carries no streak, a patience request (or policy) without confidence computes no
-    # probabilities: at batch 1 each op of the loop's body costs a few microseconds, which a
-    # small model's layer does not dwarf.
+    # policy (or request) carries no streak, a patience request (or policy) without confidence
+    # computes no probabilities: at batch 1 each op of the loop's body costs a few microseconds,
+    # which a small model's layer does not dwarf.
     max_layers, regression_threshold = policy.max_layers, policy.regression_threshold
-    by_patience = patience is not None or policy.patience_can_stop_early
-    by_confidence = (patience is None and policy.confidence is not None
-                     and not model.is_regression)
+    if requested:
+        by_patience, by_confidence = patience is not None, confidence is not None
+    else:
+        by_patience = policy.patience_can_stop_early
+        by_confidence = policy.confidence is not None and not model.is_regression
     patience = tf.cast(policy.patience if patience is None else patience, tf.int32)
+    if by_confidence:
+        confidence = tf.cast(policy.confidence if confidence is None else confidence, tf.float32)
     # The distinct block lists the layers run (one under ALBERT's sharing), and each layer's.
     distinct, branch_of_layer = [], []
     for blocks in model.albert.transformer.layer_blocks:
@@ -159,7 +170,7 @@ def early_exit_logits(model: AlbertClassifierModel, inputs: Mapping[str, tf.Tens
             new.update(previous=value, streak=streak)
             stops = tf.logical_or(stops, streak >= patience)
         if by_confidence:
-            sure = tf.reduce_max(tf.nn.softmax(current, axis=-1), axis=-1) >= policy.confidence
+            sure = tf.reduce_max(tf.nn.softmax(current, axis=-1), axis=-1) >= confidence
             stops = tf.logical_or(stops, sure)
         exiting = tf.logical_and(tf.logical_not(state["done"]), stops)
         new.update(layer=layer + 1, hidden=hidden, done=tf.logical_or(state["done"], exiting),

@@ -18,8 +18,9 @@ serves with its ``ExitPolicy`` (albert_tf/tasks/classification/early_exit.py), i
 signatures stop computing once every example of the request has exited (the rule recorded at
 export: a patience, a confidence, or a fixed depth) and add ``layers_used`` int32 [batch], the
 layers each example ran; ``serve_patience`` and ``serve_text_patience`` take the same inputs plus
-``patience`` int32 scalar (>= 1), which they stop by instead of the recorded rule.
-``assets.extra/early_exit.json`` records the policy.
+``patience`` int32 scalar (>= 1), and a classification's ``serve_confidence`` and
+``serve_text_confidence`` ``confidence`` float32 scalar in (0, 1), which they stop by instead of
+the recorded rule. ``assets.extra/early_exit.json`` records the policy.
 
 Unlike the reference's export (serialized ``tf.Example`` strings of fixed length), clients need no
 protobuf step.
@@ -35,6 +36,7 @@ fixed depth, computing only those layers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from typing import Mapping, Sequence
@@ -79,13 +81,16 @@ class TextPacker(tf.Module):
                                  self.sep_id)
 
 
-PATIENCE_SPEC = tf.TensorSpec([], tf.int32, name="patience")
+# The rules a request to an early-exit model may stop by instead of the recorded one: {input
+# name: its spec}; each gives the signatures serve_<name> and serve_text_<name>.
+REQUEST_RULES = {"patience": tf.TensorSpec([], tf.int32, name="patience"),
+                 "confidence": tf.TensorSpec([], tf.float32, name="confidence")}
 
 
 class ClassifierServing(ServingModule):
     """The GLUE classifier's signatures (see the module doc); ``packer`` adds ``serve_text``,
     ``label_names`` (class id order) the ``labels`` output; ``policy`` (an early-exit model's;
-    default: all its layers) how it stops, and the ``serve_patience`` signatures."""
+    default: all its layers) how it stops, and the signatures of ``request_rules``."""
 
     def __init__(self, model: AlbertClassifierModel, threshold: float | None = None,
                  packer: TextPacker | None = None, label_names: Sequence[str] | None = None,
@@ -106,58 +111,68 @@ class ClassifierServing(ServingModule):
         self.packer = packer
         self.define_signatures(ids_specs(),
                                text_specs("text_a", "text_b") if packer is not None else None,
-                               layouts={"patience": ()})
-        if self.policy is not None:
-            self.serve_patience = tf.function(
-                self._outputs_with_patience, autograph=False,
-                input_signature=[{spec.name: spec for spec in (*ids_specs(), PATIENCE_SPEC)}])
+                               layouts={name: () for name in REQUEST_RULES})
+        self.request_rules = () if self.policy is None else (
+            ("patience",) if model.is_regression else ("patience", "confidence"))
+        for rule in self.request_rules:
+            setattr(self, f"serve_{rule}", tf.function(
+                functools.partial(self._outputs_by_rule, rule), autograph=False,
+                input_signature=[{spec.name: spec for spec in (*ids_specs(),
+                                                               REQUEST_RULES[rule])}]))
             if packer is not None:
-                self.serve_text_patience = tf.function(
-                    self._text_outputs_with_patience, autograph=False, input_signature=[
-                        {spec.name: spec for spec in (*text_specs("text_a", "text_b"),
-                                                      PATIENCE_SPEC)}])
+                setattr(self, f"serve_text_{rule}", tf.function(
+                    functools.partial(self._text_outputs_by_rule, rule), autograph=False,
+                    input_signature=[{spec.name: spec for spec in (
+                        *text_specs("text_a", "text_b"), REQUEST_RULES[rule])}]))
 
     def signatures(self) -> dict[str, tf.types.experimental.GenericFunction]:
-        """ServingModule's, plus ``serve_patience`` (and ``serve_text_patience``) with early
-        exit."""
+        """ServingModule's, plus with early exit ``serve_<rule>`` (and ``serve_text_<rule>``)
+        for each of ``request_rules``."""
         signatures = super().signatures()
-        for name in ("serve_patience", "serve_text_patience"):
-            if hasattr(self, name):
-                signatures[name] = getattr(self, name)
+        for rule in self.request_rules:
+            for name in (f"serve_{rule}", f"serve_text_{rule}"):
+                if hasattr(self, name):
+                    signatures[name] = getattr(self, name)
         return signatures
 
-    def _checked_patience(self, inputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
-        """The ``patience`` input behind its checks: a scalar, at least 1."""
-        patience = self.checked_ranks({"patience": inputs["patience"]})
-        return gated(patience, [check(patience["patience"] >= 1, "patience must be >= 1, got ",
-                                      patience["patience"])])["patience"]
+    def _checked_rule(self, rule: str, inputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
+        """The request's ``rule`` input behind its checks: a scalar; a patience at least 1, a
+        confidence in (0, 1)."""
+        value = self.checked_ranks({rule: inputs[rule]})[rule]
+        if rule == "patience":
+            valid = check(value >= 1, "patience must be >= 1, got ", value)
+        else:
+            valid = check(tf.logical_and(value > 0, value < 1),
+                          "confidence must lie in (0, 1), got ", value)
+        return gated({rule: value}, [valid])[rule]
 
-    def _outputs_with_patience(self, inputs: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        patience = self._checked_patience(inputs)
+    def _outputs_by_rule(self, rule: str, inputs: Mapping[str, tf.Tensor]
+                         ) -> dict[str, tf.Tensor]:
+        value = self._checked_rule(rule, inputs)
         ids = self.checked_ranks({name: inputs[name] for name in self.ids_names})
-        return self.outputs_from_ids(**gated(ids, self.ids_checks(ids)), patience=patience)
+        return self.outputs_from_ids(**gated(ids, self.ids_checks(ids)), **{rule: value})
 
-    def _text_outputs_with_patience(self, inputs: Mapping[str, tf.Tensor]
-                                    ) -> dict[str, tf.Tensor]:
-        patience = self._checked_patience(inputs)
+    def _text_outputs_by_rule(self, rule: str, inputs: Mapping[str, tf.Tensor]
+                              ) -> dict[str, tf.Tensor]:
+        value = self._checked_rule(rule, inputs)
         texts = self.checked_ranks({name: inputs[name] for name in self.text_names})
         features = self.packer(**gated(texts, self.text_checks(texts)))
-        return {**self.serve_patience({**{name: features[name] for name in self.ids_names},
-                                       "patience": patience}),
+        served = getattr(self, f"serve_{rule}")
+        return {**served({**{name: features[name] for name in self.ids_names}, rule: value}),
                 "input_ids": features["input_ids"]}
 
     def outputs_from_ids(self, input_ids: tf.Tensor, input_mask: tf.Tensor,
-                         segment_ids: tf.Tensor,
-                         patience: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-        """The outputs on ids; an early-exit model stops by ``patience`` (default: its
-        policy's)."""
+                         segment_ids: tf.Tensor, patience: tf.Tensor | None = None,
+                         confidence: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        """The outputs on ids; an early-exit model stops by ``patience`` or ``confidence``
+        (default: its policy's rule)."""
         ids = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
         extra = {}
         if self.policy is None:
             logits = self.model(ids, training=False)["logits"]
         else:
-            logits, extra["layers_used"] = early_exit_logits(self.model, ids, self.policy,
-                                                             patience)
+            logits, extra["layers_used"] = early_exit_logits(
+                self.model, ids, self.policy, patience=patience, confidence=confidence)
         outputs = self.scored(logits)
         outputs.update(extra)
         return outputs
