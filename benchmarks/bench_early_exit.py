@@ -20,8 +20,9 @@ Each run sweeps its checkpoints on dev and exports its best one. Printed per tas
 - the dev accuracy of the ordinary model and of each early-exit model's full depth;
 - for each early-exit model, patience 1..L and each confidence: dev accuracy and mean layers used
   (the sweep's table, early_exit_results.json), and the rule it chose;
-- the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience``) on the dev
-  examples at their real length, mean over examples, for each patience, against the ordinary
+- the batch-1 latency of the exported SavedModels (ids_only, ``serve_patience`` and
+  ``serve_confidence``) on the dev examples at their real length, mean over examples, for each
+  patience and confidence, against the ordinary
   export's ``serving_default`` timed just before it (the speed-up), and the mean layers the
   served model used on them (the table's mean is over the whole dev set). Both exports run
   with TensorFlow's intra- and inter-op threads at 1, and each call is measured twice: the
@@ -32,8 +33,7 @@ Each run sweeps its checkpoints on dev and exports its best one. Printed per tas
   confidence), the accuracy lost against the ordinary model (points), the mean layers, and the
   batch-1 speed-up (CPU, wall) of the export's ``serving_default`` (the rule recorded at export)
   timed the same way: what a client gets, one straight pass without the loop when the rule
-  cannot stop early (``serve_patience``, timed in the table, always runs the loop). A
-  confidence has no signature of its own: only the chosen one is timed;
+  cannot stop early (``serve_patience``, timed in the table, always runs the loop);
 - under it (``--base_width_latency``, default on) the same exits timed at ALBERT-base widths
   (E 128, H 768, 12 heads, FFN 3,072, L layers, random weights): at H 64 the loop's bookkeeping
   after every layer weighs as much as a layer, at ALBERT-base's a layer dominates, which is the
@@ -357,16 +357,17 @@ def signature_of(export_dir: str, name: str):
     return tf.saved_model.load(os.path.join(export_dir, "ids_only")).signatures[name]
 
 
-def batch_one_latency(signature, requests: list[dict], patience: int | None = None
+def batch_one_latency(signature, requests: list[dict], rule: dict | None = None
                       ) -> tuple[float, float, float]:
     """(mean CPU seconds per request, mean wall seconds per request, mean layers used) of a
-    SavedModel signature called at batch 1 on every request; ``patience``: serve_patience's
-    input. The CPU time is the process's (``time.process_time``): with one TensorFlow thread
-    (``main``) it is what the calls computed, whatever else the machine runs."""
+    SavedModel signature called at batch 1 on every request; ``rule``: the request's rule input
+    of serve_patience or serve_confidence, e.g. {"patience": 2}. The CPU time is the process's
+    (``time.process_time``): with one TensorFlow thread (``main``) it is what the calls
+    computed, whatever else the machine runs."""
     import numpy as np
     import tensorflow as tf
 
-    extra = {} if patience is None else {"patience": tf.constant(patience)}
+    extra = {name: tf.constant(value) for name, value in (rule or {}).items()}
     calls = [{name: tf.constant(value) for name, value in request.items()} for request in requests]
     for call in calls[:20]:  # warm-up: traces and first-call allocations
         signature(**call, **extra)
@@ -406,27 +407,26 @@ def report(task: str, root: str, times: dict[str, float]) -> None:
         with open(os.path.join(root, variant, "early_exit_results.json")) as handle:
             results = json.load(handle)
         table, chosen = results["table"], chosen_rule(results)
-        served = signature_of(os.path.join(root, variant, "export"), "serve_patience")
+        export_dir = os.path.join(root, variant, "export")
         print(f"\n{variant} internal classifiers (chosen on dev: {chosen})")
         print("layer accuracy: " + " ".join(
             f"{table[f'early_exit/layer_{j}/eval_accuracy']:.3f}"
             for j in range(1, num_layers + 1)))
-        print(f"{'patience':>8} {'accuracy':>9} {'mean layers':>12} {'CPU ms':>7} "
+        print(f"{'rule':>16} {'accuracy':>9} {'mean layers':>12} {'CPU ms':>7} "
               f"{'ordinary':>9} {'CPU speed-up':>13} {'wall ms':>8} {'ordinary':>9} "
               f"{'wall speed-up':>14} {'served layers':>14}")
-        for patience in range(1, num_layers + 1):
+        rules = [(rule, "confidence" if rule.confidence is not None else "patience")
+                 for rule in table_rules(table)]
+        served = {kind: signature_of(export_dir, f"serve_{kind}") for kind in dict(rules).values()}
+        for rule, kind in rules:
             base_cpu, base_wall = (batch_one_latency(ordinary, requests)[:2] if ordinary
                                    else (float("nan"),) * 2)
-            cpu, wall, served_layers = batch_one_latency(served, requests, patience)
-            accuracy = table[f"early_exit/patience_{patience}/eval_accuracy"]
-            layers = table[f"early_exit/patience_{patience}/mean_layers"]
-            print(f"{patience:>8} {accuracy:>9.4f} {layers:>12.2f} {cpu * 1000:>7.2f} "
+            cpu, wall, served_layers = batch_one_latency(served[kind], requests,
+                                                         {kind: getattr(rule, kind)})
+            print(f"{str(rule):>16} {table[rule.key('eval_accuracy')]:>9.4f} "
+                  f"{table[rule.key('mean_layers')]:>12.2f} {cpu * 1000:>7.2f} "
                   f"{base_cpu * 1000:>9.2f} {base_cpu / cpu:>12.2f}x {wall * 1000:>8.2f} "
                   f"{base_wall * 1000:>9.2f} {base_wall / wall:>13.2f}x {served_layers:>14.2f}"
-                  + ("  <- chosen" if chosen.patience == patience else ""))
-        for rule in table_rules(table)[num_layers:]:
-            print(f"{str(rule):>16} {table[rule.key('eval_accuracy')]:>9.4f} "
-                  f"{table[rule.key('mean_layers')]:>12.2f}"
                   + ("  <- chosen" if rule == chosen else ""))
         accuracy = table[chosen.key("eval_accuracy")]
         points = 100 * (accuracy - best["ordinary"]["eval_accuracy"]) if ordinary else None
@@ -510,7 +510,8 @@ def base_width_line(export_dir: str, requests: list[dict]) -> str:
             if layers == 1:
                 cpu, wall, used = batch_one_latency(loop["serving_default"], calls)
             else:
-                cpu, wall, used = batch_one_latency(loop["serve_patience"], calls, layers - 1)
+                cpu, wall, used = batch_one_latency(loop["serve_patience"], calls,
+                                                    {"patience": layers - 1})
             if round(used) != layers:
                 raise RuntimeError(f"the base-width export ran {used} layers, not {layers}")
             for index, value in enumerate((cpu, wall, base_cpu, base_wall)):
