@@ -111,9 +111,9 @@ def run_declared(root: pathlib.Path, command: str, flags: Flags) -> Command:
     seen: list[RunFiles] = []
     real_check = run_files_module.check_run_files
 
-    def capture(files: RunFiles) -> None:
+    def capture(files: RunFiles, record: bool = True) -> None:
         seen.append(files)
-        real_check(files)
+        real_check(files, record)
 
     before = snapshot(root)
     with pytest.MonkeyPatch.context() as patch:

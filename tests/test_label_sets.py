@@ -159,10 +159,40 @@ def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path)
     after = {name: (out / name).read_bytes() for name in os.listdir(out)
              if not name.startswith(".albert_tf") and name != "run_manifest.json"}
     assert after == before
-    # The manifest gains at most the names the run declared (its pre-flight check): no record.
-    recorded_after = read_manifest(str(out)).content
-    assert {key: value for key, value in recorded_after.items() if key != "owned_names"} == {
-        key: value for key, value in recorded_before.items() if key != "owned_names"}
+    # Refused before it recorded anything: not even the names it would have written.
+    assert read_manifest(str(out)).content == recorded_before
+
+
+def test_a_refused_run_leaves_an_earlier_versions_directory_as_it_was(tmp_path):
+    """A WNLI training run in a directory an earlier version trained on SST-2 (its
+    facts in label_list.json, no run manifest): refused naming label_list.json, where its label
+    set comes from, and nothing written there, no run manifest either (the manifest that
+    supersedes those files is written by the first run that goes on)."""
+    config = shared_setup.tiny_config(vocab_size=500, max_position_embeddings=32)
+    (tmp_path / "config.json").write_text(config.to_json_string())
+    data = tmp_path / "glue" / "WNLI"
+    data.mkdir(parents=True)
+    (data / "train.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\tA b.\tC d.\t1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier_run_directory(out)
+    (out / "label_list.json").write_text(
+        '{"task_type": "classification", "labels": ["0", "1"], "task": "sst-2"}')
+    (out / ".albert_tf_outputs.json").write_text(json.dumps(
+        {"fixed_names": ["checkpoint", "label_list.json", "model.ckpt-*"]}))
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    refused = run_command("run_classifier.py", "--task_name=wnli",
+                          f"--data_dir={tmp_path / 'glue'}",
+                          f"--albert_config_file={tmp_path / 'config.json'}",
+                          f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
+                          f"--output_dir={out}", "--max_seq_length=32", "--do_train")
+    assert refused.returncode == 1
+    assert refused.error_line() == (
+        f"run_classifier: error: --output_dir={out} holds checkpoints trained for a "
+        "classification with labels ['0', '1'] (task sst-2) (label_list.json); this run has a "
+        "classification with labels ['0', '1'] (task wnli) (--task_name=wnli). Give the run's own "
+        "settings to continue it, or use another --output_dir")
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
 
 
 def ner_flags(tmp_path) -> list[str]:

@@ -159,7 +159,7 @@ def declaration(monkeypatch, case: Case, flags: dict[str, str]) -> RunFiles | No
     it stops before (a mistake its flag checks find)."""
     seen = []
 
-    def capture(files: RunFiles) -> None:
+    def capture(files: RunFiles, record: bool = True) -> None:
         seen.append(files)
         raise Captured
 

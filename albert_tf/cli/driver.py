@@ -9,7 +9,10 @@ The procedure, in order:
    --output_dir taken, its run manifest read once; a run that predicts or exports without
    sweeping needs an earlier sweep's model.ckpt-best;
 2. the config and the tokenizer, once; the task's data read and checked (``read_data``); its label
-   set and facts checked against the run manifest of --output_dir; then every split the run
+   set and facts checked against the run manifest of --output_dir, and only then the run's fixed
+   names recorded in it (a run refused before writes no manifest, not even in an earlier
+   version's directory, whose separate files then stay the ones its messages name); then every
+   split the run
    reads built once (or found in the cache), the smaller ones first, before the first step;
 3. --do_train: a finished run says so and trains nothing; else warm start (or resume) and train,
    every epoch in a new order drawn from --input_seed, each batch cut to its length bucket
@@ -34,7 +37,7 @@ from albert_tf.errors.user_error import UserError
 from albert_tf.evaluation.best_checkpoint import (best_checkpoint_prefix, eval_data_of,
                                                   restore_best_checkpoint, run_checkpoint_sweep)
 from albert_tf.evaluation.checkpoint_sweep import check_eval_data
-from albert_tf.files.run_files import check_run_files
+from albert_tf.files.run_files import check_run_files, record_owned_names
 from albert_tf.files.run_manifest import RunManifest, read_manifest, require_facts
 from albert_tf.training.input_pipeline import needs_static_batches
 from albert_tf.training.length_buckets import LengthBuckets, LengthSplit
@@ -52,7 +55,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         settings, init, sweeps, spec.outputs.files,
         task_inputs=tuple(item for split in spec.splits for item in split.inputs),
         cached_names=tuple(dict.fromkeys(split.cache for split in spec.splits if split.cache)))
-    check_run_files(files)
+    check_run_files(files, record=False)  # recorded once the run's facts are checked
     flag = f"--{spec.sweep.flag}"
     if (sweeps and spec.sweep.evaluates_init_checkpoint and not settings.do_train and init is None
             and not list_checkpoints(settings.output_dir)):
@@ -74,6 +77,7 @@ def run_task(settings: RunSettings, spec: TaskSpec) -> dict[str, float] | None:
         init = data.init_checkpoint or init
         facts = data.all_facts()
         require_facts(manifest, facts)
+        record_owned_names(files)
         features = {split.name: split.build(data, tokenizer)
                     for split in _splits_read(settings, spec.splits, sweeps)}
         steps, warmup = _schedule(settings, spec.training, features.get("train"))

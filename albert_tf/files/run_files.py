@@ -421,19 +421,30 @@ def _check_fixed_names_are_ours(directory: str, outputs: list[Output]) -> None:
                 f"it elsewhere, or use another {output.within}")
 
 
-def check_run_files(files: RunFiles) -> None:
+def check_run_files(files: RunFiles, record: bool = True) -> None:
     """The pre-flight check of a command's declaration (see the module doc): OutputPathError (a
     UserError) naming the paths, before anything is written. Creates the work directories and,
-    once every check passed, records the run's fixed names in each directory's run manifest."""
+    once every check passed, records the run's fixed names in each directory's run manifest
+    (``record_owned_names``); with ``record`` False the caller records them itself once its own
+    checks passed, so that a run refused by them writes no manifest (the training driver: its
+    checks of the run directory's facts come after the locks)."""
     files = files + RunFiles(outputs=_manifests(files))
     _check_outputs_spare_inputs(files)
     _check_outputs_apart(files)
     _check_flag_outputs_spare_checkpoints(files)
     _check_writable(files)
-    by_directory = _fixed_outputs_by_directory(files)
-    for directory, outputs in by_directory.items():
+    for directory, outputs in _fixed_outputs_by_directory(files).items():
         _check_fixed_names_are_ours(directory, outputs)
-    for directory, outputs in by_directory.items():
+    if record:
+        record_owned_names(files)
+
+
+def record_owned_names(files: RunFiles) -> None:
+    """Adds the fixed names the run writes to the run manifest of each directory it writes them
+    in (after ``check_run_files`` passed). In a directory of an earlier version this writes the
+    manifest that supersedes its separate files."""
+    files = files + RunFiles(outputs=_manifests(files))
+    for directory, outputs in _fixed_outputs_by_directory(files).items():
         _own(directory, {os.path.basename(output.path) for output in outputs
                          if output.touched and output.listed_as_owned})
 
