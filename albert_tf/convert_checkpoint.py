@@ -125,7 +125,8 @@ from albert_tf.checkpoints.hf_format import SPM_FILE, WRITTEN_FILES, read_hf_con
 from albert_tf.checkpoints.run_directory import resolve_checkpoint_path  # noqa: E402
 from albert_tf.cli import error_boundary  # noqa: E402
 from albert_tf.files.run_files import (  # noqa: E402
-    NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs)
+    NewDirectory, RunFiles, WorkDirectory, check_run_files, fixed_outputs, inputs,
+    record_owned_names)
 from albert_tf.models.config import AlbertConfig  # noqa: E402
 from albert_tf.models.task_model import AlbertTaskModel  # noqa: E402
 from albert_tf.files.run_manifest import MANIFEST_NAME, manifest_path, read_manifest  # noqa: E402
@@ -292,6 +293,10 @@ def check_output() -> None:
 
 
 if __name__ == "__main__":
-    # check_output first: its refusal of the user's files says what --overwrite replaces.
-    error_boundary.run(main, checks=[check_output, lambda: check_run_files(run_files()),
-                                     check_source_format, check_recorded_heads])
+    # check_output first: its refusal of the user's files says what --overwrite replaces. The
+    # names the conversion writes are recorded in --output_dir's manifest once every check
+    # passed, so that a refused conversion writes nothing there.
+    error_boundary.run(main, checks=[check_output,
+                                     lambda: check_run_files(run_files(), record=False),
+                                     check_source_format, check_recorded_heads,
+                                     lambda: record_owned_names(run_files())])

@@ -178,10 +178,13 @@ def test_a_source_given_under_another_formats_flag_is_named_with_the_flag_to_giv
     write_reference_checkpoint(str(tmp_path / "ref" / "model.ckpt"),
                                numpy_albert.reference_variable_shapes(cfg))
     out = f"--output_dir={tmp_path / 'out'}"
+    (tmp_path / "out").mkdir()  # the user's empty directory
     for flag in ("--checkpoint", "--tf1_checkpoint"):
         result = convert(f"--albert_config_file={config_file}", f"{flag}={tmp_path / 'hf'}", out)
         assert_one_line_error(result, f"{flag}={tmp_path / 'hf'} is a Hugging Face directory: "
                                       "pass it as --hf_checkpoint")
+        # Refused after the pre-flight check: no run manifest recording what was not written.
+        assert os.listdir(tmp_path / "out") == []
     for source, flag in (("ours", "--checkpoint"), ("ref", "--tf1_checkpoint")):
         result = convert(f"--hf_checkpoint={tmp_path / source}", out)
         assert_one_line_error(result, f"--hf_checkpoint={tmp_path / source} is not a Hugging "
