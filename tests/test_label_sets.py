@@ -129,16 +129,29 @@ def test_glue_tasks_that_share_a_model_record_one_task():
     assert glue_task("sst-2").model_task != glue_task("wnli").model_task
 
 
-def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path):
-    """A --do_predict run of WNLI in a directory trained on SST-2 stops before any work, naming
-    both tasks; nothing there changes."""
+def wnli_run(tmp_path, split: str, action: str):
+    """run_classifier's WNLI run in ``tmp_path / "out"`` (made here, empty) on one example of
+    ``split`` with ``action``: (the output directory, a function running it)."""
     config = shared_setup.tiny_config(vocab_size=500, max_position_embeddings=32)
     (tmp_path / "config.json").write_text(config.to_json_string())
     data = tmp_path / "glue" / "WNLI"
     data.mkdir(parents=True)
-    (data / "test.tsv").write_text("index\tsentence1\tsentence2\n0\tA b.\tC d.\n")
+    header, row = (("index\tsentence1\tsentence2\tlabel", "0\tA b.\tC d.\t1") if split == "train"
+                   else ("index\tsentence1\tsentence2", "0\tA b.\tC d."))
+    (data / f"{split}.tsv").write_text(f"{header}\n{row}\n")
     out = tmp_path / "out"
     out.mkdir()
+    return out, lambda: run_command(
+        "run_classifier.py", "--task_name=wnli", f"--data_dir={tmp_path / 'glue'}",
+        f"--albert_config_file={tmp_path / 'config.json'}",
+        f"--spm_model_file={spm_fixtures.cached_tiny_spm()}", f"--output_dir={out}",
+        "--max_seq_length=32", action)
+
+
+def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path):
+    """A --do_predict run of WNLI in a directory trained on SST-2 stops before any work, naming
+    both tasks; nothing there changes."""
+    out, run = wnli_run(tmp_path, "test", "--do_predict")
     add_facts(str(out), {
         LABEL_SET: (LabelSet("classification", ("0", "1"), "sst-2").to_fact(), "x"),
         HEADS: (None, "x")})  # an ordinary classifier's run
@@ -146,11 +159,7 @@ def test_run_classifier_refuses_another_glue_task_with_the_same_labels(tmp_path)
     before = {name: (out / name).read_bytes() for name in os.listdir(out)
               if name != "run_manifest.json"}
     recorded_before = read_manifest(str(out)).content
-    refused = run_command("run_classifier.py", "--task_name=wnli",
-                          f"--data_dir={tmp_path / 'glue'}",
-                          f"--albert_config_file={tmp_path / 'config.json'}",
-                          f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-                          f"--output_dir={out}", "--max_seq_length=32", "--do_predict")
+    refused = run()
     assert refused.error_line() == (
         f"run_classifier: error: --output_dir={out} holds checkpoints trained for a "
         "classification with labels ['0', '1'] (task sst-2) (run_manifest.json); this run has a "
@@ -168,24 +177,14 @@ def test_a_refused_run_leaves_an_earlier_versions_directory_as_it_was(tmp_path):
     facts in label_list.json, no run manifest): refused naming label_list.json, where its label
     set comes from, and nothing written there, no run manifest either (the manifest that
     supersedes those files is written by the first run that goes on)."""
-    config = shared_setup.tiny_config(vocab_size=500, max_position_embeddings=32)
-    (tmp_path / "config.json").write_text(config.to_json_string())
-    data = tmp_path / "glue" / "WNLI"
-    data.mkdir(parents=True)
-    (data / "train.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\tA b.\tC d.\t1\n")
-    out = tmp_path / "out"
-    out.mkdir()
+    out, run = wnli_run(tmp_path, "train", "--do_train")
     earlier_run_directory(out)
     (out / "label_list.json").write_text(
         '{"task_type": "classification", "labels": ["0", "1"], "task": "sst-2"}')
     (out / ".albert_tf_outputs.json").write_text(json.dumps(
         {"fixed_names": ["checkpoint", "label_list.json", "model.ckpt-*"]}))
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
-    refused = run_command("run_classifier.py", "--task_name=wnli",
-                          f"--data_dir={tmp_path / 'glue'}",
-                          f"--albert_config_file={tmp_path / 'config.json'}",
-                          f"--spm_model_file={spm_fixtures.cached_tiny_spm()}",
-                          f"--output_dir={out}", "--max_seq_length=32", "--do_train")
+    refused = run()
     assert refused.returncode == 1
     assert refused.error_line() == (
         f"run_classifier: error: --output_dir={out} holds checkpoints trained for a "
