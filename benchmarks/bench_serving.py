@@ -323,9 +323,10 @@ def main(argv: list[str]) -> None:
         for length in lengths:
             walls, cpus, outputs = take_turns(engines, 1, length, FLAGS.warmup_calls,
                                               FLAGS.timed_calls)
+            cpu_medians = medians(cpus)
             for name, median in medians(walls).items():
                 latency.setdefault(name, {})[length] = median
-                cpu_latency.setdefault(name, {})[length] = float(np.median(cpus[name]))
+                cpu_latency.setdefault(name, {})[length] = cpu_medians[name]
                 shares.setdefault(name, {})[length] = one_core_share(walls[name], cpus[name])
                 differences[name] = max(differences[name], float(np.abs(
                     outputs[name] - outputs[REFERENCE]).max()))

@@ -443,7 +443,6 @@ def record_owned_names(files: RunFiles) -> None:
     """Adds the fixed names the run writes to the run manifest of each directory it writes them
     in (after ``check_run_files`` passed). In a directory of an earlier version this writes the
     manifest that supersedes its separate files."""
-    files = files + RunFiles(outputs=_manifests(files))
     for directory, outputs in _fixed_outputs_by_directory(files).items():
         _own(directory, {os.path.basename(output.path) for output in outputs
                          if output.touched and output.listed_as_owned})
